@@ -1,0 +1,33 @@
+//! `proto` — every type that crosses a process boundary in boxmaker, and the frame codec.
+//!
+//! **Owns:** the identifiers (`ids`), the envelope and its messages (`wire`), the
+//! length-prefixed frame codec (`frame`), and the strictness rules that make decoding
+//! refuse anything the specification does not spell out (`strict`).
+//!
+//! **Must never:** hold policy, open sockets or files, or trust a length it has not
+//! checked. Roles meet only through these types, so this crate stays small: types, the
+//! codec, and nothing else.
+//!
+//! Reading order:
+//! 1. [`ids`] — `SessionId` (checked when decoded), `CallId`, `Timestamp`, `DataClass`.
+//! 2. [`wire`] — `Envelope`, `Message`, `ToolRequest`, `ToolResponse`, `WireError`, …
+//! 3. [`frame`] — `read_frame` / `write_frame` and `FrameError`.
+//! 4. `strict` — the deserializer adapter that refuses arrays in place of objects.
+//!
+//! The JSON shape of every type is part of the format: field order, variant order and tag
+//! names are fixed by `SPEC.md` §2 and pinned by the fixtures in `tests/fixtures/`.
+
+#![forbid(unsafe_code)]
+
+pub mod frame;
+pub mod ids;
+mod strict;
+pub mod wire;
+
+pub use frame::{FrameError, MAX_FRAME, read_frame, write_frame};
+pub use ids::{CallId, DataClass, SessionId, SessionIdError, Timestamp};
+pub use strict::UnknownName;
+pub use wire::{
+    DenyReason, Envelope, ErrorCode, Message, PROTOCOL_VERSION, ToolRequest, ToolResponse,
+    WireError,
+};
