@@ -21,6 +21,9 @@
 
 use std::io::{self, Read, Write};
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
 use crate::wire::{Envelope, PROTOCOL_VERSION};
 
 /// The largest body a frame may carry, in bytes. A body of exactly this size is allowed.
@@ -55,9 +58,34 @@ pub enum FrameError {
 /// answer is `TooLarge(len)`. The length and the body go out in one `write_all`, so a frame is
 /// never interleaved with another writer's bytes on a shared stream of whole-frame writers.
 pub fn write_frame<W: Write>(w: &mut W, env: &Envelope) -> Result<(), FrameError> {
+    write_framed(w, env)
+}
+
+/// Reads one frame and decodes its envelope.
+///
+/// End of stream before the first byte is `Closed`; after 1 to 3 length bytes, or inside the
+/// body, it is `Io` (`UnexpectedEof`). Short reads and `Interrupted` are retried.
+pub fn read_frame<R: Read>(r: &mut R) -> Result<Envelope, FrameError> {
+    read_framed(r)
+}
+
+/// A value that travels in a frame and carries the protocol version in `v`.
+pub(crate) trait Versioned {
+    fn version(&self) -> u32;
+}
+
+impl Versioned for Envelope {
+    fn version(&self) -> u32 {
+        self.v
+    }
+}
+
+/// The codec for any framed value: [`write_frame`] and the control channel share it, so the
+/// length rules are written once.
+pub(crate) fn write_framed<W: Write, T: Serialize>(w: &mut W, value: &T) -> Result<(), FrameError> {
     let mut buf = Vec::with_capacity(256);
     buf.extend_from_slice(&[0; 4]);
-    serde_json::to_writer(&mut buf, env).map_err(FrameError::Json)?;
+    serde_json::to_writer(&mut buf, value).map_err(FrameError::Json)?;
     let len = buf.len().saturating_sub(4);
     if len > MAX_FRAME {
         return Err(FrameError::TooLarge(len));
@@ -70,11 +98,11 @@ pub fn write_frame<W: Write>(w: &mut W, env: &Envelope) -> Result<(), FrameError
     w.flush().map_err(FrameError::Io)
 }
 
-/// Reads one frame and decodes its envelope.
-///
-/// End of stream before the first byte is `Closed`; after 1 to 3 length bytes, or inside the
-/// body, it is `Io` (`UnexpectedEof`). Short reads and `Interrupted` are retried.
-pub fn read_frame<R: Read>(r: &mut R) -> Result<Envelope, FrameError> {
+/// The reading half of [`write_framed`]: the length is checked before anything is
+/// allocated, the body decoded strictly, then the version checked.
+pub(crate) fn read_framed<R: Read, T: DeserializeOwned + Versioned>(
+    r: &mut R,
+) -> Result<T, FrameError> {
     let mut prefix = [0u8; 4];
     let mut got = 0usize;
     while let Some(rest) = prefix.get_mut(got..).filter(|rest| !rest.is_empty()) {
@@ -102,16 +130,12 @@ pub fn read_frame<R: Read>(r: &mut R) -> Result<Envelope, FrameError> {
     }
     let mut body = vec![0u8; len];
     r.read_exact(&mut body).map_err(FrameError::Io)?;
-    let env = decode(&body)?;
-    if env.v != PROTOCOL_VERSION {
-        return Err(FrameError::BadVersion(env.v));
+    // JSON, strict, nothing after it but white space.
+    let value: T = serde_json::from_slice(&body).map_err(FrameError::Json)?;
+    if value.version() != PROTOCOL_VERSION {
+        return Err(FrameError::BadVersion(value.version()));
     }
-    Ok(env)
-}
-
-/// Decodes one envelope from a whole body: JSON, strict, nothing after it but white space.
-fn decode(body: &[u8]) -> Result<Envelope, FrameError> {
-    serde_json::from_slice(body).map_err(FrameError::Json)
+    Ok(value)
 }
 
 impl FrameError {

@@ -12,13 +12,15 @@
 //! 1. [`ids`] — `SessionId` (checked when decoded), `CallId`, `Timestamp`, `DataClass`.
 //! 2. [`wire`] — `Envelope`, `Message`, `ToolRequest`, `ToolResponse`, `WireError`, …
 //! 3. [`frame`] — `read_frame` / `write_frame` and `FrameError`.
-//! 4. `strict` — the deserializer adapter that refuses arrays in place of objects.
+//! 4. [`control`] — the operator's channel to the gate, on the same codec.
+//! 5. `strict` — the deserializer adapter that refuses arrays in place of objects.
 //!
 //! The JSON shape of every type is part of the format: field order, variant order and tag
 //! names are fixed by `SPEC.md` §2 and pinned by the fixtures in `tests/fixtures/`.
 
 #![forbid(unsafe_code)]
 
+pub mod control;
 pub mod frame;
 pub mod ids;
 mod strict;
