@@ -1,0 +1,74 @@
+//! `boxmaker check`: what the gate would decide for one call, without running anything.
+//!
+//! Prints exactly one line — `allow`, `ask`, or `denied REASON` — and exits 0, whatever
+//! the decision. `--explain` adds one line per grant whose tool pattern matched.
+
+use std::path::PathBuf;
+
+use policy::{Taint, decide, explain};
+use proto::{DataClass, SessionId, Timestamp};
+
+use crate::error::CliError;
+
+/// Show what the gate would decide for one call, without running it.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+    /// The session that makes the call.
+    #[arg(long, value_name = "ID", allow_hyphen_values = true)]
+    session: SessionId,
+    /// The tool it calls.
+    #[arg(long, value_name = "NAME", value_parser = tool_name, allow_hyphen_values = true)]
+    tool: String,
+    /// The session's taint class: public, internal, confidential or secret.
+    #[arg(long, value_name = "CLASS", default_value = "public")]
+    taint: DataClass,
+    /// The session has seen untrusted content.
+    #[arg(long)]
+    untrusted: bool,
+    /// The time of the call, in seconds since the Unix epoch (default: now).
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    at: Option<u64>,
+    /// Also say which grants matched and why each did or did not admit the call.
+    #[arg(long)]
+    explain: bool,
+}
+
+fn tool_name(s: &str) -> Result<String, String> {
+    if config::is_valid_tool_name(s) {
+        Ok(s.to_owned())
+    } else {
+        Err("a tool name is 1 to 64 ASCII letters, digits, `_` or `-`".to_owned())
+    }
+}
+
+pub fn run(args: &CheckArgs) -> Result<(), CliError> {
+    let cfg = config::load(&args.config)?;
+    let taint = Taint::new(args.taint, args.untrusted);
+    let now = args.at.map_or_else(
+        || Timestamp::from_system_time(std::time::SystemTime::now()),
+        Timestamp,
+    );
+    if !args.explain {
+        println!(
+            "{}",
+            decide(&cfg.grants, &args.session, &args.tool, taint, now)
+        );
+        return Ok(());
+    }
+    let e = explain(&cfg.grants, &args.session, &args.tool, taint, now);
+    println!("{}", e.decision);
+    println!(
+        "session {}, tool {}, taint ({taint}), at {now}: {} of {} grants name this tool",
+        args.session,
+        args.tool,
+        e.lines.len(),
+        cfg.grants.len()
+    );
+    for line in &e.lines {
+        println!("{line}");
+    }
+    Ok(())
+}

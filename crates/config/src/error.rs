@@ -1,0 +1,117 @@
+//! Errors of the config file: each is one line that names the file, and where the file
+//! has a place to point at, its line and column.
+
+use std::path::PathBuf;
+
+/// Why a config could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not a valid config; `message` says what was expected.
+    #[error("{origin}:{line}:{column}: {message}")]
+    Invalid {
+        origin: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The file is not a valid config, and there is no one place to point at.
+    #[error("{origin}: {message}")]
+    Unplaced { origin: String, message: String },
+}
+
+impl ConfigError {
+    /// The 1-based line of the error, where it has one.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::Invalid { line, .. } => Some(*line),
+            _ => None,
+        }
+    }
+}
+
+/// Where errors in one text point: turns byte offsets into lines and columns.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Source<'a> {
+    pub text: &'a str,
+    pub origin: &'a str,
+}
+
+impl Source<'_> {
+    /// The 1-based line of byte offset `at`.
+    pub fn line_of(&self, at: usize) -> usize {
+        line_column(self.text, at).0
+    }
+
+    /// An error at byte offset `at` (or with no place, when `at` is `None`). Newlines in
+    /// the message are folded so the error stays on one line.
+    pub fn error(&self, at: Option<usize>, message: impl Into<String>) -> ConfigError {
+        let message = one_line(&message.into());
+        let origin = self.origin.to_owned();
+        match at {
+            Some(at) => {
+                let (line, column) = line_column(self.text, at);
+                ConfigError::Invalid {
+                    origin,
+                    line,
+                    column,
+                    message,
+                }
+            }
+            None => ConfigError::Unplaced { origin, message },
+        }
+    }
+}
+
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// 1-based line and column (in characters) of byte offset `at` in `text`. An offset past
+/// the end, or inside a character, points at the nearest earlier place.
+fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = text.get(..at).unwrap_or("");
+    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_line_column_counts_from_one() {
+        let text = "ab\ncd\né x";
+        assert_eq!(line_column(text, 0), (1, 1));
+        assert_eq!(line_column(text, 1), (1, 2));
+        assert_eq!(line_column(text, 3), (2, 1));
+        assert_eq!(line_column(text, 9), (3, 3));
+        assert_eq!(line_column(text, 999), (3, 4));
+    }
+
+    #[test]
+    fn test_error_message_is_one_line() {
+        let s = Source {
+            text: "x",
+            origin: "f.toml",
+        };
+        let e = s.error(Some(0), "first\n  second\n");
+        assert_eq!(e.to_string(), "f.toml:1:1: first; second");
+    }
+}

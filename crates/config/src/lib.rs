@@ -1,0 +1,62 @@
+//! `config` — `boxmaker.toml`, the file a person writes to say what an agent may do
+//! (SPEC §3.1), parsed strictly and checked before anything uses it.
+//!
+//! **Owns:** the file format (`[gate]`, `[box]`, `[[mount]]`, `[[tool]]`, `[[grant]]`),
+//! the commented default that `boxmaker init` writes ([`DEFAULT_CONFIG`]), and the
+//! conversion of the file's grants into [`policy::Grants`].
+//!
+//! **Must never:** accept a key, a class, an effect or a value it does not know (every
+//! table is `deny_unknown_fields`, every name is checked), or report a bad file as more than
+//! one line: an error names the file, the line and column, and what was expected. It
+//! reads the file and `$HOME`, and nothing else: no writing, no network, no clock.
+//!
+//! Reading order:
+//! 1. [`error`] — `ConfigError`, and how a byte offset becomes `file:line:column`.
+//! 2. `raw` — the serde shapes of the file, exactly as written (private).
+//! 3. [`model`] — `Config`, `Gate`, `BoxLimits`, `Mount`, `Tool`: the checked result, and
+//!    the checks that turn a raw file into one.
+
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod model;
+mod raw;
+
+use std::path::Path;
+
+pub use error::ConfigError;
+pub use model::{BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name};
+
+/// The name of the config file `boxmaker init` writes and the commands look for.
+pub const FILE_NAME: &str = "boxmaker.toml";
+
+/// The commented default configuration that `boxmaker init` writes: state under
+/// `.boxmaker/`, no mounts (the box shows only the session's workspace), the four builtin
+/// tools, reading, listing and writing allowed, and `run` only with a person's approval.
+pub const DEFAULT_CONFIG: &str = include_str!("default.toml");
+
+/// Reads and checks the config file at `path`. Relative paths in it are relative to the
+/// file's directory.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let base = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    parse(&text, &path.display().to_string(), base)
+}
+
+/// Checks config `text`. `origin` names it in errors (a file name); relative paths are
+/// relative to `base`; `~` is `$HOME`.
+pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Config, ConfigError> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    model::parse(text, origin, base, home.as_deref())
+}
+
+/// The embedded default configuration, as if it were a file in `base`.
+pub fn default_config(base: &Path) -> Result<Config, ConfigError> {
+    parse(DEFAULT_CONFIG, "<default boxmaker.toml>", base)
+}

@@ -1,0 +1,538 @@
+//! The checked configuration, and the checks that make it from the raw file.
+//!
+//! Defaults (each documented in the default file, `default.toml`):
+//! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`.
+//! - `[box]`: `memory_bytes` 1 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
+//!   `timeout_seconds` 300. Every limit must be above 0.
+//! - `[[mount]]`: `class = "internal"` (a person's files are not public unless they say
+//!   so), `write = false`.
+//! - `[[tool]]`: `class = "public"`, `untrusted = false`, `network = false`, `env = []`,
+//!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`.
+//! - `[[grant]]`: `sessions = "*"`, `max_class = "secret"`, `if_untrusted = "allow"`, no
+//!   `expires`. `effect` has no default: a grant says what it does.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+
+use policy::{Effect, Grant, Grants, Label, Pattern};
+use proto::{DataClass, Timestamp};
+use toml::Spanned;
+
+use crate::error::{ConfigError, Source};
+use crate::raw;
+
+/// The longest tool name the major model APIs accept.
+pub const TOOL_NAME_MAX: usize = 64;
+
+/// A checked `boxmaker.toml`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub gate: Gate,
+    /// The `[box]` table.
+    pub limits: BoxLimits,
+    pub mounts: Vec<Mount>,
+    /// In file order; names are unique.
+    pub tools: Vec<Tool>,
+    /// In file order (as `boxmaker check --explain` numbers them).
+    pub grants: Grants,
+}
+
+impl Config {
+    /// The tool called `name`, if the config defines one.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// The `[gate]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    /// Directory of the database, the audit log and the sockets (absolute or relative to
+    /// the current directory once resolved against the config file's directory).
+    pub state: PathBuf,
+    /// Seconds an approval waits for a person before it expires.
+    pub approval_ttl: u64,
+    /// Whether the audit log keeps tool arguments (otherwise only their hash).
+    pub log_arguments: bool,
+}
+
+/// The `[box]` table: the limits of every box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoxLimits {
+    pub memory_bytes: u64,
+    pub max_processes: u64,
+    pub file_size_bytes: u64,
+    pub timeout_seconds: u64,
+}
+
+impl Default for BoxLimits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: 1 << 30,
+            max_processes: 256,
+            file_size_bytes: 64 << 20,
+            timeout_seconds: 300,
+        }
+    }
+}
+
+/// One `[[mount]]`: a host directory shown inside boxes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// On the host, with `~` expanded and made relative to the config's directory.
+    pub host: PathBuf,
+    /// Inside the box: absolute, no `..`, not `/` and not `/work` or under it.
+    pub at: PathBuf,
+    /// Files read under here are at least this class.
+    pub class: DataClass,
+    pub write: bool,
+}
+
+/// The builtin tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    ReadFile,
+    WriteFile,
+    ListDir,
+    Run,
+}
+
+impl Builtin {
+    pub const ALL: &'static [Builtin] = &[
+        Builtin::ReadFile,
+        Builtin::WriteFile,
+        Builtin::ListDir,
+        Builtin::Run,
+    ];
+
+    /// The name in `builtin = "..."`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Builtin::ReadFile => "read_file",
+            Builtin::WriteFile => "write_file",
+            Builtin::ListDir => "list_dir",
+            Builtin::Run => "run",
+        }
+    }
+}
+
+impl From<raw::Builtin> for Builtin {
+    fn from(b: raw::Builtin) -> Self {
+        match b {
+            raw::Builtin::ReadFile => Builtin::ReadFile,
+            raw::Builtin::WriteFile => Builtin::WriteFile,
+            raw::Builtin::ListDir => Builtin::ListDir,
+            raw::Builtin::Run => Builtin::Run,
+        }
+    }
+}
+
+/// What a tool runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolKind {
+    /// One of boxmaker's own tools.
+    Builtin(Builtin),
+    /// A stdio MCP server, run inside the session's box.
+    Mcp {
+        /// The command line; never empty.
+        argv: Vec<String>,
+        /// The prefix of its exposed tool names (`PREFIX_TOOL`); `None` means the tool's
+        /// own name, `Some("")` no prefix at all.
+        prefix: Option<String>,
+        /// Keep the server's tool list as first discovered.
+        pin: bool,
+        /// Stop an idle server after this many seconds.
+        idle_timeout: Option<u64>,
+    },
+}
+
+/// One `[[tool]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tool {
+    /// `[A-Za-z0-9_-]{1,64}`, unique in the file.
+    pub name: String,
+    pub kind: ToolKind,
+    /// Floor label of every result of the tool.
+    pub class: DataClass,
+    /// Whether what it returns comes from outside.
+    pub untrusted: bool,
+    /// Whether its box gets a network (otherwise only `lo`).
+    pub network: bool,
+    /// Names of the caller's environment variables passed into its box.
+    pub env: Vec<String>,
+}
+
+impl Tool {
+    /// The floor label of the tool's results (SPEC §3.4).
+    pub fn label(&self) -> Label {
+        Label::new(self.class, self.untrusted)
+    }
+}
+
+/// True for a name of 1 to 64 ASCII letters, digits, `_` and `-`, which the major model
+/// APIs accept as a tool name.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=TOOL_NAME_MAX).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn is_valid_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Checks `text` and builds the config; see [`crate::parse`].
+pub(crate) fn parse(
+    text: &str,
+    origin: &str,
+    base: &Path,
+    home: Option<&Path>,
+) -> Result<Config, ConfigError> {
+    let src = Source { text, origin };
+    let file: raw::File = toml::from_str(text).map_err(|e| {
+        let mut message = e.message().to_owned();
+        if message.contains("expected a sequence") {
+            message.push_str(" (a list of tables is written [[mount]], [[tool]] or [[grant]])");
+        }
+        src.error(e.span().map(|s| s.start), message)
+    })?;
+    let ctx = Ctx { src, base, home };
+    Ok(Config {
+        gate: ctx.gate(file.gate)?,
+        limits: ctx.limits(file.limits)?,
+        mounts: ctx.mounts(file.mount)?,
+        tools: ctx.tools(file.tool)?,
+        grants: ctx.grants(file.grant)?,
+    })
+}
+
+struct Ctx<'a> {
+    src: Source<'a>,
+    base: &'a Path,
+    home: Option<&'a Path>,
+}
+
+fn start(span: Range<usize>) -> Option<usize> {
+    Some(span.start)
+}
+
+impl Ctx<'_> {
+    fn err<T>(&self, span: Range<usize>, message: impl Into<String>) -> Result<T, ConfigError> {
+        Err(self.src.error(start(span), message))
+    }
+
+    /// `~` and `~/…` become the home directory; a relative path is made relative to the
+    /// config file's directory.
+    fn host_path(&self, value: &Spanned<String>, what: &str) -> Result<PathBuf, ConfigError> {
+        let s = value.get_ref();
+        if s.is_empty() {
+            return self.err(value.span(), format!("{what} may not be empty"));
+        }
+        let expanded = if s == "~" || s.starts_with("~/") {
+            let Some(home) = self.home else {
+                return self.err(
+                    value.span(),
+                    format!("{what} {s:?} starts with ~ but $HOME is not set"),
+                );
+            };
+            home.join(s.trim_start_matches('~').trim_start_matches('/'))
+        } else if s.starts_with('~') {
+            return self.err(
+                value.span(),
+                format!("{what} {s:?}: only ~ and ~/path are understood, not ~user"),
+            );
+        } else {
+            PathBuf::from(s)
+        };
+        Ok(if expanded.is_absolute() {
+            expanded
+        } else {
+            self.base.join(expanded)
+        })
+    }
+
+    fn positive(
+        &self,
+        value: Option<Spanned<u64>>,
+        key: &str,
+        default: u64,
+    ) -> Result<u64, ConfigError> {
+        match value {
+            None => Ok(default),
+            Some(v) if *v.get_ref() == 0 => self.err(v.span(), format!("`{key}` must be above 0")),
+            Some(v) => Ok(v.into_inner()),
+        }
+    }
+
+    fn gate(&self, g: raw::Gate) -> Result<Gate, ConfigError> {
+        let state = match &g.state {
+            Some(s) => self.host_path(s, "`state`")?,
+            None => self.base.join(".boxmaker"),
+        };
+        Ok(Gate {
+            state,
+            approval_ttl: self.positive(g.approval_ttl, "approval_ttl", 300)?,
+            log_arguments: g.log_arguments,
+        })
+    }
+
+    fn limits(&self, b: raw::Limits) -> Result<BoxLimits, ConfigError> {
+        let d = BoxLimits::default();
+        Ok(BoxLimits {
+            memory_bytes: self.positive(b.memory_bytes, "memory_bytes", d.memory_bytes)?,
+            max_processes: self.positive(b.max_processes, "max_processes", d.max_processes)?,
+            file_size_bytes: self.positive(
+                b.file_size_bytes,
+                "file_size_bytes",
+                d.file_size_bytes,
+            )?,
+            timeout_seconds: self.positive(
+                b.timeout_seconds,
+                "timeout_seconds",
+                d.timeout_seconds,
+            )?,
+        })
+    }
+
+    fn mounts(&self, raw: Vec<raw::Mount>) -> Result<Vec<Mount>, ConfigError> {
+        let mut seen: HashMap<PathBuf, usize> = HashMap::new();
+        let mut out = Vec::with_capacity(raw.len());
+        for m in raw {
+            let host = self.host_path(&m.host, "mount `host`")?;
+            let at = self.box_path(&m.at)?;
+            let line = self.src.line_of(m.at.span().start);
+            if let Some(first) = seen.insert(at.clone(), line) {
+                return self.err(
+                    m.at.span(),
+                    format!("{} is mounted twice (first on line {first})", at.display()),
+                );
+            }
+            out.push(Mount {
+                host,
+                at,
+                class: m.class.unwrap_or(DataClass::Internal),
+                write: m.write,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A mount point inside the box: absolute, normal components only, not `/` and not
+    /// the workspace `/work` or anything under it.
+    fn box_path(&self, at: &Spanned<String>) -> Result<PathBuf, ConfigError> {
+        let s = at.get_ref();
+        let path = Path::new(s);
+        if !path.is_absolute() {
+            return self.err(
+                at.span(),
+                format!("mount `at` {s:?} must be an absolute path inside the box"),
+            );
+        }
+        // `Path::components` silently drops interior `.`, so look at the text itself.
+        if s.split('/').any(|seg| seg == "." || seg == "..")
+            || path
+                .components()
+                .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
+        {
+            return self.err(
+                at.span(),
+                format!("mount `at` {s:?} may not contain `.` or `..`"),
+            );
+        }
+        let normal: PathBuf = path.components().collect();
+        if normal == Path::new("/") {
+            return self.err(at.span(), "mount `at` may not be / (the box's root)");
+        }
+        if normal.starts_with("/work") {
+            return self.err(
+                at.span(),
+                format!("mount `at` {s:?} is inside /work, which is the session's workspace"),
+            );
+        }
+        Ok(normal)
+    }
+
+    fn tools(&self, raw: Vec<raw::Tool>) -> Result<Vec<Tool>, ConfigError> {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::with_capacity(raw.len());
+        for t in raw {
+            let name = t.name.get_ref().clone();
+            if !is_valid_tool_name(&name) {
+                return self.err(
+                    t.name.span(),
+                    format!("tool name {name:?} must be 1 to 64 ASCII letters, digits, `_` or `-`"),
+                );
+            }
+            let line = self.src.line_of(t.name.span().start);
+            if let Some(first) = seen.insert(name.clone(), line) {
+                return self.err(
+                    t.name.span(),
+                    format!("tool {name:?} is defined twice (first on line {first})"),
+                );
+            }
+            let kind = match (t.builtin, t.mcp) {
+                (Some(_), Some(mcp)) => {
+                    return self.err(
+                        mcp.span(),
+                        format!("tool {name:?} has both `builtin` and `mcp`; give exactly one"),
+                    );
+                }
+                (None, None) => {
+                    return self.err(
+                        t.name.span(),
+                        format!(
+                            "tool {name:?} needs `builtin = \"...\"` (read_file, write_file, \
+                             list_dir or run) or `mcp = [\"command\", ...]`"
+                        ),
+                    );
+                }
+                (Some(b), None) => {
+                    for (key, span) in [
+                        ("prefix", t.prefix.as_ref().map(Spanned::span)),
+                        ("pin", t.pin.as_ref().map(Spanned::span)),
+                        ("idle_timeout", t.idle_timeout.as_ref().map(Spanned::span)),
+                    ] {
+                        if let Some(span) = span {
+                            return self.err(
+                                span,
+                                format!("`{key}` is only for an mcp tool, and {name:?} is builtin"),
+                            );
+                        }
+                    }
+                    ToolKind::Builtin(b.into())
+                }
+                (None, Some(mcp)) => self.mcp(&name, mcp, t.prefix, t.pin, t.idle_timeout)?,
+            };
+            let mut env = Vec::with_capacity(t.env.len());
+            for v in t.env {
+                if !is_valid_env_name(v.get_ref()) {
+                    return self.err(
+                        v.span(),
+                        format!(
+                            "{:?} is not an environment variable name (letters, digits and `_`, \
+                             not starting with a digit)",
+                            v.get_ref()
+                        ),
+                    );
+                }
+                env.push(v.into_inner());
+            }
+            out.push(Tool {
+                name,
+                kind,
+                class: t.class.unwrap_or(DataClass::Public),
+                untrusted: t.untrusted,
+                network: t.network,
+                env,
+            });
+        }
+        Ok(out)
+    }
+
+    fn mcp(
+        &self,
+        name: &str,
+        mcp: Spanned<Vec<Spanned<String>>>,
+        prefix: Option<Spanned<String>>,
+        pin: Option<Spanned<bool>>,
+        idle_timeout: Option<Spanned<u64>>,
+    ) -> Result<ToolKind, ConfigError> {
+        let span = mcp.span();
+        let argv = mcp.into_inner();
+        let Some(first) = argv.first() else {
+            return self.err(span, format!("`mcp` of tool {name:?} must name a command"));
+        };
+        if first.get_ref().is_empty() {
+            return self.err(
+                first.span(),
+                format!("the command of tool {name:?} may not be empty"),
+            );
+        }
+        let prefix = match prefix {
+            None => None,
+            Some(p) => {
+                let s = p.get_ref();
+                // The exposed name is PREFIX_TOOL: the prefix and `_` must leave room.
+                if !(s.is_empty() || (s.len() < TOOL_NAME_MAX && is_valid_tool_name(s))) {
+                    return self.err(
+                        p.span(),
+                        format!(
+                            "`prefix` {s:?} must be empty or up to {} ASCII letters, digits, \
+                             `_` or `-`",
+                            TOOL_NAME_MAX - 2
+                        ),
+                    );
+                }
+                Some(p.into_inner())
+            }
+        };
+        let idle_timeout = match idle_timeout {
+            Some(t) if *t.get_ref() == 0 => {
+                return self.err(
+                    t.span(),
+                    "`idle_timeout` must be above 0 (leave it out for none)",
+                );
+            }
+            t => t.map(Spanned::into_inner),
+        };
+        Ok(ToolKind::Mcp {
+            argv: argv.into_iter().map(Spanned::into_inner).collect(),
+            prefix,
+            pin: pin.is_some_and(Spanned::into_inner),
+            idle_timeout,
+        })
+    }
+
+    fn grants(&self, raw: Vec<raw::Grant>) -> Result<Grants, ConfigError> {
+        let mut out = Grants::new();
+        for g in raw {
+            let tool = self.pattern(&g.tool, "tool", |b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-')
+            })?;
+            let sessions = match &g.sessions {
+                None => Pattern::any(),
+                Some(s) => self.pattern(s, "sessions", |b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':')
+                })?,
+            };
+            let mut grant = Grant::new(tool, g.effect.into())
+                .sessions(sessions)
+                .max_class(g.max_class.unwrap_or(DataClass::Secret))
+                .if_untrusted(g.if_untrusted.map_or(Effect::Allow, Effect::from));
+            if let Some(t) = g.expires {
+                grant = grant.expires(Timestamp(t));
+            }
+            out.push(grant);
+        }
+        Ok(out)
+    }
+
+    /// A grant pattern: not empty, and only characters that can occur in what it matches
+    /// (checked by `ok`) or the wildcards `*` and `?`.
+    fn pattern(
+        &self,
+        value: &Spanned<String>,
+        key: &str,
+        ok: impl Fn(u8) -> bool,
+    ) -> Result<Pattern, ConfigError> {
+        let s = value.get_ref();
+        if let Some(bad) = s
+            .chars()
+            .find(|&c| !(c.is_ascii() && (ok(c as u8) || c == '*' || c == '?')))
+        {
+            return self.err(
+                value.span(),
+                format!(
+                    "grant `{key}` pattern {s:?} holds {bad:?}, which no {key} name can contain"
+                ),
+            );
+        }
+        Pattern::new(s.clone()).or_else(|e| self.err(value.span(), format!("grant `{key}`: {e}")))
+    }
+}

@@ -1,0 +1,133 @@
+//! The file exactly as written: serde shapes, every table `deny_unknown_fields`. Values
+//! that later checks need to point at are `Spanned`, so their errors name the line.
+//! Defaults that are a policy choice live in `model`, not here.
+
+use proto::DataClass;
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct File {
+    #[serde(default)]
+    pub gate: Gate,
+    #[serde(default, rename = "box")]
+    pub limits: Limits,
+    #[serde(default)]
+    pub mount: Vec<Mount>,
+    #[serde(default)]
+    pub tool: Vec<Tool>,
+    #[serde(default)]
+    pub grant: Vec<Grant>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Gate {
+    pub state: Option<Spanned<String>>,
+    pub approval_ttl: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub log_arguments: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Limits {
+    pub memory_bytes: Option<Spanned<u64>>,
+    pub max_processes: Option<Spanned<u64>>,
+    pub file_size_bytes: Option<Spanned<u64>>,
+    pub timeout_seconds: Option<Spanned<u64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Mount {
+    pub host: Spanned<String>,
+    pub at: Spanned<String>,
+    pub class: Option<DataClass>,
+    #[serde(default)]
+    pub write: bool,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(try_from = "String")]
+pub(crate) enum Builtin {
+    ReadFile,
+    WriteFile,
+    ListDir,
+    Run,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Tool {
+    pub name: Spanned<String>,
+    pub builtin: Option<Builtin>,
+    pub mcp: Option<Spanned<Vec<Spanned<String>>>>,
+    pub class: Option<DataClass>,
+    #[serde(default)]
+    pub untrusted: bool,
+    #[serde(default)]
+    pub network: bool,
+    #[serde(default)]
+    pub env: Vec<Spanned<String>>,
+    pub prefix: Option<Spanned<String>>,
+    pub pin: Option<Spanned<bool>>,
+    pub idle_timeout: Option<Spanned<u64>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(try_from = "String")]
+pub(crate) enum Effect {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl TryFrom<String> for Builtin {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "read_file" => Ok(Builtin::ReadFile),
+            "write_file" => Ok(Builtin::WriteFile),
+            "list_dir" => Ok(Builtin::ListDir),
+            "run" => Ok(Builtin::Run),
+            _ => Err(format!(
+                "unknown builtin {s:?}: expected read_file, write_file, list_dir or run"
+            )),
+        }
+    }
+}
+
+impl TryFrom<String> for Effect {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "allow" => Ok(Effect::Allow),
+            "ask" => Ok(Effect::Ask),
+            "deny" => Ok(Effect::Deny),
+            _ => Err(format!("unknown effect {s:?}: expected allow, ask or deny")),
+        }
+    }
+}
+
+impl From<Effect> for policy::Effect {
+    fn from(e: Effect) -> Self {
+        match e {
+            Effect::Allow => policy::Effect::Allow,
+            Effect::Ask => policy::Effect::Ask,
+            Effect::Deny => policy::Effect::Deny,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Grant {
+    pub tool: Spanned<String>,
+    pub sessions: Option<Spanned<String>>,
+    pub effect: Effect,
+    pub max_class: Option<DataClass>,
+    pub if_untrusted: Option<Effect>,
+    pub expires: Option<u64>,
+}

@@ -1,0 +1,446 @@
+//! `boxmaker.toml`: the default parses, good files give the values they say, and every
+//! kind of bad file is one error naming the file, the line and the column.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use config::{Builtin, ConfigError, DEFAULT_CONFIG, ToolKind, default_config, parse};
+use policy::{Decision, Taint, decide};
+use proto::{DataClass, DenyReason, SessionId, Timestamp};
+
+const BASE: &str = "/etc/boxmaker-test";
+
+fn ok(text: &str) -> config::Config {
+    match parse(text, "boxmaker.toml", Path::new(BASE)) {
+        Ok(c) => c,
+        Err(e) => panic!("expected a valid config, got: {e}"),
+    }
+}
+
+/// Parses `text`, expects an error at `line`, and returns its message for more checks.
+fn bad(text: &str, line: usize) -> String {
+    let e = match parse(text, "dir/boxmaker.toml", Path::new(BASE)) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e,
+    };
+    let msg = e.to_string();
+    assert!(!msg.contains('\n'), "error is more than one line: {msg:?}");
+    match &e {
+        ConfigError::Invalid {
+            origin,
+            line: l,
+            column,
+            ..
+        } => {
+            assert_eq!(origin, "dir/boxmaker.toml");
+            assert_eq!(*l, line, "wrong line in {msg:?}");
+            assert!(*column >= 1);
+            assert!(
+                msg.starts_with(&format!("dir/boxmaker.toml:{line}:{column}: ")),
+                "{msg}"
+            );
+        }
+        other => panic!("expected a placed error, got {other:?}"),
+    }
+    msg
+}
+
+fn session(s: &str) -> SessionId {
+    SessionId::new(s).unwrap()
+}
+
+#[test]
+fn test_default_config_parses_and_says_what_init_promises() {
+    let c = default_config(Path::new("/home/u/project")).unwrap();
+    assert_eq!(c.gate.state, PathBuf::from("/home/u/project/.boxmaker"));
+    assert_eq!(c.gate.approval_ttl, 300);
+    assert!(!c.gate.log_arguments);
+    assert!(
+        c.mounts.is_empty(),
+        "the default box shows only the workspace"
+    );
+    let builtins: Vec<_> = c
+        .tools
+        .iter()
+        .map(|t| match t.kind {
+            ToolKind::Builtin(b) => b,
+            ToolKind::Mcp { .. } => panic!("default has no mcp tool"),
+        })
+        .collect();
+    for b in Builtin::ALL {
+        assert!(builtins.contains(b), "missing builtin {}", b.as_str());
+    }
+    let s = session("s1");
+    let now = Timestamp(1_800_000_000);
+    for tool in ["read_file", "list_dir", "write_file"] {
+        assert_eq!(
+            decide(&c.grants, &s, tool, Taint::CLEAN, now),
+            Decision::Allow
+        );
+    }
+    assert_eq!(
+        decide(&c.grants, &s, "run", Taint::CLEAN, now),
+        Decision::Ask
+    );
+    assert_eq!(
+        decide(&c.grants, &s, "fetch_get", Taint::CLEAN, now),
+        Decision::Deny(DenyReason::NoGrant)
+    );
+    for example in ["max_class", "if_untrusted", "expires"] {
+        assert!(
+            DEFAULT_CONFIG
+                .lines()
+                .any(|l| l.starts_with('#') && l.contains(example)),
+            "the default should show {example} in a comment"
+        );
+    }
+}
+
+#[test]
+fn test_default_config_commented_examples_parse_when_uncommented() {
+    // Uncommenting every `# key = value` / `# [[table]]` line must still give a valid file.
+    let uncommented: String = DEFAULT_CONFIG
+        .lines()
+        .map(|l| {
+            let rest = l.strip_prefix("# ").unwrap_or(l);
+            let looks_like_toml = rest.starts_with('[')
+                || rest.split_once(" = ").is_some_and(|(k, _)| {
+                    !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                });
+            if looks_like_toml { rest } else { l }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let c = ok(&uncommented);
+    assert_eq!(c.mounts.len(), 1);
+    assert!(c.tool("fetch").is_some());
+}
+
+#[test]
+fn test_full_file_gives_every_value() {
+    let c = ok(r#"
+[gate]
+state = "/var/lib/bm"
+approval_ttl = 60
+log_arguments = true
+
+[box]
+memory_bytes = 1000
+max_processes = 2
+file_size_bytes = 3
+timeout_seconds = 4
+
+[[mount]]
+host = "data"
+at = "/data/x/"
+class = "secret"
+write = true
+
+[[tool]]
+name = "fetch"
+mcp = ["uvx", "mcp-server-fetch"]
+network = true
+untrusted = true
+env = ["HTTP_PROXY", "_X1"]
+prefix = ""
+pin = true
+idle_timeout = 30
+
+[[grant]]
+tool = "fetch_*"
+sessions = "team-?:*"
+effect = "allow"
+max_class = "public"
+if_untrusted = "deny"
+expires = 100
+"#);
+    assert_eq!(c.gate.state, PathBuf::from("/var/lib/bm"));
+    assert_eq!(c.gate.approval_ttl, 60);
+    assert!(c.gate.log_arguments);
+    assert_eq!(
+        (
+            c.limits.memory_bytes,
+            c.limits.max_processes,
+            c.limits.file_size_bytes,
+            c.limits.timeout_seconds
+        ),
+        (1000, 2, 3, 4)
+    );
+    let m = &c.mounts[0];
+    assert_eq!(m.host, PathBuf::from(BASE).join("data"));
+    assert_eq!(m.at, PathBuf::from("/data/x"));
+    assert_eq!((m.class, m.write), (DataClass::Secret, true));
+    let t = c.tool("fetch").unwrap();
+    assert_eq!(
+        t.kind,
+        ToolKind::Mcp {
+            argv: vec!["uvx".into(), "mcp-server-fetch".into()],
+            prefix: Some(String::new()),
+            pin: true,
+            idle_timeout: Some(30),
+        }
+    );
+    assert!(t.network && t.untrusted);
+    assert_eq!(t.class, DataClass::Public);
+    assert_eq!(t.env, vec!["HTTP_PROXY", "_X1"]);
+    let g = c.grants.get(0).unwrap();
+    assert_eq!(g.tool.as_str(), "fetch_*");
+    assert_eq!(g.sessions.as_str(), "team-?:*");
+    assert_eq!(g.max_class, DataClass::Public);
+    assert_eq!(g.if_untrusted, policy::Effect::Deny);
+    assert_eq!(g.expires, Some(Timestamp(100)));
+}
+
+#[test]
+fn test_defaults_of_each_table() {
+    let c = ok(
+        "[[mount]]\nhost = \"/h\"\nat = \"/m\"\n[[tool]]\nname = \"t\"\nbuiltin = \"run\"\n[[grant]]\ntool = \"t\"\neffect = \"ask\"\n",
+    );
+    assert_eq!(c.gate.state, PathBuf::from(BASE).join(".boxmaker"));
+    assert_eq!(c.limits, config::BoxLimits::default());
+    assert_eq!(c.limits.memory_bytes, 1 << 30);
+    assert_eq!(
+        (c.mounts[0].class, c.mounts[0].write),
+        (DataClass::Internal, false)
+    );
+    let t = c.tool("t").unwrap();
+    assert_eq!(
+        (t.class, t.untrusted, t.network),
+        (DataClass::Public, false, false)
+    );
+    assert!(t.env.is_empty());
+    let g = c.grants.get(0).unwrap();
+    assert_eq!(g.sessions.as_str(), "*");
+    assert_eq!(g.max_class, DataClass::Secret);
+    assert_eq!(g.if_untrusted, policy::Effect::Allow);
+    assert_eq!(g.expires, None);
+}
+
+#[test]
+fn test_empty_file_is_valid_and_grants_nothing() {
+    let c = ok("");
+    assert!(c.grants.is_empty());
+    assert_eq!(
+        decide(
+            &c.grants,
+            &session("s"),
+            "read_file",
+            Taint::CLEAN,
+            Timestamp(0)
+        ),
+        Decision::Deny(DenyReason::NoGrant)
+    );
+}
+
+#[test]
+fn test_tilde_expands_to_home() {
+    let home = std::env::var("HOME").unwrap_or_default();
+    if home.is_empty() {
+        return;
+    }
+    let c = ok("[gate]\nstate = \"~/.bm\"\n[[mount]]\nhost = \"~\"\nat = \"/home\"\n");
+    assert_eq!(c.gate.state, Path::new(&home).join(".bm"));
+    assert_eq!(c.mounts[0].host, PathBuf::from(&home));
+}
+
+#[test]
+fn test_load_reads_relative_to_the_file() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("config-load-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("boxmaker.toml");
+    std::fs::write(&file, "[[mount]]\nhost = \"notes\"\nat = \"/n\"\n").unwrap();
+    let c = config::load(&file).unwrap();
+    assert_eq!(c.mounts[0].host, dir.join("notes"));
+    let missing = config::load(&dir.join("nope.toml")).unwrap_err();
+    assert!(matches!(missing, ConfigError::Read { .. }));
+    assert!(missing.to_string().contains("nope.toml"), "{missing}");
+}
+
+// ---- bad files: one error, with the line -------------------------------------------------
+
+#[test]
+fn test_bad_unknown_key_names_key_and_line() {
+    let m = bad("[gate]\nstate = \"x\"\napprovel_ttl = 3\n", 3);
+    assert!(m.contains("approvel_ttl"), "{m}");
+    bad("top = 1\n", 1);
+    let m = bad(
+        "[[tool]]\nname = \"a\"\nbuiltin = \"run\"\nnetwrok = true\n",
+        4,
+    );
+    assert!(m.contains("netwrok"), "{m}");
+    bad(
+        "[[grant]]\ntool = \"a\"\neffect = \"allow\"\ncolour = \"red\"\n",
+        4,
+    );
+    bad("[[mount]]\nhost = \"a\"\nat = \"/b\"\nreadonly = true\n", 4);
+    bad("[box]\nmemory = 5\n", 2);
+    bad("[sandbox]\n", 1);
+}
+
+#[test]
+fn test_bad_class_names_the_classes() {
+    let m = bad(
+        "[[tool]]\nname = \"a\"\nbuiltin = \"run\"\nclass = \"topsecret\"\n",
+        4,
+    );
+    assert!(m.contains("topsecret") && m.contains("confidential"), "{m}");
+    bad(
+        "[[grant]]\ntool = \"a\"\neffect = \"allow\"\nmax_class = \"Secret\"\n",
+        4,
+    );
+    bad("[[mount]]\nhost = \"a\"\nat = \"/b\"\nclass = 3\n", 4);
+}
+
+#[test]
+fn test_bad_effect_names_the_three() {
+    let m = bad("[[grant]]\ntool = \"a\"\neffect = \"maybe\"\n", 3);
+    assert!(
+        m.contains("maybe") && m.contains("allow, ask or deny"),
+        "{m}"
+    );
+    bad(
+        "[[grant]]\ntool = \"a\"\neffect = \"allow\"\nif_untrusted = \"warn\"\n",
+        4,
+    );
+}
+
+#[test]
+fn test_bad_missing_required_key() {
+    let m = bad("[[grant]]\ntool = \"a\"\n", 1);
+    assert!(m.contains("effect"), "{m}");
+    bad("[[tool]]\nbuiltin = \"run\"\n", 1);
+    bad("[[mount]]\nat = \"/x\"\n", 1);
+}
+
+#[test]
+fn test_bad_types_and_syntax() {
+    bad("[gate]\napproval_ttl = \"5\"\n", 2);
+    bad("[gate]\napproval_ttl = -1\n", 2);
+    bad("[gate]\napproval_ttl = 0\n", 2);
+    bad("[box]\ntimeout_seconds = 0\n", 2);
+    bad("[gate]\nlog_arguments = \"yes\"\n", 2);
+    bad(
+        "[[grant]]\ntool = \"a\"\neffect = \"allow\"\nexpires = \"2027\"\n",
+        4,
+    );
+    bad("\n\n[gate\n", 3);
+    bad("[gate]\nstate = \"unterminated\n", 2);
+    bad("[gate]\nstate = \"a\"\nstate = \"b\"\n", 3);
+    let m = bad("[mount]\nhost = \"a\"\nat = \"/b\"\n", 1);
+    assert!(m.contains("[[mount]]"), "{m}");
+}
+
+#[test]
+fn test_bad_tool_names() {
+    let m = bad(
+        "[[tool]]\nname = \"read file\"\nbuiltin = \"read_file\"\n",
+        2,
+    );
+    assert!(m.contains("read file"), "{m}");
+    bad("[[tool]]\nname = \"\"\nbuiltin = \"read_file\"\n", 2);
+    bad(
+        &format!(
+            "[[tool]]\nname = \"{}\"\nbuiltin = \"run\"\n",
+            "a".repeat(65)
+        ),
+        2,
+    );
+    bad("[[tool]]\nname = \"é\"\nbuiltin = \"run\"\n", 2);
+    ok(&format!(
+        "[[tool]]\nname = \"{}\"\nbuiltin = \"run\"\n",
+        "a".repeat(64)
+    ));
+}
+
+#[test]
+fn test_bad_duplicate_tool_names_point_at_the_second() {
+    let m = bad(
+        "[[tool]]\nname = \"a\"\nbuiltin = \"run\"\n\n[[tool]]\nname = \"a\"\nmcp = [\"x\"]\n",
+        6,
+    );
+    assert!(m.contains("twice") && m.contains("line 2"), "{m}");
+}
+
+#[test]
+fn test_bad_tool_kinds() {
+    let m = bad("[[tool]]\nname = \"a\"\n", 2);
+    assert!(m.contains("builtin") && m.contains("mcp"), "{m}");
+    bad(
+        "[[tool]]\nname = \"a\"\nbuiltin = \"run\"\nmcp = [\"x\"]\n",
+        4,
+    );
+    bad("[[tool]]\nname = \"a\"\nbuiltin = \"shell\"\n", 3);
+    bad("[[tool]]\nname = \"a\"\nmcp = []\n", 3);
+    bad("[[tool]]\nname = \"a\"\nmcp = [\"\"]\n", 3);
+    bad("[[tool]]\nname = \"a\"\nmcp = \"uvx x\"\n", 3);
+    bad(
+        "[[tool]]\nname = \"a\"\nbuiltin = \"run\"\nprefix = \"p\"\n",
+        4,
+    );
+    bad("[[tool]]\nname = \"a\"\nbuiltin = \"run\"\npin = true\n", 4);
+    bad(
+        "[[tool]]\nname = \"a\"\nmcp = [\"x\"]\nprefix = \"a b\"\n",
+        4,
+    );
+    bad(
+        "[[tool]]\nname = \"a\"\nmcp = [\"x\"]\nidle_timeout = 0\n",
+        4,
+    );
+    bad(
+        "[[tool]]\nname = \"a\"\nmcp = [\"x\"]\nenv = [\"OK\", \"1BAD\"]\n",
+        4,
+    );
+    bad(
+        "[[tool]]\nname = \"a\"\nmcp = [\"x\"]\nenv = [\"A=B\"]\n",
+        4,
+    );
+}
+
+#[test]
+fn test_bad_mount_points() {
+    for at in [
+        "relative/x",
+        "/work",
+        "/work/sub",
+        "/",
+        "/a/../work",
+        "/a/./b",
+        "//work/",
+    ] {
+        let m = bad(&format!("[[mount]]\nhost = \"/h\"\nat = \"{at}\"\n"), 3);
+        assert!(m.contains("at"), "{m}");
+    }
+    ok("[[mount]]\nhost = \"/h\"\nat = \"/workspace\"\n");
+    bad("[[mount]]\nhost = \"\"\nat = \"/x\"\n", 2);
+    bad("[[mount]]\nhost = \"~other/x\"\nat = \"/x\"\n", 2);
+    let m = bad(
+        "[[mount]]\nhost = \"/a\"\nat = \"/x\"\n[[mount]]\nhost = \"/b\"\nat = \"/x/\"\n",
+        6,
+    );
+    assert!(m.contains("twice"), "{m}");
+}
+
+#[test]
+fn test_bad_grant_patterns() {
+    let m = bad("[[grant]]\ntool = \"\"\neffect = \"allow\"\n", 2);
+    assert!(m.contains("empty"), "{m}");
+    bad(
+        "[[grant]]\ntool = \"a\"\nsessions = \"\"\neffect = \"allow\"\n",
+        3,
+    );
+    bad("[[grant]]\ntool = \"read file\"\neffect = \"allow\"\n", 2);
+    bad(
+        "[[grant]]\ntool = \"a\"\nsessions = \"team/*\"\neffect = \"allow\"\n",
+        3,
+    );
+    ok("[[grant]]\ntool = \"*\"\nsessions = \"a.b:c-*?\"\neffect = \"deny\"\n");
+}
+
+#[test]
+fn test_error_positions_count_columns() {
+    match parse("[gate]\n  stat = 1\n", "f", Path::new("/")) {
+        Err(ConfigError::Invalid { line, column, .. }) => assert_eq!((line, column), (2, 3)),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,282 @@
+//! The decision for one request (SPEC §3.3 steps 1–5), and its explanation.
+//!
+//! [`decide`] visits only the grants whose tool pattern can match (see [`Grants`]) and
+//! folds each into order-independent flags; the decision is then read off the flags in the
+//! order of the specification's steps. [`explain`] makes the same decision and also says,
+//! for every grant whose tool pattern matched, why it did or did not count.
+
+use std::fmt;
+
+use proto::{DataClass, DenyReason, SessionId, Timestamp};
+
+use crate::grant::{Effect, Grant, Grants};
+use crate::taint::Taint;
+
+/// What the gate does with a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Hold it until a person approves it (SPEC §3.3 step 6).
+    Ask,
+    /// Refuse it, for this reason.
+    Deny(DenyReason),
+}
+
+impl fmt::Display for Decision {
+    /// `allow`, `ask`, or `denied REASON` — the line `boxmaker check` prints.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Decision::Allow => f.write_str("allow"),
+            Decision::Ask => f.write_str("ask"),
+            Decision::Deny(reason) => write!(f, "denied {}", reason.as_str()),
+        }
+    }
+}
+
+/// What the grants that matched add up to. Every field is an "any grant …" flag, so the
+/// order grants are visited in cannot change it.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    /// Step 1: some grant's tool and sessions patterns match.
+    matched: bool,
+    /// Step 2: some matching `deny` grant has not expired.
+    live_deny: bool,
+    /// Step 3: some matching `allow`/`ask` grant has not expired.
+    live: bool,
+    /// Step 4: some live grant admits the taint.
+    admits: bool,
+    /// Step 5: some admitting grant is `allow`, and not held back by `if_untrusted = "ask"`.
+    runs: bool,
+}
+
+impl Tally {
+    fn add(&mut self, grant: &Grant, taint: Taint, now: Timestamp) {
+        self.matched = true;
+        if !grant.is_live(now) {
+            return;
+        }
+        if grant.effect == Effect::Deny {
+            self.live_deny = true;
+            return;
+        }
+        self.live = true;
+        if grant.admits(taint) {
+            self.admits = true;
+            if grant.runs(taint) {
+                self.runs = true;
+            }
+        }
+    }
+
+    fn decision(self) -> Decision {
+        if !self.matched {
+            Decision::Deny(DenyReason::NoGrant)
+        } else if self.live_deny {
+            Decision::Deny(DenyReason::DeniedByGrant)
+        } else if !self.live {
+            Decision::Deny(DenyReason::GrantExpired)
+        } else if !self.admits {
+            Decision::Deny(DenyReason::TaintTooHigh)
+        } else if self.runs {
+            Decision::Allow
+        } else {
+            Decision::Ask
+        }
+    }
+}
+
+/// Decides whether `session`, whose taint is `taint`, may call `tool` at `now`
+/// (SPEC §3.3 steps 1–5). Pure: the same inputs always give the same decision, whatever
+/// the order of the grants.
+pub fn decide(
+    grants: &Grants,
+    session: &SessionId,
+    tool: &str,
+    taint: Taint,
+    now: Timestamp,
+) -> Decision {
+    let mut tally = Tally::default();
+    grants.for_each_tool_match(tool, |_, g| {
+        if g.sessions.matches(session.as_str()) {
+            tally.add(g, taint, now);
+        }
+    });
+    tally.decision()
+}
+
+/// Why one grant whose tool pattern matched did or did not count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Its sessions pattern does not match this session: it does not apply.
+    OtherSessions,
+    /// It expired at this time (`now >= expires`): it no longer applies.
+    Expired(Timestamp),
+    /// A live `deny` grant: the call is refused whatever else matched.
+    Denies,
+    /// The session's taint class is above the grant's `max_class`.
+    ClassAbove(DataClass),
+    /// The session has seen untrusted content and the grant says `if_untrusted = "deny"`.
+    UntrustedDenied,
+    /// It admits the call and lets it run.
+    Allows,
+    /// It admits the call but a person must approve it: the grant says `ask`.
+    AsksByGrant,
+    /// It admits the call but a person must approve it: the session has seen untrusted
+    /// content and the grant says `if_untrusted = "ask"`.
+    AsksUntrusted,
+}
+
+impl Verdict {
+    fn of(grant: &Grant, session: &SessionId, taint: Taint, now: Timestamp) -> Self {
+        if !grant.sessions.matches(session.as_str()) {
+            return Verdict::OtherSessions;
+        }
+        if let Some(t) = grant.expires {
+            if now >= t {
+                return Verdict::Expired(t);
+            }
+        }
+        if grant.effect == Effect::Deny {
+            return Verdict::Denies;
+        }
+        if taint.class() > grant.max_class {
+            return Verdict::ClassAbove(grant.max_class);
+        }
+        if taint.untrusted() && grant.if_untrusted == Effect::Deny {
+            return Verdict::UntrustedDenied;
+        }
+        if grant.effect == Effect::Ask {
+            return Verdict::AsksByGrant;
+        }
+        if taint.untrusted() && grant.if_untrusted == Effect::Ask {
+            return Verdict::AsksUntrusted;
+        }
+        Verdict::Allows
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::OtherSessions => f.write_str("does not apply: its sessions do not match"),
+            Verdict::Expired(t) => write!(f, "does not apply: expired at {t}"),
+            Verdict::Denies => f.write_str("denies the call"),
+            Verdict::ClassAbove(max) => {
+                write!(f, "does not admit: the taint is above its max_class {max}")
+            }
+            Verdict::UntrustedDenied => f.write_str(
+                "does not admit: the session has seen untrusted content and it says \
+                 if_untrusted = deny",
+            ),
+            Verdict::Allows => f.write_str("admits and allows the call"),
+            Verdict::AsksByGrant => f.write_str("admits the call, with approval (effect ask)"),
+            Verdict::AsksUntrusted => f.write_str(
+                "admits the call, with approval (the session has seen untrusted content \
+                 and it says if_untrusted = ask)",
+            ),
+        }
+    }
+}
+
+/// One grant that [`explain`] looked at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerdictLine {
+    /// The grant's position in the set, counting from 0 in the order grants were added.
+    pub index: usize,
+    pub grant: Grant,
+    pub verdict: Verdict,
+}
+
+impl fmt::Display for VerdictLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "grant {} ({}): {}",
+            self.index + 1,
+            self.grant,
+            self.verdict
+        )
+    }
+}
+
+/// A decision, and every grant whose tool pattern matched with its verdict, in the order
+/// the grants were added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    pub decision: Decision,
+    pub lines: Vec<VerdictLine>,
+}
+
+/// Like [`decide`], and also says why: for every grant whose tool pattern matches `tool`,
+/// whether it applied to this session and time and whether it admitted the call. The
+/// decision is always the one `decide` gives. Slower than `decide`; for people, not for the
+/// gate's hot path.
+pub fn explain(
+    grants: &Grants,
+    session: &SessionId,
+    tool: &str,
+    taint: Taint,
+    now: Timestamp,
+) -> Explanation {
+    let mut lines = Vec::new();
+    grants.for_each_tool_match(tool, |index, g| {
+        lines.push(VerdictLine {
+            index,
+            grant: g.clone(),
+            verdict: Verdict::of(g, session, taint, now),
+        });
+    });
+    lines.sort_by_key(|l| l.index);
+    Explanation {
+        decision: decide(grants, session, tool, taint, now),
+        lines,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pattern::Pattern;
+
+    #[test]
+    fn test_decision_display_is_the_check_line() {
+        assert_eq!(Decision::Allow.to_string(), "allow");
+        assert_eq!(Decision::Ask.to_string(), "ask");
+        assert_eq!(
+            Decision::Deny(DenyReason::TaintTooHigh).to_string(),
+            "denied taint_too_high"
+        );
+    }
+
+    #[test]
+    fn test_explain_lists_matching_grants_in_order_with_verdicts() {
+        let p = |s: &str| Pattern::new(s).unwrap();
+        let grants: Grants = [
+            Grant::new(p("fetch_*"), Effect::Allow).max_class(DataClass::Public),
+            Grant::new(p("other"), Effect::Allow),
+            Grant::new(p("fetch_get"), Effect::Deny).expires(Timestamp(10)),
+            Grant::new(p("*"), Effect::Allow).sessions(p("admin-*")),
+        ]
+        .into_iter()
+        .collect();
+        let s = SessionId::new("s1").unwrap();
+        let taint = Taint::new(DataClass::Internal, false);
+        let e = explain(&grants, &s, "fetch_get", taint, Timestamp(20));
+        assert_eq!(e.decision, Decision::Deny(DenyReason::TaintTooHigh));
+        let verdicts: Vec<_> = e.lines.iter().map(|l| (l.index, l.verdict)).collect();
+        assert_eq!(
+            verdicts,
+            vec![
+                (0, Verdict::ClassAbove(DataClass::Public)),
+                (2, Verdict::Expired(Timestamp(10))),
+                (3, Verdict::OtherSessions),
+            ]
+        );
+        assert!(
+            e.lines[0]
+                .to_string()
+                .starts_with("grant 1 (tool \"fetch_*\"")
+        );
+    }
+}

@@ -1,0 +1,30 @@
+//! `policy` — the decision at the heart of boxmaker: may this session call this tool now?
+//!
+//! **Owns:** glob patterns over tool names and session ids, a session's taint and how it
+//! rises, grants and the indexed set that holds them, and [`decide()`] — SPEC §3.3 steps 1–5
+//! as a pure function of the grants, the session, the tool, the taint and the time.
+//!
+//! **Must never:** do I/O of any kind (files, sockets, the clock, the environment), panic
+//! on any input, or let the order of grants change a decision. The caller reads the clock
+//! and passes `now`; the caller persists the taint. A pattern match stays linear-ish in the
+//! length of its inputs, whatever the pattern: patterns come from files a person edits and
+//! names come from a model.
+//!
+//! Reading order:
+//! 1. [`pattern`] — `Pattern`: `*` and `?` globs matched over a whole name, iteratively.
+//! 2. [`taint`] — `Label` and `Taint`, which only rises through [`Taint::absorb`].
+//! 3. [`grant`] — `Effect`, `Grant`, and `Grants`, indexed by exact tool name and by the
+//!    literal prefix of glob tool patterns.
+//! 4. [`decide`](mod@decide) — `decide` and `explain`, and the `Decision` they return.
+
+#![forbid(unsafe_code)]
+
+pub mod decide;
+pub mod grant;
+pub mod pattern;
+pub mod taint;
+
+pub use decide::{Decision, Explanation, Verdict, VerdictLine, decide, explain};
+pub use grant::{Effect, Grant, Grants};
+pub use pattern::{Pattern, PatternError};
+pub use taint::{Label, Taint};

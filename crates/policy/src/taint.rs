@@ -1,0 +1,95 @@
+//! A session's taint: the highest label it has been shown (SPEC §3.2).
+
+use std::fmt;
+
+use proto::DataClass;
+
+/// The label of one tool result: how private it is and whether it came from outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Label {
+    pub class: DataClass,
+    pub untrusted: bool,
+}
+
+impl Label {
+    /// A label of `class`, trusted or not.
+    pub const fn new(class: DataClass, untrusted: bool) -> Self {
+        Self { class, untrusted }
+    }
+}
+
+/// A session's taint: `(class, untrusted)`, starting at `(public, false)`.
+///
+/// The fields are private so that nothing in a running gate can lower a taint by
+/// accident: the only way up is [`Taint::absorb`], and there is no way down. (An operator's
+/// reset makes a fresh session taint with [`Taint::default`]; a taint read back from disk
+/// or given on the command line is made with [`Taint::new`].)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Taint {
+    class: DataClass,
+    untrusted: bool,
+}
+
+impl Taint {
+    /// The taint of a fresh session: `(public, false)`.
+    pub const CLEAN: Self = Self {
+        class: DataClass::Public,
+        untrusted: false,
+    };
+
+    /// A taint with these values: as stored on disk, or as an operator asks about it
+    /// (`boxmaker check --taint`).
+    pub const fn new(class: DataClass, untrusted: bool) -> Self {
+        Self { class, untrusted }
+    }
+
+    /// The highest class the session has been shown.
+    pub const fn class(self) -> DataClass {
+        self.class
+    }
+
+    /// Whether the session has been shown anything untrusted.
+    pub const fn untrusted(self) -> bool {
+        self.untrusted
+    }
+
+    /// Raises the taint by what a result (or a failure's floor label) carried:
+    /// `class := max(class, label.class)`, `untrusted |= label.untrusted`. Never lowers it.
+    pub fn absorb(&mut self, label: Label) {
+        self.class = self.class.max(label.class);
+        self.untrusted |= label.untrusted;
+    }
+}
+
+impl fmt::Display for Taint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.untrusted {
+            write!(f, "{}, untrusted", self.class)
+        } else {
+            write!(f, "{}, trusted", self.class)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_taint_starts_public_and_trusted() {
+        assert_eq!(Taint::default(), Taint::new(DataClass::Public, false));
+        assert_eq!(Taint::CLEAN, Taint::default());
+    }
+
+    #[test]
+    fn test_taint_absorb_raises_and_never_lowers() {
+        let mut t = Taint::default();
+        t.absorb(Label::new(DataClass::Confidential, false));
+        assert_eq!(t.class(), DataClass::Confidential);
+        t.absorb(Label::new(DataClass::Public, true));
+        assert_eq!(t.class(), DataClass::Confidential);
+        assert!(t.untrusted());
+        t.absorb(Label::new(DataClass::Internal, false));
+        assert_eq!(t, Taint::new(DataClass::Confidential, true));
+    }
+}

@@ -1,0 +1,39 @@
+//! `runner` — the runner role: it reads `ToolRequest` frames from the gate, runs each call in
+//! its session's box, and answers `result` or `failed`, labelled.
+//!
+//! **Owns:** tool definitions, the mount table, box templates, session workspaces, and the
+//! label of every result (SPEC §3.4: the runner labels, never the tool).
+//!
+//! **Must never:** decide policy, write the gate's state, or trust a tool's output to say what
+//! it is. It trusts the gate and nothing it runs.
+//!
+//! Reading order:
+//! 1. [`builtin`] — the builtin tools and their strictly decoded arguments.
+//! 2. [`fit`] — cutting content so a result always fits in one frame.
+//! 3. [`label`] — the class of a result, from the tool's floor and the mounts it read.
+//! 4. [`inbox`] — the file tools' half that runs inside the box.
+//! 5. [`run`] — `Runner`: one call, one box, a labelled answer.
+//! 6. [`serve`] — the connection loop: frames in, answers out, many calls at once.
+
+#![forbid(unsafe_code)]
+
+pub mod builtin;
+pub mod fit;
+pub mod inbox;
+pub mod label;
+pub mod run;
+pub mod serve;
+
+pub use run::{Runner, RunnerError};
+pub use serve::{ServeError, serve};
+
+/// If this process was started as an in-box file tool, run it and exit; otherwise return.
+/// Call it first thing in `main` of the binary that runs boxes.
+pub fn enter_inbox_if_requested() {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == inbox::INBOX_ARG)
+    {
+        std::process::exit(inbox::main());
+    }
+}

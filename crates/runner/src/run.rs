@@ -1,0 +1,467 @@
+//! One call, one box: [`Runner::handle`] turns a `ToolRequest` into `result` or `failed`.
+//!
+//! Every call gets a fresh box built from the config: the session's workspace at `/work`, the
+//! config's mounts, the tool's network and environment, the `[box]` limits. File tools run
+//! the boxmaker binary itself inside the box (see [`crate::inbox`]); `run` runs the command.
+//! Nothing a tool prints is trusted to say what it is: the label comes from the config and
+//! from the paths the kernel says were opened.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use config::{Builtin, Config, Tool, ToolKind};
+use proto::{DataClass, SessionId, ToolRequest, ToolResponse};
+use sandbox::{HelperCommand, Io, Limits, Mount, Spec, Status};
+use serde::Serialize;
+
+use crate::builtin::{self, BuiltinCall};
+use crate::fit::fit_result;
+use crate::inbox::{INBOX_ARG, INBOX_BINARY, InboxReply, InboxRequest};
+use crate::label::{MountClass, class_for_box, class_for_reads};
+
+/// How much of each output stream `run` keeps before the result is fitted to a frame.
+const RUN_OUTPUT_CAP: usize = 2 * proto::MAX_FRAME;
+/// The in-box file tool's reply: at most [`crate::inbox::READ_LIMIT`] bytes of text, each
+/// at most six bytes once JSON-escaped, plus the envelope of the reply.
+const INBOX_OUTPUT_CAP: usize = 6 * crate::inbox::READ_LIMIT + 64 * 1024;
+/// The first host uid of the per-session range the box user maps to when the runner is root;
+/// a session gets `BASE + hash(session) % SPAN`, so two sessions' boxes rarely share a uid.
+const HOST_ID_BASE: u32 = sandbox::DEFAULT_ROOT_HOST_ID;
+const HOST_ID_SPAN: u32 = 1 << 16;
+
+/// Why the runner itself could not be set up (a call's own failures are `failed` answers).
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("cannot create the workspace directory {path}: {source}")]
+    Workspace {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot find the boxmaker binary to run file tools in boxes: {0}")]
+    Binary(#[source] std::io::Error),
+    #[error("cannot start the box helper: {0}")]
+    Helper(#[source] sandbox::Error),
+}
+
+/// The runner role's state: the config, where workspaces live, and how boxes are started.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    config: Arc<Config>,
+    workspaces: PathBuf,
+    helper: HelperCommand,
+    binary: PathBuf,
+}
+
+impl Runner {
+    /// A runner for `config`, keeping session workspaces under `state_dir/work/`. The
+    /// running binary must call [`sandbox::enter_helper_if_requested`] and
+    /// [`crate::enter_inbox_if_requested`] first thing in `main`: it is re-run as the box
+    /// helper and, inside boxes, as the file tools.
+    pub fn new(config: Arc<Config>, state_dir: &Path) -> Result<Self, RunnerError> {
+        let binary = std::env::current_exe().map_err(RunnerError::Binary)?;
+        Self::with_binary(config, state_dir, binary)
+    }
+
+    /// As [`Runner::new`], with the binary that provides the helper and the file tools named
+    /// (tests use this to run a test binary's helper).
+    pub fn with_binary(
+        config: Arc<Config>,
+        state_dir: &Path,
+        binary: PathBuf,
+    ) -> Result<Self, RunnerError> {
+        let workspaces = state_dir.join("work");
+        create_private_dir(&workspaces)?;
+        let helper = HelperCommand {
+            program: binary.clone(),
+            args: vec![sandbox::HELPER_ARG.into()],
+        };
+        Ok(Self {
+            config,
+            workspaces,
+            helper,
+            binary,
+        })
+    }
+
+    /// The config this runner serves.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The host directory of `session`'s workspace (`/work` in its boxes).
+    pub fn workspace(&self, session: &SessionId) -> PathBuf {
+        // A SessionId is checked when made: no `/`, never `.` or `..` (it starts with a letter
+        // or digit), so it is always one plain directory name.
+        self.workspaces.join(session.as_str())
+    }
+
+    /// Runs one call and answers `result` or `failed`. Never panics on anything in `req`.
+    pub fn handle(&self, req: &ToolRequest) -> ToolResponse {
+        let Some(tool) = self.config.tool(&req.tool) else {
+            return failed(format!("there is no tool named {:?} here", req.tool));
+        };
+        match &tool.kind {
+            ToolKind::Builtin(b) => self.builtin(req, tool, *b),
+            ToolKind::Mcp { .. } => failed(format!(
+                "{}: MCP servers behind boxmaker are not supported by this version yet",
+                tool.name
+            )),
+        }
+    }
+
+    fn builtin(&self, req: &ToolRequest, tool: &Tool, which: Builtin) -> ToolResponse {
+        let call = match builtin::parse(which, &req.arguments) {
+            Ok(call) => call,
+            Err(e) => return failed(e.to_string()),
+        };
+        let workspace = self.workspace(&req.session);
+        if let Err(e) = create_private_dir(&workspace) {
+            return failed(e.to_string());
+        }
+        match call {
+            BuiltinCall::ReadFile(a) => self.file_tool(req, tool, a.into()),
+            BuiltinCall::WriteFile(a) => self.file_tool(req, tool, a.into()),
+            BuiltinCall::ListDir(a) => self.file_tool(req, tool, a.into()),
+            BuiltinCall::Run(a) => self.run_tool(req, tool, a),
+        }
+    }
+
+    /// The spec of a box for `tool` in `session`, running `argv`.
+    fn spec(&self, session: &SessionId, tool: &Tool, argv: Vec<String>, io: Io) -> Spec {
+        let mut spec = Spec::new(argv, self.workspace(session));
+        spec.mounts = self
+            .config
+            .mounts
+            .iter()
+            .map(|m| Mount {
+                host: m.host.clone(),
+                at: m.at.clone(),
+                write: m.write,
+            })
+            .collect();
+        spec.network = tool.network;
+        spec.env = tool
+            .env
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect::<BTreeMap<_, _>>();
+        let l = &self.config.limits;
+        spec.limits = Limits {
+            memory_bytes: l.memory_bytes,
+            processes: l.max_processes,
+            file_size_bytes: l.file_size_bytes,
+            timeout: Duration::from_secs(l.timeout_seconds),
+            cpu_seconds: l.timeout_seconds,
+            ..Limits::default()
+        };
+        spec.host_id = Some(host_id(session));
+        spec.io = io;
+        spec
+    }
+
+    fn mount_classes(&self) -> Vec<MountClass> {
+        self.config
+            .mounts
+            .iter()
+            .map(|m| MountClass {
+                at: m.at.clone(),
+                class: m.class,
+            })
+            .collect()
+    }
+
+    fn file_tool(&self, req: &ToolRequest, tool: &Tool, inbox: InboxRequest) -> ToolResponse {
+        let stdin = match serde_json::to_vec(&inbox) {
+            Ok(b) => b,
+            Err(e) => return failed(format!("{}: cannot encode the request: {e}", tool.name)),
+        };
+        let mut spec = self.spec(
+            &req.session,
+            tool,
+            vec![INBOX_BINARY.into(), INBOX_ARG.into()],
+            Io::Capture {
+                stdin,
+                output_cap: INBOX_OUTPUT_CAP,
+            },
+        );
+        spec.mounts.push(Mount {
+            host: self.binary.clone(),
+            at: INBOX_BINARY.into(),
+            write: false,
+        });
+        // A file tool needs no network, whatever the tool's config says.
+        spec.network = false;
+        let outcome = match sandbox::run(&spec, &self.helper) {
+            Ok(o) => o,
+            Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
+        };
+        let reply = match (&outcome.status, outcome.stdout_truncated) {
+            (Status::Exited(0), false) => {
+                serde_json::from_slice::<InboxReply>(&outcome.stdout).ok()
+            }
+            _ => None,
+        };
+        match reply {
+            Some(InboxReply::Done {
+                content,
+                read,
+                truncated,
+            }) => {
+                let class = class_for_reads(tool.class, &read, &self.mount_classes());
+                let mut resp = fit_result(content, class, tool.untrusted);
+                if let ToolResponse::Result { truncated: t, .. } = &mut resp {
+                    *t |= truncated;
+                }
+                resp
+            }
+            Some(InboxReply::Failed { message }) => failed(format!("{}: {message}", tool.name)),
+            None => failed(format!(
+                "{}: the tool failed in its box ({}){}",
+                tool.name,
+                describe(&outcome.status, spec.limits.timeout),
+                stderr_hint(&outcome.stderr)
+            )),
+        }
+    }
+
+    fn run_tool(&self, req: &ToolRequest, tool: &Tool, args: builtin::Run) -> ToolResponse {
+        let mut timeout = Duration::from_secs(self.config.limits.timeout_seconds);
+        if let Some(t) = args.timeout {
+            timeout = timeout.min(Duration::from_secs(t));
+        }
+        let mut spec = self.spec(
+            &req.session,
+            tool,
+            args.argv,
+            Io::Capture {
+                stdin: args.stdin.map(String::into_bytes).unwrap_or_default(),
+                output_cap: RUN_OUTPUT_CAP,
+            },
+        );
+        spec.limits.timeout = timeout;
+        let outcome = match sandbox::run(&spec, &self.helper) {
+            Ok(o) => o,
+            Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
+        };
+        let exit = match outcome.status {
+            Status::TimedOut => {
+                return failed(format!(
+                    "{}: timed out after {} s; the command and everything it started were killed",
+                    tool.name,
+                    timeout.as_secs()
+                ));
+            }
+            s => s.exit_code(),
+        };
+        // `run` can read anything its box shows: label it with every mount's class.
+        let class = class_for_box(tool.class, &self.mount_classes());
+        let cut = outcome.stdout_truncated || outcome.stderr_truncated;
+        fit_run(
+            exit,
+            String::from_utf8_lossy(&outcome.stdout).into_owned(),
+            String::from_utf8_lossy(&outcome.stderr).into_owned(),
+            class,
+            tool.untrusted,
+            cut,
+        )
+    }
+}
+
+/// `run`'s content is the JSON text `{"exit":N,"stdout":"...","stderr":"..."}`. Cutting that
+/// text would leave JSON a model cannot parse, so the streams are cut instead, keeping the
+/// same share of each, until the whole result fits in a frame.
+pub fn fit_run(
+    exit: i32,
+    stdout: String,
+    stderr: String,
+    class: DataClass,
+    untrusted: bool,
+    already_cut: bool,
+) -> ToolResponse {
+    #[derive(Serialize)]
+    struct RunContent<'a> {
+        exit: i32,
+        stdout: &'a str,
+        stderr: &'a str,
+    }
+    let compose = |out: &str, err: &str| {
+        serde_json::to_string(&RunContent {
+            exit,
+            stdout: out,
+            stderr: err,
+        })
+        .unwrap_or_default()
+    };
+    let fits = |content: String| match fit_result(content, class, untrusted) {
+        r @ ToolResponse::Result {
+            truncated: false, ..
+        } => Some(r),
+        _ => None,
+    };
+    if let Some(mut r) = fits(compose(&stdout, &stderr)) {
+        if let ToolResponse::Result { truncated, .. } = &mut r {
+            *truncated = already_cut;
+        }
+        return r;
+    }
+    // Binary search the largest share (in thousandths) of each stream that fits.
+    let (mut lo, mut hi) = (0usize, 1000usize);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let ok = fits(compose(
+            prefix(&stdout, stdout.len() * mid / 1000),
+            prefix(&stderr, stderr.len() * mid / 1000),
+        ))
+        .is_some();
+        if ok { lo = mid } else { hi = mid - 1 }
+    }
+    let content = compose(
+        prefix(&stdout, stdout.len() * lo / 1000),
+        prefix(&stderr, stderr.len() * lo / 1000),
+    );
+    let mut r = fit_result(content, class, untrusted);
+    if let ToolResponse::Result { truncated, .. } = &mut r {
+        *truncated = true;
+    }
+    r
+}
+
+/// The longest prefix of `s` of at most `n` bytes that ends on a character boundary.
+fn prefix(s: &str, n: usize) -> &str {
+    let mut end = n.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.get(..end).unwrap_or_default()
+}
+
+fn failed(message: String) -> ToolResponse {
+    ToolResponse::Failed { message }
+}
+
+fn describe(status: &Status, timeout: Duration) -> String {
+    match status {
+        Status::Exited(c) => format!("exit status {c}"),
+        Status::Signaled(s) => format!("killed by signal {s}"),
+        Status::TimedOut => format!("timed out after {} s", timeout.as_secs()),
+    }
+}
+
+fn stderr_hint(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    if line.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", prefix(line, 300))
+    }
+}
+
+/// The host uid `session`'s box user maps to when the runner is root (FNV-1a of the id).
+fn host_id(session: &SessionId) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in session.as_str().bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    HOST_ID_BASE.saturating_add(h % HOST_ID_SPAN)
+}
+
+fn create_private_dir(path: &Path) -> Result<(), RunnerError> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+    {
+        Ok(()) => Ok(()),
+        Err(source) => Err(RunnerError::Workspace {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::{Envelope, MAX_FRAME};
+
+    fn encoded(r: &ToolResponse) -> usize {
+        serde_json::to_vec(&Envelope::response(u64::MAX, r.clone()))
+            .unwrap()
+            .len()
+    }
+
+    #[test]
+    fn fit_run_keeps_small_output_whole_and_valid_json() {
+        let r = fit_run(
+            3,
+            "out".into(),
+            "err".into(),
+            DataClass::Public,
+            false,
+            false,
+        );
+        let ToolResponse::Result {
+            content, truncated, ..
+        } = r
+        else {
+            panic!()
+        };
+        assert!(!truncated);
+        let v: serde_json::Value = serde_json::from_str(&content).unwrap();
+        assert_eq!(v["exit"], 3);
+        assert_eq!(v["stdout"], "out");
+    }
+
+    #[test]
+    fn fit_run_cuts_a_flood_to_a_frame_and_keeps_valid_json() {
+        let out = "\u{1}".repeat(RUN_OUTPUT_CAP);
+        let err = "e".repeat(100_000);
+        let r = fit_run(0, out, err, DataClass::Internal, true, true);
+        assert!(encoded(&r) <= MAX_FRAME, "{}", encoded(&r));
+        let ToolResponse::Result {
+            content,
+            truncated,
+            untrusted,
+            ..
+        } = r
+        else {
+            panic!()
+        };
+        assert!(truncated && untrusted);
+        let v: serde_json::Value = serde_json::from_str(&content).unwrap();
+        assert!(!v["stdout"].as_str().unwrap().is_empty());
+        assert!(!v["stderr"].as_str().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_already_cut_stream_is_marked_truncated() {
+        let r = fit_run(0, "a".into(), String::new(), DataClass::Public, false, true);
+        assert!(matches!(
+            r,
+            ToolResponse::Result {
+                truncated: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn host_ids_are_never_root_and_differ_between_sessions() {
+        let a = host_id(&SessionId::new("a").unwrap());
+        let b = host_id(&SessionId::new("b").unwrap());
+        assert_ne!(a, b);
+        assert!(a >= HOST_ID_BASE && b >= HOST_ID_BASE);
+    }
+
+    #[test]
+    fn prefix_never_splits_a_character() {
+        assert_eq!(prefix("éé", 3), "é");
+        assert_eq!(prefix("abc", 10), "abc");
+    }
+}

@@ -1,0 +1,164 @@
+//! A per-box cgroup with memory and pids limits, created by the helper before the box starts
+//! and removed after it ends. cgroup v1 (`/sys/fs/cgroup/{memory,pids}`) and v2 (a cgroup2
+//! mount whose `cgroup.subtree_control` enables both controllers) are supported. The box's
+//! cgroup is created under the helper's own cgroup, so limits set on the caller still apply.
+//!
+//! Where no writable cgroup exists, [`BoxCgroup::create`] returns `None` with the reason; the
+//! caller decides (fail closed if `Requirements::cgroups`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The cgroup directories of one box; removed on drop.
+#[derive(Debug)]
+pub struct BoxCgroup {
+    dirs: Vec<PathBuf>,
+}
+
+fn write(path: &Path, value: &str) -> Result<()> {
+    fs::write(path, value).map_err(|source| Error::File {
+        context: "write cgroup file",
+        path: path.into(),
+        source,
+    })
+}
+
+/// This process's path in a v1 hierarchy with `controller`, or in v2 (`controller` = "").
+fn own_path(controller: &str) -> Option<String> {
+    let text = fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_id, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let hit = if controller.is_empty() {
+            ctrls.is_empty()
+        } else {
+            ctrls.split(',').any(|c| c == controller)
+        };
+        hit.then(|| path.to_owned())
+    })
+}
+
+/// Where a box cgroup can be made, and which version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    /// v1: parent directories for memory and pids.
+    V1 { memory: PathBuf, pids: PathBuf },
+    /// v2: one parent directory with both controllers enabled for children.
+    V2 { parent: PathBuf },
+}
+
+/// Finds a writable place for box cgroups, or says why there is none.
+pub fn detect() -> std::result::Result<Layout, String> {
+    let writable = crate::sys::writable;
+    // v2 first: a pure v2 system mounts it at /sys/fs/cgroup; hybrid at /sys/fs/cgroup/unified.
+    for mount in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+        let root = Path::new(mount);
+        if !root.join("cgroup.controllers").exists() {
+            continue;
+        }
+        let parent = root.join(own_path("").unwrap_or_default().trim_start_matches('/'));
+        let sub = fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
+        let has = |c: &str| sub.split_whitespace().any(|x| x == c);
+        if has("memory") && has("pids") && writable(&parent) {
+            return Ok(Layout::V2 { parent });
+        }
+    }
+    let v1 = |c: &str| -> Option<PathBuf> {
+        let root = Path::new("/sys/fs/cgroup").join(c);
+        if !root.join("tasks").exists() {
+            return None;
+        }
+        let p = root.join(own_path(c)?.trim_start_matches('/'));
+        writable(&p).then_some(p)
+    };
+    match (v1("memory"), v1("pids")) {
+        (Some(memory), Some(pids)) => Ok(Layout::V1 { memory, pids }),
+        _ => Err(
+            "no writable cgroup with memory and pids controllers (v2 needs both in \
+                  cgroup.subtree_control; v1 needs write access to memory/ and pids/)"
+                .into(),
+        ),
+    }
+}
+
+impl BoxCgroup {
+    /// Creates `boxmaker-<name>` with the given limits.
+    pub fn create(layout: &Layout, name: &str, memory_bytes: u64, processes: u64) -> Result<Self> {
+        let leaf = format!("boxmaker-{name}");
+        let mut cg = BoxCgroup { dirs: Vec::new() };
+        let mkdir = |p: &Path| {
+            fs::create_dir(p).map_err(|source| Error::File {
+                context: "create cgroup",
+                path: p.into(),
+                source,
+            })
+        };
+        match layout {
+            Layout::V1 { memory, pids } => {
+                let m = memory.join(&leaf);
+                mkdir(&m)?;
+                cg.dirs.push(m.clone());
+                write(&m.join("memory.limit_in_bytes"), &memory_bytes.to_string())?;
+                // Swap counts too where the kernel accounts it, else swap would lift the limit.
+                let memsw = m.join("memory.memsw.limit_in_bytes");
+                if memsw.exists() {
+                    write(&memsw, &memory_bytes.to_string())?;
+                }
+                let p = pids.join(&leaf);
+                mkdir(&p)?;
+                cg.dirs.push(p.clone());
+                write(&p.join("pids.max"), &processes.to_string())?;
+            }
+            Layout::V2 { parent } => {
+                let d = parent.join(&leaf);
+                mkdir(&d)?;
+                cg.dirs.push(d.clone());
+                write(&d.join("memory.max"), &memory_bytes.to_string())?;
+                let swap = d.join("memory.swap.max");
+                if swap.exists() {
+                    write(&swap, "0")?;
+                }
+                write(&d.join("pids.max"), &processes.to_string())?;
+            }
+        }
+        Ok(cg)
+    }
+
+    /// Moves process `pid` (and so everything it later forks) into the box's cgroup.
+    pub fn add(&self, pid: libc::pid_t) -> Result<()> {
+        for d in &self.dirs {
+            write(&d.join("cgroup.procs"), &pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Whether the memory controller killed a process of the box (best effort).
+    pub fn oom_killed(&self) -> bool {
+        self.dirs.iter().any(|d| {
+            let v1 = fs::read_to_string(d.join("memory.oom_control")).unwrap_or_default();
+            let v2 = fs::read_to_string(d.join("memory.events")).unwrap_or_default();
+            v1.lines().chain(v2.lines()).any(|l| {
+                l.strip_prefix("oom_kill ")
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+                    .is_some_and(|n| n > 0)
+            })
+        })
+    }
+}
+
+impl Drop for BoxCgroup {
+    fn drop(&mut self) {
+        // The box's init has been reaped, and with it every process of its pid namespace, so
+        // the directories are empty; a few retries cover the kernel finishing the exits.
+        for d in &self.dirs {
+            for _ in 0..50 {
+                if fs::remove_dir(d).is_ok() || !d.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! The box's init: the process `helper.rs` clones into the new namespaces. [`run`] is the
+//! ordered, fail-closed setup script — every step either succeeds or the box does not start,
+//! and the comments say why each step sits where it does. After the last step it forks the
+//! command and stays behind as pid 1 of the box's pid namespace, reaping orphans; when the
+//! command exits, init reports its status and exits, and the kernel kills whatever else is
+//! left in the namespace. A box never outlives its command.
+//!
+//! Runs in a copy of the single-threaded helper, so allocation is safe here.
+
+use std::ffi::CString;
+use std::fs;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+
+use seccompiler::BpfProgram;
+
+use crate::error::{Error, Result};
+use crate::mounts::{MountEntry, MountKind};
+use crate::spec::{BOX_UID, Spec};
+use crate::sys;
+
+/// Everything init needs, prepared by the helper before `clone`.
+pub(crate) struct Child<'a> {
+    pub spec: &'a Spec,
+    pub table: &'a [MountEntry],
+    pub filters: &'a [BpfProgram],
+    /// Read end: a byte once the helper has written our id maps, another once we are in the
+    /// box's cgroup; end of file means the helper died.
+    pub sync: OwnedFd,
+    /// Write end of the report pipe to the helper (see [`Message`]).
+    pub report: OwnedFd,
+    /// The helper is root: drop supplementary groups (allowed because it did not deny
+    /// `setgroups`); an unprivileged helper had to deny them and the groups stay.
+    pub clear_groups: bool,
+}
+
+/// Messages from the box to the helper: a tag byte, a 4-byte big-endian length, the payload.
+pub(crate) mod message {
+    /// Setup or exec failed; payload: UTF-8 reason.
+    pub const ERROR: u8 = b'E';
+    /// The command was started (init forked it); empty payload.
+    pub const STARTED: u8 = b'S';
+    /// The command ended; payload: its raw wait status, 4 bytes big-endian.
+    pub const EXIT: u8 = b'X';
+}
+
+fn send(report: &OwnedFd, tag: u8, payload: &[u8]) {
+    let mut frame = Vec::with_capacity(5 + payload.len());
+    frame.push(tag);
+    frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    frame.extend_from_slice(payload);
+    // A helper that died cannot be told anything; the parent-death signal ends us anyway.
+    if let Ok(fd) = report.try_clone() {
+        let _ = fs::File::from(fd).write_all(&frame);
+    }
+}
+
+/// Entry point of the box's init. Never returns.
+pub(crate) fn run(c: Child<'_>) -> ! {
+    match setup(&c) {
+        Ok(command) => {
+            send(&c.report, message::STARTED, &[]);
+            reap(&c, command)
+        }
+        Err(e) => {
+            send(&c.report, message::ERROR, e.to_string().as_bytes());
+            sys::exit_now(126)
+        }
+    }
+}
+
+/// The ordered setup. Returns the pid of the command.
+fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
+    // 1. Die with the helper: the helper is what enforces the timeout and removes the
+    //    cgroup, so a box without it must not go on. (Reset by the uid change below; set again.)
+    sys::prctl(
+        libc::PR_SET_PDEATHSIG,
+        libc::SIGKILL as libc::c_ulong,
+        "PR_SET_PDEATHSIG",
+    )?;
+
+    // 2. Wait until the helper has written our uid/gid maps. Before that we have no mapped
+    //    identity inside the new user namespace.
+    go_ahead(c, "the helper went away before the box started")?;
+
+    // 3. Make every mount private, so nothing done below propagates to the host's mount
+    //    namespace (or from it into the box later).
+    sys::mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+
+    // 4. Open every bind source now, while we still have the caller's identity on the host
+    //    (as root: owner access to root's 0700 directories). Binding from descriptors means
+    //    no host path is looked up again once we start building.
+    let mut sources: Vec<Option<OwnedFd>> = Vec::with_capacity(c.table.len());
+    for e in c.table {
+        sources.push(match &e.kind {
+            MountKind::Bind { host, .. } | MountKind::Device { host } => {
+                Some(sys::open_path(host)?)
+            }
+            _ => None,
+        });
+    }
+
+    // 5. Become the box user, keeping our capabilities *within the new user namespace* for
+    //    the build: files we create on the box's tmpfs must be owned by a mapped id.
+    sys::prctl(libc::PR_SET_KEEPCAPS, 1, "PR_SET_KEEPCAPS")?;
+    if c.clear_groups {
+        sys::clear_groups()?;
+    }
+    sys::setresgid(BOX_UID)?;
+    sys::setresuid(BOX_UID)?;
+    sys::raise_effective_caps()?;
+
+    // 6. A hostname of our own (UTS namespace): the host's name says nothing to the command.
+    sys::sethostname("box")?;
+
+    // 7. Build the new root on a tmpfs. It is mounted over /tmp of *this* mount namespace
+    //    (the host's /tmp is untouched); the sources are already open, so hiding /tmp hides
+    //    nothing we need.
+    let new_root = Path::new("/tmp");
+    sys::mount(
+        Some(c"tmpfs"),
+        new_root,
+        Some(c"tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(c"mode=0755"),
+    )?;
+    for (e, src) in c.table.iter().zip(sources.iter()) {
+        place(c.spec, new_root, e, src.as_ref())?;
+    }
+    drop(sources);
+
+    // 8. Switch root: pivot_root(".", ".") stacks the old root on top of the new one, and a
+    //    lazy unmount of "." detaches it — the host's tree is no longer reachable by any path.
+    //    (/proc was mounted in step 7 while the host's /proc was still visible, which the
+    //    kernel requires of a new proc mount in a user namespace.)
+    std::env::set_current_dir(new_root).map_err(|source| Error::File {
+        context: "chdir",
+        path: new_root.into(),
+        source,
+    })?;
+    sys::pivot_root(Path::new("."), Path::new("."))?;
+    sys::umount2(Path::new("."), libc::MNT_DETACH)?;
+    std::env::set_current_dir("/").map_err(|source| Error::File {
+        context: "chdir",
+        path: "/".into(),
+        source,
+    })?;
+
+    // 9. Network: in a new network namespace only `lo` exists, and it starts down.
+    if !c.spec.network {
+        sys::loopback_up()?;
+    }
+
+    // 10. Freeze the skeleton: the root tmpfs and /dev become read-only (/work, /tmp,
+    //     /dev/shm and the `write` mounts are separate mounts and stay writable).
+    sys::mount_setattr(
+        Path::new("/"),
+        sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV,
+        false,
+    )?;
+    sys::mount_setattr(
+        Path::new("/dev"),
+        sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NOEXEC,
+        false,
+    )?;
+
+    // 11. Drop every capability (bounding, ambient, effective, permitted, inheritable). The
+    //     build is done; nothing below needs privilege.
+    sys::prctl(libc::PR_SET_KEEPCAPS, 0, "PR_SET_KEEPCAPS")?;
+    sys::drop_all_caps()?;
+
+    // 12. The uid change cleared the parent-death signal: set it again. Then wait for the
+    //     helper's second go-ahead: we are in the box's cgroup (the move overlaps with the
+    //     steps above). End of file here means the helper died.
+    sys::prctl(
+        libc::PR_SET_PDEATHSIG,
+        libc::SIGKILL as libc::c_ulong,
+        "PR_SET_PDEATHSIG",
+    )?;
+    go_ahead(c, "the helper went away during setup")?;
+
+    // 13. Resource limits, inherited by the command. RLIMIT_NPROC is counted per user per
+    //     user namespace on current kernels, so it limits this box and no other; the pids
+    //     cgroup (where available) is the hard limit.
+    let l = &c.spec.limits;
+    sys::setrlimit(libc::RLIMIT_AS, l.memory_bytes, "RLIMIT_AS")?;
+    sys::setrlimit(libc::RLIMIT_NPROC, l.processes, "RLIMIT_NPROC")?;
+    sys::setrlimit(libc::RLIMIT_NOFILE, l.open_files, "RLIMIT_NOFILE")?;
+    sys::setrlimit(libc::RLIMIT_FSIZE, l.file_size_bytes, "RLIMIT_FSIZE")?;
+    sys::setrlimit(libc::RLIMIT_CPU, l.cpu_seconds, "RLIMIT_CPU")?;
+    sys::setrlimit(libc::RLIMIT_CORE, 0, "RLIMIT_CORE")?;
+
+    // 14. no_new_privs: exec can never grant privilege again (setuid bits, file
+    //     capabilities); also what lets an unprivileged process install landlock and seccomp.
+    sys::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, "PR_SET_NO_NEW_PRIVS")?;
+
+    // 15. Landlock: the mount table again, enforced by path, in case a mount is wrong.
+    crate::landlock::apply(c.table, c.spec.require.landlock)?;
+
+    // 16. Seccomp last: it denies mount, unshare and friends, which the steps above used.
+    for f in c.filters {
+        sys::seccomp_install(f)?;
+    }
+
+    // 17. Start the command; we stay behind as the box's init.
+    let argv: Vec<CString> = c
+        .spec
+        .argv
+        .iter()
+        .map(|a| sys::cstr(a.as_ref()))
+        .collect::<Result<_>>()?;
+    let env: Vec<CString> = c
+        .spec
+        .environment()
+        .iter()
+        .map(|(k, v)| sys::cstr(format!("{k}={v}").as_ref()))
+        .collect::<Result<_>>()?;
+    let program = resolve(&c.spec.argv[0], c.spec);
+    let pid = sys::fork()?;
+    if pid == 0 {
+        exec_command(c, &program, &argv, &env);
+    }
+    Ok(pid)
+}
+
+/// Reads one go-ahead byte from the helper.
+fn go_ahead(c: &Child<'_>, gone: &str) -> Result<()> {
+    let mut byte = [0u8; 1];
+    let dup = c
+        .sync
+        .try_clone()
+        .map_err(|e| Error::Setup(format!("dup sync fd: {e}")))?;
+    let n = fs::File::from(dup)
+        .read(&mut byte)
+        .map_err(|e| Error::Setup(format!("waiting for the helper: {e}")))?;
+    if n != 1 {
+        return Err(Error::Setup(gone.to_owned()));
+    }
+    Ok(())
+}
+
+/// Creates the mount point for `e` under `root` and mounts or writes it.
+fn place(spec: &Spec, root: &Path, e: &MountEntry, src: Option<&OwnedFd>) -> Result<()> {
+    let target = root.join(e.at.strip_prefix("/").unwrap_or(&e.at));
+    let io = |context: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| Error::File {
+            context,
+            path,
+            source,
+        }
+    };
+    let parent = target.parent().unwrap_or(root).to_owned();
+    fs::create_dir_all(&parent).map_err(io("create directory", &parent))?;
+    let make_dir = |p: &PathBuf| fs::create_dir_all(p).map_err(io("create mount point", p));
+    let make_file = |p: &PathBuf| {
+        fs::File::create(p)
+            .map(drop)
+            .map_err(io("create mount point", p))
+    };
+    let label = e.at.display().to_string();
+    match (&e.kind, src) {
+        (MountKind::Bind { write, dir, .. }, Some(fd)) => {
+            if *dir {
+                make_dir(&target)?
+            } else {
+                make_file(&target)?
+            }
+            sys::bind_fd(fd, &target, &label)?;
+            let mut attrs = sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV;
+            if !*write {
+                attrs |= sys::MOUNT_ATTR_RDONLY;
+            }
+            sys::mount_setattr(&target, attrs, true)?;
+        }
+        (MountKind::Device { .. }, Some(fd)) => {
+            make_file(&target)?;
+            sys::bind_fd(fd, &target, &label)?;
+            sys::mount_setattr(
+                &target,
+                sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NOEXEC,
+                false,
+            )?;
+        }
+        (MountKind::Symlink { target: to }, _) => {
+            symlink(to, &target).map_err(io("create symlink", &target))?;
+        }
+        (MountKind::File { contents }, _) => {
+            fs::write(&target, contents).map_err(io("write", &target))?;
+            fs::set_permissions(&target, fs::Permissions::from_mode(0o644))
+                .map_err(io("chmod", &target))?;
+        }
+        (MountKind::Tmpfs { writable }, _) => {
+            make_dir(&target)?;
+            let (flags, data) = if *writable {
+                // Size-capped at the memory limit; its pages are charged to the box's cgroup.
+                (
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    format!("mode=1777,size={}", spec.limits.memory_bytes),
+                )
+            } else {
+                (libc::MS_NOSUID | libc::MS_NOEXEC, "mode=0755".to_owned())
+            };
+            let data = sys::cstr(data.as_ref())?;
+            sys::mount(Some(c"tmpfs"), &target, Some(c"tmpfs"), flags, Some(&data))?;
+        }
+        (MountKind::Proc, _) => {
+            make_dir(&target)?;
+            sys::mount(
+                Some(c"proc"),
+                &target,
+                Some(c"proc"),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                None,
+            )?;
+        }
+        (MountKind::Devpts, _) => {
+            make_dir(&target)?;
+            sys::mount(
+                Some(c"devpts"),
+                &target,
+                Some(c"devpts"),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                Some(c"newinstance,ptmxmode=0666,mode=0620"),
+            )?;
+        }
+        (MountKind::Bind { .. } | MountKind::Device { .. }, None) => {
+            return Err(Error::Setup(format!("no open source for {label}")));
+        }
+    }
+    Ok(())
+}
+
+/// Finds `name` in the box's PATH (inside the box, so only box files are candidates).
+fn resolve(name: &str, spec: &Spec) -> CString {
+    let fallback = || CString::new(name.as_bytes()).unwrap_or_default();
+    if name.contains('/') {
+        return fallback();
+    }
+    let env = spec.environment();
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    for dir in path.split(':').filter(|d| !d.is_empty()) {
+        let candidate = Path::new(dir).join(name);
+        if let Ok(m) = fs::metadata(&candidate) {
+            if m.is_file() && m.permissions().mode() & 0o111 != 0 {
+                if let Ok(c) = sys::cpath(&candidate) {
+                    return c;
+                }
+            }
+        }
+    }
+    fallback()
+}
+
+/// In the forked command process: restore what the runtime changed, exec, or report why not.
+fn exec_command(c: &Child<'_>, program: &CString, argv: &[CString], env: &[CString]) -> ! {
+    sys::default_signal(libc::SIGPIPE);
+    if let Err(e) = sys::cloexec_from_3() {
+        send(&c.report, message::ERROR, e.to_string().as_bytes());
+        sys::exit_now(127);
+    }
+    if let Err(e) = std::env::set_current_dir("/work") {
+        send(
+            &c.report,
+            message::ERROR,
+            format!("chdir /work: {e}").as_bytes(),
+        );
+        sys::exit_now(127);
+    }
+    let err = sys::execve(program, argv, env);
+    send(
+        &c.report,
+        message::ERROR,
+        format!("exec {}: {err}", c.spec.argv[0]).as_bytes(),
+    );
+    sys::exit_now(127)
+}
+
+/// Init's loop: reap every child; when the command ends, report its status and exit, which
+/// makes the kernel kill the rest of the pid namespace.
+fn reap(c: &Child<'_>, command: libc::pid_t) -> ! {
+    loop {
+        match sys::waitpid(-1, 0) {
+            Ok((pid, status)) if pid == command => {
+                send(&c.report, message::EXIT, &status.to_be_bytes());
+                sys::exit_now(0);
+            }
+            Ok(_) => {}
+            Err(_) => sys::exit_now(0),
+        }
+    }
+}

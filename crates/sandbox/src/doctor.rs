@@ -1,0 +1,214 @@
+//! `doctor`: which of the box's protections this machine enforces, each probed for real (in a
+//! forked child that only makes raw system calls, so it is safe from a multi-threaded caller).
+//! The lead exposes it as `boxmaker doctor`; the runner refuses to start where
+//! [`DoctorReport::missing`] is not empty.
+
+use std::fmt;
+
+use crate::spec::{DEFAULT_ROOT_HOST_ID, Requirements};
+use crate::sys;
+
+/// One protection and whether this machine enforces it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub name: &'static str,
+    pub enforced: bool,
+    /// A box cannot start without it (given the [`Requirements`] passed to [`doctor`]).
+    pub required: bool,
+    pub detail: String,
+}
+
+/// Every check, in the order the box applies them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoctorReport {
+    pub checks: Vec<Check>,
+}
+
+impl DoctorReport {
+    /// Required protections this machine does not enforce.
+    pub fn missing(&self) -> Vec<&Check> {
+        self.checks
+            .iter()
+            .filter(|c| c.required && !c.enforced)
+            .collect()
+    }
+}
+
+impl fmt::Display for DoctorReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in &self.checks {
+            let mark = match (c.enforced, c.required) {
+                (true, _) => "yes",
+                (false, true) => "NO (required)",
+                (false, false) => "no",
+            };
+            writeln!(f, "{:<22} {:<14} {}", c.name, mark, c.detail)?;
+        }
+        let missing = self.missing();
+        if missing.is_empty() {
+            writeln!(f, "boxes can run here")
+        } else {
+            let names: Vec<&str> = missing.iter().map(|c| c.name).collect();
+            writeln!(f, "boxes cannot run here: missing {}", names.join(", "))
+        }
+    }
+}
+
+fn strerror(errno: i32) -> String {
+    std::io::Error::from_raw_os_error(errno).to_string()
+}
+
+/// Probes the machine. `require` says which optional protections count as required.
+pub fn doctor(require: &Requirements) -> DoctorReport {
+    let mut checks = Vec::new();
+    let mut probe = |name: &'static str, flags: libc::c_int, what: &str| {
+        let (enforced, detail) = match sys::probe_in_child(|| sys::unshare_errno(flags)) {
+            Ok(0) => (true, what.to_owned()),
+            Ok(e) => (false, format!("unshare failed: {}", strerror(e))),
+            Err(e) => (false, e.to_string()),
+        };
+        checks.push(Check {
+            name,
+            enforced,
+            required: true,
+            detail,
+        });
+    };
+    let user = libc::CLONE_NEWUSER;
+    probe("user namespace", user, "unprivileged user namespaces work");
+    probe(
+        "mount namespace",
+        user | libc::CLONE_NEWNS,
+        "private mount table, pivot_root",
+    );
+    probe(
+        "pid namespace",
+        user | libc::CLONE_NEWPID,
+        "box sees only its own processes",
+    );
+    probe(
+        "ipc namespace",
+        user | libc::CLONE_NEWIPC,
+        "private SysV IPC and message queues",
+    );
+    probe("uts namespace", user | libc::CLONE_NEWUTS, "own hostname");
+    probe(
+        "network namespace",
+        user | libc::CLONE_NEWNET,
+        "only lo unless network = true",
+    );
+    probe(
+        "cgroup namespace",
+        user | libc::CLONE_NEWCGROUP,
+        "own view of /proc/self/cgroup",
+    );
+
+    let (enforced, detail) = if sys::geteuid() == 0 {
+        (
+            true,
+            format!("box uid 1000 maps to host uid {DEFAULT_ROOT_HOST_ID} (caller is root)"),
+        )
+    } else {
+        (
+            true,
+            format!("box uid 1000 maps to the caller's uid {}", sys::geteuid()),
+        )
+    };
+    checks.push(Check {
+        name: "unprivileged box user",
+        enforced,
+        required: true,
+        detail,
+    });
+
+    let (enforced, detail) = match sys::probe_in_child(sys::nnp_errno) {
+        Ok(0) => (true, "exec can never gain privileges".to_owned()),
+        Ok(e) => (false, strerror(e)),
+        Err(e) => (false, e.to_string()),
+    };
+    checks.push(Check {
+        name: "no_new_privs",
+        enforced,
+        required: true,
+        detail,
+    });
+
+    let (enforced, detail) = match crate::seccomp::compile() {
+        Ok(progs) => match sys::probe_in_child(|| {
+            progs
+                .iter()
+                .map(|p| sys::seccomp_errno(p))
+                .find(|e| *e != 0)
+                .unwrap_or(0)
+        }) {
+            Ok(0) => (true, crate::seccomp::denied_summary()),
+            Ok(e) => (
+                false,
+                format!("installing the filter failed: {}", strerror(e)),
+            ),
+            Err(e) => (false, e.to_string()),
+        },
+        Err(e) => (false, e.to_string()),
+    };
+    checks.push(Check {
+        name: "seccomp",
+        enforced,
+        required: true,
+        detail,
+    });
+
+    let abi = crate::landlock::abi_version();
+    let (enforced, detail) = if abi > 0 {
+        (
+            true,
+            format!(
+                "ABI version {abi}{}",
+                if abi >= 6 {
+                    ", signal and abstract-socket scoping"
+                } else {
+                    ""
+                }
+            ),
+        )
+    } else {
+        (
+            false,
+            "not enabled in this kernel (see /sys/kernel/security/lsm)".to_owned(),
+        )
+    };
+    checks.push(Check {
+        name: "landlock",
+        enforced,
+        required: require.landlock,
+        detail,
+    });
+
+    let (enforced, detail) = match crate::cgroup::detect() {
+        Ok(crate::cgroup::Layout::V1 { memory, pids }) => (
+            true,
+            format!(
+                "cgroup v1: memory at {}, pids at {}",
+                memory.display(),
+                pids.display()
+            ),
+        ),
+        Ok(crate::cgroup::Layout::V2 { parent }) => (
+            true,
+            format!("cgroup v2: memory and pids under {}", parent.display()),
+        ),
+        Err(reason) => (false, reason),
+    };
+    checks.push(Check {
+        name: "cgroup limits",
+        enforced,
+        required: require.cgroups,
+        detail,
+    });
+    checks.push(Check {
+        name: "rlimits",
+        enforced: true,
+        required: true,
+        detail: "address space, processes, open files, file size, CPU time, no core dumps".into(),
+    });
+    DoctorReport { checks }
+}

@@ -1,0 +1,447 @@
+//! The helper process: a fresh, single-threaded exec of the caller's binary (see
+//! [`crate::HELPER_ARG`]), so that `clone` with namespace flags is safe no matter how many
+//! threads the caller has. It is the box's supervisor, outside the box:
+//!
+//! 1. reads the [`Spec`] from fd 3 (a socket to the caller: 4-byte big-endian length, JSON);
+//! 2. checks required protections, resolves the mount table, compiles seccomp, creates the
+//!    box's cgroup — all before any namespace exists, so failures are cheap and clear;
+//! 3. clones the box's init (`child.rs`) into new namespaces, writes its uid/gid maps, moves
+//!    it into the cgroup, and lets it go;
+//! 4. waits for init to exit, for the timeout (then kills init: the kernel kills the whole pid
+//!    namespace), or for the caller to hang up (same);
+//! 5. removes the cgroup and answers the caller with a [`Report`] on the same socket.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cgroup::{self, BoxCgroup};
+use crate::child::{self, Child, message};
+use crate::error::{Error, Result};
+use crate::spec::{BOX_UID, DEFAULT_ROOT_HOST_ID, MAX_SPEC_BYTES, Spec};
+use crate::sys;
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    /// Exited with this code.
+    Exited(i32),
+    /// Killed by this signal (e.g. 9 after the memory cgroup's OOM killer, 25 for SIGXFSZ).
+    Signaled(i32),
+    /// Ran past the wall-clock limit; the whole box was killed.
+    TimedOut,
+}
+
+impl Status {
+    /// The shell's convention: the code, 128 + signal, or 124 for a timeout (as `timeout(1)`).
+    pub fn exit_code(&self) -> i32 {
+        match *self {
+            Status::Exited(c) => c,
+            Status::Signaled(s) => 128 + s,
+            Status::TimedOut => 124,
+        }
+    }
+}
+
+/// The helper's answer to the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// `Ok` with how the command ended, or `Err` with why the box did not run.
+    pub result: std::result::Result<Status, String>,
+    /// The memory cgroup killed a process of the box.
+    pub oom_killed: bool,
+    /// Memory and pids cgroup limits were applied.
+    pub cgroup_limits: bool,
+}
+
+/// Entry point of helper mode. Call it from `main` when the binary was started with
+/// [`crate::HELPER_ARG`] (or use [`crate::enter_helper_if_requested`]). Never returns.
+pub fn helper_main() -> ! {
+    if !sys::fd_is_open(3) {
+        eprintln!("sandbox helper: no control socket on fd 3 (started by hand?)");
+        std::process::exit(2);
+    }
+    // SAFETY: fd 3 is open (checked above; `run` placed it with dup2 before exec) and
+    // nothing else in this process owns it. We take ownership of it here, once.
+    let control = unsafe { UnixStream::from_raw_fd(3) };
+    let code = match serve(&control) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = write_frame(
+                &control,
+                &Report {
+                    result: Err(e.to_string()),
+                    oom_killed: false,
+                    cgroup_limits: false,
+                },
+            );
+            1
+        }
+    };
+    std::process::exit(code)
+}
+
+fn serve(control: &UnixStream) -> Result<()> {
+    sys::set_cloexec(control.as_raw_fd())?;
+    let spec: Spec = read_frame(control)?;
+    let report = match run_box(&spec, control) {
+        Ok(r) => r,
+        Err(e) => Report {
+            result: Err(e.to_string()),
+            oom_killed: false,
+            cgroup_limits: false,
+        },
+    };
+    write_frame(control, &report)
+}
+
+/// Writes one frame: 4-byte big-endian length, then JSON. Shared with the caller side.
+pub(crate) fn write_frame<T: Serialize>(mut w: &UnixStream, value: &T) -> Result<()> {
+    let body = serde_json::to_vec(value).map_err(|e| Error::Helper(format!("encode: {e}")))?;
+    if body.len() > MAX_SPEC_BYTES {
+        return Err(Error::Helper(format!(
+            "frame of {} bytes exceeds {MAX_SPEC_BYTES}",
+            body.len()
+        )));
+    }
+    let io = |source| Error::HelperIo {
+        context: "write frame",
+        source,
+    };
+    w.write_all(&(body.len() as u32).to_be_bytes())
+        .map_err(io)?;
+    w.write_all(&body).map_err(io)
+}
+
+/// Reads one frame; the length is checked before anything is allocated.
+pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(mut r: &UnixStream) -> Result<T> {
+    let io = |source| Error::HelperIo {
+        context: "read frame",
+        source,
+    };
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).map_err(io)?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_SPEC_BYTES {
+        return Err(Error::Helper(format!(
+            "frame of {len} bytes exceeds {MAX_SPEC_BYTES}"
+        )));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).map_err(io)?;
+    serde_json::from_slice(&body).map_err(|e| Error::Helper(format!("decode: {e}")))
+}
+
+fn run_box(spec: &Spec, control: &UnixStream) -> Result<Report> {
+    // Everything that can fail without a namespace fails here, first.
+    spec.validate()?;
+    let table = crate::mounts::mount_table(spec)?;
+    let filters = crate::seccomp::compile()?;
+    if spec.require.landlock && crate::landlock::abi_version() <= 0 {
+        return Err(Error::Unavailable {
+            protection: "landlock",
+            reason: "the kernel does not enforce landlock".into(),
+        });
+    }
+
+    // Identity. As root the box user maps to a dedicated unprivileged host id (never 0), and
+    // the workspace is handed to it; otherwise to our own id, the only one we may map.
+    let root = sys::geteuid() == 0;
+    let (host_uid, host_gid) = if root {
+        let id = spec.host_id.unwrap_or(DEFAULT_ROOT_HOST_ID);
+        (id, id)
+    } else {
+        (sys::geteuid(), sys::getegid())
+    };
+    if root {
+        let ws = fs::canonicalize(&spec.workspace).map_err(|source| Error::File {
+            context: "resolve workspace",
+            path: spec.workspace.clone(),
+            source,
+        })?;
+        std::os::unix::fs::chown(&ws, Some(host_uid), Some(host_gid)).map_err(|source| {
+            Error::File {
+                context: "chown workspace",
+                path: ws.clone(),
+                source,
+            }
+        })?;
+        // So `/dev/stdout` and friends can be reopened by the box user.
+        sys::give_stdio_pipes(host_uid, host_gid)?;
+    }
+
+    // Cgroup limits, where a writable cgroup exists (required if the spec says so).
+    let cg = match cgroup::detect() {
+        Ok(layout) => Some(BoxCgroup::create(
+            &layout,
+            &unique_name(),
+            spec.limits.memory_bytes,
+            spec.limits.processes,
+        )?),
+        Err(reason) if spec.require.cgroups => {
+            return Err(Error::Unavailable {
+                protection: "cgroups",
+                reason,
+            });
+        }
+        Err(_) => None,
+    };
+
+    let (sync_rd, sync_wr) = sys::pipe()?;
+    let (report_rd, report_wr) = sys::pipe()?;
+    let mut flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWCGROUP;
+    if !spec.network {
+        flags |= libc::CLONE_NEWNET;
+    }
+    // SAFETY: the helper is single-threaded: it is a fresh exec that starts no threads.
+    let pid = unsafe { sys::clone_fork(flags)? };
+    if pid == 0 {
+        drop(sync_wr);
+        drop(report_rd);
+        child::run(Child {
+            spec,
+            table: &table,
+            filters: &filters,
+            sync: sync_rd,
+            report: report_wr,
+            clear_groups: root,
+        });
+    }
+    drop(sync_rd);
+    drop(report_wr);
+    let started = Instant::now();
+
+    // Two go-aheads: the first once the id maps exist (init needs them to build the root),
+    // the second once init is in the cgroup. Moving a task into a v1 memory cgroup can take
+    // ~10 ms (an RCU grace period), so it overlaps with init building the root; init waits
+    // for the second byte before it starts the command.
+    let mut sync_file = fs::File::from(sync_wr);
+    let admitted = write_id_maps(pid, root, host_uid, host_gid)
+        .and_then(|()| go_ahead(&mut sync_file))
+        .and_then(|()| cg.as_ref().map_or(Ok(()), |cg| cg.add(pid)))
+        .and_then(|()| go_ahead(&mut sync_file));
+    if let Err(e) = admitted {
+        let _ = sys::kill(pid, libc::SIGKILL);
+        let _ = sys::waitpid(pid, 0);
+        // If init failed first (and so broke our pipe), its reason is the one to give.
+        let mut buf = Vec::new();
+        let _ = Read::by_ref(&mut fs::File::from(report_rd))
+            .take(65536)
+            .read_to_end(&mut buf);
+        return Err(parse_messages(&buf).error.map_or(e, Error::Setup));
+    }
+
+    let (messages, timed_out) = supervise(pid, report_rd, control, started + spec.limits.timeout)?;
+    drop(sync_file);
+    let oom_killed = cg.as_ref().is_some_and(BoxCgroup::oom_killed);
+    let cgroup_limits = cg.is_some();
+    drop(cg);
+
+    let result = if timed_out {
+        Ok(Status::TimedOut)
+    } else if let Some(err) = messages.error {
+        Err(err)
+    } else if let Some(status) = messages.exit {
+        Ok(decode_status(status))
+    } else if messages.started {
+        // Init itself was killed after starting the command (the memory cgroup's OOM killer
+        // may pick it): the whole box died with it, which is how the command ended.
+        Ok(decode_status(messages.init_status))
+    } else {
+        Err(format!(
+            "the box's init ended without a report ({})",
+            describe_status(messages.init_status)
+        ))
+    };
+    Ok(Report {
+        result,
+        oom_killed,
+        cgroup_limits,
+    })
+}
+
+/// Writes the new user namespace's id maps: one line, box user to an unprivileged host id.
+fn write_id_maps(pid: libc::pid_t, root: bool, uid: u32, gid: u32) -> Result<()> {
+    let proc = Path::new("/proc").join(pid.to_string());
+    let write = |name: &str, text: String| {
+        let path = proc.join(name);
+        fs::write(&path, text).map_err(|source| Error::File {
+            context: "write",
+            path,
+            source,
+        })
+    };
+    if !root {
+        // An unprivileged process may only map its gid after giving up setgroups.
+        write("setgroups", "deny".into())?;
+    }
+    write("uid_map", format!("{BOX_UID} {uid} 1\n"))?;
+    write("gid_map", format!("{BOX_UID} {gid} 1\n"))
+}
+
+fn go_ahead(sync: &mut fs::File) -> Result<()> {
+    sync.write_all(&[1]).map_err(|source| Error::HelperIo {
+        context: "start box",
+        source,
+    })
+}
+
+#[derive(Default)]
+struct Messages {
+    error: Option<String>,
+    exit: Option<i32>,
+    started: bool,
+    init_status: i32,
+}
+
+/// Waits for init to end, killing it at the deadline or when the caller hangs up.
+fn supervise(
+    pid: libc::pid_t,
+    report: OwnedFd,
+    control: &UnixStream,
+    deadline: Instant,
+) -> Result<(Messages, bool)> {
+    let pidfd = sys::pidfd_open(pid)?;
+    let mut report = Some(fs::File::from(report));
+    let mut buf = Vec::new();
+    let mut timed_out = false;
+    let mut killed = false;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout_ms = if killed {
+            -1
+        } else {
+            left.as_millis().min(i32::MAX as u128) as i32
+        };
+        let mut fds = vec![
+            (pidfd.as_raw_fd(), libc::POLLIN),
+            (control.as_raw_fd(), libc::POLLIN),
+        ];
+        if let Some(r) = &report {
+            fds.push((r.as_raw_fd(), libc::POLLIN));
+        }
+        let ev = sys::poll(&fds, timeout_ms)?;
+        if ev.get(2).is_some_and(|e| *e != 0) {
+            let mut chunk = [0u8; 4096];
+            match report.as_mut().map(|r| r.read(&mut chunk)) {
+                Some(Ok(0)) | Some(Err(_)) | None => report = None,
+                Some(Ok(n)) => {
+                    if buf.len() < 65536 {
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                }
+            }
+        }
+        if ev.first().is_some_and(|e| *e != 0) {
+            break;
+        }
+        if !killed && ev.get(1).is_some_and(|e| *e != 0) {
+            // The caller sends nothing after the spec: readable means it hung up (or broke
+            // protocol). Either way nobody waits for this box any more.
+            let _ = sys::kill(pid, libc::SIGKILL);
+            killed = true;
+        }
+        if !killed && Instant::now() >= deadline {
+            // Killing init makes the kernel kill every process of its pid namespace.
+            let _ = sys::kill(pid, libc::SIGKILL);
+            killed = true;
+            timed_out = true;
+        }
+    }
+    let (_, status) = sys::waitpid(pid, 0)?;
+    if let Some(mut r) = report {
+        let mut rest = Vec::new();
+        let _ = Read::by_ref(&mut r).take(65536).read_to_end(&mut rest);
+        buf.extend_from_slice(&rest);
+    }
+    let mut m = parse_messages(&buf);
+    m.init_status = status;
+    Ok((m, timed_out))
+}
+
+fn parse_messages(mut buf: &[u8]) -> Messages {
+    let mut m = Messages::default();
+    while buf.len() >= 5 {
+        let tag = buf[0];
+        let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
+        let Some(payload) = buf.get(5..5 + len) else {
+            break;
+        };
+        match tag {
+            message::ERROR if m.error.is_none() => {
+                m.error = Some(String::from_utf8_lossy(payload).into_owned())
+            }
+            message::STARTED => m.started = true,
+            message::EXIT => {
+                if let Ok(b) = <[u8; 4]>::try_from(payload) {
+                    m.exit = Some(i32::from_be_bytes(b));
+                }
+            }
+            _ => {}
+        }
+        buf = &buf[5 + len..];
+    }
+    m
+}
+
+fn decode_status(status: i32) -> Status {
+    if libc::WIFSIGNALED(status) {
+        Status::Signaled(libc::WTERMSIG(status))
+    } else {
+        Status::Exited(libc::WEXITSTATUS(status))
+    }
+}
+
+fn describe_status(status: i32) -> String {
+    match decode_status(status) {
+        Status::Signaled(s) => format!("killed by signal {s}"),
+        Status::Exited(c) => format!("exit code {c}"),
+        Status::TimedOut => "timed out".into(),
+    }
+}
+
+fn unique_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .subsec_nanos();
+    format!("{}-{nanos}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_parse_messages_error_and_exit() {
+        let mut b = vec![b'E', 0, 0, 0, 2, b'h', b'i'];
+        b.extend_from_slice(&[b'X', 0, 0, 0, 4]);
+        b.extend_from_slice(&(3i32 << 8).to_be_bytes());
+        let m = parse_messages(&b);
+        assert_eq!(m.error.as_deref(), Some("hi"));
+        assert_eq!(m.exit.map(decode_status), Some(Status::Exited(3)));
+    }
+
+    #[test]
+    fn test_parse_messages_truncated_frame_is_ignored() {
+        let m = parse_messages(&[b'E', 0, 0, 1, 0, b'x']);
+        assert!(m.error.is_none());
+    }
+
+    #[test]
+    fn test_status_exit_code_follows_shell() {
+        assert_eq!(Status::Signaled(9).exit_code(), 137);
+        assert_eq!(Status::TimedOut.exit_code(), 124);
+    }
+}

@@ -1,0 +1,60 @@
+//! # sandbox — the box every tool runs in (SPEC §4)
+//!
+//! **Owns:** building a Linux box around one command and running it there: user, mount, pid,
+//! ipc, uts, cgroup and (unless `network`) network namespaces; `pivot_root` into a fresh,
+//! read-only tmpfs root holding read-only binds of the system, the workspace at `/work`, the
+//! extra mounts, a private `/tmp`, a fresh `/proc` and a minimal `/dev`; an unprivileged box
+//! user (uid 1000, never host root); all capabilities dropped; `no_new_privs`; a seccomp
+//! filter; landlock rules repeating the mount table; rlimits and cgroup limits; a wall-clock
+//! timeout that kills the whole pid namespace; an environment built from scratch; and
+//! `doctor`, which reports which of these the machine enforces.
+//!
+//! **Must never:** depend on another boxmaker crate; pass anything of the caller's
+//! environment that the spec does not name; silently run with less protection than required
+//! (a required protection that is unavailable is an [`Error`]); fork with namespace flags from
+//! a multi-threaded process (a fresh, single-threaded helper process does that); leave a box
+//! or its cgroup behind after [`run`] returns; buffer more output than the cap.
+//!
+//! **Process model.** [`run`] (in the caller, any number of threads) starts the caller's own
+//! binary again with [`HELPER_ARG`]; that binary calls [`enter_helper_if_requested`] (or
+//! [`helper_main`]) first thing in `main`. The helper reads the [`Spec`] from fd 3, clones
+//! the box's init into new namespaces, supervises it, and answers with how it ended.
+//!
+//! ```text
+//! caller ──spawn──▶ helper (host side: cgroup, id maps, timeout) ──clone(NEW*)──▶ init (pid 1)
+//!    ◀── fd 3: Spec / Report ──▶                                     └─fork──▶ command
+//! ```
+//!
+//! **Modules, in reading order:**
+//! - `error` — the crate's error enum.
+//! - `sys` — the only place with system calls: thin `unsafe` wrappers, one error helper.
+//! - `spec` — [`Spec`], [`Limits`], [`Mount`], [`Io`], [`Requirements`] and their defaults.
+//! - `mounts` — the mount table as data ([`mount_table`]).
+//! - `seccomp` — the seccomp filter as a reviewed table.
+//! - `landlock` — landlock rules derived from the mount table.
+//! - `cgroup` — the per-box memory and pids cgroup.
+//! - `child` — the box's init: the ordered, fail-closed setup script.
+//! - `helper` — the helper process: supervision, timeout, cleanup, [`Report`].
+//! - `run` — the caller's side: [`run`], [`Outcome`], output capture.
+//! - `doctor` — [`doctor`] and its [`DoctorReport`].
+
+mod cgroup;
+mod child;
+mod doctor;
+mod error;
+mod helper;
+mod landlock;
+mod mounts;
+mod run;
+mod seccomp;
+mod spec;
+mod sys;
+
+pub use doctor::{Check, DoctorReport, doctor};
+pub use error::{Error, Result};
+pub use helper::{Report, Status, helper_main};
+pub use mounts::{MountEntry, MountKind, describe as describe_mounts, mount_table};
+pub use run::{HELPER_ARG, HelperCommand, Outcome, enter_helper_if_requested, run};
+pub use spec::{
+    BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, Requirements, Spec,
+};

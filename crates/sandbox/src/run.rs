@@ -1,0 +1,174 @@
+//! The caller's side: [`run`] starts the helper process (see `helper.rs`), hands it the spec
+//! over a socket on its fd 3, feeds stdin, captures stdout and stderr up to a cap, and turns
+//! the helper's [`Report`] into an [`Outcome`]. Safe to call from a multi-threaded program:
+//! the only thing done between fork and exec is a `dup2`.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::helper::{Report, Status, read_frame, write_frame};
+use crate::spec::{Io, Spec};
+
+/// The first argument that puts a binary into helper mode.
+pub const HELPER_ARG: &str = "__boxmaker-sandbox-helper";
+
+/// How to start the helper: a binary that calls [`crate::helper_main`] when its first
+/// argument is [`HELPER_ARG`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelperCommand {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+impl HelperCommand {
+    /// The running binary itself, re-executed in helper mode.
+    pub fn current_exe() -> Result<Self> {
+        let program = std::env::current_exe().map_err(|source| Error::HelperIo {
+            context: "find current exe",
+            source,
+        })?;
+        Ok(Self {
+            program,
+            args: vec![HELPER_ARG.into()],
+        })
+    }
+}
+
+/// If this process was started in helper mode, become the helper (never returns); otherwise
+/// return. Call it first thing in `main` of any binary that runs boxes.
+pub fn enter_helper_if_requested() {
+    if std::env::args_os().nth(1).is_some_and(|a| a == HELPER_ARG) {
+        crate::helper::helper_main();
+    }
+}
+
+/// What a box run produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: Status,
+    /// Captured output ([`Io::Capture`]); empty with [`Io::Inherit`].
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// More output was produced than the cap; the rest was read and dropped.
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    /// The memory cgroup killed a process of the box.
+    pub oom_killed: bool,
+    /// Memory and pids cgroup limits were in force.
+    pub cgroup_limits: bool,
+    pub elapsed: Duration,
+}
+
+/// Runs `spec` in a new box and waits for it. A box that could not be built is an `Err`
+/// with the reason; a command that failed is an `Ok` whose status says so.
+pub fn run(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
+    spec.validate()?;
+    let started = Instant::now();
+    let (ours, theirs) = UnixStream::pair().map_err(|source| Error::HelperIo {
+        context: "socketpair",
+        source,
+    })?;
+    let mut cmd = Command::new(&helper.program);
+    cmd.args(&helper.args).env_clear();
+    let capture = match &spec.io {
+        Io::Inherit => None,
+        Io::Capture { stdin, output_cap } => Some((stdin.clone(), *output_cap)),
+    };
+    if capture.is_some() {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+    }
+    let fd = theirs.as_raw_fd();
+    // SAFETY: the closure runs between fork and exec and only calls dup2/fcntl, which are
+    // async-signal-safe and do not allocate.
+    unsafe {
+        cmd.pre_exec(move || crate::sys::dup_to_3(fd));
+    }
+    let mut child = cmd.spawn().map_err(|source| Error::HelperIo {
+        context: "spawn helper",
+        source,
+    })?;
+    drop(theirs);
+
+    let mut readers = Vec::new();
+    if let Some((stdin_bytes, cap)) = capture {
+        if let Some(mut w) = child.stdin.take() {
+            // A command that does not read its stdin makes this write fail; that is fine.
+            thread::spawn(move || {
+                let _ = w.write_all(&stdin_bytes);
+            });
+        }
+        if let Some(r) = child.stdout.take() {
+            readers.push(thread::spawn(move || read_capped(r, cap)));
+        }
+        if let Some(r) = child.stderr.take() {
+            readers.push(thread::spawn(move || read_capped(r, cap)));
+        }
+    }
+
+    let sent = write_frame(&ours, spec);
+    let report: Result<Report> = sent.and_then(|()| read_frame(&ours));
+    let _ = child.wait();
+    let mut outputs = readers.into_iter().map(|h| h.join().unwrap_or_default());
+    let (stdout, stdout_truncated) = outputs.next().unwrap_or_default();
+    let (stderr, stderr_truncated) = outputs.next().unwrap_or_default();
+    let report = report.map_err(|e| Error::Helper(format!("no report from the helper: {e}")))?;
+    let status = report.result.map_err(Error::Setup)?;
+    Ok(Outcome {
+        status,
+        stdout,
+        stderr,
+        stdout_truncated,
+        stderr_truncated,
+        oom_killed: report.oom_killed,
+        cgroup_limits: report.cgroup_limits,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Reads `r` to its end, keeping at most `cap` bytes; never buffers more than that.
+fn read_capped(mut r: impl Read, cap: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut truncated = false;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(kept.len());
+                if n > room {
+                    truncated = true;
+                }
+                kept.extend_from_slice(&chunk[..n.min(room)]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    (kept, truncated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_read_capped_over_cap_is_truncated() {
+        let data = vec![7u8; 300_000];
+        let (kept, truncated) = read_capped(&data[..], 1000);
+        assert_eq!(kept.len(), 1000);
+        assert!(truncated);
+        let (kept, truncated) = read_capped(&data[..10], 1000);
+        assert_eq!(kept.len(), 10);
+        assert!(!truncated);
+    }
+}

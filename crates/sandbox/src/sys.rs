@@ -1,0 +1,718 @@
+//! The one place where `unsafe` meets the kernel. Every wrapper goes through [`cvt`], which
+//! turns a `-1` return into [`Error::Syscall`] with the call's name and what it acted on.
+//! Wrappers take Rust types (`&Path`, `&CStr`) so callers never build raw pointers.
+
+use std::ffi::{CStr, CString, OsStr};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Return values of system calls: a signed integer where `-1` means "see errno".
+pub(crate) trait SysRet: Copy {
+    fn is_err(self) -> bool;
+}
+impl SysRet for libc::c_int {
+    fn is_err(self) -> bool {
+        self == -1
+    }
+}
+impl SysRet for libc::c_long {
+    fn is_err(self) -> bool {
+        self == -1
+    }
+}
+impl SysRet for libc::ssize_t {
+    fn is_err(self) -> bool {
+        self == -1
+    }
+}
+
+/// Turns a raw return code into a typed error naming the call and its target.
+pub(crate) fn cvt<T: SysRet>(
+    ret: T,
+    call: &'static str,
+    context: impl FnOnce() -> String,
+) -> Result<T> {
+    if ret.is_err() {
+        Err(Error::Syscall {
+            call,
+            context: context(),
+            source: io::Error::last_os_error(),
+        })
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Converts a path to a C string; a NUL inside a path is a spec error, not a panic.
+pub(crate) fn cpath(path: &Path) -> Result<CString> {
+    cstr(path.as_os_str())
+}
+
+pub(crate) fn cstr(s: &OsStr) -> Result<CString> {
+    CString::new(s.as_bytes()).map_err(|_| Error::InvalidSpec(format!("NUL byte in {s:?}")))
+}
+
+// Constants of the new mount API, not all of which the libc crate exports.
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+/// `MOUNT_ATTR_*` flags of `mount_setattr(2)`.
+pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub(crate) const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+pub(crate) fn mount(
+    source: Option<&CStr>,
+    target: &Path,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+    data: Option<&CStr>,
+) -> Result<()> {
+    let t = cpath(target)?;
+    let what = source.map_or_else(|| "-".to_owned(), |s| s.to_string_lossy().into_owned());
+    // SAFETY: every pointer is either null or a NUL-terminated string that outlives the call.
+    let ret = unsafe {
+        libc::mount(
+            source.map_or(std::ptr::null(), CStr::as_ptr),
+            t.as_ptr(),
+            fstype.map_or(std::ptr::null(), CStr::as_ptr),
+            flags,
+            data.map_or(std::ptr::null(), |d| d.as_ptr().cast()),
+        )
+    };
+    if ret == -1 {
+        return Err(Error::Mount {
+            what,
+            target: target.to_owned(),
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn umount2(target: &Path, flags: libc::c_int) -> Result<()> {
+    let t = cpath(target)?;
+    // SAFETY: `t` is a valid C string for the duration of the call.
+    cvt(
+        unsafe { libc::umount2(t.as_ptr(), flags) },
+        "umount2",
+        || target.display().to_string(),
+    )?;
+    Ok(())
+}
+
+pub(crate) fn pivot_root(new_root: &Path, put_old: &Path) -> Result<()> {
+    let n = cpath(new_root)?;
+    let o = cpath(put_old)?;
+    // SAFETY: both arguments are valid C strings; pivot_root has no libc wrapper.
+    let ret = unsafe { libc::syscall(libc::SYS_pivot_root, n.as_ptr(), o.as_ptr()) };
+    cvt(ret, "pivot_root", || new_root.display().to_string())?;
+    Ok(())
+}
+
+/// Opens a path without following a final symlink, for use as a mount source.
+pub(crate) fn open_path(path: &Path) -> Result<OwnedFd> {
+    let p = cpath(path)?;
+    // SAFETY: `p` is a valid C string; the returned descriptor is owned below.
+    let fd = cvt(
+        unsafe {
+            libc::open(
+                p.as_ptr(),
+                libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            )
+        },
+        "open(O_PATH)",
+        || path.display().to_string(),
+    )?;
+    // SAFETY: `fd` was just returned by open and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Bind-mounts the tree under `source` (an `O_PATH` descriptor) onto `target`: a detached
+/// recursive clone (`open_tree`) moved into place (`move_mount`). The source was resolved when
+/// the descriptor was opened, so no path is looked up twice.
+pub(crate) fn bind_fd(source: &OwnedFd, target: &Path, what: &str) -> Result<()> {
+    let empty = c"";
+    // SAFETY: `source` is a live descriptor and `empty` a valid C string.
+    let tree = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            source.as_raw_fd(),
+            empty.as_ptr(),
+            OPEN_TREE_CLONE
+                | AT_RECURSIVE
+                | libc::AT_EMPTY_PATH as libc::c_uint
+                | libc::O_CLOEXEC as libc::c_uint,
+        )
+    };
+    let tree = cvt(tree, "open_tree", || what.to_owned())?;
+    // SAFETY: open_tree returned a new descriptor that nobody else owns.
+    let tree = unsafe { OwnedFd::from_raw_fd(tree as RawFd) };
+    let t = cpath(target)?;
+    // SAFETY: `tree` is live, `empty` and `t` are valid C strings.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if ret == -1 {
+        return Err(Error::Mount {
+            what: what.to_owned(),
+            target: target.to_owned(),
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// Sets mount attributes (read-only, nosuid, ...) on `target`, and on every mount below it
+/// when `recursive`. Attributes the kernel locked (inherited from a more privileged mount
+/// namespace) are only ever added to, never cleared.
+pub(crate) fn mount_setattr(target: &Path, set: u64, recursive: bool) -> Result<()> {
+    let t = cpath(target)?;
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: `t` is a valid C string and `attr` a properly sized mount_attr struct.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if ret == -1 {
+        return Err(Error::Mount {
+            what: format!("attributes {set:#x}"),
+            target: target.to_owned(),
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn prctl(
+    option: libc::c_int,
+    arg2: libc::c_ulong,
+    what: &'static str,
+) -> Result<libc::c_int> {
+    // SAFETY: the prctl options used by this crate take integer arguments only.
+    cvt(
+        unsafe { libc::prctl(option, arg2, 0, 0, 0) },
+        "prctl",
+        || what.to_owned(),
+    )
+}
+
+pub(crate) fn setresuid(uid: u32) -> Result<()> {
+    // SAFETY: plain integer arguments.
+    cvt(
+        unsafe { libc::setresuid(uid, uid, uid) },
+        "setresuid",
+        || uid.to_string(),
+    )?;
+    Ok(())
+}
+
+pub(crate) fn setresgid(gid: u32) -> Result<()> {
+    // SAFETY: plain integer arguments.
+    cvt(
+        unsafe { libc::setresgid(gid, gid, gid) },
+        "setresgid",
+        || gid.to_string(),
+    )?;
+    Ok(())
+}
+
+pub(crate) fn clear_groups() -> Result<()> {
+    // SAFETY: a zero-length list with a null pointer is the documented way to drop all groups.
+    cvt(
+        unsafe { libc::setgroups(0, std::ptr::null()) },
+        "setgroups",
+        || "[]".to_owned(),
+    )?;
+    Ok(())
+}
+
+pub(crate) fn sethostname(name: &str) -> Result<()> {
+    // SAFETY: the pointer and length describe `name`'s bytes.
+    cvt(
+        unsafe { libc::sethostname(name.as_ptr().cast(), name.len()) },
+        "sethostname",
+        || name.to_owned(),
+    )?;
+    Ok(())
+}
+
+pub(crate) fn setrlimit(
+    resource: libc::__rlimit_resource_t,
+    value: u64,
+    what: &'static str,
+) -> Result<()> {
+    let lim = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: `lim` is a valid rlimit struct.
+    cvt(
+        unsafe { libc::setrlimit(resource, &lim) },
+        "setrlimit",
+        || format!("{what}={value}"),
+    )?;
+    Ok(())
+}
+
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Raises the effective capability set to the permitted set (used after `setresuid` with
+/// `PR_SET_KEEPCAPS`, while the box is still being built).
+pub(crate) fn raise_effective_caps() -> Result<()> {
+    let mut hdr = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: header and a two-element data array, as capget's v3 ABI requires.
+    cvt(
+        unsafe {
+            libc::syscall(
+                libc::SYS_capget,
+                &mut hdr as *mut CapHeader,
+                data.as_mut_ptr(),
+            )
+        },
+        "capget",
+        || "self".to_owned(),
+    )?;
+    for d in &mut data {
+        d.effective = d.permitted;
+    }
+    // SAFETY: as above.
+    cvt(
+        unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) },
+        "capset",
+        || "effective=permitted".to_owned(),
+    )?;
+    Ok(())
+}
+
+/// Drops every capability: the bounding set, the ambient set, and the effective, permitted
+/// and inheritable sets.
+pub(crate) fn drop_all_caps() -> Result<()> {
+    for cap in 0..64 {
+        // SAFETY: integer arguments; EINVAL past the last capability ends the loop.
+        let ret = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+        if ret == -1 {
+            if io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+                break;
+            }
+            cvt(ret, "prctl", || format!("PR_CAPBSET_DROP {cap}"))?;
+        }
+    }
+    // SAFETY: integer arguments only.
+    cvt(
+        unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            )
+        },
+        "prctl",
+        || "PR_CAP_AMBIENT_CLEAR_ALL".to_owned(),
+    )?;
+    let mut hdr = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData::default(); 2];
+    // SAFETY: header and a two-element data array, as capset's v3 ABI requires.
+    cvt(
+        unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) },
+        "capset",
+        || "all zero".to_owned(),
+    )?;
+    Ok(())
+}
+
+/// `clone(2)` without a new stack: like `fork`, plus namespace flags. Returns 0 in the child.
+///
+/// # Safety
+/// The caller must be single-threaded (the helper process is), as after `fork`.
+pub(crate) unsafe fn clone_fork(flags: libc::c_int) -> Result<libc::pid_t> {
+    let f = (flags | libc::SIGCHLD) as libc::c_ulong;
+    // SAFETY: with a null stack the child runs on a copy of our stack, like fork; the caller
+    // guarantees there are no other threads whose locks the child could inherit.
+    let ret = unsafe { libc::syscall(libc::SYS_clone, f, 0usize, 0usize, 0usize, 0usize) };
+    Ok(cvt(ret, "clone", || format!("{flags:#x}"))? as libc::pid_t)
+}
+
+pub(crate) fn fork() -> Result<libc::pid_t> {
+    // SAFETY: only called from the single-threaded helper tree.
+    cvt(unsafe { libc::fork() }, "fork", String::new)
+}
+
+pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    cvt(
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) },
+        "pipe2",
+        String::new,
+    )?;
+    // SAFETY: pipe2 succeeded, so both descriptors are new and ours.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+pub(crate) fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd> {
+    // SAFETY: integer arguments; the result is a new descriptor.
+    let fd = cvt(
+        unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) },
+        "pidfd_open",
+        || pid.to_string(),
+    )?;
+    // SAFETY: the descriptor is new and ours.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+pub(crate) fn kill(pid: libc::pid_t, sig: libc::c_int) -> Result<()> {
+    // SAFETY: integer arguments.
+    cvt(unsafe { libc::kill(pid, sig) }, "kill", || {
+        format!("{pid} {sig}")
+    })?;
+    Ok(())
+}
+
+/// Waits for `pid` (or any child for -1), retrying on EINTR. Returns (pid, raw status).
+pub(crate) fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> Result<(libc::pid_t, libc::c_int)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer.
+        let ret = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if ret == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        let ret = cvt(ret, "waitpid", || pid.to_string())?;
+        return Ok((ret, status));
+    }
+}
+
+/// `poll(2)` over the given descriptors; returns the revents in the same order.
+pub(crate) fn poll(
+    fds: &[(RawFd, libc::c_short)],
+    timeout_ms: libc::c_int,
+) -> Result<Vec<libc::c_short>> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&(fd, events)| libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `pfds` is a valid array of `pfds.len()` pollfd structs.
+    let ret = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+    if ret == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+        return Ok(vec![0; fds.len()]);
+    }
+    cvt(ret, "poll", String::new)?;
+    Ok(pfds.iter().map(|p| p.revents).collect())
+}
+
+/// Marks every descriptor from 3 up close-on-exec, so a command inherits only stdio.
+pub(crate) fn cloexec_from_3() -> Result<()> {
+    // SAFETY: integer arguments.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    cvt(ret, "close_range", || "3.. CLOEXEC".to_owned())?;
+    Ok(())
+}
+
+pub(crate) fn set_cloexec(fd: RawFd) -> Result<()> {
+    // SAFETY: integer arguments on a descriptor the caller owns.
+    cvt(
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) },
+        "fcntl",
+        || format!("F_SETFD {fd}"),
+    )?;
+    Ok(())
+}
+
+/// Restores the default action of a signal (the Rust runtime ignores SIGPIPE, and an ignored
+/// signal stays ignored across exec).
+pub(crate) fn default_signal(sig: libc::c_int) {
+    // SAFETY: SIG_DFL is a valid disposition for any catchable signal.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+    }
+}
+
+/// Ends the current process at once, without running destructors or atexit handlers (used in
+/// forked children, whose copies of the parent's state must not be flushed twice).
+pub(crate) fn exit_now(code: libc::c_int) -> ! {
+    // SAFETY: _exit is always safe to call.
+    unsafe { libc::_exit(code) }
+}
+
+pub(crate) fn execve(path: &CStr, argv: &[CString], envp: &[CString]) -> io::Error {
+    let mut a: Vec<*const libc::c_char> = argv.iter().map(|s| s.as_ptr()).collect();
+    a.push(std::ptr::null());
+    let mut e: Vec<*const libc::c_char> = envp.iter().map(|s| s.as_ptr()).collect();
+    e.push(std::ptr::null());
+    // SAFETY: `a` and `e` are NULL-terminated arrays of pointers to C strings that outlive
+    // the call; execve only returns on failure.
+    unsafe { libc::execve(path.as_ptr(), a.as_ptr(), e.as_ptr()) };
+    io::Error::last_os_error()
+}
+
+/// Installs a classic BPF seccomp program on the calling thread.
+pub(crate) fn seccomp_install(prog: &[seccompiler::sock_filter]) -> Result<()> {
+    let fprog = libc::sock_fprog {
+        len: prog.len() as libc::c_ushort,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `fprog` points at `prog`, which outlives the call; the kernel copies it.
+    let ret = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &fprog as *const libc::sock_fprog,
+            0,
+            0,
+        )
+    };
+    cvt(ret, "prctl", || {
+        format!("PR_SET_SECCOMP ({} instructions)", prog.len())
+    })?;
+    Ok(())
+}
+
+pub(crate) fn geteuid() -> u32 {
+    // SAFETY: always succeeds.
+    unsafe { libc::geteuid() }
+}
+
+pub(crate) fn getegid() -> u32 {
+    // SAFETY: always succeeds.
+    unsafe { libc::getegid() }
+}
+
+/// Brings the loopback interface up in the current network namespace.
+pub(crate) fn loopback_up() -> Result<()> {
+    // SAFETY: creating a socket has no memory-safety preconditions.
+    let s = cvt(
+        unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) },
+        "socket",
+        || "AF_INET".to_owned(),
+    )?;
+    // SAFETY: `s` is a new descriptor that we own.
+    let sock = unsafe { OwnedFd::from_raw_fd(s) };
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: `req` is a valid ifreq for SIOCGIFFLAGS.
+    cvt(
+        unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) },
+        "ioctl",
+        || "SIOCGIFFLAGS lo".to_owned(),
+    )?;
+    // SAFETY: after SIOCGIFFLAGS the flags member of the union is the initialised one.
+    unsafe {
+        req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    }
+    // SAFETY: `req` is a valid ifreq for SIOCSIFFLAGS.
+    cvt(
+        unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) },
+        "ioctl",
+        || "SIOCSIFFLAGS lo up".to_owned(),
+    )?;
+    Ok(())
+}
+
+/// The landlock ABI version of the running kernel, or a value <= 0 when unavailable.
+pub(crate) fn landlock_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute pointer and size 0 this call only reports the version.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    v as i32
+}
+
+/// Whether this process may write to `path` (by `access(2)`, with the real ids).
+pub(crate) fn writable(path: &Path) -> bool {
+    let Ok(c) = cpath(path) else { return false };
+    // SAFETY: `c` is a valid C string; access() only reads it.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// In a child between fork and exec: make `fd` the child's fd 3, inheritable. Only
+/// async-signal-safe calls, no allocation.
+pub(crate) fn dup_to_3(fd: RawFd) -> io::Result<()> {
+    if fd == 3 {
+        // SAFETY: integer arguments on an open descriptor.
+        if unsafe { libc::fcntl(3, libc::F_SETFD, 0) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        return Ok(());
+    }
+    // SAFETY: integer arguments; dup2 leaves the new descriptor without FD_CLOEXEC.
+    if unsafe { libc::dup2(fd, 3) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Runs `f` in a forked child and returns its exit code (for `doctor`'s probes). The child
+/// must only make raw system calls: the caller may be multi-threaded.
+pub(crate) fn probe_in_child(f: impl FnOnce() -> libc::c_int) -> Result<libc::c_int> {
+    // SAFETY: the child only runs `f`, which by contract makes async-signal-safe calls, then
+    // `_exit`s; nothing of the parent's state is touched or flushed.
+    let pid = cvt(unsafe { libc::fork() }, "fork", || "probe".to_owned())?;
+    if pid == 0 {
+        let code = f();
+        exit_now(code);
+    }
+    let (_, status) = waitpid(pid, 0)?;
+    Ok(if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        255
+    })
+}
+
+/// Raw `unshare(2)` returning errno (0 on success), for probes in forked children.
+pub(crate) fn unshare_errno(flags: libc::c_int) -> libc::c_int {
+    // SAFETY: integer argument; async-signal-safe.
+    if unsafe { libc::unshare(flags) } == -1 {
+        errno()
+    } else {
+        0
+    }
+}
+
+/// Raw `prctl(PR_SET_NO_NEW_PRIVS)` + check, returning 0 on success, for probes.
+pub(crate) fn nnp_errno() -> libc::c_int {
+    // SAFETY: integer arguments; async-signal-safe.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
+            return errno();
+        }
+        if libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 {
+            0
+        } else {
+            1
+        }
+    }
+}
+
+/// Raw seccomp install (after no_new_privs), returning errno, for probes.
+pub(crate) fn seccomp_errno(prog: &[seccompiler::sock_filter]) -> libc::c_int {
+    if nnp_errno() != 0 {
+        return 1;
+    }
+    let fprog = libc::sock_fprog {
+        len: prog.len() as libc::c_ushort,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `fprog` points at `prog`, alive for the call.
+    if unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &fprog as *const libc::sock_fprog,
+            0,
+            0,
+        )
+    } == -1
+    {
+        return errno();
+    }
+    0
+}
+
+fn errno() -> libc::c_int {
+    // SAFETY: __errno_location always returns a valid thread-local pointer.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Hands anonymous pipes on fds 0-2 that this process owns to `uid`/`gid`, so that the box
+/// user can reopen them through `/dev/stdout` and friends (a pipe's inode is mode 0600, owned
+/// by its creator). Terminals and files are left alone: they are not ours to give.
+pub(crate) fn give_stdio_pipes(uid: u32, gid: u32) -> Result<()> {
+    for fd in 0..=2 {
+        // SAFETY: `st` is a valid out-pointer; fstat on a closed fd just fails.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { libc::fstat(fd, &mut st) } == -1 {
+            continue;
+        }
+        if st.st_mode & libc::S_IFMT == libc::S_IFIFO && st.st_uid == geteuid() {
+            // SAFETY: integer arguments on an open descriptor.
+            cvt(unsafe { libc::fchown(fd, uid, gid) }, "fchown", || {
+                format!("stdio pipe {fd}")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `fd` is an open descriptor of this process.
+pub(crate) fn fd_is_open(fd: RawFd) -> bool {
+    // SAFETY: F_GETFD only inspects the descriptor table.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+}
