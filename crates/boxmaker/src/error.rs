@@ -24,6 +24,12 @@ pub enum CliError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Runner(#[from] runner::RunnerError),
+    #[error("the box could not start: {0}")]
+    Box(#[source] sandbox::Error),
+    #[error(transparent)]
+    Serve(runner::ServeError),
 }
 
 impl CliError {
@@ -31,7 +37,11 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Config(_) | CliError::InitExists { .. } => USAGE,
-            CliError::InitCreateDir { .. } | CliError::InitWrite { .. } => FAILURE,
+            CliError::InitCreateDir { .. }
+            | CliError::InitWrite { .. }
+            | CliError::Runner(_)
+            | CliError::Serve(_) => FAILURE,
+            CliError::Box(_) => crate::cmd_box::BOX_FAILED,
         }
     }
 }

@@ -3,13 +3,20 @@
 //! never a panic or a backtrace.
 //!
 //! Modules, one per command: [`cmd_init`] (`boxmaker init`), [`cmd_check`]
-//! (`boxmaker check`); [`error`] holds the error every command returns.
+//! (`boxmaker check`), [`cmd_box`] (`box exec`, `box show`), [`cmd_doctor`]; one per role
+//! this binary can become: [`role_runner`]; [`error`] holds the error every command returns.
+//!
+//! The binary is also the box helper and, inside boxes, the file tools: `main` checks for
+//! those modes before anything else, so they run with nothing of the CLI set up.
 
 #![forbid(unsafe_code)]
 
+mod cmd_box;
 mod cmd_check;
+mod cmd_doctor;
 mod cmd_init;
 mod error;
+mod role_runner;
 
 use std::process::ExitCode;
 
@@ -36,9 +43,17 @@ struct Cli {
 enum Command {
     Init(cmd_init::InitArgs),
     Check(cmd_check::CheckArgs),
+    Box(cmd_box::BoxArgs),
+    Doctor(cmd_doctor::DoctorArgs),
+    /// The runner role (started by boxmaker itself).
+    #[command(name = "__runner", hide = true)]
+    Runner(role_runner::RunnerArgs),
 }
 
 fn main() -> ExitCode {
+    // Re-run as the box helper, or as a file tool inside a box: these never return.
+    sandbox::enter_helper_if_requested();
+    runner::enter_inbox_if_requested();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -62,6 +77,12 @@ fn main() -> ExitCode {
         }
         Some(Command::Init(args)) => cmd_init::run(&args),
         Some(Command::Check(args)) => cmd_check::run(&args),
+        Some(Command::Box(args)) => match cmd_box::run(&args) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
+        Some(Command::Doctor(args)) => return ExitCode::from(cmd_doctor::run(&args)),
+        Some(Command::Runner(args)) => role_runner::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -46,7 +46,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    parse(&text, &path.display().to_string(), base)
+    // Every path the config hands out is absolute: a box, a socket or a database must not
+    // depend on the directory a later process happens to run in.
+    let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
+    parse(&text, &path.display().to_string(), &base)
 }
 
 /// Checks config `text`. `origin` names it in errors (a file name); relative paths are

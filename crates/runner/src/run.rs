@@ -42,8 +42,8 @@ pub enum RunnerError {
     },
     #[error("cannot find the boxmaker binary to run file tools in boxes: {0}")]
     Binary(#[source] std::io::Error),
-    #[error("cannot start the box helper: {0}")]
-    Helper(#[source] sandbox::Error),
+    #[error("this machine cannot enforce every protection a box requires:\n{0}")]
+    Unprotected(String),
 }
 
 /// The runner role's state: the config, where workspaces live, and how boxes are started.
@@ -117,8 +117,7 @@ impl Runner {
             Ok(call) => call,
             Err(e) => return failed(e.to_string()),
         };
-        let workspace = self.workspace(&req.session);
-        if let Err(e) = create_private_dir(&workspace) {
+        if let Err(e) = self.ensure_workspace(&req.session) {
             return failed(e.to_string());
         }
         match call {
@@ -131,6 +130,20 @@ impl Runner {
 
     /// The spec of a box for `tool` in `session`, running `argv`.
     fn spec(&self, session: &SessionId, tool: &Tool, argv: Vec<String>, io: Io) -> Spec {
+        self.box_spec(session, tool.network, &tool.env, argv, io)
+    }
+
+    /// The box a call in `session` gets, running `argv`: the session's workspace at `/work`,
+    /// the config's mounts, the `[box]` limits, the named environment variables, and the
+    /// network only with `network`. `boxmaker box exec` runs exactly this box.
+    pub fn box_spec(
+        &self,
+        session: &SessionId,
+        network: bool,
+        env: &[String],
+        argv: Vec<String>,
+        io: Io,
+    ) -> Spec {
         let mut spec = Spec::new(argv, self.workspace(session));
         spec.mounts = self
             .config
@@ -142,9 +155,8 @@ impl Runner {
                 write: m.write,
             })
             .collect();
-        spec.network = tool.network;
-        spec.env = tool
-            .env
+        spec.network = network;
+        spec.env = env
             .iter()
             .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
             .collect::<BTreeMap<_, _>>();
@@ -160,6 +172,29 @@ impl Runner {
         spec.host_id = Some(host_id(session));
         spec.io = io;
         spec
+    }
+
+    /// Creates `session`'s workspace if it does not exist yet (mode 0700).
+    pub fn ensure_workspace(&self, session: &SessionId) -> Result<PathBuf, RunnerError> {
+        let path = self.workspace(session);
+        create_private_dir(&path)?;
+        Ok(path)
+    }
+
+    /// How the box helper is started (the running binary, in helper mode).
+    pub fn helper(&self) -> &HelperCommand {
+        &self.helper
+    }
+
+    /// Refuses to serve where a protection every box requires is missing (SPEC §4: the
+    /// runner refuses to start, with the report, rather than run tools unconfined).
+    pub fn check_machine() -> Result<(), RunnerError> {
+        let report = sandbox::doctor(&sandbox::Requirements::default());
+        if report.missing().is_empty() {
+            Ok(())
+        } else {
+            Err(RunnerError::Unprotected(report.to_string()))
+        }
     }
 
     fn mount_classes(&self) -> Vec<MountClass> {

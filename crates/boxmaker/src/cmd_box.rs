@@ -1,0 +1,116 @@
+//! `boxmaker box exec` and `boxmaker box show`: a person's view of the box a tool call gets.
+//!
+//! `box exec` runs a command in a session's box — the same box the runner builds for a call in
+//! that session (workspace, mounts, limits, no network unless asked) — with the terminal's
+//! stdin, stdout and stderr, and exits with the command's status (128 + signal when it was
+//! killed, 124 when it timed out). A box that cannot be built exits 125 with the reason.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use proto::SessionId;
+use runner::Runner;
+use sandbox::Io;
+
+use crate::error::CliError;
+
+/// Exit status when the box itself could not be built (as `docker run` and `sandbox-exec`).
+pub const BOX_FAILED: u8 = 125;
+
+/// Run a command in a session's box, or show what a box contains.
+#[derive(Debug, clap::Args)]
+pub struct BoxArgs {
+    #[command(subcommand)]
+    command: BoxCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum BoxCommand {
+    /// Run a command in a session's box with this terminal's stdin, stdout and stderr.
+    Exec(ExecArgs),
+    /// Print the mount table a box gets.
+    Show(ShowArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ExecArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+    /// The session whose box (and workspace) to use.
+    #[arg(long, value_name = "ID", allow_hyphen_values = true)]
+    session: SessionId,
+    /// Give the box the host's network (default: only `lo`).
+    #[arg(long)]
+    network: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct ShowArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+    /// The session whose box to show (its workspace is created if missing).
+    #[arg(long, value_name = "ID", default_value = "example", allow_hyphen_values = true)]
+    session: SessionId,
+    /// Show the box of a tool with `network = true`.
+    #[arg(long)]
+    network: bool,
+}
+
+/// Runs `box exec` or `box show`; returns the exit status.
+pub fn run(args: &BoxArgs) -> Result<u8, CliError> {
+    match &args.command {
+        BoxCommand::Exec(a) => exec(a),
+        BoxCommand::Show(a) => show(a),
+    }
+}
+
+fn runner_for(config: &std::path::Path) -> Result<Runner, CliError> {
+    let cfg = config::load(config)?;
+    let state = cfg.gate.state.clone();
+    Ok(Runner::new(Arc::new(cfg), &state)?)
+}
+
+fn exec(a: &ExecArgs) -> Result<u8, CliError> {
+    let runner = runner_for(&a.config)?;
+    runner.ensure_workspace(&a.session)?;
+    let spec = runner.box_spec(&a.session, a.network, &[], a.command.clone(), Io::Inherit);
+    let outcome = sandbox::run(&spec, runner.helper()).map_err(CliError::Box)?;
+    let code = outcome.status.exit_code();
+    Ok(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
+}
+
+fn show(a: &ShowArgs) -> Result<u8, CliError> {
+    let runner = runner_for(&a.config)?;
+    runner.ensure_workspace(&a.session)?;
+    let spec = runner.box_spec(
+        &a.session,
+        a.network,
+        &[],
+        vec!["/bin/true".into()],
+        Io::Inherit,
+    );
+    let table = sandbox::mount_table(&spec).map_err(CliError::Box)?;
+    print!("{}", sandbox::describe_mounts(&table));
+    println!(
+        "network: {}",
+        if a.network {
+            "the host's"
+        } else {
+            "none (only lo)"
+        }
+    );
+    let l = &spec.limits;
+    println!(
+        "limits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock",
+        l.memory_bytes,
+        l.processes,
+        l.file_size_bytes,
+        l.timeout.as_secs()
+    );
+    Ok(0)
+}

@@ -1,0 +1,27 @@
+//! The runner role as a process: `boxmaker __runner --config FILE` serves `ToolRequest`
+//! frames on its stdin and answers on its stdout. The supervisor (and the embedded mode of
+//! `call` and `mcp`) starts it with both ends of a socketpair; tests start it with pipes.
+//! It refuses to start where a protection every box requires is missing.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use runner::Runner;
+
+use crate::error::CliError;
+
+/// The runner role (started by boxmaker itself).
+#[derive(Debug, clap::Args)]
+pub struct RunnerArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+}
+
+pub fn run(args: &RunnerArgs) -> Result<(), CliError> {
+    let cfg = config::load(&args.config)?;
+    Runner::check_machine()?;
+    let state = cfg.gate.state.clone();
+    let runner = Arc::new(Runner::new(Arc::new(cfg), &state)?);
+    runner::serve(runner, std::io::stdin(), std::io::stdout()).map_err(CliError::Serve)
+}
