@@ -54,7 +54,12 @@ struct ShowArgs {
     #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
     config: PathBuf,
     /// The session whose box to show (its workspace is created if missing).
-    #[arg(long, value_name = "ID", default_value = "example", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "ID",
+        default_value = "example",
+        allow_hyphen_values = true
+    )]
     session: SessionId,
     /// Show the box of a tool with `network = true`.
     #[arg(long)]

@@ -30,6 +30,30 @@ pub enum CliError {
     Box(#[source] sandbox::Error),
     #[error(transparent)]
     Serve(runner::ServeError),
+    #[error("cannot use the state directory at {}: {source}", path.display())]
+    State {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the gate: {0}")]
+    Gate(#[source] gate::GateError),
+    #[error("cannot serve the gate's sockets: {0}")]
+    Socket(#[source] gate::serve::SocketError),
+    #[error("cannot reach the gate at {}: {source}", path.display())]
+    Connect {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the gate connection failed: {0}")]
+    Frame(#[source] proto::FrameError),
+    #[error("the gate stopped before it answered (internal error); the call may not have run")]
+    GateGone,
+    #[error("the gate refused: {0}")]
+    Refused(String),
+    #[error("the gate answered something this command did not ask for: {0}")]
+    Unexpected(String),
+    #[error("the demo went wrong: {0}")]
+    Demo(String),
 }
 
 impl CliError {
@@ -42,6 +66,14 @@ impl CliError {
             | CliError::Runner(_)
             | CliError::Serve(_) => FAILURE,
             CliError::Box(_) => crate::cmd_box::BOX_FAILED,
+            CliError::State { .. }
+            | CliError::Gate(_)
+            | CliError::Socket(_)
+            | CliError::Connect { .. }
+            | CliError::Frame(_)
+            | CliError::GateGone
+            | CliError::Unexpected(_) => USAGE,
+            CliError::Refused(_) | CliError::Demo(_) => FAILURE,
         }
     }
 }

@@ -11,11 +11,17 @@
 
 #![forbid(unsafe_code)]
 
+mod client;
 mod cmd_box;
+mod cmd_call;
 mod cmd_check;
+mod cmd_demo;
 mod cmd_doctor;
 mod cmd_init;
+mod cmd_ops;
+mod cmd_serve;
 mod error;
+mod host;
 mod role_runner;
 
 use std::process::ExitCode;
@@ -41,10 +47,22 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Demo(cmd_demo::DemoArgs),
     Init(cmd_init::InitArgs),
+    Serve(cmd_serve::ServeArgs),
+    Call(cmd_call::CallArgs),
     Check(cmd_check::CheckArgs),
+    Approvals(cmd_ops::ApprovalsArgs),
+    Approve(cmd_ops::ApproveArgs),
+    Refuse(cmd_ops::RefuseArgs),
+    Sessions(cmd_ops::SessionsArgs),
+    Grants(cmd_ops::GrantsArgs),
+    Audit(cmd_ops::AuditArgs),
     Box(cmd_box::BoxArgs),
     Doctor(cmd_doctor::DoctorArgs),
+    /// The gate role (started by `serve`).
+    #[command(name = "__gate", hide = true)]
+    Gate(cmd_serve::GateArgs),
     /// The runner role (started by boxmaker itself).
     #[command(name = "__runner", hide = true)]
     Runner(role_runner::RunnerArgs),
@@ -66,6 +84,7 @@ fn main() -> ExitCode {
             return ExitCode::from(error::USAGE);
         }
     };
+    let ok = |r: Result<(), error::CliError>| r.map(|()| 0);
     let result = match cli.command {
         None => {
             println!(
@@ -73,19 +92,31 @@ fn main() -> ExitCode {
                 env!("CARGO_PKG_VERSION"),
                 proto::PROTOCOL_VERSION
             );
-            Ok(())
+            Ok(0)
         }
-        Some(Command::Init(args)) => cmd_init::run(&args),
-        Some(Command::Check(args)) => cmd_check::run(&args),
-        Some(Command::Box(args)) => match cmd_box::run(&args) {
-            Ok(code) => return ExitCode::from(code),
-            Err(e) => Err(e),
-        },
-        Some(Command::Doctor(args)) => return ExitCode::from(cmd_doctor::run(&args)),
-        Some(Command::Runner(args)) => role_runner::run(&args),
+        Some(Command::Demo(args)) => cmd_demo::run(&args),
+        Some(Command::Init(args)) => ok(cmd_init::run(&args)),
+        Some(Command::Serve(args)) => cmd_serve::serve(&args),
+        Some(Command::Gate(args)) => cmd_serve::gate_role(&args),
+        Some(Command::Call(args)) => cmd_call::run(&args),
+        Some(Command::Check(args)) => ok(cmd_check::run(&args)),
+        Some(Command::Approvals(args)) => cmd_ops::approvals(&args),
+        Some(Command::Approve(args)) => cmd_ops::approve(&args),
+        Some(Command::Refuse(args)) => cmd_ops::refuse(&args),
+        Some(Command::Sessions(args)) => cmd_ops::sessions(&args),
+        Some(Command::Grants(args)) => cmd_ops::grants(&args),
+        Some(Command::Audit(args)) => cmd_ops::audit(&args),
+        Some(Command::Box(args)) => cmd_box::run(&args),
+        Some(Command::Doctor(args)) => Ok(cmd_doctor::run(&args)),
+        Some(Command::Runner(args)) => ok(role_runner::run(&args)),
     };
+    exit(result)
+}
+
+/// One line on stderr for an error, and the exit status.
+fn exit(result: Result<u8, error::CliError>) -> ExitCode {
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("boxmaker: {e}");
             ExitCode::from(e.exit_code())

@@ -132,10 +132,10 @@ impl Verdict {
         if !grant.sessions.matches(session.as_str()) {
             return Verdict::OtherSessions;
         }
-        if let Some(t) = grant.expires {
-            if now >= t {
-                return Verdict::Expired(t);
-            }
+        if let Some(t) = grant.expires
+            && now >= t
+        {
+            return Verdict::Expired(t);
         }
         if grant.effect == Effect::Deny {
             return Verdict::Denies;

@@ -208,10 +208,10 @@ impl Grants {
             }
         }
         self.globs.walk(tool.as_bytes(), |at| {
-            if let Some(g) = self.all.get(at) {
-                if g.tool.matches(tool) {
-                    f(at, g);
-                }
+            if let Some(g) = self.all.get(at)
+                && g.tool.matches(tool)
+            {
+                f(at, g);
             }
         });
     }

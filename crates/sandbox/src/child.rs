@@ -353,12 +353,12 @@ fn resolve(name: &str, spec: &Spec) -> CString {
         .unwrap_or_default();
     for dir in path.split(':').filter(|d| !d.is_empty()) {
         let candidate = Path::new(dir).join(name);
-        if let Ok(m) = fs::metadata(&candidate) {
-            if m.is_file() && m.permissions().mode() & 0o111 != 0 {
-                if let Ok(c) = sys::cpath(&candidate) {
-                    return c;
-                }
-            }
+        if let Ok(m) = fs::metadata(&candidate)
+            && m.is_file()
+            && m.permissions().mode() & 0o111 != 0
+            && let Ok(c) = sys::cpath(&candidate)
+        {
+            return c;
         }
     }
     fallback()

@@ -1,0 +1,93 @@
+//! `boxmaker call`: one tool call from a script.
+//!
+//! Uses the running gate (`serve`, or another process's embedded gate) if there is one, else
+//! hosts an embedded gate and runner for the call, on the same state directory, so taint and
+//! approvals persist between calls. Prints the content (with `--json`, the final
+//! `ToolResponse` body exactly as the wire encodes it); prints `pending approval ID (expires
+//! T)` on stderr while a person decides. Exit status: 0 `result`, 1 `failed`, 3 `denied`,
+//! 2 a usage, config or connection error.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use proto::{CallId, SessionId, ToolRequest, ToolResponse};
+
+use crate::client::agent_call;
+use crate::error::CliError;
+use crate::host::{Channel, connect};
+
+/// Exit status of a `denied` answer.
+pub const DENIED: u8 = 3;
+
+/// Make one tool call through the gate.
+#[derive(Debug, clap::Args)]
+pub struct CallArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+    /// The session the call belongs to (its taint, its workspace).
+    #[arg(long, value_name = "ID", allow_hyphen_values = true)]
+    session: SessionId,
+    /// Print the final answer as its wire JSON (`{"status":...}`).
+    #[arg(long)]
+    json: bool,
+    /// The tool to call.
+    #[arg(value_name = "TOOL")]
+    tool: String,
+    /// The tool's arguments: one JSON object.
+    #[arg(value_name = "ARGS_JSON", default_value = "{}")]
+    arguments: String,
+}
+
+/// Runs the call; returns the exit status.
+pub fn run(args: &CallArgs) -> Result<u8, CliError> {
+    let cfg = Arc::new(config::load(&args.config)?);
+    let conn = connect(&args.config, cfg, Channel::Agent)?;
+    let req = ToolRequest {
+        session: args.session.clone(),
+        call: CallId(call_number()),
+        tool: args.tool.clone(),
+        arguments: args.arguments.clone(),
+    };
+    let resp = agent_call(&conn.stream, req, &mut |p| {
+        if let ToolResponse::PendingApproval { approval, expires } = p {
+            eprintln!("pending approval {approval} (expires {expires})");
+        }
+    })?;
+    drop(conn);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let text = serde_json::to_string(&resp).map_err(|e| CliError::Unexpected(e.to_string()))?;
+        let _ = writeln!(out, "{text}");
+    }
+    Ok(match resp {
+        ToolResponse::Result { content, .. } => {
+            if !args.json {
+                let _ = out.write_all(content.as_bytes());
+            }
+            0
+        }
+        ToolResponse::Failed { message } => {
+            if !args.json {
+                eprintln!("failed: {message}");
+            }
+            1
+        }
+        ToolResponse::Denied { reason } => {
+            if !args.json {
+                eprintln!("denied: {reason}");
+            }
+            DENIED
+        }
+        ToolResponse::PendingApproval { .. } => 2,
+    })
+}
+
+/// A call's number within its session: the time in microseconds, which keeps numbers rising
+/// between separate `call` processes without any shared counter.
+fn call_number() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}

@@ -1,0 +1,1036 @@
+//! The audit log (SPEC §6): `audit.log` in the state directory, one JSON record a line,
+//! hash-chained so that a changed, dropped, reordered or forged record is found by
+//! [`verify`].
+//!
+//! # A record
+//! ```text
+//! {"seq":1,"time":1764465600,"event":"request","session":"s1","call":1,"tool":"read_file",
+//!  "args_sha256":"9f86…","prev":"0000…0000","hash":"5e1a…"}\n
+//! ```
+//! (one line in the file). `seq` counts from 1 with no gaps; `time` is the gate's clock in
+//! whole seconds; `event` and the fields after it are one [`Event`]; `prev` is the previous
+//! record's `hash` (64 zeros for the first record); `hash` closes the record.
+//!
+//! # The canonical form and the hash
+//! The **body** `B` of a record is the compact JSON (no white space; strings escaped as
+//! `serde_json` writes them: `"` `\\` and control characters escaped, `\n`-style escapes where
+//! JSON has one and `\u00XX` otherwise, everything else, non-ASCII included, as raw UTF-8) of
+//! one object whose keys come in exactly this order:
+//! 1. `seq` (integer), `time` (integer), `event` (the event's snake_case name);
+//! 2. the event's fields, in the order they are declared in [`Event`]; an optional field
+//!    that is absent is left out, never written as `null`;
+//! 3. `prev` (64 lower-case hex digits).
+//!
+//! Then `hash = lower-hex(SHA-256(P ‖ B))`, where `P` is the previous record's hash as its
+//! 32 raw bytes (32 zero bytes for the first record). The line written to the file is `B`
+//! with its final `}` replaced by `,"hash":"<hash>"}`, and a `\n`. So the bytes hashed are
+//! exactly the line's bytes before `,"hash":`, and a reader checks that a line is canonical
+//! by re-encoding what it parsed and comparing bytes: a line that parses but is not
+//! canonical (spaces, another key order, a duplicated key, a `null`) is refused.
+//!
+//! # Durability
+//! [`AuditLog::append`] writes its line with one `write` on a file opened in append mode and
+//! calls `fdatasync` before it returns: an acknowledged record survives a crash.
+//! [`AuditLog::append_batch`] writes several records with one `fdatasync` (group commit).
+//! A crash mid-write leaves a last line without its `\n`; it was never acknowledged, and
+//! [`AuditLog::open`] cuts it off and says so ([`Repaired`]).
+//!
+//! # What the chain proves
+//! Any change to a record breaks its hash or the next record's `prev`; dropping or swapping
+//! records breaks `seq`. Someone who can rewrite the file can also recompute every hash
+//! after their change; to detect that, keep [`VerifyOk::last_hash`] somewhere else (the
+//! chain's head is the whole log's fingerprint).
+//!
+//! Content is never logged: a result's record holds its label, its size and its SHA-256.
+//! Arguments are logged as their SHA-256, and in full only when the caller asks
+//! ([`Event::request`]'s `log_arguments`).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use proto::{CallId, DataClass, DenyReason, SessionId, Timestamp};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use crate::store::{ApprovalReason, Effect};
+
+/// The log's file name inside the state directory.
+pub const AUDIT_FILE: &str = "audit.log";
+
+/// What can go wrong with the audit log.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("could not create the state directory {path}: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not open the audit log {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not read the audit log {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not write to the audit log {path} (is the disk full?): {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "could not make the audit log {path} durable (fdatasync failed: {source}); the gate \
+         must restart, and reopening will check the log's last record"
+    )]
+    Sync {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not cut the unfinished last line off the audit log {path}: {source}")]
+    Truncate {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the last record of the audit log {path} (line at byte {offset}) is bad: {problem}; \
+         run `boxmaker audit verify` to find the first bad record"
+    )]
+    Malformed {
+        path: PathBuf,
+        offset: u64,
+        problem: Problem,
+    },
+    #[error(
+        "record at line {line} of the audit log {path} is bad: {problem}; run `boxmaker audit verify`"
+    )]
+    BadLine {
+        path: PathBuf,
+        line: u64,
+        problem: Problem,
+    },
+    #[error(
+        "an earlier write to the audit log {path} failed and could not be undone; restart the \
+         gate (reopening checks and repairs the log's tail)"
+    )]
+    Poisoned { path: PathBuf },
+    #[error("could not encode an audit record: {0}")]
+    Encode(serde_json::Error),
+    #[error("the audit log's sequence number overflowed")]
+    SeqOverflow,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Digests
+
+/// A SHA-256 digest. Written in records as 64 lower-case hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Digest(pub [u8; 32]);
+
+impl Digest {
+    /// The `prev` of the first record: 32 zero bytes.
+    pub const ZERO: Digest = Digest([0; 32]);
+
+    /// The SHA-256 of `data`.
+    pub fn of(data: &[u8]) -> Digest {
+        Digest(Sha256::digest(data).into())
+    }
+
+    /// 64 lower-case hex digits.
+    pub fn to_hex(&self) -> String {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut s = String::with_capacity(64);
+        for b in self.0 {
+            s.push(char::from(HEX[usize::from(b >> 4)]));
+            s.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        s
+    }
+
+    /// Parses exactly 64 lower-case hex digits.
+    pub fn from_hex(s: &str) -> Option<Digest> {
+        fn nibble(c: u8) -> Option<u8> {
+            match c {
+                b'0'..=b'9' => Some(c - b'0'),
+                b'a'..=b'f' => Some(c - b'a' + 10),
+                _ => None,
+            }
+        }
+        let bytes = s.as_bytes();
+        if bytes.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (o, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+            *o = (nibble(*pair.first()?)? << 4) | nibble(*pair.get(1)?)?;
+        }
+        Some(Digest(out))
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Digest({})", self.to_hex())
+    }
+}
+
+impl Serialize for Digest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Digest::from_hex(&s)
+            .ok_or_else(|| serde::de::Error::custom("expected 64 lower-case hex digits"))
+    }
+}
+
+/// The SHA-256 of `data` as 64 lower-case hex digits (`args_sha256`, `content_sha256`).
+pub fn sha256_hex(data: &[u8]) -> String {
+    Digest::of(data).to_hex()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+/// The gate's verdict on a request (SPEC §3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The call runs.
+    Allow,
+    /// The call waits for a person.
+    Ask,
+    /// The call is denied (the record's `reason` says why).
+    Deny,
+}
+
+/// A person's answer, as audited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalOutcome {
+    Approved,
+    Refused,
+}
+
+/// How a call ended at the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Result,
+    Failed,
+}
+
+/// One audited event. The field order here is part of the canonical form: never reorder,
+/// only add variants (and optional fields at the end of a variant).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Event {
+    /// A request reached the gate. Build it with [`Event::request`].
+    Request {
+        session: SessionId,
+        call: CallId,
+        tool: String,
+        args_sha256: String,
+        /// The arguments in full, only when the config says to log them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<String>,
+    },
+    /// The gate decided a request, at first or again after an approval.
+    Decision {
+        session: SessionId,
+        call: CallId,
+        tool: String,
+        /// The session's taint the decision saw.
+        class: DataClass,
+        untrusted: bool,
+        decision: Verdict,
+        /// Why, when `decision` is `deny`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<DenyReason>,
+        /// The approval this decision follows, when it is the decision made again on
+        /// approval.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<String>,
+    },
+    ApprovalAsked {
+        session: SessionId,
+        call: CallId,
+        tool: String,
+        approval: String,
+        reason: ApprovalReason,
+        expires: Timestamp,
+        args_sha256: String,
+    },
+    ApprovalDecided {
+        session: SessionId,
+        call: CallId,
+        approval: String,
+        decision: ApprovalOutcome,
+        /// The refuser's reason, if given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    ApprovalExpired {
+        session: SessionId,
+        call: CallId,
+        approval: String,
+    },
+    ApprovalWithdrawn {
+        session: SessionId,
+        call: CallId,
+        approval: String,
+    },
+    /// The runner answered. The label, size and hash of the content; never the content.
+    /// Build it with [`Event::result`].
+    Result {
+        session: SessionId,
+        call: CallId,
+        tool: String,
+        outcome: Outcome,
+        class: DataClass,
+        untrusted: bool,
+        truncated: bool,
+        size: u64,
+        content_sha256: String,
+    },
+    /// An operator reset a session; `class` and `untrusted` are the taint it had.
+    SessionReset {
+        session: SessionId,
+        class: DataClass,
+        untrusted: bool,
+    },
+    GrantAdded {
+        grant: i64,
+        tool: String,
+        sessions: String,
+        effect: Effect,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_class: Option<DataClass>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        if_untrusted: Option<Effect>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires: Option<Timestamp>,
+    },
+    GrantRevoked {
+        grant: i64,
+    },
+    /// A peer on a socket failed authentication (for example a wrong uid on the control
+    /// socket).
+    AuthFailed {
+        socket: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uid: Option<u32>,
+        detail: String,
+    },
+}
+
+impl Event {
+    /// A `request` record: the arguments' SHA-256, and the arguments themselves only if
+    /// `log_arguments`.
+    pub fn request(
+        session: SessionId,
+        call: CallId,
+        tool: impl Into<String>,
+        arguments: &str,
+        log_arguments: bool,
+    ) -> Event {
+        Event::Request {
+            session,
+            call,
+            tool: tool.into(),
+            args_sha256: sha256_hex(arguments.as_bytes()),
+            arguments: log_arguments.then(|| arguments.to_string()),
+        }
+    }
+
+    /// A `result` record: the label, and the content's size in bytes and SHA-256 (for a
+    /// `failed` answer, the message's). The content itself is not kept.
+    #[allow(clippy::too_many_arguments)]
+    pub fn result(
+        session: SessionId,
+        call: CallId,
+        tool: impl Into<String>,
+        outcome: Outcome,
+        content: &str,
+        class: DataClass,
+        untrusted: bool,
+        truncated: bool,
+    ) -> Event {
+        Event::Result {
+            session,
+            call,
+            tool: tool.into(),
+            outcome,
+            class,
+            untrusted,
+            truncated,
+            size: u64::try_from(content.len()).unwrap_or(u64::MAX),
+            content_sha256: sha256_hex(content.as_bytes()),
+        }
+    }
+
+    /// The snake_case name written in the record's `event` field.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Request { .. } => "request",
+            Event::Decision { .. } => "decision",
+            Event::ApprovalAsked { .. } => "approval_asked",
+            Event::ApprovalDecided { .. } => "approval_decided",
+            Event::ApprovalExpired { .. } => "approval_expired",
+            Event::ApprovalWithdrawn { .. } => "approval_withdrawn",
+            Event::Result { .. } => "result",
+            Event::SessionReset { .. } => "session_reset",
+            Event::GrantAdded { .. } => "grant_added",
+            Event::GrantRevoked { .. } => "grant_revoked",
+            Event::AuthFailed { .. } => "auth_failed",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub seq: u64,
+    pub time: Timestamp,
+    pub event: Event,
+    pub prev: Digest,
+    pub hash: Digest,
+}
+
+/// The body's shape: the key order of the canonical form.
+#[derive(Serialize)]
+struct Body<'a> {
+    seq: u64,
+    time: Timestamp,
+    #[serde(flatten)]
+    event: &'a Event,
+    prev: Digest,
+}
+
+/// Why one line of the log is bad.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The last line has no `\n`: a write that a crash cut short (never acknowledged).
+    Torn,
+    /// Not UTF-8, not a JSON object, a missing or unknown field, a bad value.
+    Unparseable(String),
+    /// It parses, but its bytes are not the canonical encoding of what it says.
+    NotCanonical,
+    /// Its `seq` is not the previous record's plus one (a record dropped or moved).
+    Seq { expected: u64, found: u64 },
+    /// Its `prev` is not the previous record's `hash`.
+    Prev { expected: Digest, found: Digest },
+    /// Its `hash` is not the hash of its body chained to `prev` (the record was changed).
+    Hash { computed: Digest, found: Digest },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Torn => f.write_str("the line is unfinished (no newline): a crash mid-write"),
+            Problem::Unparseable(why) => write!(f, "it cannot be read as a record: {why}"),
+            Problem::NotCanonical => f.write_str(
+                "it is not in canonical form (it was edited or written by another tool)",
+            ),
+            Problem::Seq { expected, found } => write!(
+                f,
+                "sequence number {found} where {expected} was expected (a record was dropped or moved)"
+            ),
+            Problem::Prev { expected, found } => write!(
+                f,
+                "prev is {found} but the previous record's hash is {expected}"
+            ),
+            Problem::Hash { computed, found } => write!(
+                f,
+                "hash mismatch: the record says {found}, its content hashes to {computed} (the record was changed)"
+            ),
+        }
+    }
+}
+
+impl Record {
+    /// The canonical body `B` (see the module docs).
+    fn body(seq: u64, time: Timestamp, event: &Event, prev: Digest) -> Result<Vec<u8>, AuditError> {
+        serde_json::to_vec(&Body {
+            seq,
+            time,
+            event,
+            prev,
+        })
+        .map_err(AuditError::Encode)
+    }
+
+    /// `SHA-256(prev ‖ body)`.
+    fn chain(prev: Digest, body: &[u8]) -> Digest {
+        let mut h = Sha256::new();
+        h.update(prev.0);
+        h.update(body);
+        Digest(h.finalize().into())
+    }
+
+    /// Makes the record that follows `prev` and returns it with its line (ending in `\n`).
+    fn seal(
+        seq: u64,
+        time: Timestamp,
+        event: Event,
+        prev: Digest,
+    ) -> Result<(Record, Vec<u8>), AuditError> {
+        let body = Record::body(seq, time, &event, prev)?;
+        let hash = Record::chain(prev, &body);
+        let line = line_of(body, hash);
+        Ok((
+            Record {
+                seq,
+                time,
+                event,
+                prev,
+                hash,
+            },
+            line,
+        ))
+    }
+
+    /// The hash this record's fields give (whatever its `hash` field says).
+    pub fn computed_hash(&self) -> Result<Digest, AuditError> {
+        let body = Record::body(self.seq, self.time, &self.event, self.prev)?;
+        Ok(Record::chain(self.prev, &body))
+    }
+
+    /// The record's line as written to the log, ending in `\n`.
+    pub fn to_line(&self) -> Result<Vec<u8>, AuditError> {
+        let body = Record::body(self.seq, self.time, &self.event, self.prev)?;
+        Ok(line_of(body, self.hash))
+    }
+
+    /// Reads one line (without its `\n`) strictly: every field known and present, and the
+    /// bytes exactly the canonical encoding. It does not check the hash or the chain.
+    pub fn parse_line(line: &[u8]) -> Result<Record, (Option<u64>, Problem)> {
+        let bad = |seq, why: String| (seq, Problem::Unparseable(why));
+        let text = std::str::from_utf8(line).map_err(|e| bad(None, format!("not UTF-8: {e}")))?;
+        let mut map: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(text).map_err(|e| bad(None, e.to_string()))?;
+        let seq = map.get("seq").and_then(serde_json::Value::as_u64);
+        let mut take = |key: &str| {
+            map.remove(key)
+                .ok_or_else(|| bad(seq, format!("missing field `{key}`")))
+        };
+        let seq_v = take("seq")?;
+        let time_v = take("time")?;
+        let prev_v = take("prev")?;
+        let hash_v = take("hash")?;
+        let seq_n = seq.ok_or_else(|| bad(None, format!("seq is not a whole number: {seq_v}")))?;
+        let time = time_v
+            .as_u64()
+            .map(Timestamp)
+            .ok_or_else(|| bad(seq, format!("time is not a whole number: {time_v}")))?;
+        let digest = |v: serde_json::Value, key: &str| {
+            v.as_str()
+                .and_then(Digest::from_hex)
+                .ok_or_else(|| bad(seq, format!("{key} is not 64 lower-case hex digits")))
+        };
+        let prev = digest(prev_v, "prev")?;
+        let hash = digest(hash_v, "hash")?;
+        let event = Event::deserialize(serde_json::Value::Object(map))
+            .map_err(|e| bad(seq, e.to_string()))?;
+        let record = Record {
+            seq: seq_n,
+            time,
+            event,
+            prev,
+            hash,
+        };
+        let canonical = record.to_line().map_err(|e| bad(seq, e.to_string()))?;
+        if canonical.strip_suffix(b"\n") != Some(line) {
+            return Err((seq, Problem::NotCanonical));
+        }
+        Ok(record)
+    }
+}
+
+/// `B` with its closing `}` replaced by `,"hash":"…"}` and a newline.
+fn line_of(mut body: Vec<u8>, hash: Digest) -> Vec<u8> {
+    // `Body` is a JSON object, so `body` ends in `}`.
+    body.pop();
+    body.extend_from_slice(b",\"hash\":\"");
+    body.extend_from_slice(hash.to_hex().as_bytes());
+    body.extend_from_slice(b"\"}\n");
+    body
+}
+
+// ---------------------------------------------------------------------------------------------
+// The writer
+
+/// An unfinished last line that [`AuditLog::open`] cut off. Log it: the operator should know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repaired {
+    pub path: PathBuf,
+    /// Where the cut line began (the file's length now).
+    pub offset: u64,
+    /// How many bytes were cut.
+    pub dropped: u64,
+}
+
+impl fmt::Display for Repaired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the audit log {} ended in an unfinished record ({} bytes at byte {}, from a crash \
+             mid-write; it was never acknowledged): it was cut off",
+            self.path.display(),
+            self.dropped,
+            self.offset
+        )
+    }
+}
+
+/// The audit log, open for appending. Only the gate holds one.
+#[derive(Debug)]
+pub struct AuditLog {
+    file: File,
+    path: PathBuf,
+    /// The file's length: everything before it is complete, durable records.
+    len: u64,
+    next_seq: u64,
+    last_hash: Digest,
+    /// A write or sync failed and the file's state is unknown: refuse to go on.
+    poisoned: bool,
+}
+
+impl AuditLog {
+    /// Opens (creating, `0600`) `audit.log` in `state_dir` (created `0700` if missing),
+    /// and reads its last record to continue the sequence and the chain.
+    ///
+    /// An unfinished last line is cut off and reported in the returned [`Repaired`]. A last
+    /// record that is otherwise bad (unparseable, not canonical, wrong hash) is an error that
+    /// tells the operator to run `boxmaker audit verify`. The records before the last are not
+    /// read here: [`verify`] checks the whole chain.
+    pub fn open(state_dir: &Path) -> Result<(AuditLog, Option<Repaired>), AuditError> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(state_dir)
+            .map_err(|source| AuditError::CreateDir {
+                path: state_dir.to_path_buf(),
+                source,
+            })?;
+        let path = state_dir.join(AUDIT_FILE);
+        let open_err = |source| AuditError::Open {
+            path: path.clone(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(open_err)?;
+        // Make the file's directory entry durable (it may be new).
+        File::open(state_dir)
+            .and_then(|d| d.sync_all())
+            .map_err(open_err)?;
+        let read_err = |source| AuditError::Read {
+            path: path.clone(),
+            source,
+        };
+        let mut len = file.metadata().map_err(read_err)?.len();
+        let mut repaired = None;
+        if len > 0 && read_byte(&file, len - 1).map_err(read_err)? != b'\n' {
+            let keep = rfind_newline(&file, len)
+                .map_err(read_err)?
+                .map_or(0, |p| p + 1);
+            let trunc_err = |source| AuditError::Truncate {
+                path: path.clone(),
+                source,
+            };
+            file.set_len(keep).map_err(trunc_err)?;
+            file.sync_all().map_err(trunc_err)?;
+            repaired = Some(Repaired {
+                path: path.clone(),
+                offset: keep,
+                dropped: len - keep,
+            });
+            len = keep;
+        }
+        let (next_seq, last_hash) = if len == 0 {
+            (1, Digest::ZERO)
+        } else {
+            let start = rfind_newline(&file, len - 1)
+                .map_err(read_err)?
+                .map_or(0, |p| p + 1);
+            let mut line = vec![0u8; usize::try_from(len - 1 - start).unwrap_or(0)];
+            file.read_exact_at(&mut line, start).map_err(read_err)?;
+            let malformed = |problem| AuditError::Malformed {
+                path: path.clone(),
+                offset: start,
+                problem,
+            };
+            let record = Record::parse_line(&line).map_err(|(_, p)| malformed(p))?;
+            let computed = record.computed_hash()?;
+            if computed != record.hash {
+                return Err(malformed(Problem::Hash {
+                    computed,
+                    found: record.hash,
+                }));
+            }
+            let next = record.seq.checked_add(1).ok_or(AuditError::SeqOverflow)?;
+            (next, record.hash)
+        };
+        Ok((
+            AuditLog {
+                file,
+                path,
+                len,
+                next_seq,
+                last_hash,
+                poisoned: false,
+            },
+            repaired,
+        ))
+    }
+
+    /// The log file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The `seq` the next record will have.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The hash of the last record (zeros for an empty log): the chain's head.
+    pub fn last_hash(&self) -> Digest {
+        self.last_hash
+    }
+
+    /// Appends one record and makes it durable (`fdatasync`) before returning it.
+    pub fn append(&mut self, time: Timestamp, event: Event) -> Result<Record, AuditError> {
+        let mut records = self.append_batch([(time, event)])?;
+        records.pop().ok_or(AuditError::SeqOverflow)
+    }
+
+    /// Appends several records with one write and one `fdatasync` (group commit). When it
+    /// returns `Ok` all are durable; when it returns `Err` none is acknowledged.
+    pub fn append_batch(
+        &mut self,
+        events: impl IntoIterator<Item = (Timestamp, Event)>,
+    ) -> Result<Vec<Record>, AuditError> {
+        if self.poisoned {
+            return Err(AuditError::Poisoned {
+                path: self.path.clone(),
+            });
+        }
+        let mut seq = self.next_seq;
+        let mut prev = self.last_hash;
+        let mut buf = Vec::new();
+        let mut records = Vec::new();
+        for (time, event) in events {
+            let (record, line) = Record::seal(seq, time, event, prev)?;
+            buf.extend_from_slice(&line);
+            seq = seq.checked_add(1).ok_or(AuditError::SeqOverflow)?;
+            prev = record.hash;
+            records.push(record);
+        }
+        if records.is_empty() {
+            return Ok(records);
+        }
+        if let Err(source) = self.file.write_all(&buf) {
+            // Undo a partial line so the next append does not follow garbage.
+            if self.file.set_len(self.len).is_err() {
+                self.poisoned = true;
+            }
+            return Err(AuditError::Write {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        if let Err(source) = self.file.sync_data() {
+            // After a failed fsync the page cache may lie about what is on disk.
+            self.poisoned = true;
+            return Err(AuditError::Sync {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        self.len += u64::try_from(buf.len()).unwrap_or(u64::MAX);
+        self.next_seq = seq;
+        self.last_hash = prev;
+        Ok(records)
+    }
+}
+
+fn read_byte(file: &File, at: u64) -> std::io::Result<u8> {
+    let mut b = [0u8; 1];
+    file.read_exact_at(&mut b, at)?;
+    Ok(b[0])
+}
+
+/// The offset of the last `\n` before `end`, reading backwards in chunks.
+fn rfind_newline(file: &File, end: u64) -> std::io::Result<Option<u64>> {
+    const CHUNK: u64 = 64 * 1024;
+    let mut hi = end;
+    let mut buf = vec![0u8; 64 * 1024];
+    while hi > 0 {
+        let lo = hi.saturating_sub(CHUNK);
+        let n = usize::try_from(hi - lo).unwrap_or(0);
+        let chunk = buf.get_mut(..n).unwrap_or_default();
+        file.read_exact_at(chunk, lo)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            return Ok(Some(lo + u64::try_from(i).unwrap_or(0)));
+        }
+        hi = lo;
+    }
+    Ok(None)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading: verify and tail
+
+/// A log that verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyOk {
+    /// How many records it holds.
+    pub records: u64,
+    /// The last record's hash (zeros for an empty log): keep it elsewhere to detect a
+    /// rewrite of the whole file.
+    pub last_hash: Digest,
+}
+
+/// Why a log did not verify.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("could not read the audit log {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The first bad record: its line (from 1), its `seq` if it could be read, and why.
+    #[error(
+        "the audit log {path} does not verify: the first bad record is at line {line}{}: {problem}",
+        seq.map(|s| format!(" (seq {s})")).unwrap_or_default()
+    )]
+    Bad {
+        path: PathBuf,
+        line: u64,
+        seq: Option<u64>,
+        problem: Problem,
+    },
+}
+
+/// Reads the whole log and recomputes the chain: each line canonical, `seq` from 1 without
+/// gaps, each `prev` the previous `hash`, each `hash` right. Stops at the first bad record.
+pub fn verify(path: &Path) -> Result<VerifyOk, VerifyError> {
+    let io = |source| VerifyError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut reader = BufReader::new(File::open(path).map_err(io)?);
+    let mut line = Vec::new();
+    let mut count = 0u64;
+    let mut last_hash = Digest::ZERO;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(io)? == 0 {
+            return Ok(VerifyOk {
+                records: count,
+                last_hash,
+            });
+        }
+        let lineno = count + 1;
+        let bad = |seq, problem| VerifyError::Bad {
+            path: path.to_path_buf(),
+            line: lineno,
+            seq,
+            problem,
+        };
+        let Some(content) = line.strip_suffix(b"\n") else {
+            let seq = Record::parse_line(&line).ok().map(|r| r.seq);
+            return Err(bad(seq, Problem::Torn));
+        };
+        let record = Record::parse_line(content).map_err(|(seq, p)| bad(seq, p))?;
+        let seq = Some(record.seq);
+        if record.seq != lineno {
+            return Err(bad(
+                seq,
+                Problem::Seq {
+                    expected: lineno,
+                    found: record.seq,
+                },
+            ));
+        }
+        if record.prev != last_hash {
+            return Err(bad(
+                seq,
+                Problem::Prev {
+                    expected: last_hash,
+                    found: record.prev,
+                },
+            ));
+        }
+        let computed = Record::chain(record.prev, &content_body(content));
+        if computed != record.hash {
+            return Err(bad(
+                seq,
+                Problem::Hash {
+                    computed,
+                    found: record.hash,
+                },
+            ));
+        }
+        last_hash = record.hash;
+        count = lineno;
+    }
+}
+
+/// The body `B` of a canonical line: its bytes before `,"hash":"…"` with the closing `}`.
+/// `line` is known canonical, so it ends in `,"hash":"` + 64 hex + `"}`.
+fn content_body(line: &[u8]) -> Vec<u8> {
+    const TAIL: usize = ",\"hash\":\"".len() + 64 + "\"}".len();
+    let mut body = line
+        .get(..line.len().saturating_sub(TAIL))
+        .unwrap_or_default()
+        .to_vec();
+    body.push(b'}');
+    body
+}
+
+/// The last `n` complete records of the log, oldest first, each read strictly (but the
+/// chain is not checked: that is [`verify`]). An unfinished last line is skipped.
+pub fn tail(path: &Path, n: usize) -> Result<Vec<Record>, AuditError> {
+    let read_err = |source| AuditError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut reader = BufReader::new(File::open(path).map_err(read_err)?);
+    let mut last: VecDeque<(u64, Vec<u8>)> = VecDeque::with_capacity(n.min(4096));
+    let mut lineno = 0u64;
+    loop {
+        let mut line = Vec::new();
+        if reader.read_until(b'\n', &mut line).map_err(read_err)? == 0 {
+            break;
+        }
+        if line.pop() != Some(b'\n') {
+            break;
+        }
+        lineno += 1;
+        if n == 0 {
+            continue;
+        }
+        if last.len() == n {
+            last.pop_front();
+        }
+        last.push_back((lineno, line));
+    }
+    last.into_iter()
+        .map(|(line, bytes)| {
+            Record::parse_line(&bytes).map_err(|(_, problem)| AuditError::BadLine {
+                path: path.to_path_buf(),
+                line,
+                problem,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sid(s: &str) -> SessionId {
+        SessionId::new(s).unwrap()
+    }
+
+    #[test]
+    fn digest_hex_round_trips_and_is_strict() {
+        let d = Digest::of(b"abc");
+        assert_eq!(
+            d.to_hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(Digest::from_hex(&d.to_hex()), Some(d));
+        assert_eq!(Digest::from_hex(&d.to_hex().to_uppercase()), None);
+        assert_eq!(Digest::from_hex("00"), None);
+    }
+
+    #[test]
+    fn the_first_record_matches_the_documented_form() {
+        let event = Event::request(sid("s1"), CallId(1), "read_file", "{}", false);
+        let (record, line) = Record::seal(1, Timestamp(5), event, Digest::ZERO).unwrap();
+        let zeros = "0".repeat(64);
+        let body = format!(
+            r#"{{"seq":1,"time":5,"event":"request","session":"s1","call":1,"tool":"read_file","args_sha256":"{}","prev":"{zeros}"}}"#,
+            sha256_hex(b"{}")
+        );
+        let mut pre = vec![0u8; 32];
+        pre.extend_from_slice(body.as_bytes());
+        assert_eq!(record.hash, Digest::of(&pre));
+        let expected = format!(
+            "{},\"hash\":\"{}\"}}\n",
+            body.strip_suffix('}').unwrap(),
+            record.hash
+        );
+        assert_eq!(String::from_utf8(line.clone()).unwrap(), expected);
+        assert_eq!(
+            Record::parse_line(line.strip_suffix(b"\n").unwrap()).unwrap(),
+            record
+        );
+    }
+
+    #[test]
+    fn parse_line_refuses_non_canonical_and_unknown() {
+        let event = Event::GrantRevoked { grant: 3 };
+        let (_, line) = Record::seal(1, Timestamp(5), event, Digest::ZERO).unwrap();
+        let text = String::from_utf8(line).unwrap();
+        let text = text.trim_end();
+        let spaced = text.replacen(":", ": ", 1);
+        assert_eq!(
+            Record::parse_line(spaced.as_bytes()).unwrap_err().1,
+            Problem::NotCanonical
+        );
+        let extra = text.replacen("\"grant\":3", "\"grant\":3,\"x\":1", 1);
+        assert!(matches!(
+            Record::parse_line(extra.as_bytes()).unwrap_err().1,
+            Problem::Unparseable(_)
+        ));
+        let dup = text.replacen("\"grant\":3", "\"grant\":4,\"grant\":3", 1);
+        assert!(Record::parse_line(dup.as_bytes()).is_err());
+        let null = text.replacen("\"grant\":3", "\"grant\":3,\"max_class\":null", 1);
+        assert!(Record::parse_line(null.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn result_events_never_hold_the_content() {
+        let e = Event::result(
+            sid("s"),
+            CallId(2),
+            "read_file",
+            Outcome::Result,
+            "the secret text",
+            DataClass::Secret,
+            false,
+            false,
+        );
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(!json.contains("the secret text"));
+        assert!(json.contains("\"size\":15"));
+    }
+}

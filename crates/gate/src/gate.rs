@@ -1,0 +1,1189 @@
+//! The gate's request loop (SPEC §3.3) and its operator's side (SPEC §2.4): [`Gate`].
+//!
+//! One [`Gate`] is shared (`Arc`) by every connection. For each [`ToolRequest`],
+//! [`Gate::call`]:
+//! 1. audits `request` (the arguments' hash; the arguments themselves only with
+//!    `gate.log_arguments`), reads the session's taint from the store, and decides with
+//!    [`policy::decide()`] over the effective grants (the config's, then the live run-time ones,
+//!    rebuilt only when a run-time grant is added or revoked); audits `decision`;
+//! 2. `deny` → `denied REASON`;
+//! 3. `ask` → records the approval (reason `grant_ask`, or `untrusted_content` when a grant
+//!    would allow the call but for `if_untrusted = "ask"`), audits `approval_asked`, hands
+//!    `pending_approval` to the caller's `progress`, and holds the call until the approval is
+//!    approved, refused, expired or withdrawn. The store is the truth: a waiting call wakes
+//!    when rung and reads the approval's state back. Approved → the approval is consumed
+//!    (one-shot, [`Store::mark_used`]) and steps 1–4 are decided **again** with the taint and
+//!    time of that moment, audited as a `decision` naming the approval (an `ask` then counts
+//!    as approved: the person just approved this exact call; a `deny` wins). Refused →
+//!    `denied approval_refused`; expired → `denied approval_expired`; withdrawn (the client
+//!    cancelled, [`Gate::withdraw`]) → `failed: "the call was cancelled …"` — `failed`, not
+//!    `denied`, because no person refused it; nobody is usually left to read it;
+//! 4. `allow` (or approved) → the runner runs it; the session's taint is raised by the
+//!    result's label (or, for `failed`, by the tool's floor label) and **committed before**
+//!    the answer is returned; then `result` is audited (size, hash, label; never content).
+//!    If the commit or the audit fails the answer is withheld: the caller gets `failed`.
+//!
+//! Any other internal failure (the store or the audit log refusing a write before the call
+//! runs) fails closed: the call does not run and the caller gets `failed` naming the cause.
+//!
+//! A background thread expires due approvals every [`TICK`] without anyone asking, audits
+//! `approval_expired`, and wakes their held calls. Approvals a previous gate left pending
+//! have no held call; they stay `pending` until they expire (or an operator decides them,
+//! which runs nothing).
+//!
+//! [`Gate::control`] answers the operator's [`ControlOp`]s, allowlist style: every op has
+//! one handler and one typed answer, and every failure an `error` with a code and a detail.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use config::{Config, ToolKind};
+use policy::{Decision, Grant, Grants, Label, Pattern, Taint};
+use proto::control::{
+    self, ApprovalInfo, CheckOutcome, ControlAnswer, ControlErrorCode, ControlOp, GrantInfo,
+    GrantSpec, SessionInfo,
+};
+use proto::{DataClass, DenyReason, MAX_FRAME, SessionId, Timestamp, ToolRequest, ToolResponse};
+
+use crate::audit::{self, ApprovalOutcome, AuditError, AuditLog, Event, Outcome, Repaired};
+use crate::link::ToolRunner;
+use crate::store::{
+    self, ApprovalFilter, ApprovalReason, ApprovalRow, ApprovalState, GrantRow, NewApproval,
+    NewGrant, SessionRow, Store, StoreError,
+};
+
+/// How often the expiry thread looks for due approvals.
+pub const TICK: Duration = Duration::from_millis(250);
+
+/// How long a held call sleeps between looks at its approval when nobody rings it (a safety
+/// net: the expiry thread and the deciders ring it).
+const POLL: Duration = Duration::from_secs(2);
+
+/// The most audit lines one `audit_tail` answer carries.
+pub const TAIL_MAX: u64 = 10_000;
+
+/// The gate's clock: whole seconds since the epoch. Tests pass a settable one.
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// The system clock.
+pub fn system_clock() -> Clock {
+    Arc::new(|| Timestamp::from_system_time(std::time::SystemTime::now()))
+}
+
+/// What can stop the gate from starting or from doing one thing.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    #[error("the run-time grant rt-{id} has a bad {field} pattern {pattern:?}: {source}")]
+    BadGrant {
+        id: i64,
+        field: &'static str,
+        pattern: String,
+        source: policy::PatternError,
+    },
+    #[error("could not start the approval expiry thread: {0}")]
+    Thread(#[source] std::io::Error),
+    #[error("approval {id} disappeared from the state database while its call waited")]
+    ApprovalVanished { id: String },
+}
+
+/// Why one call ended in `failed` without a tool's answer. The text is the `failed`
+/// message: a sentence a person and a model understand.
+#[derive(Debug, thiserror::Error)]
+enum CallError {
+    #[error("the gate could not {what}, so the call was not run: {source}")]
+    Before {
+        what: &'static str,
+        source: Box<GateError>,
+    },
+    #[error(
+        "the gate could not {what} after the tool ran, so its answer was withheld \
+         (the session's taint may have been raised): {source}"
+    )]
+    Withheld {
+        what: &'static str,
+        source: Box<GateError>,
+    },
+    #[error("the call was cancelled before anyone approved it (approval {id} was withdrawn)")]
+    Withdrawn { id: String },
+}
+
+fn before<E: Into<GateError>>(what: &'static str) -> impl FnOnce(E) -> CallError {
+    move |e| CallError::Before {
+        what,
+        source: Box::new(e.into()),
+    }
+}
+
+fn withheld<E: Into<GateError>>(what: &'static str) -> impl FnOnce(E) -> CallError {
+    move |e| CallError::Withheld {
+        what,
+        source: Box::new(e.into()),
+    }
+}
+
+/// One held call's bell: rung when its approval may have changed.
+#[derive(Debug, Default)]
+struct Bell {
+    rung: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Bell {
+    fn ring(&self) {
+        *self.rung.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits until rung (or `timeout`), and clears the bell.
+    fn wait(&self, timeout: Duration) {
+        let mut rung = self.rung.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*rung {
+            rung = self
+                .cv
+                .wait_timeout(rung, timeout)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        *rung = false;
+    }
+}
+
+/// The gate role. Share it with `Arc`; every method takes `&self`.
+pub struct Gate {
+    config: Arc<Config>,
+    store: Mutex<Store>,
+    audit: Mutex<AuditLog>,
+    runner: Box<dyn ToolRunner>,
+    clock: Clock,
+    /// The effective grants; `None` after a run-time grant changed.
+    grants: Mutex<Option<Arc<Grants>>>,
+    /// Held calls by approval id.
+    bells: Mutex<HashMap<String, Arc<Bell>>>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Gate {
+    /// Opens the store and the audit log in `config.gate.state` and starts a gate on the
+    /// system clock. Log the returned [`Repaired`] notice if there is one.
+    pub fn open(
+        config: Arc<Config>,
+        runner: Box<dyn ToolRunner>,
+    ) -> Result<(Arc<Gate>, Option<Repaired>), GateError> {
+        let store = Store::open(&config.gate.state)?;
+        let (audit, repaired) = AuditLog::open(&config.gate.state)?;
+        let gate = Gate::new(config, store, audit, runner)?;
+        Ok((gate, repaired))
+    }
+
+    /// A gate on the system clock, with its expiry thread running.
+    pub fn new(
+        config: Arc<Config>,
+        store: Store,
+        audit: AuditLog,
+        runner: Box<dyn ToolRunner>,
+    ) -> Result<Arc<Gate>, GateError> {
+        Gate::with_clock(config, store, audit, runner, system_clock(), TICK)
+    }
+
+    /// A gate on `clock`, whose expiry thread looks every `tick`. The thread stops within a
+    /// tick of the last `Arc<Gate>` being dropped.
+    pub fn with_clock(
+        config: Arc<Config>,
+        store: Store,
+        audit: AuditLog,
+        runner: Box<dyn ToolRunner>,
+        clock: Clock,
+        tick: Duration,
+    ) -> Result<Arc<Gate>, GateError> {
+        let gate = Arc::new(Gate {
+            config,
+            store: Mutex::new(store),
+            audit: Mutex::new(audit),
+            runner,
+            clock,
+            grants: Mutex::new(None),
+            bells: Mutex::new(HashMap::new()),
+        });
+        let weak = Arc::downgrade(&gate);
+        std::thread::Builder::new()
+            .name("gate-expiry".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(tick);
+                    let Some(gate) = weak.upgrade() else {
+                        return;
+                    };
+                    // A failure here is retried next tick; held calls also look themselves.
+                    let _ = gate.expire_due();
+                }
+            })
+            .map_err(GateError::Thread)?;
+        Ok(gate)
+    }
+
+    /// The config the gate decides by.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The state directory's audit log path.
+    pub fn audit_path(&self) -> std::path::PathBuf {
+        lock(&self.audit).path().to_path_buf()
+    }
+
+    fn now(&self) -> Timestamp {
+        (self.clock)()
+    }
+
+    fn audit(&self, time: Timestamp, event: Event) -> Result<(), AuditError> {
+        lock(&self.audit).append(time, event).map(|_| ())
+    }
+
+    fn taint(&self, session: &SessionId) -> Result<Taint, StoreError> {
+        let t = lock(&self.store).taint(session)?;
+        Ok(Taint::new(t.class, t.untrusted))
+    }
+
+    /// The effective grants: the config's, then the run-time ones not revoked.
+    pub fn grants(&self) -> Result<Arc<Grants>, GateError> {
+        let mut cache = lock(&self.grants);
+        if let Some(g) = cache.as_ref() {
+            return Ok(Arc::clone(g));
+        }
+        let rows = lock(&self.store).grants()?;
+        let mut grants = self.config.grants.clone();
+        for row in &rows {
+            grants.push(policy_grant(row)?);
+        }
+        let grants = Arc::new(grants);
+        *cache = Some(Arc::clone(&grants));
+        Ok(grants)
+    }
+
+    fn invalidate_grants(&self) {
+        *lock(&self.grants) = None;
+    }
+
+    // --- the call path --------------------------------------------------------------------
+
+    /// Decides and (if allowed or approved) runs one call; returns its final answer.
+    /// `progress` receives the non-final `pending_approval` when the call must wait for a
+    /// person. Never panics; every failure is a `failed` answer.
+    pub fn call(&self, req: ToolRequest, progress: &mut dyn FnMut(ToolResponse)) -> ToolResponse {
+        match self.try_call(&req, progress) {
+            Ok(resp) => resp,
+            Err(e) => ToolResponse::Failed {
+                message: e.to_string(),
+            },
+        }
+    }
+
+    fn try_call(
+        &self,
+        req: &ToolRequest,
+        progress: &mut dyn FnMut(ToolResponse),
+    ) -> Result<ToolResponse, CallError> {
+        let now = self.now();
+        self.audit(
+            now,
+            Event::request(
+                req.session.clone(),
+                req.call,
+                req.tool.clone(),
+                &req.arguments,
+                self.config.gate.log_arguments,
+            ),
+        )
+        .map_err(before("audit the request"))?;
+        let taint = self
+            .taint(&req.session)
+            .map_err(before("read the session's taint"))?;
+        let grants = self.grants().map_err(before("build the grants"))?;
+        let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
+        self.audit_decision(req, taint, decision, None, now)
+            .map_err(before("audit the decision"))?;
+        match decision {
+            Decision::Deny(reason) => return Ok(ToolResponse::Denied { reason }),
+            Decision::Allow => {}
+            Decision::Ask => {
+                let reason = ask_reason(&grants, req, taint, now);
+                let approval = match self.hold(req, reason, now, progress)? {
+                    Ok(id) => id,
+                    Err(final_answer) => return Ok(final_answer),
+                };
+                // Re-check at the moment of use (the monitor's rule): the taint may have
+                // risen, a grant may have expired or been revoked while a person looked.
+                let now = self.now();
+                lock(&self.store)
+                    .mark_used(&approval, now)
+                    .map_err(before("use the approval"))?;
+                let taint = self
+                    .taint(&req.session)
+                    .map_err(before("read the session's taint"))?;
+                let grants = self.grants().map_err(before("build the grants"))?;
+                let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
+                self.audit_decision(req, taint, decision, Some(approval), now)
+                    .map_err(before("audit the decision"))?;
+                if let Decision::Deny(reason) = decision {
+                    return Ok(ToolResponse::Denied { reason });
+                }
+            }
+        }
+        self.run_and_commit(req)
+    }
+
+    fn audit_decision(
+        &self,
+        req: &ToolRequest,
+        taint: Taint,
+        decision: Decision,
+        approval: Option<String>,
+        now: Timestamp,
+    ) -> Result<(), AuditError> {
+        let (verdict, reason) = match decision {
+            Decision::Allow => (audit::Verdict::Allow, None),
+            Decision::Ask => (audit::Verdict::Ask, None),
+            Decision::Deny(r) => (audit::Verdict::Deny, Some(r)),
+        };
+        self.audit(
+            now,
+            Event::Decision {
+                session: req.session.clone(),
+                call: req.call,
+                tool: req.tool.clone(),
+                class: taint.class(),
+                untrusted: taint.untrusted(),
+                decision: verdict,
+                reason,
+                approval,
+            },
+        )
+    }
+
+    /// Records the approval, tells the caller, and holds the call until the approval leaves
+    /// `pending`. `Ok(Ok(id))`: approved; `Ok(Err(answer))`: the call's final answer.
+    fn hold(
+        &self,
+        req: &ToolRequest,
+        reason: ApprovalReason,
+        now: Timestamp,
+        progress: &mut dyn FnMut(ToolResponse),
+    ) -> Result<Result<String, ToolResponse>, CallError> {
+        let row = lock(&self.store)
+            .create_approval(NewApproval {
+                session: req.session.clone(),
+                call: req.call,
+                tool: req.tool.clone(),
+                arguments: req.arguments.clone(),
+                reason,
+                created: now,
+                expires: now.plus(self.config.gate.approval_ttl),
+            })
+            .map_err(before("record the approval"))?;
+        let bell = Arc::new(Bell::default());
+        lock(&self.bells).insert(row.id.clone(), Arc::clone(&bell));
+        let asked = self.audit(
+            now,
+            Event::ApprovalAsked {
+                session: req.session.clone(),
+                call: req.call,
+                tool: req.tool.clone(),
+                approval: row.id.clone(),
+                reason,
+                expires: row.expires,
+                args_sha256: audit::sha256_hex(req.arguments.as_bytes()),
+            },
+        );
+        if let Err(e) = asked {
+            // Nobody may approve what the log does not show: take it back.
+            let _ = lock(&self.store).withdraw(&row.id, now);
+            lock(&self.bells).remove(&row.id);
+            return Err(before("audit the approval")(e));
+        }
+        progress(ToolResponse::PendingApproval {
+            approval: row.id.clone(),
+            expires: row.expires,
+        });
+        let state = self.wait(&row, &bell);
+        lock(&self.bells).remove(&row.id);
+        Ok(match state.map_err(before("follow the approval"))? {
+            ApprovalState::Approved => Ok(row.id),
+            ApprovalState::Refused => Err(ToolResponse::Denied {
+                reason: DenyReason::ApprovalRefused,
+            }),
+            ApprovalState::Expired => Err(ToolResponse::Denied {
+                reason: DenyReason::ApprovalExpired,
+            }),
+            ApprovalState::Withdrawn | ApprovalState::Pending => {
+                return Err(CallError::Withdrawn { id: row.id });
+            }
+        })
+    }
+
+    /// Waits until the approval leaves `pending`, and returns its state.
+    fn wait(&self, row: &ApprovalRow, bell: &Bell) -> Result<ApprovalState, GateError> {
+        loop {
+            let state = lock(&self.store)
+                .approval(&row.id)?
+                .ok_or_else(|| GateError::ApprovalVanished { id: row.id.clone() })?
+                .state;
+            if state != ApprovalState::Pending {
+                return Ok(state);
+            }
+            if self.now() >= row.expires {
+                // The expiry thread should have done it; do it here rather than wait.
+                self.expire_due()?;
+                continue;
+            }
+            bell.wait(POLL);
+        }
+    }
+
+    fn ring(&self, id: &str) {
+        if let Some(bell) = lock(&self.bells).get(id) {
+            bell.ring();
+        }
+    }
+
+    /// Runs the call, raises and commits the taint, audits the result, and only then returns
+    /// the answer.
+    fn run_and_commit(&self, req: &ToolRequest) -> Result<ToolResponse, CallError> {
+        let resp = match self.runner.run(req) {
+            resp @ (ToolResponse::Result { .. } | ToolResponse::Failed { .. }) => resp,
+            ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {
+                ToolResponse::Failed {
+                    message: "the runner answered with a status only the gate may give; \
+                              the call's outcome is unknown"
+                        .into(),
+                }
+            }
+        };
+        let (label, outcome, content, truncated) = match &resp {
+            ToolResponse::Result {
+                content,
+                class,
+                untrusted,
+                truncated,
+            } => (
+                Label::new(*class, *untrusted),
+                Outcome::Result,
+                content.as_str(),
+                *truncated,
+            ),
+            ToolResponse::Failed { message } => (
+                floor_label(&self.config, &req.tool),
+                Outcome::Failed,
+                message.as_str(),
+                false,
+            ),
+            ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => (
+                Label::new(DataClass::Secret, true),
+                Outcome::Failed,
+                "",
+                false,
+            ),
+        };
+        let now = self.now();
+        lock(&self.store)
+            .raise_taint(&req.session, label.class, label.untrusted, now)
+            .map_err(withheld("record the session's taint"))?;
+        self.audit(
+            now,
+            Event::result(
+                req.session.clone(),
+                req.call,
+                req.tool.clone(),
+                outcome,
+                content,
+                label.class,
+                label.untrusted,
+                truncated,
+            ),
+        )
+        .map_err(withheld("audit the result"))?;
+        Ok(resp)
+    }
+
+    // --- approvals ------------------------------------------------------------------------
+
+    /// Expires every pending approval that is due, audits each `approval_expired`, and wakes
+    /// their held calls. Returns how many expired. The expiry thread calls it every tick.
+    pub fn expire_due(&self) -> Result<usize, GateError> {
+        let now = self.now();
+        let rows = lock(&self.store).expire_due(now)?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let audited = lock(&self.audit).append_batch(rows.iter().map(|r| {
+            (
+                now,
+                Event::ApprovalExpired {
+                    session: r.session.clone(),
+                    call: r.call,
+                    approval: r.id.clone(),
+                },
+            )
+        }));
+        // Wake the held calls whatever the audit log said: they must not hang.
+        for r in &rows {
+            self.ring(&r.id);
+        }
+        audited?;
+        Ok(rows.len())
+    }
+
+    /// The client that made the call stopped waiting: `pending` → `withdrawn`, audited; the
+    /// held call ends with `failed: "the call was cancelled …"`. An approval that is no
+    /// longer pending is left as it is ([`StoreError::ApprovalAlreadyDecided`]).
+    pub fn withdraw(&self, approval: &str) -> Result<(), GateError> {
+        let now = self.now();
+        let row = lock(&self.store).withdraw(approval, now)?;
+        let audited = self.audit(
+            now,
+            Event::ApprovalWithdrawn {
+                session: row.session,
+                call: row.call,
+                approval: row.id.clone(),
+            },
+        );
+        self.ring(&row.id);
+        audited?;
+        Ok(())
+    }
+
+    /// A person's decision on an approval, audited, and the held call woken.
+    pub fn decide_approval(
+        &self,
+        approval: &str,
+        decision: store::Decision,
+    ) -> Result<ApprovalRow, GateError> {
+        let now = self.now();
+        let result = lock(&self.store).decide(approval, decision, now);
+        let row = match result {
+            Ok(row) => row,
+            Err(e @ StoreError::ApprovalExpired { .. }) => {
+                // Expire it now rather than at the next tick, so the call ends promptly.
+                let _ = self.expire_due();
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let (outcome, note) = match row.state {
+            ApprovalState::Approved => (ApprovalOutcome::Approved, None),
+            _ => (ApprovalOutcome::Refused, row.note.clone()),
+        };
+        let audited = self.audit(
+            now,
+            Event::ApprovalDecided {
+                session: row.session.clone(),
+                call: row.call,
+                approval: row.id.clone(),
+                decision: outcome,
+                note,
+            },
+        );
+        self.ring(&row.id);
+        audited?;
+        Ok(row)
+    }
+
+    // --- the operator's requests ----------------------------------------------------------
+
+    /// Answers one control request. Every op has one handler; every failure is an `error`
+    /// answer with a code and one sentence.
+    pub fn control(&self, op: ControlOp) -> ControlAnswer {
+        match self.try_control(op) {
+            Ok(answer) => answer,
+            Err((code, detail)) => ControlAnswer::Error { code, detail },
+        }
+    }
+
+    fn try_control(&self, op: ControlOp) -> Result<ControlAnswer, (ControlErrorCode, String)> {
+        let internal = |e: &dyn std::fmt::Display| (ControlErrorCode::Internal, e.to_string());
+        match op {
+            ControlOp::Status {} => Ok(ControlAnswer::Status {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                pid: std::process::id(),
+            }),
+            ControlOp::ListApprovals { all } => {
+                let filter = if all {
+                    ApprovalFilter::All
+                } else {
+                    ApprovalFilter::Pending
+                };
+                let rows = lock(&self.store)
+                    .approvals(filter)
+                    .map_err(|e| internal(&e))?;
+                let items = rows
+                    .into_iter()
+                    .map(|r| self.approval_info(r))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| internal(&e))?;
+                Ok(ControlAnswer::Approvals { items })
+            }
+            ControlOp::Approve { approval } => {
+                self.control_decide(&approval, store::Decision::Approve)
+            }
+            ControlOp::Refuse { approval, reason } => {
+                self.control_decide(&approval, store::Decision::Refuse { reason })
+            }
+            ControlOp::ListSessions {} => {
+                let rows = lock(&self.store).sessions().map_err(|e| internal(&e))?;
+                Ok(ControlAnswer::Sessions {
+                    items: rows.into_iter().map(session_info).collect(),
+                })
+            }
+            ControlOp::ResetSession { session } => {
+                let now = self.now();
+                let before = lock(&self.store)
+                    .reset_session(&session, now)
+                    .map_err(|e| internal(&e))?
+                    .ok_or_else(|| {
+                        (
+                            ControlErrorCode::NotFound,
+                            format!("the gate has no session {session} (it never ran a call)"),
+                        )
+                    })?;
+                self.audit(
+                    now,
+                    Event::SessionReset {
+                        session: session.clone(),
+                        class: before.class,
+                        untrusted: before.untrusted,
+                    },
+                )
+                .map_err(|e| internal(&e))?;
+                let row = lock(&self.store)
+                    .session(&session)
+                    .map_err(|e| internal(&e))?
+                    .ok_or_else(|| {
+                        internal(&format!("session {session} vanished after its reset"))
+                    })?;
+                Ok(ControlAnswer::Session {
+                    item: session_info(row),
+                })
+            }
+            ControlOp::ListGrants {} => {
+                let mut items: Vec<GrantInfo> = self
+                    .config
+                    .grants
+                    .iter()
+                    .enumerate()
+                    .map(|(i, g)| GrantInfo {
+                        id: format!("config:{}", i + 1),
+                        grant: spec_of_policy(g),
+                    })
+                    .collect();
+                let rows = lock(&self.store).grants().map_err(|e| internal(&e))?;
+                items.extend(rows.iter().map(|r| GrantInfo {
+                    id: format!("rt-{}", r.id),
+                    grant: spec_of_row(r),
+                }));
+                Ok(ControlAnswer::Grants { items })
+            }
+            ControlOp::AddGrant { grant } => self.add_grant(grant),
+            ControlOp::RevokeGrant { grant } => self.revoke_grant(&grant),
+            ControlOp::Check {
+                session,
+                tool,
+                class,
+                untrusted,
+                at,
+            } => {
+                let grants = self.grants().map_err(|e| internal(&e))?;
+                let now = at.unwrap_or_else(|| self.now());
+                let e =
+                    policy::explain(&grants, &session, &tool, Taint::new(class, untrusted), now);
+                let (decision, reason) = match e.decision {
+                    Decision::Allow => (CheckOutcome::Allow, None),
+                    Decision::Ask => (CheckOutcome::Ask, None),
+                    Decision::Deny(r) => (CheckOutcome::Denied, Some(r)),
+                };
+                Ok(ControlAnswer::Decision {
+                    decision,
+                    reason,
+                    explain: e.lines.iter().map(ToString::to_string).collect(),
+                })
+            }
+            ControlOp::AuditTail { n } => {
+                let path = self.audit_path();
+                let n = usize::try_from(n.min(TAIL_MAX)).unwrap_or(0);
+                let records = {
+                    // Under the writer's lock, so no line is read half-written.
+                    let _writer = lock(&self.audit);
+                    audit::tail(&path, n).map_err(|e| internal(&e))?
+                };
+                let mut lines = Vec::with_capacity(records.len());
+                // Keep the newest lines that fit one frame with room for the envelope.
+                let mut budget = MAX_FRAME.saturating_sub(4096);
+                for r in records.iter().rev() {
+                    let line = r.to_line().map_err(|e| internal(&e))?;
+                    let line = String::from_utf8_lossy(&line).trim_end().to_string();
+                    let cost = serde_json::to_string(&line)
+                        .map_or(usize::MAX, |s| s.len().saturating_add(1));
+                    if cost > budget {
+                        break;
+                    }
+                    budget -= cost;
+                    lines.push(line);
+                }
+                lines.reverse();
+                Ok(ControlAnswer::AuditRecords { lines })
+            }
+            ControlOp::AuditVerify {} => {
+                let path = self.audit_path();
+                let verified = {
+                    let _writer = lock(&self.audit);
+                    audit::verify(&path)
+                };
+                match verified {
+                    Ok(ok) => Ok(ControlAnswer::AuditVerified {
+                        records: ok.records,
+                        first_bad: None,
+                        detail: format!(
+                            "{} records verify; the chain's head is {}",
+                            ok.records, ok.last_hash
+                        ),
+                    }),
+                    Err(e @ audit::VerifyError::Bad { line, seq, .. }) => {
+                        Ok(ControlAnswer::AuditVerified {
+                            records: line.saturating_sub(1),
+                            first_bad: Some(seq.unwrap_or(line)),
+                            detail: e.to_string(),
+                        })
+                    }
+                    Err(e) => Err(internal(&e)),
+                }
+            }
+        }
+    }
+
+    fn control_decide(
+        &self,
+        approval: &str,
+        decision: store::Decision,
+    ) -> Result<ControlAnswer, (ControlErrorCode, String)> {
+        match self.decide_approval(approval, decision) {
+            Ok(row) => Ok(ControlAnswer::Approval {
+                item: self
+                    .approval_info(row)
+                    .map_err(|e| (ControlErrorCode::Internal, e.to_string()))?,
+            }),
+            Err(GateError::Store(e)) => Err(store_error_code(e)),
+            Err(e) => Err((ControlErrorCode::Internal, e.to_string())),
+        }
+    }
+
+    fn add_grant(&self, spec: GrantSpec) -> Result<ControlAnswer, (ControlErrorCode, String)> {
+        check_pattern(&spec.tool, "tool", is_tool_pattern_byte)?;
+        check_pattern(&spec.sessions, "sessions", is_session_pattern_byte)?;
+        let now = self.now();
+        let new = NewGrant {
+            tool: spec.tool.clone(),
+            sessions: spec.sessions.clone(),
+            effect: store_effect(spec.effect),
+            max_class: Some(spec.max_class),
+            if_untrusted: Some(store_effect(spec.if_untrusted)),
+            expires: spec.expires,
+            added: now,
+        };
+        let id = lock(&self.store)
+            .add_grant(new.clone())
+            .map_err(store_error_code)?;
+        self.invalidate_grants();
+        self.audit(
+            now,
+            Event::GrantAdded {
+                grant: id,
+                tool: new.tool,
+                sessions: new.sessions,
+                effect: new.effect,
+                max_class: new.max_class,
+                if_untrusted: new.if_untrusted,
+                expires: new.expires,
+            },
+        )
+        .map_err(|e| (ControlErrorCode::Internal, e.to_string()))?;
+        Ok(ControlAnswer::Grant {
+            item: GrantInfo {
+                id: format!("rt-{id}"),
+                grant: spec,
+            },
+        })
+    }
+
+    fn revoke_grant(&self, grant: &str) -> Result<ControlAnswer, (ControlErrorCode, String)> {
+        if grant.starts_with("config:") {
+            return Err((
+                ControlErrorCode::Conflict,
+                format!("{grant} comes from the config file; change it there and restart"),
+            ));
+        }
+        let id = grant
+            .strip_prefix("rt-")
+            .and_then(|n| n.parse::<i64>().ok())
+            .ok_or_else(|| {
+                (
+                    ControlErrorCode::NotFound,
+                    format!("there is no grant {grant:?} (run-time grants are named rt-N)"),
+                )
+            })?;
+        let now = self.now();
+        let row = lock(&self.store)
+            .revoke_grant(id, now)
+            .map_err(store_error_code)?;
+        self.invalidate_grants();
+        self.audit(now, Event::GrantRevoked { grant: id })
+            .map_err(|e| (ControlErrorCode::Internal, e.to_string()))?;
+        Ok(ControlAnswer::Grant {
+            item: GrantInfo {
+                id: grant.to_string(),
+                grant: spec_of_row(&row),
+            },
+        })
+    }
+
+    /// What the person sees. The taint shown is the session's taint now (the store does not
+    /// keep the taint at the moment of asking).
+    fn approval_info(&self, r: ApprovalRow) -> Result<ApprovalInfo, StoreError> {
+        let taint = lock(&self.store).taint(&r.session)?;
+        let state = match r.state {
+            ApprovalState::Pending => control::ApprovalState::Pending,
+            ApprovalState::Approved if r.used.is_some() => control::ApprovalState::Used,
+            ApprovalState::Approved => control::ApprovalState::Approved,
+            ApprovalState::Refused => control::ApprovalState::Refused,
+            ApprovalState::Expired => control::ApprovalState::Expired,
+            ApprovalState::Withdrawn => control::ApprovalState::Withdrawn,
+        };
+        Ok(ApprovalInfo {
+            id: r.id,
+            session: r.session,
+            call: r.call,
+            tool: r.tool,
+            arguments: r.arguments,
+            reason: match r.reason {
+                ApprovalReason::GrantAsk => control::ApprovalReason::GrantAsk,
+                ApprovalReason::UntrustedContent => control::ApprovalReason::UntrustedContent,
+            },
+            class: taint.class,
+            untrusted: taint.untrusted,
+            created: r.created,
+            expires: r.expires,
+            state,
+        })
+    }
+}
+
+/// Why a call that policy says `ask` needs a person: untrusted content when some admitting
+/// grant would allow the call but for `if_untrusted = "ask"` (a clean session would run it),
+/// else the grant's `ask`.
+fn ask_reason(grants: &Grants, req: &ToolRequest, taint: Taint, now: Timestamp) -> ApprovalReason {
+    let e = policy::explain(grants, &req.session, &req.tool, taint, now);
+    if e.lines
+        .iter()
+        .any(|l| l.verdict == policy::Verdict::AsksUntrusted)
+    {
+        ApprovalReason::UntrustedContent
+    } else {
+        ApprovalReason::GrantAsk
+    }
+}
+
+/// The floor label of a tool's `failed` answers (SPEC §3.2): the `[[tool]]` of that name, or
+/// for a downstream server's exposed tool (`PREFIX_NAME`) the highest label of every server
+/// whose prefix fits. A name no `[[tool]]` explains is labelled `(public, false)`: no grant
+/// could have named a tool the runner does not have, so its failure carries nothing.
+pub fn floor_label(config: &Config, tool: &str) -> Label {
+    if let Some(t) = config.tool(tool) {
+        return t.label();
+    }
+    let mut label: Option<Label> = None;
+    for t in &config.tools {
+        if let ToolKind::Mcp { prefix, .. } = &t.kind {
+            let p = prefix.as_deref().unwrap_or(&t.name);
+            let fits = p.is_empty()
+                || tool
+                    .strip_prefix(p)
+                    .is_some_and(|rest| rest.starts_with('_'));
+            if fits {
+                let l = t.label();
+                label = Some(match label {
+                    None => l,
+                    Some(m) => Label::new(m.class.max(l.class), m.untrusted || l.untrusted),
+                });
+            }
+        }
+    }
+    label.unwrap_or(Label::new(DataClass::Public, false))
+}
+
+fn policy_effect(e: store::Effect) -> policy::Effect {
+    match e {
+        store::Effect::Allow => policy::Effect::Allow,
+        store::Effect::Ask => policy::Effect::Ask,
+        store::Effect::Deny => policy::Effect::Deny,
+    }
+}
+
+fn store_effect(e: control::Effect) -> store::Effect {
+    match e {
+        control::Effect::Allow => store::Effect::Allow,
+        control::Effect::Ask => store::Effect::Ask,
+        control::Effect::Deny => store::Effect::Deny,
+    }
+}
+
+fn wire_effect_of_store(e: store::Effect) -> control::Effect {
+    match e {
+        store::Effect::Allow => control::Effect::Allow,
+        store::Effect::Ask => control::Effect::Ask,
+        store::Effect::Deny => control::Effect::Deny,
+    }
+}
+
+fn wire_effect_of_policy(e: policy::Effect) -> control::Effect {
+    match e {
+        policy::Effect::Allow => control::Effect::Allow,
+        policy::Effect::Ask => control::Effect::Ask,
+        policy::Effect::Deny => control::Effect::Deny,
+    }
+}
+
+/// A stored run-time grant as policy takes it (the config's defaults where it has none).
+fn policy_grant(row: &GrantRow) -> Result<Grant, GateError> {
+    let pattern = |text: &str, field| {
+        Pattern::new(text).map_err(|source| GateError::BadGrant {
+            id: row.id,
+            field,
+            pattern: text.to_string(),
+            source,
+        })
+    };
+    let mut g = Grant::new(pattern(&row.tool, "tool")?, policy_effect(row.effect))
+        .sessions(pattern(&row.sessions, "sessions")?)
+        .max_class(row.max_class.unwrap_or(DataClass::Secret))
+        .if_untrusted(
+            row.if_untrusted
+                .map_or(policy::Effect::Allow, policy_effect),
+        );
+    if let Some(t) = row.expires {
+        g = g.expires(t);
+    }
+    Ok(g)
+}
+
+fn spec_of_policy(g: &Grant) -> GrantSpec {
+    GrantSpec {
+        tool: g.tool.as_str().to_string(),
+        sessions: g.sessions.as_str().to_string(),
+        effect: wire_effect_of_policy(g.effect),
+        max_class: g.max_class,
+        if_untrusted: wire_effect_of_policy(g.if_untrusted),
+        expires: g.expires,
+    }
+}
+
+fn spec_of_row(r: &GrantRow) -> GrantSpec {
+    GrantSpec {
+        tool: r.tool.clone(),
+        sessions: r.sessions.clone(),
+        effect: wire_effect_of_store(r.effect),
+        max_class: r.max_class.unwrap_or(DataClass::Secret),
+        if_untrusted: r
+            .if_untrusted
+            .map_or(control::Effect::Allow, wire_effect_of_store),
+        expires: r.expires,
+    }
+}
+
+fn session_info(r: SessionRow) -> SessionInfo {
+    SessionInfo {
+        id: r.session,
+        class: r.taint.class,
+        untrusted: r.taint.untrusted,
+        created: r.created,
+        updated: r.updated,
+    }
+}
+
+/// The control error code and sentence for a store refusal.
+fn store_error_code(e: StoreError) -> (ControlErrorCode, String) {
+    let code = match &e {
+        StoreError::ApprovalNotFound { .. } | StoreError::GrantNotFound { .. } => {
+            ControlErrorCode::NotFound
+        }
+        StoreError::ApprovalAlreadyDecided { .. }
+        | StoreError::ApprovalExpired { .. }
+        | StoreError::ApprovalNotApproved { .. }
+        | StoreError::ApprovalAlreadyUsed { .. }
+        | StoreError::GrantAlreadyRevoked { .. } => ControlErrorCode::Conflict,
+        _ => ControlErrorCode::Internal,
+    };
+    (code, e.to_string())
+}
+
+/// The longest pattern a run-time grant may carry.
+const PATTERN_MAX: usize = 256;
+
+fn is_tool_pattern_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'*' | b'?')
+}
+
+fn is_session_pattern_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':' | b'*' | b'?')
+}
+
+/// A run-time grant's pattern: not empty, not too long, only the bytes a name it could match
+/// may hold plus `*` and `?`.
+fn check_pattern(
+    text: &str,
+    field: &str,
+    ok: fn(u8) -> bool,
+) -> Result<(), (ControlErrorCode, String)> {
+    let bad = |why: String| {
+        Err((
+            ControlErrorCode::BadMessage,
+            format!("the grant's {field} pattern {text:?} {why}"),
+        ))
+    };
+    if let Err(e) = Pattern::new(text) {
+        return bad(format!("is refused: {e}"));
+    }
+    if text.len() > PATTERN_MAX {
+        return bad(format!("is longer than {PATTERN_MAX} bytes"));
+    }
+    if let Some(b) = text.bytes().find(|&b| !ok(b)) {
+        return bad(format!(
+            "holds {:?}, which no {field} name can hold (use letters, digits, `_`, `-`{}, and the globs `*` `?`)",
+            char::from(b),
+            if field == "sessions" {
+                ", `.`, `:`"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// The state directory the gate's sockets and files live in.
+pub fn state_dir(config: &Config) -> &Path {
+    &config.gate.state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        config::parse(text, "t.toml", Path::new("/tmp")).unwrap()
+    }
+
+    const TOOLS: &str = r#"
+[[tool]]
+name = "read_file"
+builtin = "read_file"
+class = "confidential"
+
+[[tool]]
+name = "fetch"
+mcp = ["f"]
+class = "public"
+untrusted = true
+
+[[tool]]
+name = "vault"
+mcp = ["v"]
+prefix = "sec"
+class = "secret"
+"#;
+
+    #[test]
+    fn floor_label_finds_builtin_exposed_and_prefixed_tools() {
+        let c = config(TOOLS);
+        assert_eq!(
+            floor_label(&c, "read_file"),
+            Label::new(DataClass::Confidential, false)
+        );
+        assert_eq!(
+            floor_label(&c, "fetch_get"),
+            Label::new(DataClass::Public, true)
+        );
+        assert_eq!(
+            floor_label(&c, "sec_open"),
+            Label::new(DataClass::Secret, false)
+        );
+        // `vault_open` is not how vault's tools are exposed; `fetchx` is not fetch's.
+        assert_eq!(floor_label(&c, "vault_open"), Label::default());
+        assert_eq!(floor_label(&c, "fetchx"), Label::default());
+    }
+
+    #[test]
+    fn floor_label_of_an_unprefixed_server_covers_every_name() {
+        let c = config(&format!(
+            "{TOOLS}\n[[tool]]\nname = \"loose\"\nmcp = [\"l\"]\nprefix = \"\"\nclass = \"internal\"\n"
+        ));
+        assert_eq!(
+            floor_label(&c, "anything"),
+            Label::new(DataClass::Internal, false)
+        );
+        // The highest of every server that could have exposed it.
+        assert_eq!(
+            floor_label(&c, "fetch_get"),
+            Label::new(DataClass::Internal, true)
+        );
+    }
+
+    #[test]
+    fn check_pattern_refuses_empty_long_and_foreign_bytes() {
+        assert!(check_pattern("fetch_*", "tool", is_tool_pattern_byte).is_ok());
+        assert!(check_pattern("review-?.x:1", "sessions", is_session_pattern_byte).is_ok());
+        assert!(check_pattern("", "tool", is_tool_pattern_byte).is_err());
+        assert!(check_pattern("a.b", "tool", is_tool_pattern_byte).is_err());
+        assert!(check_pattern(&"a".repeat(300), "tool", is_tool_pattern_byte).is_err());
+        assert!(check_pattern("é", "sessions", is_session_pattern_byte).is_err());
+    }
+
+    #[test]
+    fn ask_reason_is_untrusted_content_only_when_a_grant_would_allow_a_clean_session() {
+        let p = |s: &str| Pattern::new(s).unwrap();
+        let grants: Grants = [
+            Grant::new(p("sh"), policy::Effect::Allow).if_untrusted(policy::Effect::Ask),
+            Grant::new(p("run"), policy::Effect::Ask),
+        ]
+        .into_iter()
+        .collect();
+        let r = |tool: &str| ToolRequest {
+            session: SessionId::new("s").unwrap(),
+            call: proto::CallId(1),
+            tool: tool.into(),
+            arguments: "{}".into(),
+        };
+        let dirty = Taint::new(DataClass::Public, true);
+        assert_eq!(
+            ask_reason(&grants, &r("sh"), dirty, Timestamp(1)),
+            ApprovalReason::UntrustedContent
+        );
+        assert_eq!(
+            ask_reason(&grants, &r("run"), dirty, Timestamp(1)),
+            ApprovalReason::GrantAsk
+        );
+    }
+}

@@ -1,0 +1,47 @@
+//! The gate role (SPEC §1, §3.2, §3.3, §6): it decides every call, holds the calls that
+//! need a person, raises taint before it releases a result, and owns all state.
+//!
+//! **Owns**: the gate's durable state — sessions and their taint, approvals and their states,
+//! grants added at run time — in one SQLite database (`boxmaker.db`), and the tamper-evident
+//! audit log (`audit.log`), both in the state directory. The gate is the only process that
+//! opens either. It also owns the decision on the call path and the operator's control
+//! socket.
+//!
+//! **Must never**: lower a session's taint except through an operator's reset; return from a
+//! write before it is durable on disk (the gate releases nothing it has not committed);
+//! store the content of a tool result (only its size, hash and label); rewrite or reorder a
+//! record of the audit log once written; trust the audit log when reading it back; run a
+//! tool or open the network (it asks the runner, over [`link`]); depend on `runner`,
+//! `sandbox` or `front` (roles meet only through `proto` messages); answer a message its
+//! peer may not send (an allowlist monitor, in the OpenSSH sense).
+//!
+//! Modules, in reading order:
+//! - [`store`] — [`store::Store`]: the SQLite state. Every write is one committed
+//!   transaction (`raise_taint`, `raise_taints`, `reset_session`, `create_approval`,
+//!   `decide`, `expire_due`, `withdraw`, `mark_used`, `add_grant`, `revoke_grant`).
+//! - [`audit`] — [`audit::AuditLog`]: the hash-chained JSON-lines log (`append`,
+//!   `append_batch`), the typed [`audit::Event`]s, and the readers [`audit::verify`] and
+//!   [`audit::tail`]. The module docs define the canonical form the hash covers.
+//! - [`link`] — [`link::ToolRunner`], what the gate asks of a runner;
+//!   [`link::RunnerLink`], which asks it over a frame stream and fails every call (never
+//!   hangs) when the runner dies or misbehaves; and [`link::RunnerHandle`], whose link the
+//!   supervisor replaces when it restarts the runner.
+//! - [`gate`] — [`gate::Gate`]: the request loop of SPEC §3.3 (decide, hold for approval,
+//!   re-check on approval, run, commit the taint, audit, answer), approval expiry, and the
+//!   handler of the operator's control requests.
+//! - [`serve`] — the connection loops over any stream ([`serve::serve_agent`],
+//!   [`serve::serve_control`]), and the `0600` sockets in the state directory.
+//!
+//! A gate opens both stores at start: `Gate::open(config, runner)` (or `Store::open(dir)`
+//! and `AuditLog::open(dir)` then `Gate::new`; log the returned `Repaired` notice if there
+//! is one).
+#![forbid(unsafe_code)]
+
+pub mod audit;
+pub mod gate;
+pub mod link;
+pub mod serve;
+pub mod store;
+
+pub use gate::{Gate, GateError};
+pub use link::{RunnerHandle, RunnerLink, ToolRunner};

@@ -1,0 +1,499 @@
+//! The gate's connection loops and sockets: the agent side ([`serve_agent`], the front's
+//! `tool_request`s) and the operator side ([`serve_control`], `proto::control`).
+//!
+//! Both are allowlists (the OpenSSH monitor's rule): each answers only what its peer may
+//! send. On the agent socket that is a `tool_request` with `final: true` and an id not
+//! already in flight on the connection; on the control socket, a `ControlRequest`. Anything
+//! else — a bad frame, another version, a message the peer may not send — gets one `error`
+//! (id 0 when the id is unknown), and that connection is closed; every other connection is
+//! served on.
+//!
+//! On the agent socket each call runs on its own thread, at most [`MAX_IN_FLIGHT`] per
+//! connection (past that the loop stops reading: back-pressure, not threads), so a call held
+//! for approval never blocks another. A call answers with its request's id: zero or more
+//! `pending_approval` (`final: false`), then exactly one final answer. When the agent goes
+//! away, the approvals its held calls wait on are withdrawn.
+//!
+//! Sockets ([`bind_agent_socket`], [`bind_control_socket`]) are created `0600` in the state
+//! directory (`0700`), bound in a private directory first and moved into place, so there is
+//! no instant at which they are reachable with a wider mode. The gate never opens the
+//! network.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, DirBuilder};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use proto::control::{ControlErrorCode, ControlReply, read_control_request, write_control_reply};
+use proto::{Envelope, ErrorCode, FrameError, Message, ToolResponse, read_frame, write_frame};
+
+use crate::gate::Gate;
+
+/// The most calls one agent connection has in flight at once.
+pub const MAX_IN_FLIGHT: usize = 256;
+
+/// The agent socket's file name in the state directory.
+pub const AGENT_SOCKET: &str = "agent.sock";
+
+/// The control socket's file name in the state directory.
+pub const CONTROL_SOCKET: &str = "control.sock";
+
+/// Why a connection loop stopped other than by the peer closing cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("the peer sent a bad frame: {0}")]
+    BadFrame(#[source] FrameError),
+    #[error("the peer sent a message it may not send: {0}")]
+    BadMessage(String),
+    #[error("the connection failed: {0}")]
+    Io(#[source] FrameError),
+    #[error("could not write to the peer: {0}")]
+    Write(#[source] FrameError),
+    #[error("could not duplicate the connection's socket: {0}")]
+    Clone(#[source] io::Error),
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The agent side
+
+/// Counts calls in flight; `acquire` waits while the limit is reached.
+#[derive(Debug, Default)]
+struct Slots {
+    busy: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Slots {
+    fn acquire(&self, limit: usize) {
+        let mut busy = lock(&self.busy);
+        while *busy >= limit {
+            busy = self
+                .freed
+                .wait(busy)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *busy += 1;
+    }
+
+    fn release(&self) {
+        let mut busy = lock(&self.busy);
+        *busy = busy.saturating_sub(1);
+        self.freed.notify_all();
+    }
+
+    fn wait_idle(&self) {
+        let mut busy = lock(&self.busy);
+        while *busy > 0 {
+            busy = self
+                .freed
+                .wait(busy)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct ConnState {
+    /// The agent went away or misbehaved: approvals asked from now on are withdrawn at once.
+    closed: bool,
+    /// Envelope ids in flight.
+    ids: HashSet<u64>,
+    /// Held calls: envelope id → approval id.
+    held: HashMap<u64, String>,
+}
+
+/// One agent connection's shared half.
+struct Conn<W> {
+    /// `None` once the connection is closed by us.
+    out: Mutex<Option<W>>,
+    state: Mutex<ConnState>,
+    slots: Slots,
+}
+
+impl<W: Write> Conn<W> {
+    /// Writes one envelope; a write to a closed connection is dropped (the read side sees
+    /// the peer go).
+    fn send(&self, env: &Envelope) {
+        let mut out = lock(&self.out);
+        let Some(w) = out.as_mut() else {
+            return;
+        };
+        if let Err(FrameError::TooLarge(n)) = write_frame(w, env) {
+            let failed = ToolResponse::Failed {
+                message: format!(
+                    "the answer is {n} bytes encoded, over the frame limit of {}",
+                    proto::MAX_FRAME
+                ),
+            };
+            let _ = write_frame(w, &Envelope::response(env.id, failed));
+        }
+    }
+
+    fn close(&self) {
+        lock(&self.out).take();
+    }
+}
+
+/// Serves one agent connection (the front's, or `boxmaker call`'s) until the peer closes it
+/// or misbehaves.
+///
+/// On a clean close the approvals of held calls are withdrawn and the loop waits for the
+/// calls still running (their answers go nowhere, but their taint is committed), then
+/// returns `Ok`. On a bad frame or message it answers `error`, closes the writing side at
+/// once (`writer` is dropped), withdraws held approvals, and returns the reason without
+/// waiting: calls already running finish in the background.
+pub fn serve_agent<R, W>(gate: Arc<Gate>, mut reader: R, writer: W) -> Result<(), ServeError>
+where
+    R: Read,
+    W: Write + Send + 'static,
+{
+    let conn = Arc::new(Conn {
+        out: Mutex::new(Some(writer)),
+        state: Mutex::new(ConnState::default()),
+        slots: Slots::default(),
+    });
+    let result = loop {
+        let env = match read_frame(&mut reader) {
+            Ok(env) => env,
+            Err(FrameError::Closed) => break Ok(()),
+            Err(e) => match e.wire_code() {
+                Some(code) => {
+                    conn.send(&Envelope::error(0, code, e.to_string()));
+                    break Err(ServeError::BadFrame(e));
+                }
+                None => break Err(ServeError::Io(e)),
+            },
+        };
+        let refuse = |why: String| {
+            conn.send(&Envelope::error(env.id, ErrorCode::BadMessage, why.clone()));
+            ServeError::BadMessage(why)
+        };
+        let req = match env.msg {
+            Message::ToolRequest(req) if env.r#final => req,
+            Message::ToolRequest(_) => {
+                break Err(refuse(
+                    "a tool_request must be sent with final: true".into(),
+                ));
+            }
+            Message::ToolResponse(_) => {
+                break Err(refuse(
+                    "an agent may send only tool_request, not tool_response".into(),
+                ));
+            }
+            Message::Error(_) => {
+                break Err(refuse(
+                    "an agent may send only tool_request, not error".into(),
+                ));
+            }
+        };
+        if !lock(&conn.state).ids.insert(env.id) {
+            break Err(refuse(format!(
+                "request id {} is already in flight on this connection",
+                env.id
+            )));
+        }
+        conn.slots.acquire(MAX_IN_FLIGHT);
+        let (gate2, conn2, id) = (Arc::clone(&gate), Arc::clone(&conn), env.id);
+        let spawned = std::thread::Builder::new()
+            .name(format!("gate-call-{id}"))
+            .spawn(move || run_call(&gate2, &conn2, id, req));
+        if let Err(e) = spawned {
+            lock(&conn.state).ids.remove(&id);
+            conn.slots.release();
+            conn.send(&Envelope::error(
+                id,
+                ErrorCode::Internal,
+                format!("the gate could not start a thread for the call: {e}"),
+            ));
+        }
+    };
+    let held: Vec<String> = {
+        let mut st = lock(&conn.state);
+        st.closed = true;
+        st.held.drain().map(|(_, approval)| approval).collect()
+    };
+    if result.is_err() {
+        conn.close();
+    }
+    for approval in held {
+        // Already decided or expired: nothing to withdraw.
+        let _ = gate.withdraw(&approval);
+    }
+    if result.is_ok() {
+        conn.slots.wait_idle();
+    }
+    result
+}
+
+fn run_call<W: Write>(gate: &Gate, conn: &Conn<W>, id: u64, req: proto::ToolRequest) {
+    let mut progress = |resp: ToolResponse| {
+        if let ToolResponse::PendingApproval { approval, .. } = &resp {
+            let mut st = lock(&conn.state);
+            if st.closed {
+                drop(st);
+                let _ = gate.withdraw(approval);
+                return;
+            }
+            st.held.insert(id, approval.clone());
+        }
+        conn.send(&Envelope::response(id, resp));
+    };
+    let resp = gate.call(req, &mut progress);
+    {
+        let mut st = lock(&conn.state);
+        st.held.remove(&id);
+        st.ids.remove(&id);
+    }
+    conn.send(&Envelope::response(id, resp));
+    conn.slots.release();
+}
+
+/// [`serve_agent`] over a Unix stream (the connection and its `try_clone`).
+pub fn serve_agent_stream(gate: Arc<Gate>, stream: UnixStream) -> Result<(), ServeError> {
+    let reader = stream.try_clone().map_err(ServeError::Clone)?;
+    serve_agent(gate, reader, stream)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The control side
+
+/// The control error code for a frame that could not be read, or `None` where the
+/// connection simply ended. A well-formed JSON text of the wrong shape (a reply where a
+/// request belongs, an unknown op, a missing field) is `bad_message`.
+fn control_code(e: &FrameError) -> Option<ControlErrorCode> {
+    match e {
+        FrameError::Json(j) if j.classify() == serde_json::error::Category::Data => {
+            Some(ControlErrorCode::BadMessage)
+        }
+        FrameError::BadVersion(_) => Some(ControlErrorCode::BadVersion),
+        FrameError::Empty | FrameError::TooLarge(_) | FrameError::Json(_) => {
+            Some(ControlErrorCode::BadFrame)
+        }
+        FrameError::Closed | FrameError::Io(_) => None,
+    }
+}
+
+/// Serves one operator connection: each `ControlRequest` gets one `ControlReply` with its
+/// id, in order. A bad frame gets an `error` reply (id 0) and the connection is closed.
+pub fn serve_control<R: Read, W: Write>(
+    gate: Arc<Gate>,
+    mut reader: R,
+    mut writer: W,
+) -> Result<(), ServeError> {
+    loop {
+        let req = match read_control_request(&mut reader) {
+            Ok(req) => req,
+            Err(FrameError::Closed) => return Ok(()),
+            Err(e) => {
+                return match control_code(&e) {
+                    Some(code) => {
+                        let _ = write_control_reply(
+                            &mut writer,
+                            &ControlReply::error(0, code, e.to_string()),
+                        );
+                        Err(ServeError::BadFrame(e))
+                    }
+                    None => Err(ServeError::Io(e)),
+                };
+            }
+        };
+        let reply = ControlReply::new(req.id, gate.control(req.op));
+        match write_control_reply(&mut writer, &reply) {
+            Ok(()) => {}
+            Err(FrameError::TooLarge(n)) => {
+                let too_large = ControlReply::error(
+                    req.id,
+                    ControlErrorCode::Internal,
+                    format!("the reply is {n} bytes, over the frame limit; ask for less"),
+                );
+                write_control_reply(&mut writer, &too_large).map_err(ServeError::Write)?;
+            }
+            Err(e) => return Err(ServeError::Write(e)),
+        }
+    }
+}
+
+/// [`serve_control`] over a Unix stream.
+pub fn serve_control_stream(gate: Arc<Gate>, stream: UnixStream) -> Result<(), ServeError> {
+    let reader = stream.try_clone().map_err(ServeError::Clone)?;
+    serve_control(gate, reader, stream)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sockets
+
+/// Why a socket could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    #[error("could not create the state directory {path}: {source}")]
+    CreateDir { path: PathBuf, source: io::Error },
+    #[error("could not look at {path}: {source}")]
+    Stat { path: PathBuf, source: io::Error },
+    #[error(
+        "{path} exists and is not a socket; the gate will not replace it (move it away if \
+         it is yours)"
+    )]
+    NotASocket { path: PathBuf },
+    #[error("another gate is already serving on {path}; stop it first")]
+    InUse { path: PathBuf },
+    #[error("could not remove the stale socket {path}: {source}")]
+    RemoveStale { path: PathBuf, source: io::Error },
+    #[error("could not bind the socket {path}: {source}")]
+    Bind { path: PathBuf, source: io::Error },
+    #[error("could not make the socket {path} private (mode 0600): {source}")]
+    Chmod { path: PathBuf, source: io::Error },
+    #[error("could not move the socket into place at {path}: {source}")]
+    Rename { path: PathBuf, source: io::Error },
+}
+
+/// Binds `agent.sock` in the state directory (mode `0600`).
+pub fn bind_agent_socket(state_dir: &Path) -> Result<UnixListener, SocketError> {
+    bind_private(state_dir, AGENT_SOCKET)
+}
+
+/// Binds `control.sock` in the state directory (mode `0600`): only the gate's user may
+/// connect. The front and the boxes never get this path.
+pub fn bind_control_socket(state_dir: &Path) -> Result<UnixListener, SocketError> {
+    bind_private(state_dir, CONTROL_SOCKET)
+}
+
+/// Binds `state_dir/name` with mode `0600`: refuses a path that exists and is not a socket,
+/// or a socket another process still serves; removes a stale one. The socket is bound in a
+/// fresh `0700` directory, made `0600`, then renamed into place.
+fn bind_private(state_dir: &Path, name: &str) -> Result<UnixListener, SocketError> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(state_dir)
+        .map_err(|source| SocketError::CreateDir {
+            path: state_dir.to_path_buf(),
+            source,
+        })?;
+    let path = state_dir.join(name);
+    match fs::symlink_metadata(&path) {
+        Ok(md) if md.file_type().is_socket() => {
+            if UnixStream::connect(&path).is_ok() {
+                return Err(SocketError::InUse { path });
+            }
+            fs::remove_file(&path).map_err(|source| SocketError::RemoveStale {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(_) => return Err(SocketError::NotASocket { path }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(source) => return Err(SocketError::Stat { path, source }),
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp_dir = state_dir.join(format!(".{name}.{}.{nanos}", std::process::id()));
+    DirBuilder::new()
+        .mode(0o700)
+        .create(&tmp_dir)
+        .map_err(|source| SocketError::CreateDir {
+            path: tmp_dir.clone(),
+            source,
+        })?;
+    let tmp = tmp_dir.join(name);
+    let bound = (|| {
+        let listener = UnixListener::bind(&tmp).map_err(|source| SocketError::Bind {
+            path: path.clone(),
+            source,
+        })?;
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600)).map_err(|source| {
+            SocketError::Chmod {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        fs::rename(&tmp, &path).map_err(|source| SocketError::Rename {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(listener)
+    })();
+    let _ = fs::remove_file(&tmp);
+    let _ = fs::remove_dir(&tmp_dir);
+    bound
+}
+
+/// Accepts connections forever, each on its own thread running `handler`. Transient
+/// failures (an interrupted accept, a peer that left, no file descriptors for a moment) are
+/// retried; it returns only on an error that will not pass.
+pub fn accept_loop<F>(listener: UnixListener, handler: F) -> io::Error
+where
+    F: Fn(UnixStream) + Send + Sync + 'static,
+{
+    let handler = Arc::new(handler);
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let h = Arc::clone(&handler);
+                if std::thread::Builder::new()
+                    .name("gate-conn".into())
+                    .spawn(move || h(stream))
+                    .is_err()
+                {
+                    // The stream was dropped (closed); slow down and keep serving.
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+            Err(e) => match (e.kind(), e.raw_os_error()) {
+                (io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted, _) => {}
+                // EMFILE, ENFILE, ENOBUFS, ENOMEM: wait for resources.
+                (_, Some(24 | 23 | 105 | 12)) => std::thread::sleep(Duration::from_millis(100)),
+                _ => return e,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_code_tells_a_wrong_shape_from_bad_bytes() {
+        let data =
+            serde_json::from_str::<proto::control::ControlRequest>(r#"{"v":1}"#).unwrap_err();
+        let syntax = serde_json::from_str::<proto::control::ControlRequest>("{").unwrap_err();
+        assert_eq!(
+            control_code(&FrameError::Json(data)),
+            Some(ControlErrorCode::BadMessage)
+        );
+        assert_eq!(
+            control_code(&FrameError::Json(syntax)),
+            Some(ControlErrorCode::BadFrame)
+        );
+        assert_eq!(
+            control_code(&FrameError::BadVersion(2)),
+            Some(ControlErrorCode::BadVersion)
+        );
+        assert_eq!(control_code(&FrameError::Closed), None);
+    }
+
+    #[test]
+    fn slots_block_at_the_limit_until_released() {
+        let slots = Arc::new(Slots::default());
+        slots.acquire(1);
+        let s2 = Arc::clone(&slots);
+        let waiter = std::thread::spawn(move || {
+            s2.acquire(1);
+            s2.release();
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "a second acquire waits at the limit");
+        slots.release();
+        waiter.join().unwrap();
+        slots.wait_idle();
+    }
+}

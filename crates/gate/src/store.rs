@@ -1,0 +1,1273 @@
+//! The gate's durable state: one SQLite database, `boxmaker.db`, in the state directory
+//! (SPEC §6).
+//!
+//! It holds three things:
+//! - **sessions** and their taint (SPEC §3.2). Taint only rises ([`Store::raise_taint`]);
+//!   only an operator's [`Store::reset_session`] lowers it.
+//! - **approvals** and their states (SPEC §3.3 step 6): `pending` → `approved` | `refused` |
+//!   `expired` | `withdrawn`, and an approved one is consumed once ([`Store::mark_used`]),
+//!   like a one-shot permission in OpenSSH's monitor.
+//! - **grants added at run time**, kept after revocation with the time they were revoked.
+//!
+//! # Durability
+//! The database runs in WAL mode with `synchronous=FULL`: a transaction is on disk when its
+//! `COMMIT` returns. Every write method here is exactly one `BEGIN IMMEDIATE … COMMIT`
+//! transaction, so when it returns `Ok` the change survives a crash or a `kill -9` at any
+//! later instant, and when it returns `Err` nothing of it was written. `BEGIN IMMEDIATE`
+//! takes the write lock before reading, so two handles on the same file (two threads, or a
+//! restarted gate beside a dying one) never lose each other's updates; a handle that finds
+//! the lock taken waits up to [`BUSY_TIMEOUT`].
+//!
+//! # Schema
+//! The schema version is SQLite's `PRAGMA user_version`. [`MIGRATIONS`] is an ordered list;
+//! migration `i` (from 0) brings the database to version `i + 1`, in one transaction with the
+//! version bump. A database whose version is newer than this build knows is refused
+//! ([`StoreError::TooNew`]) rather than guessed at.
+//!
+//! # Numbers
+//! SQLite integers are `i64`. Timestamps above `i64::MAX` seconds (which
+//! `Timestamp::plus` can produce by saturating) are stored as `i64::MAX`, which is still
+//! "never" for any clock this program will see. Call ids keep all 64 bits (stored as the
+//! `i64` with the same bits).
+
+use std::fmt;
+use std::fs::{DirBuilder, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use proto::{CallId, DataClass, SessionId, Timestamp};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+
+/// The database's file name inside the state directory.
+pub const DB_FILE: &str = "boxmaker.db";
+
+/// How long a write waits for another handle's transaction before it fails.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The schema, one migration per version. Never edit a released entry: add one.
+pub const MIGRATIONS: &[&str] = &[
+    // v1
+    "CREATE TABLE sessions (
+        id        TEXT PRIMARY KEY,
+        class     TEXT NOT NULL CHECK (class IN ('public','internal','confidential','secret')),
+        untrusted INTEGER NOT NULL CHECK (untrusted IN (0, 1)),
+        created   INTEGER NOT NULL,
+        updated   INTEGER NOT NULL,
+        results   INTEGER NOT NULL DEFAULT 0,
+        resets    INTEGER NOT NULL DEFAULT 0
+    ) STRICT;
+    CREATE TABLE approvals (
+        id        TEXT PRIMARY KEY,
+        session   TEXT NOT NULL,
+        call      INTEGER NOT NULL,
+        tool      TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        reason    TEXT NOT NULL CHECK (reason IN ('grant_ask','untrusted_content')),
+        state     TEXT NOT NULL
+                  CHECK (state IN ('pending','approved','refused','expired','withdrawn')),
+        created   INTEGER NOT NULL,
+        expires   INTEGER NOT NULL,
+        decided   INTEGER,
+        note      TEXT,
+        used      INTEGER
+    ) STRICT;
+    CREATE INDEX approvals_by_state ON approvals (state, expires);
+    CREATE TABLE grants (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        tool         TEXT NOT NULL,
+        sessions     TEXT NOT NULL,
+        effect       TEXT NOT NULL CHECK (effect IN ('allow','ask','deny')),
+        max_class    TEXT CHECK (max_class IN ('public','internal','confidential','secret')),
+        if_untrusted TEXT CHECK (if_untrusted IN ('allow','ask','deny')),
+        expires      INTEGER,
+        added        INTEGER NOT NULL,
+        revoked      INTEGER
+    ) STRICT;",
+];
+
+/// What can go wrong in the state store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("could not create the state directory {path}: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "could not create the state database {path} (check the directory's owner and mode): {source}"
+    )]
+    CreateFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not open the state database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("could not set `PRAGMA {pragma}` on the state database: {source}")]
+    Pragma {
+        pragma: &'static str,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "the state database could not be put in WAL mode (it reports journal mode {mode:?}); \
+         is the state directory on a file system that supports shared memory?"
+    )]
+    NotWal { mode: String },
+    #[error(
+        "the state database {path} has schema version {found}, newer than the {supported} \
+         this boxmaker knows: it was written by a newer boxmaker; run that version, or point \
+         `gate.state` at another directory"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: usize,
+    },
+    #[error("could not migrate the state database to schema version {version}: {source}")]
+    Migrate {
+        version: usize,
+        source: rusqlite::Error,
+    },
+    #[error("could not {op} in the state database: {source}")]
+    Sql {
+        op: &'static str,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "the state database holds a value this boxmaker cannot read ({what}); \
+         was it edited by hand?"
+    )]
+    Corrupt { what: String },
+    #[error("could not read the operating system's random number generator: {0}")]
+    Random(String),
+    #[error("there is no approval {id}")]
+    ApprovalNotFound { id: String },
+    #[error("approval {id} was already {state}; only a pending approval can change")]
+    ApprovalAlreadyDecided { id: String, state: ApprovalState },
+    #[error(
+        "approval {id} expired at {expires} (now {now}); the call will be denied approval_expired"
+    )]
+    ApprovalExpired {
+        id: String,
+        expires: Timestamp,
+        now: Timestamp,
+    },
+    #[error("approval {id} is {state}, not approved: it cannot be used")]
+    ApprovalNotApproved { id: String, state: ApprovalState },
+    #[error("approval {id} was already used at {used}: an approval lets one call run, once")]
+    ApprovalAlreadyUsed { id: String, used: Timestamp },
+    #[error("there is no run-time grant {id}")]
+    GrantNotFound { id: i64 },
+    #[error("run-time grant {id} was already revoked at {revoked}")]
+    GrantAlreadyRevoked { id: i64, revoked: Timestamp },
+}
+
+fn sql(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
+    move |source| StoreError::Sql { op, source }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row types
+
+/// A session's taint as stored: the highest class it has been shown, and whether it has seen
+/// untrusted content (SPEC §3.2). The lead converts it to and from `policy::Taint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct StoredTaint {
+    pub class: DataClass,
+    pub untrusted: bool,
+}
+
+impl StoredTaint {
+    /// The taint every session starts with: `(public, false)`.
+    pub const START: StoredTaint = StoredTaint {
+        class: DataClass::Public,
+        untrusted: false,
+    };
+
+    /// This taint raised by a label: the higher class, and untrusted if either is.
+    pub fn raised(self, class: DataClass, untrusted: bool) -> StoredTaint {
+        StoredTaint {
+            class: self.class.max(class),
+            untrusted: self.untrusted || untrusted,
+        }
+    }
+}
+
+/// One raise of [`Store::raise_taints`]: a session and the label of what it was shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaintRaise {
+    pub session: SessionId,
+    pub class: DataClass,
+    pub untrusted: bool,
+}
+
+/// One session as `boxmaker sessions` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    pub session: SessionId,
+    pub taint: StoredTaint,
+    /// When the gate first recorded the session.
+    pub created: Timestamp,
+    /// When its taint was last raised or reset.
+    pub updated: Timestamp,
+    /// How many results (and failures) raised its taint since it was created.
+    pub results: u64,
+    /// How many times an operator reset it.
+    pub resets: u64,
+}
+
+/// Why a call needs a person's approval (SPEC §3.3 step 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalReason {
+    /// The admitting grant's effect is `ask`.
+    GrantAsk,
+    /// The grant is `allow`, but the session has seen untrusted content and the grant says
+    /// `if_untrusted = "ask"`.
+    UntrustedContent,
+}
+
+/// Where an approval is in its life. `Pending` is the only state that changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    Pending,
+    Approved,
+    Refused,
+    Expired,
+    /// The client that made the call went away before anyone decided.
+    Withdrawn,
+}
+
+/// Which approvals [`Store::approvals`] lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalFilter {
+    Pending,
+    All,
+}
+
+/// A person's answer to an approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    /// Refuse, with an optional sentence for the audit log and the operator's listing.
+    Refuse {
+        reason: Option<String>,
+    },
+}
+
+/// A run-time grant's effect, or its `if_untrusted` effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    Allow,
+    Ask,
+    Deny,
+}
+
+macro_rules! names {
+    ($ty:ident, $what:literal, { $($var:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            /// The snake_case name, as stored and as audited.
+            pub fn as_str(self) -> &'static str {
+                match self { $($ty::$var => $name),+ }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl FromStr for $ty {
+            type Err = StoreError;
+            fn from_str(s: &str) -> Result<Self, StoreError> {
+                match s {
+                    $($name => Ok($ty::$var),)+
+                    other => Err(StoreError::Corrupt { what: format!(concat!($what, " {:?}"), other) }),
+                }
+            }
+        }
+    };
+}
+
+names!(ApprovalReason, "approval reason", {
+    GrantAsk => "grant_ask",
+    UntrustedContent => "untrusted_content",
+});
+names!(ApprovalState, "approval state", {
+    Pending => "pending",
+    Approved => "approved",
+    Refused => "refused",
+    Expired => "expired",
+    Withdrawn => "withdrawn",
+});
+names!(Effect, "grant effect", {
+    Allow => "allow",
+    Ask => "ask",
+    Deny => "deny",
+});
+
+/// What the gate records when a call needs approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewApproval {
+    pub session: SessionId,
+    pub call: CallId,
+    pub tool: String,
+    /// The arguments exactly as the request carried them: the person sees this text.
+    pub arguments: String,
+    pub reason: ApprovalReason,
+    pub created: Timestamp,
+    pub expires: Timestamp,
+}
+
+/// An approval as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRow {
+    /// `ap-` and 16 lower-case hex digits from the OS's random number generator.
+    pub id: String,
+    pub session: SessionId,
+    pub call: CallId,
+    pub tool: String,
+    pub arguments: String,
+    pub reason: ApprovalReason,
+    pub state: ApprovalState,
+    pub created: Timestamp,
+    pub expires: Timestamp,
+    /// When it left `pending` (decided, expired or withdrawn).
+    pub decided: Option<Timestamp>,
+    /// The refuser's reason, if one was given.
+    pub note: Option<String>,
+    /// When the gate consumed it to run the call ([`Store::mark_used`]).
+    pub used: Option<Timestamp>,
+}
+
+/// A grant added at run time, before it has an id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewGrant {
+    /// Exact tool name or glob, as in the config.
+    pub tool: String,
+    /// Glob over session ids.
+    pub sessions: String,
+    pub effect: Effect,
+    /// `None` is the config's default (`secret`).
+    pub max_class: Option<DataClass>,
+    /// `None` is the config's default.
+    pub if_untrusted: Option<Effect>,
+    pub expires: Option<Timestamp>,
+    pub added: Timestamp,
+}
+
+/// A run-time grant as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantRow {
+    pub id: i64,
+    pub tool: String,
+    pub sessions: String,
+    pub effect: Effect,
+    pub max_class: Option<DataClass>,
+    pub if_untrusted: Option<Effect>,
+    pub expires: Option<Timestamp>,
+    pub added: Timestamp,
+    pub revoked: Option<Timestamp>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions between our types and SQLite's
+
+fn ts_to_sql(t: Timestamp) -> i64 {
+    i64::try_from(t.0).unwrap_or(i64::MAX)
+}
+
+fn ts_from_sql(v: i64) -> Result<Timestamp, StoreError> {
+    u64::try_from(v)
+        .map(Timestamp)
+        .map_err(|_| StoreError::Corrupt {
+            what: format!("negative time {v}"),
+        })
+}
+
+fn opt_ts_from_sql(v: Option<i64>) -> Result<Option<Timestamp>, StoreError> {
+    v.map(ts_from_sql).transpose()
+}
+
+fn call_to_sql(c: CallId) -> i64 {
+    i64::from_ne_bytes(c.0.to_ne_bytes())
+}
+
+fn call_from_sql(v: i64) -> CallId {
+    CallId(u64::from_ne_bytes(v.to_ne_bytes()))
+}
+
+fn count_from_sql(v: i64) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|_| StoreError::Corrupt {
+        what: format!("negative count {v}"),
+    })
+}
+
+fn session_from_sql(s: String) -> Result<SessionId, StoreError> {
+    SessionId::new(s).map_err(|e| StoreError::Corrupt {
+        what: format!("session id: {e}"),
+    })
+}
+
+fn class_from_sql(s: &str) -> Result<DataClass, StoreError> {
+    s.parse().map_err(|e| StoreError::Corrupt {
+        what: format!("data class: {e}"),
+    })
+}
+
+/// A fresh approval id: `ap-` and 16 hex digits (64 bits) from the OS's generator.
+fn new_approval_id() -> Result<String, StoreError> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|e| StoreError::Random(e.to_string()))?;
+    let mut id = String::with_capacity(19);
+    id.push_str("ap-");
+    for b in bytes {
+        id.push_str(&format!("{b:02x}"));
+    }
+    Ok(id)
+}
+
+/// Whether `s` has the form of an approval id (`ap-` and 16 lower-case hex digits). The CLI
+/// can use it to reject a mistyped id before asking the gate.
+pub fn is_approval_id(s: &str) -> bool {
+    s.strip_prefix("ap-").is_some_and(|hex| {
+        hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+// Raw rows: read every column as SQLite gives it, convert outside rusqlite's closure so our
+// own errors keep their type.
+
+struct RawSession(String, String, i64, i64, i64, i64, i64);
+
+const SESSION_COLS: &str = "id, class, untrusted, created, updated, results, resets";
+
+fn raw_session(r: &Row<'_>) -> rusqlite::Result<RawSession> {
+    Ok(RawSession(
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
+impl RawSession {
+    fn convert(self) -> Result<SessionRow, StoreError> {
+        Ok(SessionRow {
+            session: session_from_sql(self.0)?,
+            taint: StoredTaint {
+                class: class_from_sql(&self.1)?,
+                untrusted: self.2 != 0,
+            },
+            created: ts_from_sql(self.3)?,
+            updated: ts_from_sql(self.4)?,
+            results: count_from_sql(self.5)?,
+            resets: count_from_sql(self.6)?,
+        })
+    }
+}
+
+const APPROVAL_COLS: &str =
+    "id, session, call, tool, arguments, reason, state, created, expires, decided, note, used";
+
+struct RawApproval {
+    id: String,
+    session: String,
+    call: i64,
+    tool: String,
+    arguments: String,
+    reason: String,
+    state: String,
+    created: i64,
+    expires: i64,
+    decided: Option<i64>,
+    note: Option<String>,
+    used: Option<i64>,
+}
+
+fn raw_approval(r: &Row<'_>) -> rusqlite::Result<RawApproval> {
+    Ok(RawApproval {
+        id: r.get(0)?,
+        session: r.get(1)?,
+        call: r.get(2)?,
+        tool: r.get(3)?,
+        arguments: r.get(4)?,
+        reason: r.get(5)?,
+        state: r.get(6)?,
+        created: r.get(7)?,
+        expires: r.get(8)?,
+        decided: r.get(9)?,
+        note: r.get(10)?,
+        used: r.get(11)?,
+    })
+}
+
+impl RawApproval {
+    fn convert(self) -> Result<ApprovalRow, StoreError> {
+        Ok(ApprovalRow {
+            id: self.id,
+            session: session_from_sql(self.session)?,
+            call: call_from_sql(self.call),
+            tool: self.tool,
+            arguments: self.arguments,
+            reason: self.reason.parse()?,
+            state: self.state.parse()?,
+            created: ts_from_sql(self.created)?,
+            expires: ts_from_sql(self.expires)?,
+            decided: opt_ts_from_sql(self.decided)?,
+            note: self.note,
+            used: opt_ts_from_sql(self.used)?,
+        })
+    }
+}
+
+const GRANT_COLS: &str =
+    "id, tool, sessions, effect, max_class, if_untrusted, expires, added, revoked";
+
+struct RawGrant {
+    id: i64,
+    tool: String,
+    sessions: String,
+    effect: String,
+    max_class: Option<String>,
+    if_untrusted: Option<String>,
+    expires: Option<i64>,
+    added: i64,
+    revoked: Option<i64>,
+}
+
+fn raw_grant(r: &Row<'_>) -> rusqlite::Result<RawGrant> {
+    Ok(RawGrant {
+        id: r.get(0)?,
+        tool: r.get(1)?,
+        sessions: r.get(2)?,
+        effect: r.get(3)?,
+        max_class: r.get(4)?,
+        if_untrusted: r.get(5)?,
+        expires: r.get(6)?,
+        added: r.get(7)?,
+        revoked: r.get(8)?,
+    })
+}
+
+impl RawGrant {
+    fn convert(self) -> Result<GrantRow, StoreError> {
+        Ok(GrantRow {
+            id: self.id,
+            tool: self.tool,
+            sessions: self.sessions,
+            effect: self.effect.parse()?,
+            max_class: self.max_class.as_deref().map(class_from_sql).transpose()?,
+            if_untrusted: self.if_untrusted.as_deref().map(str::parse).transpose()?,
+            expires: opt_ts_from_sql(self.expires)?,
+            added: ts_from_sql(self.added)?,
+            revoked: opt_ts_from_sql(self.revoked)?,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The store
+
+/// A handle on the state database. Reads take `&self`; every write takes `&mut self` and is
+/// one committed transaction. Several handles (threads or processes) may share one file.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) `boxmaker.db` in `state_dir`.
+    ///
+    /// Creates `state_dir` with mode `0700` if it is missing (an existing directory's mode is
+    /// left alone), and the database file with mode `0600` (SQLite gives its `-wal` and `-shm`
+    /// files the same mode). Sets WAL, `synchronous=FULL`, `foreign_keys=ON` and a busy
+    /// timeout, then brings the schema up to date or refuses a newer one.
+    pub fn open(state_dir: &Path) -> Result<Store, StoreError> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(state_dir)
+            .map_err(|source| StoreError::CreateDir {
+                path: state_dir.to_path_buf(),
+                source,
+            })?;
+        let path = state_dir.join(DB_FILE);
+        // Create the file ourselves so it is 0600 from its first instant.
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|source| StoreError::CreateFile {
+                path: path.clone(),
+                source,
+            })?;
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|source| StoreError::Pragma {
+                pragma: "busy_timeout",
+                source,
+            })?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|source| StoreError::Pragma {
+                pragma: "journal_mode",
+                source,
+            })?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::NotWal { mode });
+        }
+        for (pragma, value) in [("synchronous", "FULL"), ("foreign_keys", "ON")] {
+            conn.pragma_update(None, pragma, value)
+                .map_err(|source| StoreError::Pragma { pragma, source })?;
+        }
+        let mut store = Store { conn, path };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The database file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open database.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql("read the schema version"))
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        // Check the version before taking the write lock, so a read-only look at a newer
+        // database fails fast; then re-read it under the lock (another process may migrate).
+        check_not_newer(&self.path, self.schema_version()?)?;
+        let path = self.path.clone();
+        let tx = self.write("migrate the schema")?;
+        let found: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql("read the schema version"))?;
+        check_not_newer(&path, found)?;
+        let from = usize::try_from(found).map_err(|_| StoreError::Corrupt {
+            what: format!("schema version {found}"),
+        })?;
+        for (i, migration) in MIGRATIONS.iter().enumerate().skip(from) {
+            let version = i + 1;
+            tx.execute_batch(migration)
+                .and_then(|()| tx.pragma_update(None, "user_version", version))
+                .map_err(|source| StoreError::Migrate { version, source })?;
+        }
+        tx.commit().map_err(sql("commit the migration"))
+    }
+
+    /// Starts a write transaction that holds the write lock from its first statement.
+    fn write(&mut self, op: &'static str) -> Result<Transaction<'_>, StoreError> {
+        self.conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql(op))
+    }
+
+    // --- sessions and taint -------------------------------------------------------------
+
+    /// The session's taint; `(public, false)` for a session the gate has never recorded.
+    pub fn taint(&self, session: &SessionId) -> Result<StoredTaint, StoreError> {
+        Ok(read_taint(&self.conn, session)?.unwrap_or(StoredTaint::START))
+    }
+
+    /// Raises the session's taint by a result's label (SPEC §3.2) and returns the new taint.
+    ///
+    /// Only raises: `class := max(class, class')`, `untrusted |= untrusted'`. Creates the
+    /// session if it is new, and counts the result. Durable when it returns: the gate may
+    /// release the result after this and not before.
+    pub fn raise_taint(
+        &mut self,
+        session: &SessionId,
+        class: DataClass,
+        untrusted: bool,
+        now: Timestamp,
+    ) -> Result<StoredTaint, StoreError> {
+        let tx = self.write("raise a session's taint")?;
+        let new = raise_in(&tx, session, class, untrusted, now)?;
+        tx.commit().map_err(sql("commit a session's taint"))?;
+        Ok(new)
+    }
+
+    /// Group commit: several raises (the same session may appear more than once) in one
+    /// transaction, so one sync pays for all. Returns each raise's resulting taint, in
+    /// order. All are durable when it returns `Ok`; none is written when it returns `Err`.
+    pub fn raise_taints(
+        &mut self,
+        raises: &[TaintRaise],
+        now: Timestamp,
+    ) -> Result<Vec<StoredTaint>, StoreError> {
+        let tx = self.write("raise sessions' taint")?;
+        let out = raises
+            .iter()
+            .map(|r| raise_in(&tx, &r.session, r.class, r.untrusted, now))
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.commit().map_err(sql("commit sessions' taint"))?;
+        Ok(out)
+    }
+
+    /// An operator's reset: the session's taint goes back to `(public, false)`.
+    ///
+    /// Returns the taint it had, or `None` (and changes nothing) if the gate has never
+    /// recorded the session. The caller audits the reset.
+    pub fn reset_session(
+        &mut self,
+        session: &SessionId,
+        now: Timestamp,
+    ) -> Result<Option<StoredTaint>, StoreError> {
+        let tx = self.write("reset a session")?;
+        let Some(before) = read_taint(&tx, session)? else {
+            return Ok(None);
+        };
+        tx.execute(
+            "UPDATE sessions SET class = 'public', untrusted = 0, updated = ?2,
+             resets = resets + 1 WHERE id = ?1",
+            rusqlite::params![session.as_str(), ts_to_sql(now)],
+        )
+        .map_err(sql("reset a session"))?;
+        tx.commit().map_err(sql("commit a session reset"))?;
+        Ok(Some(before))
+    }
+
+    /// One recorded session, if the gate has recorded it.
+    pub fn session(&self, session: &SessionId) -> Result<Option<SessionRow>, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {SESSION_COLS} FROM sessions WHERE id = ?1"),
+                [session.as_str()],
+                raw_session,
+            )
+            .optional()
+            .map_err(sql("read a session"))?
+            .map(RawSession::convert)
+            .transpose()
+    }
+
+    /// Every recorded session, by id.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {SESSION_COLS} FROM sessions ORDER BY id"))
+            .map_err(sql("list sessions"))?;
+        let raws = stmt
+            .query_map([], raw_session)
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(sql("list sessions"))?;
+        raws.into_iter().map(RawSession::convert).collect()
+    }
+
+    // --- approvals ----------------------------------------------------------------------
+
+    /// Records a pending approval with a fresh random id.
+    pub fn create_approval(&mut self, new: NewApproval) -> Result<ApprovalRow, StoreError> {
+        let id = new_approval_id()?;
+        let tx = self.write("record an approval")?;
+        tx.execute(
+            "INSERT INTO approvals (id, session, call, tool, arguments, reason, state,
+                                    created, expires)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8)",
+            rusqlite::params![
+                id,
+                new.session.as_str(),
+                call_to_sql(new.call),
+                new.tool,
+                new.arguments,
+                new.reason.as_str(),
+                ts_to_sql(new.created),
+                ts_to_sql(new.expires),
+            ],
+        )
+        .map_err(sql("record an approval"))?;
+        tx.commit().map_err(sql("commit an approval"))?;
+        Ok(ApprovalRow {
+            id,
+            session: new.session,
+            call: new.call,
+            tool: new.tool,
+            arguments: new.arguments,
+            reason: new.reason,
+            state: ApprovalState::Pending,
+            created: new.created,
+            // Read back what a reopen would read (a saturated time is clamped).
+            expires: Timestamp(new.expires.0.min(i64::MAX.unsigned_abs())),
+            decided: None,
+            note: None,
+            used: None,
+        })
+    }
+
+    /// One approval, if it exists.
+    pub fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
+        get_approval(&self.conn, id)
+    }
+
+    /// Approvals, oldest first (pending ones only, or all of them).
+    pub fn approvals(&self, filter: ApprovalFilter) -> Result<Vec<ApprovalRow>, StoreError> {
+        let cond = match filter {
+            ApprovalFilter::Pending => "WHERE state = 'pending'",
+            ApprovalFilter::All => "",
+        };
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {APPROVAL_COLS} FROM approvals {cond} ORDER BY created, id"
+            ))
+            .map_err(sql("list approvals"))?;
+        let raws = stmt
+            .query_map([], raw_approval)
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(sql("list approvals"))?;
+        raws.into_iter().map(RawApproval::convert).collect()
+    }
+
+    /// A person's decision: `pending` → `approved` or `refused`, atomically, only if the
+    /// approval is still pending and `now < expires`.
+    ///
+    /// Errors: [`StoreError::ApprovalNotFound`]; [`StoreError::ApprovalAlreadyDecided`]
+    /// (naming the state it is in); [`StoreError::ApprovalExpired`] — in which case the
+    /// approval is left `pending` for [`Store::expire_due`], so that the gate's one expiry
+    /// path denies the held call and audits it.
+    pub fn decide(
+        &mut self,
+        id: &str,
+        decision: Decision,
+        now: Timestamp,
+    ) -> Result<ApprovalRow, StoreError> {
+        let tx = self.write("decide an approval")?;
+        let mut row = pending_approval(&tx, id)?;
+        if now >= row.expires {
+            return Err(StoreError::ApprovalExpired {
+                id: id.to_string(),
+                expires: row.expires,
+                now,
+            });
+        }
+        let (state, note) = match decision {
+            Decision::Approve => (ApprovalState::Approved, None),
+            Decision::Refuse { reason } => (ApprovalState::Refused, reason),
+        };
+        tx.execute(
+            "UPDATE approvals SET state = ?2, decided = ?3, note = ?4
+             WHERE id = ?1 AND state = 'pending'",
+            rusqlite::params![id, state.as_str(), ts_to_sql(now), note],
+        )
+        .map_err(sql("decide an approval"))?;
+        tx.commit().map_err(sql("commit a decision"))?;
+        row.state = state;
+        row.decided = Some(now);
+        row.note = note;
+        Ok(row)
+    }
+
+    /// Moves every pending approval with `expires <= now` to `expired`, in one transaction,
+    /// and returns them (now `expired`), oldest first. The gate denies their held calls
+    /// `approval_expired` and audits each.
+    pub fn expire_due(&mut self, now: Timestamp) -> Result<Vec<ApprovalRow>, StoreError> {
+        let now_sql = ts_to_sql(now);
+        let tx = self.write("expire approvals")?;
+        let raws = {
+            let mut stmt = tx
+                .prepare(&format!(
+                    "SELECT {APPROVAL_COLS} FROM approvals
+                     WHERE state = 'pending' AND expires <= ?1 ORDER BY created, id"
+                ))
+                .map_err(sql("find expired approvals"))?;
+            stmt.query_map([now_sql], raw_approval)
+                .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+                .map_err(sql("find expired approvals"))?
+        };
+        let mut rows = raws
+            .into_iter()
+            .map(RawApproval::convert)
+            .collect::<Result<Vec<_>, _>>()?;
+        if rows.is_empty() {
+            return Ok(rows);
+        }
+        tx.execute(
+            "UPDATE approvals SET state = 'expired', decided = ?1
+             WHERE state = 'pending' AND expires <= ?1",
+            [now_sql],
+        )
+        .map_err(sql("expire approvals"))?;
+        tx.commit().map_err(sql("commit expired approvals"))?;
+        for row in &mut rows {
+            row.state = ApprovalState::Expired;
+            row.decided = Some(now);
+        }
+        Ok(rows)
+    }
+
+    /// The client that made the call went away: `pending` → `withdrawn`.
+    pub fn withdraw(&mut self, id: &str, now: Timestamp) -> Result<ApprovalRow, StoreError> {
+        let tx = self.write("withdraw an approval")?;
+        let mut row = pending_approval(&tx, id)?;
+        tx.execute(
+            "UPDATE approvals SET state = 'withdrawn', decided = ?2
+             WHERE id = ?1 AND state = 'pending'",
+            rusqlite::params![id, ts_to_sql(now)],
+        )
+        .map_err(sql("withdraw an approval"))?;
+        tx.commit().map_err(sql("commit a withdrawal"))?;
+        row.state = ApprovalState::Withdrawn;
+        row.decided = Some(now);
+        Ok(row)
+    }
+
+    /// Consumes an approved approval: it lets one call run, once. A second use, or the use
+    /// of an approval that is not `approved`, is an error.
+    ///
+    /// It does not look at the expiry: the person decided in time. The gate still decides
+    /// steps 1–4 again at this moment (SPEC §3.3 step 6) before it runs the call.
+    pub fn mark_used(&mut self, id: &str, now: Timestamp) -> Result<ApprovalRow, StoreError> {
+        let tx = self.write("use an approval")?;
+        let mut row = get_approval(&tx, id)?
+            .ok_or_else(|| StoreError::ApprovalNotFound { id: id.to_string() })?;
+        if row.state != ApprovalState::Approved {
+            return Err(StoreError::ApprovalNotApproved {
+                id: id.to_string(),
+                state: row.state,
+            });
+        }
+        if let Some(used) = row.used {
+            return Err(StoreError::ApprovalAlreadyUsed {
+                id: id.to_string(),
+                used,
+            });
+        }
+        tx.execute(
+            "UPDATE approvals SET used = ?2 WHERE id = ?1 AND used IS NULL",
+            rusqlite::params![id, ts_to_sql(now)],
+        )
+        .map_err(sql("use an approval"))?;
+        tx.commit().map_err(sql("commit the use of an approval"))?;
+        row.used = Some(now);
+        Ok(row)
+    }
+
+    // --- run-time grants ----------------------------------------------------------------
+
+    /// Adds a grant and returns its id.
+    pub fn add_grant(&mut self, grant: NewGrant) -> Result<i64, StoreError> {
+        let tx = self.write("add a grant")?;
+        tx.execute(
+            "INSERT INTO grants (tool, sessions, effect, max_class, if_untrusted, expires, added)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![
+                grant.tool,
+                grant.sessions,
+                grant.effect.as_str(),
+                grant.max_class.map(DataClass::as_str),
+                grant.if_untrusted.map(Effect::as_str),
+                grant.expires.map(ts_to_sql),
+                ts_to_sql(grant.added),
+            ],
+        )
+        .map_err(sql("add a grant"))?;
+        let id = tx.last_insert_rowid();
+        tx.commit().map_err(sql("commit a grant"))?;
+        Ok(id)
+    }
+
+    /// Revokes a run-time grant; the row stays, with its revocation time.
+    pub fn revoke_grant(&mut self, id: i64, now: Timestamp) -> Result<GrantRow, StoreError> {
+        let tx = self.write("revoke a grant")?;
+        let mut row = get_grant(&tx, id)?.ok_or(StoreError::GrantNotFound { id })?;
+        if let Some(revoked) = row.revoked {
+            return Err(StoreError::GrantAlreadyRevoked { id, revoked });
+        }
+        tx.execute(
+            "UPDATE grants SET revoked = ?2 WHERE id = ?1 AND revoked IS NULL",
+            rusqlite::params![id, ts_to_sql(now)],
+        )
+        .map_err(sql("revoke a grant"))?;
+        tx.commit().map_err(sql("commit a revocation"))?;
+        row.revoked = Some(now);
+        Ok(row)
+    }
+
+    /// The run-time grants not revoked, by id. Expired ones are included: expiry is the
+    /// policy's business (it gives `grant_expired`).
+    pub fn grants(&self) -> Result<Vec<GrantRow>, StoreError> {
+        self.list_grants("WHERE revoked IS NULL")
+    }
+
+    /// Every run-time grant ever added, revoked ones too, by id.
+    pub fn all_grants(&self) -> Result<Vec<GrantRow>, StoreError> {
+        self.list_grants("")
+    }
+
+    fn list_grants(&self, cond: &str) -> Result<Vec<GrantRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {GRANT_COLS} FROM grants {cond} ORDER BY id"
+            ))
+            .map_err(sql("list grants"))?;
+        let raws = stmt
+            .query_map([], raw_grant)
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(sql("list grants"))?;
+        raws.into_iter().map(RawGrant::convert).collect()
+    }
+}
+
+/// The stored taint of a session, `None` if it was never recorded.
+fn read_taint(conn: &Connection, session: &SessionId) -> Result<Option<StoredTaint>, StoreError> {
+    let row: Option<(String, i64)> = conn
+        .prepare_cached("SELECT class, untrusted FROM sessions WHERE id = ?1")
+        .and_then(|mut stmt| {
+            stmt.query_row([session.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
+        .map_err(sql("read a session's taint"))?;
+    row.map(|(class, untrusted)| {
+        Ok(StoredTaint {
+            class: class_from_sql(&class)?,
+            untrusted: untrusted != 0,
+        })
+    })
+    .transpose()
+}
+
+/// One raise inside the caller's write transaction.
+fn raise_in(
+    tx: &Transaction<'_>,
+    session: &SessionId,
+    class: DataClass,
+    untrusted: bool,
+    now: Timestamp,
+) -> Result<StoredTaint, StoreError> {
+    let old = read_taint(tx, session)?;
+    let new = old.unwrap_or(StoredTaint::START).raised(class, untrusted);
+    let sql_text = if old.is_none() {
+        "INSERT INTO sessions (id, class, untrusted, created, updated, results)
+         VALUES (?1, ?2, ?3, ?4, ?4, 1)"
+    } else {
+        "UPDATE sessions SET class = ?2, untrusted = ?3, updated = ?4,
+         results = results + 1 WHERE id = ?1"
+    };
+    tx.prepare_cached(sql_text)
+        .and_then(|mut stmt| {
+            stmt.execute(rusqlite::params![
+                session.as_str(),
+                new.class.as_str(),
+                new.untrusted,
+                ts_to_sql(now)
+            ])
+        })
+        .map_err(sql("write a session's taint"))?;
+    Ok(new)
+}
+
+fn check_not_newer(path: &Path, found: i64) -> Result<(), StoreError> {
+    if usize::try_from(found).map_or(true, |v| v > MIGRATIONS.len()) {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: MIGRATIONS.len(),
+        });
+    }
+    Ok(())
+}
+
+fn get_approval(conn: &Connection, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
+    conn.query_row(
+        &format!("SELECT {APPROVAL_COLS} FROM approvals WHERE id = ?1"),
+        [id],
+        raw_approval,
+    )
+    .optional()
+    .map_err(sql("read an approval"))?
+    .map(RawApproval::convert)
+    .transpose()
+}
+
+/// The approval, if it exists and is pending; the matching typed error otherwise.
+fn pending_approval(conn: &Connection, id: &str) -> Result<ApprovalRow, StoreError> {
+    let row = get_approval(conn, id)?
+        .ok_or_else(|| StoreError::ApprovalNotFound { id: id.to_string() })?;
+    if row.state != ApprovalState::Pending {
+        return Err(StoreError::ApprovalAlreadyDecided {
+            id: id.to_string(),
+            state: row.state,
+        });
+    }
+    Ok(row)
+}
+
+fn get_grant(conn: &Connection, id: i64) -> Result<Option<GrantRow>, StoreError> {
+    conn.query_row(
+        &format!("SELECT {GRANT_COLS} FROM grants WHERE id = ?1"),
+        [id],
+        raw_grant,
+    )
+    .optional()
+    .map_err(sql("read a grant"))?
+    .map(RawGrant::convert)
+    .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sid(s: &str) -> SessionId {
+        SessionId::new(s).unwrap()
+    }
+
+    fn new_approval(expires: u64) -> NewApproval {
+        NewApproval {
+            session: sid("s1"),
+            call: CallId(7),
+            tool: "run".into(),
+            arguments: r#"{"cmd": "ls -la",  "x":[1, 2]}"#.into(),
+            reason: ApprovalReason::GrantAsk,
+            created: Timestamp(100),
+            expires: Timestamp(expires),
+        }
+    }
+
+    #[test]
+    fn raised_taint_takes_the_max_and_ors_untrusted() {
+        let t = StoredTaint::START.raised(DataClass::Secret, false);
+        assert_eq!(
+            t.raised(DataClass::Internal, true),
+            StoredTaint {
+                class: DataClass::Secret,
+                untrusted: true
+            }
+        );
+    }
+
+    #[test]
+    fn approval_ids_are_well_formed_and_differ() {
+        let a = new_approval_id().unwrap();
+        let b = new_approval_id().unwrap();
+        assert!(is_approval_id(&a), "{a}");
+        assert_ne!(a, b);
+        assert!(!is_approval_id("ap-0123"));
+        assert!(!is_approval_id("ap-0123456789ABCDEF"));
+        assert!(!is_approval_id("xx-0123456789abcdef"));
+    }
+
+    #[test]
+    fn call_ids_keep_all_64_bits() {
+        for c in [0, 1, u64::MAX, 1 << 63] {
+            assert_eq!(call_from_sql(call_to_sql(CallId(c))), CallId(c));
+        }
+    }
+
+    #[test]
+    fn open_sets_wal_full_and_modes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let store = Store::open(&state).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&state), 0o700);
+        assert_eq!(mode(store.path()), 0o600);
+        let sync: i64 = store
+            .conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(sync, 2, "synchronous=FULL");
+        let fk: i64 = store
+            .conn
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(fk, 1);
+        assert_eq!(store.schema_version().unwrap(), 1);
+    }
+
+    #[test]
+    fn open_refuses_a_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(store);
+        match Store::open(dir.path()) {
+            Err(
+                e @ StoreError::TooNew {
+                    found: 99,
+                    supported: 1,
+                    ..
+                },
+            ) => {
+                assert!(e.to_string().contains("newer boxmaker"), "{e}");
+            }
+            other => panic!("expected TooNew, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn decide_checks_state_and_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let ap = store.create_approval(new_approval(200)).unwrap();
+        assert!(matches!(
+            store.decide(&ap.id, Decision::Approve, Timestamp(200)),
+            Err(StoreError::ApprovalExpired { .. })
+        ));
+        // Left pending for expire_due.
+        assert_eq!(
+            store.approval(&ap.id).unwrap().unwrap().state,
+            ApprovalState::Pending
+        );
+        let done = store
+            .decide(
+                &ap.id,
+                Decision::Refuse {
+                    reason: Some("no".into()),
+                },
+                Timestamp(199),
+            )
+            .unwrap();
+        assert_eq!(done.state, ApprovalState::Refused);
+        assert_eq!(store.approval(&ap.id).unwrap().unwrap(), done);
+        assert!(matches!(
+            store.decide(&ap.id, Decision::Approve, Timestamp(150)),
+            Err(StoreError::ApprovalAlreadyDecided {
+                state: ApprovalState::Refused,
+                ..
+            })
+        ));
+        assert!(matches!(
+            store.decide("ap-0000000000000000", Decision::Approve, Timestamp(150)),
+            Err(StoreError::ApprovalNotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn saturated_expiry_reads_back_as_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let ap = store.create_approval(new_approval(u64::MAX)).unwrap();
+        assert_eq!(store.approval(&ap.id).unwrap().unwrap(), ap);
+    }
+}

@@ -1,0 +1,148 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The gate's side of the runner connection against a hostile or dying runner: every
+//! waiting and later call gets `failed`, never silence, never a hang.
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use gate::{RunnerLink, ToolRunner};
+use proto::{
+    DataClass, DenyReason, Envelope, ErrorCode, Message, ToolResponse, read_frame, write_frame,
+};
+
+fn new_link() -> (Arc<RunnerLink>, UnixStream) {
+    let (gate_end, runner_end) = UnixStream::pair().unwrap();
+    runner_end
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let link = RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
+    (Arc::new(link), runner_end)
+}
+
+fn start_call(link: &Arc<RunnerLink>, call: u64) -> std::thread::JoinHandle<ToolResponse> {
+    let link = Arc::clone(link);
+    std::thread::spawn(move || link.run(&req("s1", call, "read", "{}")))
+}
+
+fn assert_stopped(r: &ToolResponse) {
+    match r {
+        ToolResponse::Failed { message } => {
+            assert!(message.contains("the runner stopped"), "{message}");
+        }
+        other => panic!("expected failed, got {other:?}"),
+    }
+}
+
+fn result() -> ToolResponse {
+    ToolResponse::Result {
+        content: "x".into(),
+        class: DataClass::Public,
+        untrusted: false,
+        truncated: false,
+    }
+}
+
+#[test]
+fn test_link_runner_dies_mid_call_fails_waiting_and_later_calls() {
+    let (link, mut runner) = new_link();
+    let a = start_call(&link, 1);
+    let b = start_call(&link, 2);
+    read_frame(&mut runner).unwrap();
+    read_frame(&mut runner).unwrap();
+    drop(runner);
+    assert_stopped(&a.join().unwrap());
+    assert_stopped(&b.join().unwrap());
+    assert!(link.dead_reason().unwrap().contains("closed"));
+    assert_stopped(&link.run(&req("s1", 3, "read", "{}")));
+}
+
+#[test]
+fn test_link_unknown_id_is_misbehaviour_and_fails_the_call() {
+    let (link, mut runner) = new_link();
+    let a = start_call(&link, 1);
+    let env = read_frame(&mut runner).unwrap();
+    write_frame(&mut runner, &Envelope::response(env.id + 1000, result())).unwrap();
+    assert_stopped(&a.join().unwrap());
+    assert!(link.dead_reason().unwrap().contains("not waiting"));
+}
+
+#[test]
+fn test_link_denied_or_pending_from_the_runner_is_misbehaviour() {
+    for bad in [
+        ToolResponse::Denied {
+            reason: DenyReason::NoGrant,
+        },
+        ToolResponse::PendingApproval {
+            approval: "ap-0000000000000000".into(),
+            expires: proto::Timestamp(1),
+        },
+    ] {
+        let (link, mut runner) = new_link();
+        let a = start_call(&link, 1);
+        let env = read_frame(&mut runner).unwrap();
+        write_frame(&mut runner, &Envelope::response(env.id, bad.clone())).unwrap();
+        assert_stopped(&a.join().unwrap());
+        assert!(
+            link.dead_reason()
+                .unwrap()
+                .contains("only the gate may say")
+        );
+    }
+}
+
+#[test]
+fn test_link_answer_twice_kills_the_link() {
+    let (link, mut runner) = new_link();
+    let a = start_call(&link, 1);
+    let env = read_frame(&mut runner).unwrap();
+    write_frame(&mut runner, &Envelope::response(env.id, result())).unwrap();
+    assert_eq!(a.join().unwrap(), result());
+    let b = start_call(&link, 2);
+    let env2 = read_frame(&mut runner).unwrap();
+    assert_ne!(env.id, env2.id, "ids are fresh per request");
+    write_frame(&mut runner, &Envelope::response(env.id, result())).unwrap();
+    assert_stopped(&b.join().unwrap());
+}
+
+#[test]
+fn test_link_garbage_and_error_envelopes_fail_calls() {
+    let (link, mut runner) = new_link();
+    let a = start_call(&link, 1);
+    read_frame(&mut runner).unwrap();
+    runner.write_all(&[0, 0, 0, 3, b'x', b'y', b'z']).unwrap();
+    assert_stopped(&a.join().unwrap());
+
+    let (link, mut runner) = new_link();
+    let a = start_call(&link, 1);
+    read_frame(&mut runner).unwrap();
+    write_frame(&mut runner, &Envelope::error(0, ErrorCode::BadFrame, "no")).unwrap();
+    assert_stopped(&a.join().unwrap());
+
+    let (link, mut runner) = new_link();
+    let a = start_call(&link, 1);
+    let env = read_frame(&mut runner).unwrap();
+    // A result that is not final.
+    write_frame(
+        &mut runner,
+        &Envelope::new(env.id, false, Message::ToolResponse(result())),
+    )
+    .unwrap();
+    assert_stopped(&a.join().unwrap());
+}
+
+#[test]
+fn test_gate_with_dead_runner_answers_failed_and_raises_by_the_floor() {
+    let (gate_end, runner_end) = UnixStream::pair().unwrap();
+    drop(runner_end);
+    let link = RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
+    let h = H::with_runner(Box::new(link));
+    let r = h.call("s1", 1, "secret_read", "{}");
+    assert_stopped(&r);
+    // A failed answer may carry data: the floor label of the tool is applied.
+    assert_eq!(h.taint("s1"), (DataClass::Secret, false));
+}
