@@ -282,6 +282,13 @@ pub fn connect(
     })
 }
 
+/// Makes sure a gate serves `cfg`'s state directory: `None` when another process serves it,
+/// else the gate this process now hosts (keep it for as long as clients need it).
+pub fn ensure(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGate>, CliError> {
+    let conn = connect(config_path, cfg, Channel::Agent)?;
+    Ok(conn._hosted)
+}
+
 fn create_state_dir(state: &Path) -> Result<(), CliError> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()

@@ -18,6 +18,7 @@ mod cmd_check;
 mod cmd_demo;
 mod cmd_doctor;
 mod cmd_init;
+mod cmd_mcp;
 mod cmd_ops;
 mod cmd_serve;
 mod error;
@@ -50,6 +51,7 @@ enum Command {
     Demo(cmd_demo::DemoArgs),
     Init(cmd_init::InitArgs),
     Serve(cmd_serve::ServeArgs),
+    Mcp(cmd_mcp::McpArgs),
     Call(cmd_call::CallArgs),
     Check(cmd_check::CheckArgs),
     Approvals(cmd_ops::ApprovalsArgs),
@@ -97,6 +99,7 @@ fn main() -> ExitCode {
         Some(Command::Demo(args)) => cmd_demo::run(&args),
         Some(Command::Init(args)) => ok(cmd_init::run(&args)),
         Some(Command::Serve(args)) => cmd_serve::serve(&args),
+        Some(Command::Mcp(args)) => cmd_mcp::run(&args),
         Some(Command::Gate(args)) => cmd_serve::gate_role(&args),
         Some(Command::Call(args)) => cmd_call::run(&args),
         Some(Command::Check(args)) => ok(cmd_check::run(&args)),

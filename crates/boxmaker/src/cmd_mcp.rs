@@ -1,0 +1,131 @@
+//! `boxmaker mcp`: the front role — boxmaker as an MCP server on stdio, or with `--http ADDR`
+//! on streamable HTTP with a bearer token.
+//!
+//! It uses the running gate (`serve`) if there is one; otherwise it hosts an embedded gate
+//! and runner for as long as it runs (see [`crate::host`]). Each MCP connection (each HTTP MCP
+//! session) is a new boxmaker session with a fresh id, printed on stderr, unless `--session`
+//! names one.
+
+use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use front::Front;
+use proto::SessionId;
+use rmcp::ServiceExt;
+
+use crate::error::CliError;
+use crate::host;
+
+/// Serve boxmaker's tools to an MCP client (stdio by default).
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+    /// Use this session (its taint and workspace) instead of a fresh one per connection.
+    #[arg(long, value_name = "ID", allow_hyphen_values = true)]
+    session: Option<SessionId>,
+    /// Serve streamable HTTP at this address (e.g. 127.0.0.1:8765) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Allow `--http` on an address other than loopback.
+    #[arg(long)]
+    allow_remote: bool,
+}
+
+/// A fresh session id: `mcp-` and 16 hex digits from the OS's random source.
+fn fresh_session() -> Result<SessionId, CliError> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|e| CliError::Unexpected(format!("no randomness: {e}")))?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    SessionId::new(format!("mcp-{hex}")).map_err(|e| CliError::Unexpected(e.to_string()))
+}
+
+fn token() -> Result<String, CliError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| CliError::Unexpected(format!("no randomness: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+pub fn run(args: &McpArgs) -> Result<u8, CliError> {
+    let cfg = Arc::new(config::load(&args.config)?);
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && !args.allow_remote
+    {
+        return Err(CliError::Refused(format!(
+            "{addr} is not a loopback address; pass --allow-remote to serve other machines"
+        )));
+    }
+    // Keep the embedded gate (if this process had to start one) for the whole run.
+    let _gate = host::ensure(&args.config, cfg.clone())?;
+    let socket = cfg.gate.state.join(gate::serve::AGENT_SOCKET);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|source| CliError::State {
+            path: cfg.gate.state.clone(),
+            source,
+        })?;
+    match args.http {
+        None => {
+            let session = match &args.session {
+                Some(s) => s.clone(),
+                None => fresh_session()?,
+            };
+            eprintln!("boxmaker mcp: session {session}");
+            let front = Front::new(cfg.clone(), session, socket);
+            runtime.block_on(async move {
+                let service = front
+                    .serve(rmcp::transport::stdio())
+                    .await
+                    .map_err(|e| CliError::Refused(format!("MCP initialization failed: {e}")))?;
+                service
+                    .waiting()
+                    .await
+                    .map_err(|e| CliError::Refused(format!("the MCP session failed: {e}")))?;
+                Ok::<(), CliError>(())
+            })?;
+        }
+        Some(addr) => {
+            let token = token()?;
+            let path = cfg.gate.state.join("http.token");
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(|source| CliError::State {
+                    path: path.clone(),
+                    source,
+                })?;
+            std::io::Write::write_all(&mut f, token.as_bytes()).map_err(|source| {
+                CliError::State {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            eprintln!(
+                "boxmaker mcp: http://{addr}/mcp with `Authorization: Bearer {token}` (also in {})",
+                path.display()
+            );
+            let fixed = args.session.clone();
+            let new_front = move || {
+                let session = match &fixed {
+                    Some(s) => s.clone(),
+                    None => fresh_session().map_err(|e| std::io::Error::other(e.to_string()))?,
+                };
+                eprintln!("boxmaker mcp: new MCP session {session}");
+                Ok(Front::new(cfg.clone(), session, socket.clone()))
+            };
+            runtime
+                .block_on(front::http::serve(addr, token, new_front))
+                .map_err(|e| CliError::Refused(e.to_string()))?;
+        }
+    }
+    Ok(0)
+}

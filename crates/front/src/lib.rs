@@ -1,0 +1,27 @@
+//! `front` — the front role: boxmaker as an MCP server that any agent can use (SPEC §5).
+//!
+//! **Owns:** the MCP conversation (on the official Rust SDK, `rmcp`) over stdio and
+//! streamable HTTP: `tools/list` from the config, `tools/call` turned into a `ToolRequest`
+//! to the gate, the gate's answer turned into an MCP result, and the sentence that explains a
+//! denial.
+//!
+//! **Must never:** trust anything it receives, hold state beyond one session's id and call
+//! counter, open files, reach the control socket, or run a tool. It can only send
+//! `ToolRequest`s to the agent socket; the gate decides everything.
+//!
+//! Reading order:
+//! 1. [`tools`] — what `tools/list` shows, with schemas and descriptions.
+//! 2. [`explain`] — the sentence of a denial.
+//! 3. [`gatecall`] — one call through the gate, with its approval updates.
+//! 4. [`server`] — `Front`, the `rmcp` server handler.
+//! 5. [`http`] — streamable HTTP with a bearer token.
+
+#![forbid(unsafe_code)]
+
+pub mod explain;
+pub mod gatecall;
+pub mod http;
+pub mod server;
+pub mod tools;
+
+pub use server::Front;

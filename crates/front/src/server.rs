@@ -1,0 +1,243 @@
+//! The MCP server: `tools/list` from the config, `tools/call` through the gate.
+//!
+//! One [`Front`] serves one MCP session (a stdio connection, or one HTTP MCP session), which
+//! is one boxmaker session. It holds no state of its own beyond the session id, a call
+//! counter, and the highest label it has relayed (used only to word a denial).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use config::Config;
+use proto::{CallId, DataClass, SessionId, Timestamp, ToolRequest, ToolResponse};
+#[allow(deprecated)]
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::json;
+
+use crate::explain::denial;
+use crate::gatecall;
+use crate::tools::{Listed, listed};
+
+/// The largest arguments object the front forwards, once re-serialized (bytes). Anything
+/// larger could not fit in a frame with its envelope anyway.
+pub const MAX_ARGUMENTS: usize = proto::MAX_FRAME - 4096;
+
+/// The front for one MCP session.
+#[derive(Debug, Clone)]
+pub struct Front {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: Arc<Config>,
+    session: SessionId,
+    agent_socket: PathBuf,
+    next_call: AtomicU64,
+    seen: Mutex<(DataClass, bool)>,
+}
+
+fn now() -> Timestamp {
+    Timestamp::from_system_time(std::time::SystemTime::now())
+}
+
+impl Front {
+    /// A front for `session`, sending calls to the gate at `agent_socket`.
+    pub fn new(config: Arc<Config>, session: SessionId, agent_socket: PathBuf) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                session,
+                agent_socket,
+                next_call: AtomicU64::new(1),
+                seen: Mutex::new((DataClass::Public, false)),
+            }),
+        }
+    }
+
+    /// The boxmaker session this MCP session is.
+    pub fn session(&self) -> &SessionId {
+        &self.inner.session
+    }
+
+    fn tools(&self) -> Vec<Listed> {
+        listed(&self.inner.config, &self.inner.session, now())
+    }
+
+    /// Turns the gate's final answer into the MCP result.
+    fn answer(&self, tool: &str, resp: ToolResponse) -> CallToolResult {
+        match resp {
+            ToolResponse::Result {
+                content,
+                class,
+                untrusted,
+                truncated,
+            } => {
+                {
+                    let mut seen = self
+                        .inner
+                        .seen
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    seen.0 = seen.0.max(class);
+                    seen.1 |= untrusted;
+                }
+                let mut meta = serde_json::Map::new();
+                meta.insert(
+                    "boxmaker".into(),
+                    json!({"class": class, "untrusted": untrusted, "truncated": truncated}),
+                );
+                CallToolResult::success(vec![ContentBlock::text(content)])
+                    .with_meta(Some(MetaObject(meta)))
+            }
+            ToolResponse::Failed { message } => {
+                CallToolResult::error(vec![ContentBlock::text(format!("failed: {message}"))])
+            }
+            ToolResponse::Denied { reason } => {
+                let seen = *self
+                    .inner
+                    .seen
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                CallToolResult::error(vec![ContentBlock::text(denial(
+                    &self.inner.config,
+                    &self.inner.session,
+                    tool,
+                    reason,
+                    seen,
+                    now(),
+                ))])
+            }
+            // The gate never ends a call with a pending answer; say so rather than guess.
+            ToolResponse::PendingApproval { .. } => {
+                CallToolResult::error(vec![ContentBlock::text(
+                    "failed: the gate ended the call while it was still pending",
+                )])
+            }
+        }
+    }
+}
+
+impl ServerHandler for Front {
+    #[allow(deprecated)]
+    fn get_info(&self) -> InitializeResult {
+        let mut info = InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        );
+        info.server_info = Implementation::new("boxmaker", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(format!(
+            "boxmaker runs these tools in a sandbox on the user's machine, under grants the \
+             user wrote. Every result is labelled with a data class; once this session has read \
+             private data, tools that could send it out are refused. A denial says why: do not \
+             retry a denied call. Some calls wait for a person's approval. Session: {}",
+            self.inner.session
+        ));
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(
+            self.tools().into_iter().map(|l| l.tool).collect(),
+        ))
+    }
+
+    // Logging notifications are deprecated by the newest MCP revision (SEP-2577), but SPEC §5
+    // names them and the clients people use today show them; progress alone reaches only
+    // clients that sent a progress token.
+    #[allow(deprecated)]
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        if !self.tools().iter().any(|l| l.name == name) {
+            return Err(McpError::invalid_params(
+                format!("unknown tool: {name} (see tools/list)"),
+                None,
+            ));
+        }
+        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let arguments = serde_json::to_string(&arguments)
+            .map_err(|e| McpError::invalid_params(format!("arguments: {e}"), None))?;
+        if arguments.len() > MAX_ARGUMENTS {
+            return Err(McpError::invalid_params(
+                format!(
+                    "the arguments are {} bytes; boxmaker takes at most {MAX_ARGUMENTS}",
+                    arguments.len()
+                ),
+                None,
+            ));
+        }
+        let req = ToolRequest {
+            session: self.inner.session.clone(),
+            call: CallId(self.inner.next_call.fetch_add(1, Ordering::Relaxed)),
+            tool: name.clone(),
+            arguments,
+        };
+        let stream = gatecall::connect(&self.inner.agent_socket)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let cancel = stream
+            .try_clone()
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToolResponse>();
+        let mut call = tokio::task::spawn_blocking(move || {
+            gatecall::call(&stream, req, &mut |p| {
+                let _ = tx.send(p.clone());
+            })
+        });
+        let progress = context.meta.get_progress_token();
+        let peer = context.peer.clone();
+        let mut step = 0.0;
+        let resp = loop {
+            tokio::select! {
+                done = &mut call => break done,
+                Some(p) = rx.recv() => {
+                    if let ToolResponse::PendingApproval { approval, expires } = p {
+                        let text = format!(
+                            "waiting for a person to approve {name} (approval {approval}, expires {expires}); \
+                             an operator runs `boxmaker approve {approval}` or `boxmaker refuse {approval}`"
+                        );
+                        if let Some(token) = progress.clone() {
+                            step += 1.0;
+                            let mut param = ProgressNotificationParam::new(token, step);
+                            param.message = Some(text.clone());
+                            let _ = peer.notify_progress(param).await;
+                        }
+                        let _ = peer
+                            .notify_logging_message(
+                                LoggingMessageNotificationParam::new(
+                                    LoggingLevel::Warning,
+                                    json!({"approval": approval, "expires": expires, "tool": name, "message": text}),
+                                )
+                                .with_logger("boxmaker"),
+                            )
+                            .await;
+                    }
+                }
+                () = context.ct.cancelled() => {
+                    // Closing the connection makes the gate withdraw the approval.
+                    let _ = cancel.shutdown(std::net::Shutdown::Both);
+                    return Err(McpError::internal_error("the client cancelled the call", None));
+                }
+            }
+        };
+        let resp = resp
+            .map_err(|e| McpError::internal_error(format!("the call did not finish: {e}"), None))?
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        Ok(self.answer(&name, resp).into())
+    }
+}

@@ -1,0 +1,142 @@
+//! What `tools/list` shows: the config's builtin tools, with JSON Schemas and descriptions
+//! that say what each tool can reach, and only those some grant could allow this session.
+
+use std::sync::Arc;
+
+use config::{Builtin, Config, ToolKind};
+use policy::{Decision, Taint};
+use proto::{SessionId, Timestamp};
+use rmcp::model::{JsonObject, Tool};
+use serde_json::{Value, json};
+
+/// A tool the front lists, with its checked name.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub name: String,
+    pub tool: Tool,
+}
+
+fn schema(v: Value) -> Arc<JsonObject> {
+    match v {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+fn path_schema(what: &str) -> Value {
+    json!({
+        "type": "string",
+        "description": format!("{what}: absolute inside the box, or relative to /work"),
+        "minLength": 1,
+        "maxLength": 4096
+    })
+}
+
+/// The mounts, as a person reads them: `/data/notes (read-only, confidential)`.
+fn reach(cfg: &Config) -> String {
+    let mut parts = vec!["/work (this session's workspace, read-write)".to_string()];
+    for m in &cfg.mounts {
+        parts.push(format!(
+            "{} ({}, {})",
+            m.at.display(),
+            if m.write { "read-write" } else { "read-only" },
+            m.class
+        ));
+    }
+    parts.join(", ")
+}
+
+fn builtin_tool(cfg: &Config, name: &str, b: Builtin, network: bool) -> Tool {
+    let reach = reach(cfg);
+    let (description, input) = match b {
+        Builtin::ReadFile => (
+            format!(
+                "Read a UTF-8 text file inside this session's sandbox. It sees only {reach}; \
+                 nothing else of the machine. Results are labelled with the class of the \
+                 mount read."
+            ),
+            json!({
+                "type": "object",
+                "properties": { "path": path_schema("the file to read") },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        ),
+        Builtin::WriteFile => (
+            format!(
+                "Create or replace a text file inside this session's sandbox. It can write \
+                 only to /work and to read-write mounts of: {reach}."
+            ),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": path_schema("the file to write"),
+                    "content": { "type": "string", "description": "the whole new content" }
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        ),
+        Builtin::ListDir => (
+            format!(
+                "List a directory inside this session's sandbox, one entry a line, `/` after \
+                 directories. It sees only {reach}."
+            ),
+            json!({
+                "type": "object",
+                "properties": { "path": path_schema("the directory to list") },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        ),
+        Builtin::Run => (
+            format!(
+                "Run a command line inside this session's sandbox ({}). It sees only {reach}, \
+                 and /usr, /bin and /lib read-only. The answer is JSON: \
+                 {{\"exit\":N,\"stdout\":\"...\",\"stderr\":\"...\"}}.",
+                if network {
+                    "with network access"
+                } else {
+                    "no network"
+                }
+            ),
+            json!({
+                "type": "object",
+                "properties": {
+                    "argv": {
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "minItems": 1,
+                        "description": "the program and its arguments (no shell unless you run one)"
+                    },
+                    "stdin": { "type": "string", "description": "text given on standard input" },
+                    "timeout": { "type": "integer", "minimum": 1, "description": "seconds before the command is killed" }
+                },
+                "required": ["argv"],
+                "additionalProperties": false
+            }),
+        ),
+    };
+    Tool::new(name.to_string(), description, schema(input))
+}
+
+/// The tools `session` may be shown at `now`: every configured builtin tool for which the
+/// grants give `allow` or `ask` to a clean session (a tool that no grant could ever let this
+/// session call is not offered to the model at all).
+pub fn listed(cfg: &Config, session: &SessionId, now: Timestamp) -> Vec<Listed> {
+    cfg.tools
+        .iter()
+        .filter_map(|t| {
+            let ToolKind::Builtin(b) = &t.kind else {
+                return None;
+            };
+            match policy::decide(&cfg.grants, session, &t.name, Taint::CLEAN, now) {
+                Decision::Allow | Decision::Ask => Some(Listed {
+                    name: t.name.clone(),
+                    tool: builtin_tool(cfg, &t.name, *b, t.network),
+                }),
+                Decision::Deny(_) => None,
+            }
+        })
+        .collect()
+}
