@@ -2,10 +2,23 @@
 # and only when all of them passed.
 CARGO ?= cargo
 
-.PHONY: gate test fmt-check clippy bench fuzz fmt
+.PHONY: gate test fmt-check clippy bench fuzz fmt deps
 
 gate: fmt-check clippy test
 	@echo "gate: ok"
+
+# The real MCP clients the tests drive (crates/boxmaker/tests/mcp_clients.rs): the official
+# Python SDK, pinned, and the MCP inspector's CLI, pinned in tests/node/package-lock.json and
+# installed there (never globally). Does nothing when both are already in place.
+PYTHON ?= python3
+NPM ?= npm
+MCP_PY_VERSION := 2.3.0
+deps:
+	@$(PYTHON) -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PY_VERSION)")' 2>/dev/null \
+	  || $(PYTHON) -m pip install --quiet --disable-pip-version-check 'mcp==$(MCP_PY_VERSION)'
+	@[ tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ] \
+	  || (cd tests/node && $(NPM) install --no-audit --no-fund --loglevel=error)
+	@echo "deps: ok"
 
 test:
 	$(CARGO) test --workspace

@@ -80,7 +80,9 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
             let front = Front::new(cfg.clone(), session, socket);
             runtime.block_on(async move {
                 let service = front
-                    .serve(rmcp::transport::stdio())
+                    // front's own stdio transport: bounded lines, and the JSON-RPC error for
+                    // malformed input that rmcp's would drop or misname (issue 6).
+                    .serve(front::stdio::stdio())
                     .await
                     .map_err(|e| CliError::Refused(format!("MCP initialization failed: {e}")))?;
                 service
@@ -109,8 +111,14 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                     source,
                 }
             })?;
+            // Bind before the banner: a client that reads the banner can connect at once, and
+            // with port 0 the banner names the port actually bound (issue 6 / mcp_clients).
+            let listener = runtime
+                .block_on(front::http::bind(addr))
+                .map_err(|e| CliError::Refused(e.to_string()))?;
+            let bound = listener.local_addr().unwrap_or(addr);
             eprintln!(
-                "boxmaker mcp: http://{addr}/mcp with `Authorization: Bearer {token}` (also in {})",
+                "boxmaker mcp: http://{bound}/mcp with `Authorization: Bearer {token}` (also in {})",
                 path.display()
             );
             let fixed = args.session.clone();
@@ -123,7 +131,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 Ok(Front::new(cfg.clone(), session, socket.clone()))
             };
             runtime
-                .block_on(front::http::serve(addr, token, new_front))
+                .block_on(front::http::serve_on(listener, token, new_front))
                 .map_err(|e| CliError::Refused(e.to_string()))?;
         }
     }

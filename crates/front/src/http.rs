@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{Request, Response, StatusCode, header};
+use axum::http::{Method, Request, Response, StatusCode, header};
 use axum::middleware::Next;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -62,6 +62,77 @@ async fn require_token(token: Arc<String>, req: Request<Body>, next: Next) -> Re
     resp
 }
 
+/// rmcp's cap on a request body (its `StreamableHttpServerConfig` default), kept here so the
+/// check below buffers no more than rmcp would.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// A JSON-RPC error answer, as JSON.
+fn rpc_error(status: StatusCode, refusal: &crate::stdio::Refusal) -> Response<Body> {
+    let mut resp = Response::new(Body::from(refusal.to_json().to_string()));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// Checks a POSTed message the way the stdio transport does ([`crate::stdio::check`]) before
+/// rmcp sees it. rmcp answers a body that is not JSON with a bare 415 and reads
+/// `"arguments": null` as "no arguments"; here the first is a 400 carrying the JSON-RPC parse
+/// error, and a request with bad params gets its -32602 as a JSON response (streamable HTTP
+/// allows `application/json` for any request's answer). A body over the cap is a 413, as
+/// rmcp would answer it — at once when `Content-Length` announces it. This runs after the
+/// token check but before rmcp's `Host` check, so a malformed body with a foreign `Host` is a
+/// 400 rather than a 403; either way nothing reaches rmcp's session or the gate.
+async fn check_message(req: Request<Body>, next: Next) -> Response<Body> {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let too_large = || {
+        let mut resp = Response::new(Body::from(format!(
+            "Payload Too Large: request body exceeds {MAX_BODY} bytes\n"
+        )));
+        *resp.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+        resp
+    };
+    // A body announced larger than the cap is refused before any of it is read.
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > MAX_BODY as u64) {
+        return too_large();
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return too_large();
+    };
+    let value: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            let refusal = crate::stdio::Refusal {
+                id: None,
+                error: rmcp::model::ErrorData::parse_error(format!("Parse error: {e}"), None),
+            };
+            return rpc_error(StatusCode::BAD_REQUEST, &refusal);
+        }
+    };
+    if let Err(refusal) = crate::stdio::check(&value) {
+        let status = if refusal.id.is_some()
+            && refusal.error.code == rmcp::model::ErrorCode::INVALID_PARAMS
+        {
+            StatusCode::OK
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        return rpc_error(status, &refusal);
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
 /// Serves MCP at `http://ADDR/mcp` until the process ends. `new_front` makes the front of a
 /// new MCP session (with a new boxmaker session id); its error refuses that session.
 pub async fn serve(
@@ -69,6 +140,25 @@ pub async fn serve(
     token: String,
     new_front: impl Fn() -> Result<Front, std::io::Error> + Send + Sync + 'static,
 ) -> Result<(), HttpError> {
+    let listener = bind(addr).await?;
+    serve_on(listener, token, new_front).await
+}
+
+/// Binds `addr` (port 0: a free port; `local_addr` names it). Binding before announcing the
+/// address means a client that reads the announcement can connect at once.
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, HttpError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| HttpError::Bind { addr, source })
+}
+
+/// [`serve`] on a listener already bound by [`bind`].
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    token: String,
+    new_front: impl Fn() -> Result<Front, std::io::Error> + Send + Sync + 'static,
+) -> Result<(), HttpError> {
+    let addr = listener.local_addr().map_err(HttpError::Serve)?;
     let mut config = StreamableHttpServerConfig::default();
     if !addr.ip().is_loopback() {
         let host = addr.ip().to_string();
@@ -84,12 +174,10 @@ pub async fn serve(
     let token = Arc::new(token);
     let app = axum::Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(check_message))
         .layer(axum::middleware::from_fn(move |req, next| {
             require_token(token.clone(), req, next)
         }));
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| HttpError::Bind { addr, source })?;
     axum::serve(listener, app).await.map_err(HttpError::Serve)
 }
 

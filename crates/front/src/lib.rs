@@ -14,7 +14,8 @@
 //! 2. [`explain`] — the sentence of a denial.
 //! 3. [`gatecall`] — one call through the gate, with its approval updates.
 //! 4. [`server`] — `Front`, the `rmcp` server handler.
-//! 5. [`http`] — streamable HTTP with a bearer token.
+//! 5. [`stdio`] — the stdio transport, which answers malformed input itself.
+//! 6. [`http`] — streamable HTTP with a bearer token.
 
 #![forbid(unsafe_code)]
 
@@ -22,6 +23,7 @@ pub mod explain;
 pub mod gatecall;
 pub mod http;
 pub mod server;
+pub mod stdio;
 pub mod tools;
 
 pub use server::Front;

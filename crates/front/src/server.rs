@@ -12,9 +12,10 @@ use config::Config;
 use proto::{CallId, DataClass, SessionId, Timestamp, ToolRequest, ToolResponse};
 #[allow(deprecated)]
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -152,6 +153,42 @@ impl ServerHandler for Front {
         Ok(ListToolsResult::with_all_items(
             self.tools().into_iter().map(|l| l.tool).collect(),
         ))
+    }
+
+    // `get_info` declares the logging capability, so `logging/setLevel` must be answered
+    // (rmcp's default is -32601, which makes the MCP inspector's CLI give up). The front
+    // sends only approval notices, at `warning`, whatever level is asked for.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    // rmcp reads a request for a standard method whose params do not fit that method's type
+    // (e.g. `tools/call` with `"arguments": [1]`) as a custom request, and its default answer
+    // is -32601 "method not found". The method exists; its params are wrong: -32602, as
+    // JSON-RPC and MCP's tools page name it. Nothing reaches the gate either way.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let method = request.method;
+        if crate::stdio::is_standard_method(&method) {
+            Err(McpError::invalid_params(
+                format!("Invalid params for {method}"),
+                None,
+            ))
+        } else {
+            Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+                None,
+            ))
+        }
     }
 
     // Logging notifications are deprecated by the newest MCP revision (SEP-2577), but SPEC §5
