@@ -110,7 +110,7 @@ fn main() -> ExitCode {
         Some(Command::Grants(args)) => cmd_ops::grants(&args),
         Some(Command::Audit(args)) => cmd_ops::audit(&args),
         Some(Command::Box(args)) => cmd_box::run(&args),
-        Some(Command::Doctor(args)) => Ok(cmd_doctor::run(&args)),
+        Some(Command::Doctor(args)) => cmd_doctor::run(&args),
         Some(Command::Runner(args)) => ok(role_runner::run(&args)),
     };
     exit(result)

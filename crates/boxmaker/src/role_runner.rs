@@ -20,7 +20,7 @@ pub struct RunnerArgs {
 
 pub fn run(args: &RunnerArgs) -> Result<(), CliError> {
     let cfg = config::load(&args.config)?;
-    Runner::check_machine()?;
+    Runner::check_machine(&cfg)?;
     let state = cfg.gate.state.clone();
     let runner = Arc::new(Runner::new(Arc::new(cfg), &state)?);
     runner::serve(runner, std::io::stdin(), std::io::stdout()).map_err(CliError::Serve)

@@ -57,6 +57,13 @@ pub struct Gate {
     pub log_arguments: bool,
 }
 
+/// Places inside the box that the box itself builds (system directories bound read-only,
+/// `/etc` files written for it, its own `/proc`, `/dev` and `/tmp`): a mount there could not
+/// be placed, so it is refused when the config is read, not when a box is built.
+pub const RESERVED: &[&str] = &[
+    "/proc", "/dev", "/tmp", "/etc", "/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin",
+];
+
 /// The `[box]` table: the limits of every box.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BoxLimits {
@@ -64,6 +71,12 @@ pub struct BoxLimits {
     pub max_processes: u64,
     pub file_size_bytes: u64,
     pub timeout_seconds: u64,
+    /// Landlock must enforce the mount table (default true). Set false only on a kernel
+    /// without landlock, knowing the mount table is then the only file-system confinement.
+    pub require_landlock: bool,
+    /// Memory and pids cgroup limits must be in force (default false: they apply where a
+    /// writable cgroup exists, and rlimits apply always).
+    pub require_cgroups: bool,
 }
 
 impl Default for BoxLimits {
@@ -73,6 +86,8 @@ impl Default for BoxLimits {
             max_processes: 256,
             file_size_bytes: 64 << 20,
             timeout_seconds: 300,
+            require_landlock: true,
+            require_cgroups: false,
         }
     }
 }
@@ -297,6 +312,8 @@ impl Ctx<'_> {
                 "timeout_seconds",
                 d.timeout_seconds,
             )?,
+            require_landlock: b.require_landlock.unwrap_or(d.require_landlock),
+            require_cgroups: b.require_cgroups.unwrap_or(d.require_cgroups),
         })
     }
 
@@ -353,6 +370,15 @@ impl Ctx<'_> {
             return self.err(
                 at.span(),
                 format!("mount `at` {s:?} is inside /work, which is the session's workspace"),
+            );
+        }
+        if let Some(r) = RESERVED.iter().find(|r| normal.starts_with(r)) {
+            return self.err(
+                at.span(),
+                format!(
+                    "mount `at` {s:?} is under {r}, which the box builds itself; \
+                     mount somewhere else, such as /data/NAME"
+                ),
             );
         }
         Ok(normal)

@@ -37,6 +37,8 @@ pub(crate) struct Limits {
     pub max_processes: Option<Spanned<u64>>,
     pub file_size_bytes: Option<Spanned<u64>>,
     pub timeout_seconds: Option<Spanned<u64>>,
+    pub require_landlock: Option<bool>,
+    pub require_cgroups: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

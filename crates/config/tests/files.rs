@@ -444,3 +444,34 @@ fn test_error_positions_count_columns() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn test_mount_at_a_place_the_box_builds_is_refused_with_its_line() {
+    for at in [
+        "/etc/app",
+        "/usr/local/data",
+        "/tmp",
+        "/proc/x",
+        "/dev/shm/x",
+        "/lib64",
+    ] {
+        let text = format!("[[mount]]\nhost = \"/srv\"\nat = \"{at}\"\n");
+        let msg = bad(&text, 3);
+        assert!(msg.contains("which the box builds itself"), "{at}: {msg}");
+    }
+    // Near misses are fine: whole components only.
+    let cfg = ok("[[mount]]\nhost = \"/srv\"\nat = \"/etcetera\"\n");
+    assert_eq!(cfg.mounts[0].at, std::path::Path::new("/etcetera"));
+}
+
+#[test]
+fn test_box_requirements_default_to_landlock_required_and_can_be_relaxed() {
+    let cfg = ok("");
+    assert!(cfg.limits.require_landlock);
+    assert!(!cfg.limits.require_cgroups);
+    let cfg = ok("[box]\nrequire_landlock = false\nrequire_cgroups = true\n");
+    assert!(!cfg.limits.require_landlock);
+    assert!(cfg.limits.require_cgroups);
+    let msg = bad("[box]\nrequire_landlock = \"no\"\n", 2);
+    assert!(msg.contains("boolean") || msg.contains("bool"), "{msg}");
+}

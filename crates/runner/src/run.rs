@@ -169,6 +169,7 @@ impl Runner {
             cpu_seconds: l.timeout_seconds,
             ..Limits::default()
         };
+        spec.require = requirements(l);
         spec.host_id = Some(host_id(session));
         spec.io = io;
         spec
@@ -186,10 +187,10 @@ impl Runner {
         &self.helper
     }
 
-    /// Refuses to serve where a protection every box requires is missing (SPEC §4: the
+    /// Refuses to serve where a protection the config requires is missing (SPEC §4: the
     /// runner refuses to start, with the report, rather than run tools unconfined).
-    pub fn check_machine() -> Result<(), RunnerError> {
-        let report = sandbox::doctor(&sandbox::Requirements::default());
+    pub fn check_machine(config: &Config) -> Result<(), RunnerError> {
+        let report = sandbox::doctor(&requirements(&config.limits));
         if report.missing().is_empty() {
             Ok(())
         } else {
@@ -392,6 +393,15 @@ fn stderr_hint(stderr: &[u8]) -> String {
         String::new()
     } else {
         format!(": {}", prefix(line, 300))
+    }
+}
+
+/// What the config requires of every box; namespaces, seccomp, `no_new_privs` and the
+/// capability drop are always required (without them there is no box).
+fn requirements(l: &config::BoxLimits) -> sandbox::Requirements {
+    sandbox::Requirements {
+        landlock: l.require_landlock,
+        cgroups: l.require_cgroups,
     }
 }
 
