@@ -5,8 +5,6 @@
 
 use std::path::PathBuf;
 
-use sandbox::Requirements;
-
 use crate::error::CliError;
 
 /// Report which protections this machine enforces.
@@ -19,17 +17,11 @@ pub struct DoctorArgs {
 
 /// Prints the report; returns the exit status.
 pub fn run(args: &DoctorArgs) -> Result<u8, CliError> {
-    let require = match &args.config {
-        None => Requirements::default(),
-        Some(path) => {
-            let cfg = config::load(path)?;
-            Requirements {
-                landlock: cfg.limits.require_landlock,
-                cgroups: cfg.limits.require_cgroups,
-            }
-        }
+    let limits = match &args.config {
+        None => config::BoxLimits::default(),
+        Some(path) => config::load(path)?.limits,
     };
-    let report = sandbox::doctor(&require);
+    let (report, ok) = runner::doctor(&limits);
     print!("{report}");
-    Ok(if report.missing().is_empty() { 0 } else { 1 })
+    Ok(if ok { 0 } else { 1 })
 }

@@ -72,8 +72,7 @@ enum Command {
 
 fn main() -> ExitCode {
     // Re-run as the box helper, or as a file tool inside a box: these never return.
-    sandbox::enter_helper_if_requested();
-    runner::enter_inbox_if_requested();
+    runner::enter_box_modes_if_requested();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -37,3 +37,18 @@ pub fn enter_inbox_if_requested() {
         std::process::exit(inbox::main());
     }
 }
+
+/// If this process was started as the box helper or as an in-box file tool, become that and
+/// never return; otherwise return. Call it first thing in `main` of the binary that runs
+/// boxes: the runner re-runs its own binary in those modes.
+pub fn enter_box_modes_if_requested() {
+    sandbox::enter_helper_if_requested();
+    enter_inbox_if_requested();
+}
+
+/// `boxmaker doctor`: the report of which protections this machine enforces, judged against
+/// `limits`' requirements, and whether boxes can run here.
+pub fn doctor(limits: &config::BoxLimits) -> (String, bool) {
+    let report = sandbox::doctor(&run::requirements(limits));
+    (report.to_string(), report.missing().is_empty())
+}

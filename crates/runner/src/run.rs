@@ -398,7 +398,7 @@ fn stderr_hint(stderr: &[u8]) -> String {
 
 /// What the config requires of every box; namespaces, seccomp, `no_new_privs` and the
 /// capability drop are always required (without them there is no box).
-fn requirements(l: &config::BoxLimits) -> sandbox::Requirements {
+pub(crate) fn requirements(l: &config::BoxLimits) -> sandbox::Requirements {
     sandbox::Requirements {
         landlock: l.require_landlock,
         cgroups: l.require_cgroups,
