@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use proto::SessionId;
 use runner::Runner;
-use sandbox::Io;
 
 use crate::error::CliError;
 
@@ -82,40 +81,19 @@ fn runner_for(config: &std::path::Path) -> Result<Runner, CliError> {
 
 fn exec(a: &ExecArgs) -> Result<u8, CliError> {
     let runner = runner_for(&a.config)?;
-    runner.ensure_workspace(&a.session)?;
-    let spec = runner.box_spec(&a.session, a.network, &[], a.command.clone(), Io::Inherit);
-    let outcome = sandbox::run(&spec, runner.helper()).map_err(CliError::Box)?;
-    let code = outcome.status.exit_code();
+    let code = runner
+        .exec_in_box(&a.session, a.network, a.command.clone())
+        .map_err(CliError::Box)?;
     Ok(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
 }
 
 fn show(a: &ShowArgs) -> Result<u8, CliError> {
     let runner = runner_for(&a.config)?;
-    runner.ensure_workspace(&a.session)?;
-    let spec = runner.box_spec(
-        &a.session,
-        a.network,
-        &[],
-        vec!["/bin/true".into()],
-        Io::Inherit,
-    );
-    let table = sandbox::mount_table(&spec).map_err(CliError::Box)?;
-    print!("{}", sandbox::describe_mounts(&table));
-    println!(
-        "network: {}",
-        if a.network {
-            "the host's"
-        } else {
-            "none (only lo)"
-        }
-    );
-    let l = &spec.limits;
-    println!(
-        "limits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock",
-        l.memory_bytes,
-        l.processes,
-        l.file_size_bytes,
-        l.timeout.as_secs()
+    print!(
+        "{}",
+        runner
+            .describe_box(&a.session, a.network)
+            .map_err(CliError::Box)?
     );
     Ok(0)
 }

@@ -27,7 +27,7 @@ pub enum CliError {
     #[error(transparent)]
     Runner(#[from] runner::RunnerError),
     #[error("the box could not start: {0}")]
-    Box(#[source] sandbox::Error),
+    Box(#[source] runner::BoxError),
     #[error(transparent)]
     Serve(runner::ServeError),
     #[error("cannot use the state directory at {}: {source}", path.display())]

@@ -25,6 +25,8 @@ pub mod run;
 pub mod serve;
 
 pub use run::{Runner, RunnerError};
+/// Why a box could not be built (for `box exec` and `box show`).
+pub use sandbox::Error as BoxError;
 pub use serve::{ServeError, serve};
 
 /// If this process was started as an in-box file tool, run it and exit; otherwise return.

@@ -182,9 +182,47 @@ impl Runner {
         Ok(path)
     }
 
-    /// How the box helper is started (the running binary, in helper mode).
-    pub fn helper(&self) -> &HelperCommand {
-        &self.helper
+    /// `boxmaker box exec`: runs `argv` in `session`'s box with this process's stdin, stdout
+    /// and stderr, and returns its exit status (128 + signal when killed, 124 on timeout). A
+    /// single-threaded caller builds the box itself, without re-running a helper.
+    pub fn exec_in_box(
+        &self,
+        session: &SessionId,
+        network: bool,
+        argv: Vec<String>,
+    ) -> Result<i32, sandbox::Error> {
+        self.ensure_workspace(session)
+            .map_err(|e| sandbox::Error::InvalidSpec(e.to_string()))?;
+        let spec = self.box_spec(session, network, &[], argv, Io::Inherit);
+        Ok(sandbox::run_in_process(&spec, &self.helper)?
+            .status
+            .exit_code())
+    }
+
+    /// `boxmaker box show`: the mount table, network and limits of `session`'s box, as text.
+    pub fn describe_box(
+        &self,
+        session: &SessionId,
+        network: bool,
+    ) -> Result<String, sandbox::Error> {
+        self.ensure_workspace(session)
+            .map_err(|e| sandbox::Error::InvalidSpec(e.to_string()))?;
+        let spec = self.box_spec(session, network, &[], vec!["/bin/true".into()], Io::Inherit);
+        let table = sandbox::mount_table(&spec)?;
+        let l = &spec.limits;
+        Ok(format!(
+            "{}network: {}\nlimits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock\n",
+            sandbox::describe_mounts(&table),
+            if network {
+                "the host's"
+            } else {
+                "none (only lo)"
+            },
+            l.memory_bytes,
+            l.processes,
+            l.file_size_bytes,
+            l.timeout.as_secs()
+        ))
     }
 
     /// Refuses to serve where a protection the config requires is missing (SPEC §4: the

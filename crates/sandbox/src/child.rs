@@ -1,15 +1,17 @@
 //! The box's init: the process `helper.rs` clones into the new namespaces. [`run`] is the
 //! ordered, fail-closed setup script — every step either succeeds or the box does not start,
-//! and the comments say why each step sits where it does. After the last step it forks the
-//! command and stays behind as pid 1 of the box's pid namespace, reaping orphans; when the
+//! and the comments say why each step sits where it does. After the last step it starts the
+//! command (`posix_spawn`) and stays behind as pid 1 of the box's pid namespace, reaping orphans; when the
 //! command exits, init reports its status and exits, and the kernel kills whatever else is
 //! left in the namespace. A box never outlives its command.
 //!
-//! Runs in a copy of the single-threaded helper, so allocation is safe here.
+//! Runs in a copy of the single-threaded helper (or of the single-threaded caller, with
+//! [`crate::run_in_process`]), so allocation is safe here.
 
+use std::collections::HashSet;
 use std::ffi::CString;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
@@ -26,8 +28,9 @@ pub(crate) struct Child<'a> {
     pub spec: &'a Spec,
     pub table: &'a [MountEntry],
     pub filters: &'a [BpfProgram],
-    /// Read end: a byte once the helper has written our id maps, another once we are in the
-    /// box's cgroup; end of file means the helper died.
+    /// A seqpacket socket to the helper: one message once it has written our id maps,
+    /// another (on cgroup v1 carrying the box cgroup's `tasks` files) once we may start the
+    /// command; end of file means the helper died.
     pub sync: OwnedFd,
     /// Write end of the report pipe to the helper (see [`Message`]).
     pub report: OwnedFd,
@@ -132,8 +135,10 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
         libc::MS_NOSUID | libc::MS_NODEV,
         Some(c"mode=0755"),
     )?;
+    // Directories known to exist, so each is made once (not looked up again per entry).
+    let mut made = HashSet::from([new_root.to_path_buf()]);
     for (e, src) in c.table.iter().zip(sources.iter()) {
-        place(c.spec, new_root, e, src.as_ref())?;
+        place(c.spec, new_root, e, src.as_ref(), &mut made)?;
     }
     drop(sources);
 
@@ -178,14 +183,22 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
     sys::drop_all_caps()?;
 
     // 12. The uid change cleared the parent-death signal: set it again. Then wait for the
-    //     helper's second go-ahead: we are in the box's cgroup (the move overlaps with the
-    //     steps above). End of file here means the helper died.
+    //     helper's second go-ahead: the box's cgroup exists (made while we built the root).
+    //     On v2 the helper has moved us into it. On v1 the message carries the cgroup's
+    //     `tasks` files and we join by writing `0`, moving ourselves, which skips the global
+    //     lock a move by pid takes (see `cgroup.rs`); the kernel checks the credentials of
+    //     the files' opener, the helper. Either way the command, started below, runs inside
+    //     the limits. End of file here means the helper died.
     sys::prctl(
         libc::PR_SET_PDEATHSIG,
         libc::SIGKILL as libc::c_ulong,
         "PR_SET_PDEATHSIG",
     )?;
-    go_ahead(c, "the helper went away during setup")?;
+    for f in go_ahead(c, "the helper went away during setup")? {
+        fs::File::from(f)
+            .write_all(b"0")
+            .map_err(|e| Error::Setup(format!("join the box's cgroup: {e}")))?;
+    }
 
     // 13. Resource limits, inherited by the command. RLIMIT_NPROC is counted per user per
     //     user namespace on current kernels, so it limits this box and no other; the pids
@@ -224,31 +237,35 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
         .map(|(k, v)| sys::cstr(format!("{k}={v}").as_ref()))
         .collect::<Result<_>>()?;
     let program = resolve(&c.spec.argv[0], c.spec);
-    let pid = sys::fork()?;
-    if pid == 0 {
-        exec_command(c, &program, &argv, &env);
-    }
-    Ok(pid)
+    // The command inherits only stdio: every other descriptor (ours, and any the caller
+    // inherited) is marked close-on-exec; init itself keeps using them.
+    sys::cloexec_from_3()?;
+    // posix_spawn (a vfork-style clone: no copy of init's page tables, which are a copy of
+    // the caller's) starts the command in /work, with SIGPIPE back to its default (the Rust
+    // runtime ignores it, and an ignored signal stays ignored across exec). A failed exec
+    // comes back here as an error.
+    sys::spawn(&program, &argv, &env, c"/work")
+        .map_err(|e| Error::Setup(format!("exec {}: {e}", c.spec.argv[0])))
 }
 
-/// Reads one go-ahead byte from the helper.
-fn go_ahead(c: &Child<'_>, gone: &str) -> Result<()> {
-    let mut byte = [0u8; 1];
-    let dup = c
-        .sync
-        .try_clone()
-        .map_err(|e| Error::Setup(format!("dup sync fd: {e}")))?;
-    let n = fs::File::from(dup)
-        .read(&mut byte)
-        .map_err(|e| Error::Setup(format!("waiting for the helper: {e}")))?;
-    if n != 1 {
-        return Err(Error::Setup(gone.to_owned()));
+/// Reads one go-ahead message from the helper; returns the descriptors it carried.
+fn go_ahead(c: &Child<'_>, gone: &str) -> Result<Vec<OwnedFd>> {
+    match sys::recv_with_fds(&c.sync) {
+        Ok(Some(fds)) => Ok(fds),
+        Ok(None) => Err(Error::Setup(gone.to_owned())),
+        Err(e) => Err(Error::Setup(format!("waiting for the helper: {e}"))),
     }
-    Ok(())
 }
 
-/// Creates the mount point for `e` under `root` and mounts or writes it.
-fn place(spec: &Spec, root: &Path, e: &MountEntry, src: Option<&OwnedFd>) -> Result<()> {
+/// Creates the mount point for `e` under `root` and mounts or writes it. `made` holds the
+/// directories known to exist under `root`; it is kept up to date.
+fn place(
+    spec: &Spec,
+    root: &Path,
+    e: &MountEntry,
+    src: Option<&OwnedFd>,
+    made: &mut HashSet<PathBuf>,
+) -> Result<()> {
     let target = root.join(e.at.strip_prefix("/").unwrap_or(&e.at));
     let io = |context: &'static str, path: &Path| {
         let path = path.to_owned();
@@ -259,7 +276,17 @@ fn place(spec: &Spec, root: &Path, e: &MountEntry, src: Option<&OwnedFd>) -> Res
         }
     };
     let parent = target.parent().unwrap_or(root).to_owned();
-    fs::create_dir_all(&parent).map_err(io("create directory", &parent))?;
+    if !made.contains(&parent) {
+        fs::create_dir_all(&parent).map_err(io("create directory", &parent))?;
+        made.extend(
+            parent
+                .ancestors()
+                .take_while(|a| a.starts_with(root))
+                .map(Path::to_path_buf),
+        );
+    }
+    // Whatever is mounted at `target` hides what was made below it.
+    made.retain(|p| p == &target || !p.starts_with(&target));
     let make_dir = |p: &PathBuf| fs::create_dir_all(p).map_err(io("create mount point", p));
     let make_file = |p: &PathBuf| {
         fs::File::create(p)
@@ -336,6 +363,15 @@ fn place(spec: &Spec, root: &Path, e: &MountEntry, src: Option<&OwnedFd>) -> Res
             return Err(Error::Setup(format!("no open source for {label}")));
         }
     }
+    if matches!(
+        e.kind,
+        MountKind::Bind { dir: true, .. }
+            | MountKind::Tmpfs { .. }
+            | MountKind::Proc
+            | MountKind::Devpts
+    ) {
+        made.insert(target);
+    }
     Ok(())
 }
 
@@ -362,30 +398,6 @@ fn resolve(name: &str, spec: &Spec) -> CString {
         }
     }
     fallback()
-}
-
-/// In the forked command process: restore what the runtime changed, exec, or report why not.
-fn exec_command(c: &Child<'_>, program: &CString, argv: &[CString], env: &[CString]) -> ! {
-    sys::default_signal(libc::SIGPIPE);
-    if let Err(e) = sys::cloexec_from_3() {
-        send(&c.report, message::ERROR, e.to_string().as_bytes());
-        sys::exit_now(127);
-    }
-    if let Err(e) = std::env::set_current_dir("/work") {
-        send(
-            &c.report,
-            message::ERROR,
-            format!("chdir /work: {e}").as_bytes(),
-        );
-        sys::exit_now(127);
-    }
-    let err = sys::execve(program, argv, env);
-    send(
-        &c.report,
-        message::ERROR,
-        format!("exec {}: {err}", c.spec.argv[0]).as_bytes(),
-    );
-    sys::exit_now(127)
 }
 
 /// Init's loop: reap every child; when the command ends, report its status and exit, which

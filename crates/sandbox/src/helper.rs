@@ -1,12 +1,15 @@
 //! The helper process: a fresh, single-threaded exec of the caller's binary (see
 //! [`crate::HELPER_ARG`]), so that `clone` with namespace flags is safe no matter how many
-//! threads the caller has. It is the box's supervisor, outside the box:
+//! threads the caller has. It is the box's supervisor, outside the box. (A single-threaded
+//! caller may run [`run_box`] itself instead: [`crate::run_in_process`].)
 //!
 //! 1. reads the [`Spec`] from fd 3 (a socket to the caller: 4-byte big-endian length, JSON);
-//! 2. checks required protections, resolves the mount table, compiles seccomp, creates the
-//!    box's cgroup — all before any namespace exists, so failures are cheap and clear;
-//! 3. clones the box's init (`child.rs`) into new namespaces, writes its uid/gid maps, moves
-//!    it into the cgroup, and lets it go;
+//! 2. checks required protections, resolves the mount table, compiles seccomp, finds where
+//!    the box's cgroup can go — all before any namespace exists, so failures are cheap and
+//!    clear;
+//! 3. clones the box's init (`child.rs`) into new namespaces, writes its uid/gid maps, lets
+//!    it build the root while creating the box's cgroup, has init join it (v1, passing the
+//!    cgroup's `tasks` files) or moves it there (v2), and lets it start the command;
 //! 4. waits for init to exit, for the timeout (then kills init: the kernel kills the whole pid
 //!    namespace), or for the caller to hang up (same);
 //! 5. removes the cgroup and answers the caller with a [`Report`] on the same socket.
@@ -90,7 +93,7 @@ pub fn helper_main() -> ! {
 fn serve(control: &UnixStream) -> Result<()> {
     sys::set_cloexec(control.as_raw_fd())?;
     let spec: Spec = read_frame(control)?;
-    let report = match run_box(&spec, control) {
+    let report = match run_box(&spec, Some(control)) {
         Ok(r) => r,
         Err(e) => Report {
             result: Err(e.to_string()),
@@ -138,7 +141,10 @@ pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(mut r: &UnixStream) -> Re
     serde_json::from_slice(&body).map_err(|e| Error::Helper(format!("decode: {e}")))
 }
 
-fn run_box(spec: &Spec, control: &UnixStream) -> Result<Report> {
+/// Builds, runs and supervises one box; the helper's whole job. `control` is the socket to
+/// the caller (a hang-up kills the box); `None` when the caller runs this itself
+/// ([`crate::run_in_process`]), which must then be single-threaded.
+pub(crate) fn run_box(spec: &Spec, control: Option<&UnixStream>) -> Result<Report> {
     // Everything that can fail without a namespace fails here, first.
     spec.validate()?;
     let table = crate::mounts::mount_table(spec)?;
@@ -176,14 +182,10 @@ fn run_box(spec: &Spec, control: &UnixStream) -> Result<Report> {
         sys::give_stdio_pipes(host_uid, host_gid)?;
     }
 
-    // Cgroup limits, where a writable cgroup exists (required if the spec says so).
-    let cg = match cgroup::detect() {
-        Ok(layout) => Some(BoxCgroup::create(
-            &layout,
-            &unique_name(),
-            spec.limits.memory_bytes,
-            spec.limits.processes,
-        )?),
+    // Cgroup limits, where a writable cgroup exists (required if the spec says so). Only
+    // found here; the cgroup is made after the clone, while init builds the root.
+    let layout = match cgroup::detect() {
+        Ok(layout) => Some(layout),
         Err(reason) if spec.require.cgroups => {
             return Err(Error::Unavailable {
                 protection: "cgroups",
@@ -193,7 +195,7 @@ fn run_box(spec: &Spec, control: &UnixStream) -> Result<Report> {
         Err(_) => None,
     };
 
-    let (sync_rd, sync_wr) = sys::pipe()?;
+    let (sync, sync_child) = sys::seqpacket_pair()?;
     let (report_rd, report_wr) = sys::pipe()?;
     let mut flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
@@ -204,33 +206,53 @@ fn run_box(spec: &Spec, control: &UnixStream) -> Result<Report> {
     if !spec.network {
         flags |= libc::CLONE_NEWNET;
     }
-    // SAFETY: the helper is single-threaded: it is a fresh exec that starts no threads.
+    // SAFETY: the helper is single-threaded: it is a fresh exec that starts no threads (or,
+    // in process, `run_in_process` checked that the caller has exactly one thread).
     let pid = unsafe { sys::clone_fork(flags)? };
     if pid == 0 {
-        drop(sync_wr);
+        drop(sync);
         drop(report_rd);
+        if control.is_none() {
+            // A copy of the caller's own process: nothing of its environment stays in init.
+            sys::scrub_environ();
+        }
         child::run(Child {
             spec,
             table: &table,
             filters: &filters,
-            sync: sync_rd,
+            sync: sync_child,
             report: report_wr,
             clear_groups: root,
         });
     }
-    drop(sync_rd);
+    drop(sync_child);
     drop(report_wr);
     let started = Instant::now();
 
-    // Two go-aheads: the first once the id maps exist (init needs them to build the root),
-    // the second once init is in the cgroup. Moving a task into a v1 memory cgroup can take
-    // ~10 ms (an RCU grace period), so it overlaps with init building the root; init waits
-    // for the second byte before it starts the command.
-    let mut sync_file = fs::File::from(sync_wr);
+    // Two go-aheads. The first once the id maps exist: init needs them to build the root.
+    // Then, while init builds it, the box's cgroup is made; the second go-ahead says init may
+    // start the command. On v1 it carries the cgroup's `tasks` files, and init joins by
+    // writing `0` to them (fast: see `cgroup.rs`); on v2 we move init here first (which can
+    // wait for an RCU grace period, also overlapped with init's build). Init starts nothing
+    // before the second go-ahead, so the command always runs inside the limits.
+    let mut cg: Option<BoxCgroup> = None;
     let admitted = write_id_maps(pid, root, host_uid, host_gid)
-        .and_then(|()| go_ahead(&mut sync_file))
-        .and_then(|()| cg.as_ref().map_or(Ok(()), |cg| cg.add(pid)))
-        .and_then(|()| go_ahead(&mut sync_file));
+        .and_then(|()| go_ahead(&sync, &[]))
+        .and_then(|()| {
+            let Some(layout) = &layout else {
+                return go_ahead(&sync, &[]);
+            };
+            let made = cg.insert(BoxCgroup::create(
+                layout,
+                &unique_name(),
+                spec.limits.memory_bytes,
+                spec.limits.processes,
+            )?);
+            match made.self_join_files()? {
+                Some(files) => go_ahead(&sync, &files),
+                None => made.add(pid).and_then(|()| go_ahead(&sync, &[])),
+            }
+        });
     if let Err(e) = admitted {
         let _ = sys::kill(pid, libc::SIGKILL);
         let _ = sys::waitpid(pid, 0);
@@ -242,8 +264,13 @@ fn run_box(spec: &Spec, control: &UnixStream) -> Result<Report> {
         return Err(parse_messages(&buf).error.map_or(e, Error::Setup));
     }
 
+    // While the box runs (we are idle): remove cgroups that killed supervisors left behind.
+    if let Some(layout) = &layout {
+        cgroup::sweep(layout);
+    }
+
     let (messages, timed_out) = supervise(pid, report_rd, control, started + spec.limits.timeout)?;
-    drop(sync_file);
+    drop(sync);
     let oom_killed = cg.as_ref().is_some_and(BoxCgroup::oom_killed);
     let cgroup_limits = cg.is_some();
     drop(cg);
@@ -290,8 +317,9 @@ fn write_id_maps(pid: libc::pid_t, root: bool, uid: u32, gid: u32) -> Result<()>
     write("gid_map", format!("{BOX_UID} {gid} 1\n"))
 }
 
-fn go_ahead(sync: &mut fs::File) -> Result<()> {
-    sync.write_all(&[1]).map_err(|source| Error::HelperIo {
+/// One go-ahead to init: a one-byte message, carrying `fds` if any.
+fn go_ahead(sync: &OwnedFd, fds: &[OwnedFd]) -> Result<()> {
+    sys::send_with_fds(sync, fds).map_err(|source| Error::HelperIo {
         context: "start box",
         source,
     })
@@ -309,7 +337,7 @@ struct Messages {
 fn supervise(
     pid: libc::pid_t,
     report: OwnedFd,
-    control: &UnixStream,
+    control: Option<&UnixStream>,
     deadline: Instant,
 ) -> Result<(Messages, bool)> {
     let pidfd = sys::pidfd_open(pid)?;
@@ -324,9 +352,10 @@ fn supervise(
         } else {
             left.as_millis().min(i32::MAX as u128) as i32
         };
+        // Without a control socket (in process) slot 1 is -1, which poll ignores.
         let mut fds = vec![
             (pidfd.as_raw_fd(), libc::POLLIN),
-            (control.as_raw_fd(), libc::POLLIN),
+            (control.map_or(-1, AsRawFd::as_raw_fd), libc::POLLIN),
         ];
         if let Some(r) = &report {
             fds.push((r.as_raw_fd(), libc::POLLIN));

@@ -12,8 +12,9 @@
 //! **Must never:** depend on another boxmaker crate; pass anything of the caller's
 //! environment that the spec does not name; silently run with less protection than required
 //! (a required protection that is unavailable is an [`Error`]); fork with namespace flags from
-//! a multi-threaded process (a fresh, single-threaded helper process does that); leave a box
-//! or its cgroup behind after [`run`] returns; buffer more output than the cap.
+//! a multi-threaded process (a fresh, single-threaded helper process does that, or the caller
+//! itself after checking it has one thread); leave a box or its cgroup behind after [`run`]
+//! returns; buffer more output than the cap.
 //!
 //! **Process model.** [`run`] (in the caller, any number of threads) starts the caller's own
 //! binary again with [`HELPER_ARG`]; that binary calls [`enter_helper_if_requested`] (or
@@ -22,8 +23,12 @@
 //!
 //! ```text
 //! caller ──spawn──▶ helper (host side: cgroup, id maps, timeout) ──clone(NEW*)──▶ init (pid 1)
-//!    ◀── fd 3: Spec / Report ──▶                                     └─fork──▶ command
+//!    ◀── fd 3: Spec / Report ──▶                                  └─posix_spawn──▶ command
 //! ```
+//!
+//! A single-threaded caller running a box on its own terminal (`boxmaker box exec`) can skip
+//! the helper's exec: [`run_in_process`] does the helper's work in the caller itself (same
+//! steps, same checks) and falls back to [`run`] otherwise.
 //!
 //! **Modules, in reading order:**
 //! - `error` — the crate's error enum.
@@ -37,11 +42,14 @@
 //! - `helper` — the helper process: supervision, timeout, cleanup, [`Report`].
 //! - `run` — the caller's side: [`run`], [`Outcome`], output capture.
 //! - `doctor` — [`doctor`] and its [`DoctorReport`].
+//! - `floor` — `bench_floor`, the bare namespace + landlock + seccomp calls with this
+//!   crate's data, the floor `bench/box-startup.sh` compares boxes with (not a sandbox).
 
 mod cgroup;
 mod child;
 mod doctor;
 mod error;
+mod floor;
 mod helper;
 mod landlock;
 mod mounts;
@@ -52,9 +60,11 @@ mod sys;
 
 pub use doctor::{Check, DoctorReport, doctor};
 pub use error::{Error, Result};
+#[doc(hidden)]
+pub use floor::bench_floor;
 pub use helper::{Report, Status, helper_main};
 pub use mounts::{MountEntry, MountKind, describe as describe_mounts, mount_table};
-pub use run::{HELPER_ARG, HelperCommand, Outcome, enter_helper_if_requested, run};
+pub use run::{HELPER_ARG, HelperCommand, Outcome, enter_helper_if_requested, run, run_in_process};
 pub use spec::{
     BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, Requirements, Spec,
 };

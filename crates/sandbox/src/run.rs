@@ -135,6 +135,37 @@ pub fn run(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
     })
 }
 
+/// As [`run`], but when this process is single-threaded and the box shares its terminal
+/// ([`Io::Inherit`]) the caller does the helper's work itself instead of starting `helper`:
+/// one exec fewer per box (a dynamic loader and a runtime start, about 1 ms here). Otherwise
+/// (more than one thread, or captured output) it is exactly [`run`].
+///
+/// For a one-shot CLI such as `boxmaker box exec`. The box is the same either way: the same
+/// setup, checks and supervision (timeout; init dies with this process), and the box's init,
+/// a copy of this process, first wipes the environment it inherited. While the box runs,
+/// this process is its supervisor and reaps the box's init, so it must not be waiting for
+/// other children with `wait(-1)` meanwhile.
+pub fn run_in_process(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
+    // Only this thread can start another, so "one thread" stays true until the clone.
+    if spec.io != Io::Inherit || crate::sys::thread_count() != Some(1) {
+        return run(spec, helper);
+    }
+    spec.validate()?;
+    let started = Instant::now();
+    let report = crate::helper::run_box(spec, None)?;
+    let status = report.result.map_err(Error::Setup)?;
+    Ok(Outcome {
+        status,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        stdout_truncated: false,
+        stderr_truncated: false,
+        oom_killed: report.oom_killed,
+        cgroup_limits: report.cgroup_limits,
+        elapsed: started.elapsed(),
+    })
+}
+
 /// Reads `r` to its end, keeping at most `cap` bytes; never buffers more than that.
 fn read_capped(mut r: impl Read, cap: usize) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();

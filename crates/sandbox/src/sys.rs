@@ -388,11 +388,6 @@ pub(crate) unsafe fn clone_fork(flags: libc::c_int) -> Result<libc::pid_t> {
     Ok(cvt(ret, "clone", || format!("{flags:#x}"))? as libc::pid_t)
 }
 
-pub(crate) fn fork() -> Result<libc::pid_t> {
-    // SAFETY: only called from the single-threaded helper tree.
-    cvt(unsafe { libc::fork() }, "fork", String::new)
-}
-
 pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
@@ -485,31 +480,11 @@ pub(crate) fn set_cloexec(fd: RawFd) -> Result<()> {
     Ok(())
 }
 
-/// Restores the default action of a signal (the Rust runtime ignores SIGPIPE, and an ignored
-/// signal stays ignored across exec).
-pub(crate) fn default_signal(sig: libc::c_int) {
-    // SAFETY: SIG_DFL is a valid disposition for any catchable signal.
-    unsafe {
-        libc::signal(sig, libc::SIG_DFL);
-    }
-}
-
 /// Ends the current process at once, without running destructors or atexit handlers (used in
 /// forked children, whose copies of the parent's state must not be flushed twice).
 pub(crate) fn exit_now(code: libc::c_int) -> ! {
     // SAFETY: _exit is always safe to call.
     unsafe { libc::_exit(code) }
-}
-
-pub(crate) fn execve(path: &CStr, argv: &[CString], envp: &[CString]) -> io::Error {
-    let mut a: Vec<*const libc::c_char> = argv.iter().map(|s| s.as_ptr()).collect();
-    a.push(std::ptr::null());
-    let mut e: Vec<*const libc::c_char> = envp.iter().map(|s| s.as_ptr()).collect();
-    e.push(std::ptr::null());
-    // SAFETY: `a` and `e` are NULL-terminated arrays of pointers to C strings that outlive
-    // the call; execve only returns on failure.
-    unsafe { libc::execve(path.as_ptr(), a.as_ptr(), e.as_ptr()) };
-    io::Error::last_os_error()
 }
 
 /// Installs a classic BPF seccomp program on the calling thread.
@@ -715,4 +690,251 @@ pub(crate) fn give_stdio_pipes(uid: u32, gid: u32) -> Result<()> {
 pub(crate) fn fd_is_open(fd: RawFd) -> bool {
     // SAFETY: F_GETFD only inspects the descriptor table.
     unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+}
+
+unsafe extern "C" {
+    /// The C library's environment block (`environ(7)`).
+    static mut environ: *mut *mut libc::c_char;
+}
+
+/// In the box's init when it is a copy of the caller's own process
+/// ([`crate::run_in_process`]): overwrites every inherited environment string with zeros and
+/// empties the environment, so the caller's variables (API keys live there) are not even in
+/// init's memory. Only for a single-threaded process (a fresh clone is).
+pub(crate) fn scrub_environ() {
+    // SAFETY: this process has one thread (a clone of a single-threaded caller), so nothing
+    // reads or changes the environment concurrently. `environ` is null or a null-terminated
+    // array of pointers to NUL-terminated strings in writable memory (the initial stack or
+    // the heap, as setenv leaves them); each string is zeroed within its own length, then
+    // the array is made empty.
+    unsafe {
+        let env = environ;
+        if env.is_null() {
+            return;
+        }
+        let mut p = env;
+        while !(*p).is_null() {
+            let s = *p;
+            std::ptr::write_bytes(s, 0, libc::strlen(s));
+            p = p.add(1);
+        }
+        *env = std::ptr::null_mut();
+    }
+}
+
+/// The number of threads of this process (from `/proc/self/status`); `None` if unknown.
+pub(crate) fn thread_count() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// A connected pair of `AF_UNIX` seqpacket sockets (close-on-exec): messages keep their
+/// boundaries, carry descriptors, and a closed peer reads as end of file.
+pub(crate) fn seqpacket_pair() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` has room for the two descriptors socketpair writes.
+    cvt(
+        unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        },
+        "socketpair",
+        || "AF_UNIX SOCK_SEQPACKET".to_owned(),
+    )?;
+    // SAFETY: socketpair succeeded, so both descriptors are new and ours.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Most descriptors one message carries ([`send_with_fds`], [`recv_with_fds`]).
+const MAX_PASSED_FDS: usize = 4;
+
+/// Room for one `SCM_RIGHTS` control message of [`MAX_PASSED_FDS`] descriptors, aligned
+/// as `cmsghdr` requires.
+#[repr(C, align(8))]
+struct CmsgBuf([u8; 64]);
+
+/// Sends a one-byte message on `sock`, with `fds` attached (`SCM_RIGHTS`) if not empty.
+pub(crate) fn send_with_fds(sock: &OwnedFd, fds: &[OwnedFd]) -> io::Result<()> {
+    if fds.len() > MAX_PASSED_FDS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "too many descriptors for one message",
+        ));
+    }
+    let byte = [1u8];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_ptr() as *mut libc::c_void,
+        iov_len: 1,
+    };
+    let mut cbuf = CmsgBuf([0; 64]);
+    // SAFETY: msghdr is plain old data; all-zero is a valid, empty value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        let data_len = std::mem::size_of_val(fds) as libc::c_uint;
+        // SAFETY: CMSG_SPACE is pure arithmetic.
+        let space = unsafe { libc::CMSG_SPACE(data_len) } as usize;
+        msg.msg_control = cbuf.0.as_mut_ptr().cast();
+        msg.msg_controllen = space;
+        // SAFETY: `msg` points at `cbuf`, 8-aligned and at least `space` bytes long (at most
+        // 4 descriptors: 16 + 16 bytes), so CMSG_FIRSTHDR returns a valid header inside it
+        // and CMSG_DATA points at room for `data_len` bytes.
+        unsafe {
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(data_len) as usize;
+            let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+            for (i, fd) in fds.iter().enumerate() {
+                data.add(i).write_unaligned(fd.as_raw_fd());
+            }
+        }
+    }
+    loop {
+        // SAFETY: `msg` and everything it points at (iov, byte, cbuf) live across the call.
+        let ret = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+        if ret == -1 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(());
+    }
+}
+
+/// Receives one message sent by [`send_with_fds`]: `None` at end of file (the peer is
+/// gone), else the descriptors it carried (close-on-exec).
+pub(crate) fn recv_with_fds(sock: &OwnedFd) -> io::Result<Option<Vec<OwnedFd>>> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut cbuf = CmsgBuf([0; 64]);
+    // SAFETY: msghdr is plain old data; all-zero is a valid, empty value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.0.as_mut_ptr().cast();
+    msg.msg_controllen = cbuf.0.len();
+    let n = loop {
+        // SAFETY: `msg` points at `iov`/`byte` and `cbuf`, which live across the call.
+        let ret = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if ret == -1 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        break ret;
+    };
+    let mut fds = Vec::new();
+    // SAFETY: after a successful recvmsg, `msg.msg_control`/`msg_controllen` describe the
+    // control messages the kernel wrote into `cbuf`; CMSG_FIRSTHDR/NXTHDR stay inside it.
+    // Each SCM_RIGHTS payload is an array of new descriptors that now belong to us.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let header = libc::CMSG_LEN(0) as usize;
+                let count = ((*cmsg).cmsg_len as usize).saturating_sub(header)
+                    / std::mem::size_of::<RawFd>();
+                let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(io::Error::other("descriptors were cut off"));
+    }
+    Ok(if n == 0 { None } else { Some(fds) })
+}
+
+/// Starts `path` with `argv` and `envp` in `dir`, with SIGPIPE at its default action, by
+/// `posix_spawn` (glibc: `clone(CLONE_VM | CLONE_VFORK)` on a fresh stack, so nothing of this
+/// process's memory is copied). Descriptors pass as their close-on-exec flags say. A failed
+/// `chdir` or `execve` is returned as the error (glibc reports it from the child).
+pub(crate) fn spawn(
+    path: &CStr,
+    argv: &[CString],
+    envp: &[CString],
+    dir: &CStr,
+) -> io::Result<libc::pid_t> {
+    let mut a: Vec<*mut libc::c_char> = argv.iter().map(|s| s.as_ptr().cast_mut()).collect();
+    a.push(std::ptr::null_mut());
+    let mut e: Vec<*mut libc::c_char> = envp.iter().map(|s| s.as_ptr().cast_mut()).collect();
+    e.push(std::ptr::null_mut());
+    let check = |rc: libc::c_int| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(rc))
+        }
+    };
+    // SAFETY: the file actions and attributes objects are initialised by their `_init`
+    // functions before use and destroyed once, below; every string is NUL-terminated and
+    // outlives the call; `a` and `e` are NULL-terminated arrays of such strings (posix_spawn
+    // does not write through them despite the `*mut` in its signature); `pid` is a valid
+    // out-pointer; `sigset_t` is an array of 64-bit words (1024 bits on glibc), so its first
+    // word may be read and written as a `u64`.
+    unsafe {
+        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        check(libc::posix_spawn_file_actions_init(&mut actions))?;
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        if let Err(err) = check(libc::posix_spawnattr_init(&mut attr)) {
+            libc::posix_spawn_file_actions_destroy(&mut actions);
+            return Err(err);
+        }
+        let mut defaults: libc::sigset_t = std::mem::zeroed();
+        let mut pid: libc::pid_t = 0;
+        let result = check(libc::posix_spawn_file_actions_addchdir_np(
+            &mut actions,
+            dir.as_ptr(),
+        ))
+        .and_then(|()| check(libc::sigemptyset(&mut defaults)))
+        .and_then(|()| check(libc::sigaddset(&mut defaults, libc::SIGPIPE)))
+        .map(|()| {
+            // glibc's spawn child sets its two internal signals (32 and 33) to "ignore"
+            // unless they are in this set, and an ignored signal stays ignored across exec;
+            // its `sigaddset` refuses them, so set their bits (sig - 1 of the first word of
+            // the kernel's and glibc's sigset layout) directly: the command starts with no
+            // signal ignored, as after fork + exec.
+            let first = (&mut defaults as *mut libc::sigset_t).cast::<u64>();
+            *first |= (1u64 << 31) | (1u64 << 32);
+        })
+        .and_then(|()| check(libc::posix_spawnattr_setsigdefault(&mut attr, &defaults)))
+        .and_then(|()| {
+            check(libc::posix_spawnattr_setflags(
+                &mut attr,
+                libc::POSIX_SPAWN_SETSIGDEF as libc::c_short,
+            ))
+        })
+        .and_then(|()| {
+            check(libc::posix_spawn(
+                &mut pid,
+                path.as_ptr(),
+                &actions,
+                &attr,
+                a.as_ptr(),
+                e.as_ptr(),
+            ))
+        });
+        libc::posix_spawnattr_destroy(&mut attr);
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        result.map(|()| pid)
+    }
 }

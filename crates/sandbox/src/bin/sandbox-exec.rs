@@ -4,9 +4,13 @@
 //! ```text
 //! sandbox-exec --workspace DIR [--mount HOST:AT[:rw]] [--network] [--env NAME]
 //!              [--memory BYTES] [--processes N] [--file-size BYTES] [--timeout SECS]
-//!              [--capture BYTES] -- CMD [ARGS...]
+//!              [--capture BYTES] [--via-helper] -- CMD [ARGS...]
 //! sandbox-exec --doctor
 //! ```
+//!
+//! Without `--capture` it runs the box as `boxmaker box exec` does, with
+//! [`sandbox::run_in_process`] (this single-threaded process is the helper); `--via-helper`
+//! starts a separate helper process instead, as the runner does ([`sandbox::run`]).
 //!
 //! Exit status: the command's (128 + signal, 124 on timeout); 125 when the box failed.
 //! `--capture` runs with captured output (stdin empty), then prints it, and a summary line on
@@ -33,6 +37,7 @@ fn real_main() -> Result<i32, String> {
     let mut args = std::env::args().skip(1);
     let mut spec = Spec::new(Vec::new(), "");
     let mut capture: Option<usize> = None;
+    let mut via_helper = false;
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         let num = |v: String| v.parse::<u64>().map_err(|e| format!("{v}: {e}"));
@@ -44,6 +49,7 @@ fn real_main() -> Result<i32, String> {
             }
             "--workspace" => spec.workspace = value("--workspace")?.into(),
             "--network" => spec.network = true,
+            "--via-helper" => via_helper = true,
             "--mount" => {
                 let v = value("--mount")?;
                 let parts: Vec<&str> = v.split(':').collect();
@@ -83,7 +89,12 @@ fn real_main() -> Result<i32, String> {
         };
     }
     let helper = HelperCommand::current_exe().map_err(|e| e.to_string())?;
-    let outcome = sandbox::run(&spec, &helper).map_err(|e| e.to_string())?;
+    let outcome = if via_helper {
+        sandbox::run(&spec, &helper)
+    } else {
+        sandbox::run_in_process(&spec, &helper)
+    }
+    .map_err(|e| e.to_string())?;
     if capture.is_some() {
         let _ = std::io::stdout().write_all(&outcome.stdout);
         let _ = std::io::stderr().write_all(&outcome.stderr);
