@@ -1,43 +1,57 @@
 //! The gate's request loop (SPEC §3.3) and its operator's side (SPEC §2.4): [`Gate`].
 //!
 //! One [`Gate`] is shared (`Arc`) by every connection. For each [`ToolRequest`],
-//! [`Gate::call`]:
-//! 1. audits `request` (the arguments' hash; the arguments themselves only with
-//!    `gate.log_arguments`), reads the session's taint from the store, and decides with
-//!    [`policy::decide()`] over the effective grants (the config's, then the live run-time ones,
-//!    rebuilt only when a run-time grant is added or revoked); audits `decision`;
+//! [`Gate::submit`] (or its blocking form [`Gate::call`]):
+//! 1. reads the session's taint from the store and decides with [`policy::decide()`] over
+//!    the effective grants (the config's, then the live run-time ones, rebuilt only when a
+//!    run-time grant is added or revoked); audits `request` (the arguments' hash; the
+//!    arguments themselves only with `gate.log_arguments`) and `decision`, durable before
+//!    anything else happens;
 //! 2. `deny` → `denied REASON`;
 //! 3. `ask` → records the approval (reason `grant_ask`, or `untrusted_content` when a grant
 //!    would allow the call but for `if_untrusted = "ask"`), audits `approval_asked`, hands
-//!    `pending_approval` to the caller's `progress`, and holds the call until the approval is
-//!    approved, refused, expired or withdrawn. The store is the truth: a waiting call wakes
-//!    when rung and reads the approval's state back. Approved → the approval is consumed
-//!    (one-shot, [`Store::mark_used`]) and steps 1–4 are decided **again** with the taint and
-//!    time of that moment, audited as a `decision` naming the approval (an `ask` then counts
-//!    as approved: the person just approved this exact call; a `deny` wins). Refused →
-//!    `denied approval_refused`; expired → `denied approval_expired`; withdrawn (the client
-//!    cancelled, [`Gate::withdraw`]) → `failed: "the call was cancelled …"` — `failed`, not
-//!    `denied`, because no person refused it; nobody is usually left to read it;
+//!    `pending_approval` to the caller's [`Reply`], and holds the call until the approval is
+//!    approved, refused, expired or withdrawn. A held call costs no thread: it is filed
+//!    under its approval id with its reply path, and the decision (the deciders and the
+//!    expiry thread **ring** it) resumes it on a resume worker (at most [`MAX_RESUMERS`];
+//!    an approved call then runs on a thread of its own). The store is the truth:
+//!    the resumed call reads the approval's state back. Approved → the approval is consumed
+//!    (one-shot, [`Store::mark_used`]) and steps 1–4 are decided **again** with the taint
+//!    and time of that moment, audited as a `decision` naming the approval (an `ask` then
+//!    counts as approved: the person just approved this exact call; a `deny` wins).
+//!    Refused → `denied approval_refused`; expired → `denied approval_expired`; withdrawn
+//!    (the client cancelled, [`Gate::withdraw`]) → `failed: "the call was cancelled …"` —
+//!    `failed`, not `denied`, because no person refused it; nobody is usually left to read
+//!    it;
 //! 4. `allow` (or approved) → the runner runs it; the session's taint is raised by the
 //!    result's label (or, for `failed`, by the tool's floor label) and **committed before**
-//!    the answer is returned; then `result` is audited (size, hash, label; never content).
-//!    If the commit or the audit fails the answer is withheld: the caller gets `failed`.
+//!    the answer is returned, and `result` is audited (size, hash, label; never content),
+//!    also before. If the commit or the audit fails the answer is withheld: the caller gets
+//!    `failed`.
+//!
+//! **Group commit.** The durable writes of steps 1 and 4 go through one queue
+//! (`commit.rs`): concurrent calls' taint raises become one SQLite transaction and
+//! their audit records one `write` and one `fdatasync`, the raises committed before the
+//! records are written. A call waits until the batch holding its writes is durable; nothing
+//! is released before. Alone, a call pays what it paid before: one audit sync before the
+//! tool runs, one SQLite commit and one audit sync after.
 //!
 //! Any other internal failure (the store or the audit log refusing a write before the call
 //! runs) fails closed: the call does not run and the caller gets `failed` naming the cause.
 //!
 //! A background thread expires due approvals every [`TICK`] without anyone asking, audits
-//! `approval_expired`, and wakes their held calls. Approvals a previous gate left pending
-//! have no held call; they stay `pending` until they expire (or an operator decides them,
-//! which runs nothing).
+//! `approval_expired`, and rings their held calls; every 2 s it also looks at every held
+//! call's approval in the store, a safety net should a ring be missed. Approvals a previous
+//! gate left pending have no held call; they stay `pending` until they expire (or an
+//! operator decides them, which runs nothing).
 //!
 //! [`Gate::control`] answers the operator's [`ControlOp`]s, allowlist style: every op has
 //! one handler and one typed answer, and every failure an `error` with a code and a detail.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
+use std::time::{Duration, Instant};
 
 use config::{Config, ToolKind};
 use policy::{Decision, Grant, Grants, Label, Pattern, Taint};
@@ -48,17 +62,18 @@ use proto::control::{
 use proto::{DataClass, DenyReason, MAX_FRAME, SessionId, Timestamp, ToolRequest, ToolResponse};
 
 use crate::audit::{self, ApprovalOutcome, AuditError, AuditLog, Event, Outcome, Repaired};
+use crate::commit::GroupCommit;
 use crate::link::ToolRunner;
 use crate::store::{
     self, ApprovalFilter, ApprovalReason, ApprovalRow, ApprovalState, GrantRow, NewApproval,
-    NewGrant, SessionRow, Store, StoreError,
+    NewGrant, SessionRow, Store, StoreError, TaintRaise,
 };
 
 /// How often the expiry thread looks for due approvals.
 pub const TICK: Duration = Duration::from_millis(250);
 
-/// How long a held call sleeps between looks at its approval when nobody rings it (a safety
-/// net: the expiry thread and the deciders ring it).
+/// How often the expiry thread looks at every held call's approval in the store (a safety
+/// net: the expiry thread and the deciders ring a held call when its approval changes).
 const POLL: Duration = Duration::from_secs(2);
 
 /// The most audit lines one `audit_tail` answer carries.
@@ -90,6 +105,10 @@ pub enum GateError {
     Thread(#[source] std::io::Error),
     #[error("approval {id} disappeared from the state database while its call waited")]
     ApprovalVanished { id: String },
+    #[error(transparent)]
+    Shared(Arc<GateError>),
+    #[error("a group commit ended without an answer for this write; it may not be durable")]
+    CommitLost,
 }
 
 /// Why one call ended in `failed` without a tool's answer. The text is the `failed`
@@ -127,30 +146,83 @@ fn withheld<E: Into<GateError>>(what: &'static str) -> impl FnOnce(E) -> CallErr
     }
 }
 
-/// One held call's bell: rung when its approval may have changed.
-#[derive(Debug, Default)]
-struct Bell {
-    rung: Mutex<bool>,
-    cv: Condvar,
+/// Where one call's answers go (see [`Gate::submit`]): zero or more non-final answers
+/// (`pending_approval`), then exactly one final answer.
+pub trait Reply: Send + 'static {
+    /// A non-final answer (`pending_approval`), on the submitting thread, before the call
+    /// is held.
+    fn progress(&mut self, resp: ToolResponse);
+    /// The final answer, exactly once: on the submitting thread, or, for a call that was
+    /// held, on a thread the gate starts when its approval leaves `pending`. Dropping a
+    /// `Reply` unanswered happens only when the gate itself is dropped.
+    fn finish(self: Box<Self>, resp: ToolResponse);
 }
 
-impl Bell {
-    fn ring(&self) {
-        *self.rung.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        self.cv.notify_all();
+/// A [`Reply`] into a channel: `(false, progress)`, then `(true, final)`.
+struct ChannelReply(mpsc::Sender<(bool, ToolResponse)>);
+
+impl Reply for ChannelReply {
+    fn progress(&mut self, resp: ToolResponse) {
+        let _ = self.0.send((false, resp));
     }
 
-    /// Waits until rung (or `timeout`), and clears the bell.
-    fn wait(&self, timeout: Duration) {
-        let mut rung = self.rung.lock().unwrap_or_else(PoisonError::into_inner);
-        if !*rung {
-            rung = self
-                .cv
-                .wait_timeout(rung, timeout)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
+    fn finish(self: Box<Self>, resp: ToolResponse) {
+        let _ = self.0.send((true, resp));
+    }
+}
+
+/// A call held for a person. No thread waits for it: the approval's decision, expiry or
+/// withdrawal resumes it ([`Gate::ring`]).
+struct Held {
+    req: ToolRequest,
+    reply: Box<dyn Reply>,
+}
+
+/// The most threads resuming held calls at once (a rung call queues for one).
+pub const MAX_RESUMERS: usize = 16;
+
+/// Rung calls waiting for a resume worker, and how many workers run.
+#[derive(Default)]
+struct Resumes {
+    queue: VecDeque<(String, Held)>,
+    workers: usize,
+}
+
+/// Where the first part of a call left it.
+enum Start {
+    /// Its final answer (denied).
+    Final(ToolResponse),
+    /// Allowed: run it.
+    Run,
+    /// Waiting for a person on this approval.
+    Held(String),
+}
+
+/// One item of the group commit: a taint raise (if any), and the audit records that must be
+/// durable with it. Records are appended only after the raise committed.
+struct Durable {
+    raise: Option<TaintRaise>,
+    events: Vec<(Timestamp, Event)>,
+}
+
+/// Which write of a group commit failed, for one item.
+#[derive(Debug, Clone)]
+enum CommitFailed {
+    Taint(Arc<GateError>),
+    Audit(Arc<GateError>),
+}
+
+impl CommitFailed {
+    fn into_gate(self) -> GateError {
+        match self {
+            CommitFailed::Taint(e) | CommitFailed::Audit(e) => GateError::Shared(e),
         }
-        *rung = false;
+    }
+}
+
+fn failed(e: CallError) -> ToolResponse {
+    ToolResponse::Failed {
+        message: e.to_string(),
     }
 }
 
@@ -164,7 +236,13 @@ pub struct Gate {
     /// The effective grants; `None` after a run-time grant changed.
     grants: Mutex<Option<Arc<Grants>>>,
     /// Held calls by approval id.
-    bells: Mutex<HashMap<String, Arc<Bell>>>,
+    held: Mutex<HashMap<String, Held>>,
+    /// Held calls whose approval left `pending`, for the resume workers.
+    resumes: Mutex<Resumes>,
+    /// The taint raises and audit records of concurrent calls, one sync each per batch.
+    durable: GroupCommit<Durable, Result<(), CommitFailed>>,
+    /// This gate, for the threads that resume held calls.
+    me: Weak<Gate>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -212,26 +290,34 @@ impl Gate {
         clock: Clock,
         tick: Duration,
     ) -> Result<Arc<Gate>, GateError> {
-        let gate = Arc::new(Gate {
+        let gate = Arc::new_cyclic(|me| Gate {
             config,
             store: Mutex::new(store),
             audit: Mutex::new(audit),
             runner,
             clock,
             grants: Mutex::new(None),
-            bells: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
+            resumes: Mutex::new(Resumes::default()),
+            durable: GroupCommit::new(),
+            me: me.clone(),
         });
         let weak = Arc::downgrade(&gate);
         std::thread::Builder::new()
             .name("gate-expiry".into())
             .spawn(move || {
+                let mut swept = Instant::now();
                 loop {
                     std::thread::sleep(tick);
                     let Some(gate) = weak.upgrade() else {
                         return;
                     };
-                    // A failure here is retried next tick; held calls also look themselves.
+                    // A failure here is retried next tick.
                     let _ = gate.expire_due();
+                    if swept.elapsed() >= POLL {
+                        swept = Instant::now();
+                        gate.sweep_held();
+                    }
                 }
             })
             .map_err(GateError::Thread)?;
@@ -285,107 +371,137 @@ impl Gate {
 
     /// Decides and (if allowed or approved) runs one call; returns its final answer.
     /// `progress` receives the non-final `pending_approval` when the call must wait for a
-    /// person. Never panics; every failure is a `failed` answer.
+    /// person. Never panics; every failure is a `failed` answer. Blocks its thread while
+    /// the call is held: a server should use [`Gate::submit`], which does not.
     pub fn call(&self, req: ToolRequest, progress: &mut dyn FnMut(ToolResponse)) -> ToolResponse {
-        match self.try_call(&req, progress) {
-            Ok(resp) => resp,
-            Err(e) => ToolResponse::Failed {
-                message: e.to_string(),
-            },
-        }
-    }
-
-    fn try_call(
-        &self,
-        req: &ToolRequest,
-        progress: &mut dyn FnMut(ToolResponse),
-    ) -> Result<ToolResponse, CallError> {
-        let now = self.now();
-        self.audit(
-            now,
-            Event::request(
-                req.session.clone(),
-                req.call,
-                req.tool.clone(),
-                &req.arguments,
-                self.config.gate.log_arguments,
-            ),
-        )
-        .map_err(before("audit the request"))?;
-        let taint = self
-            .taint(&req.session)
-            .map_err(before("read the session's taint"))?;
-        let grants = self.grants().map_err(before("build the grants"))?;
-        let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
-        self.audit_decision(req, taint, decision, None, now)
-            .map_err(before("audit the decision"))?;
-        match decision {
-            Decision::Deny(reason) => return Ok(ToolResponse::Denied { reason }),
-            Decision::Allow => {}
-            Decision::Ask => {
-                let reason = ask_reason(&grants, req, taint, now);
-                let approval = match self.hold(req, reason, now, progress)? {
-                    Ok(id) => id,
-                    Err(final_answer) => return Ok(final_answer),
-                };
-                // Re-check at the moment of use (the monitor's rule): the taint may have
-                // risen, a grant may have expired or been revoked while a person looked.
-                let now = self.now();
-                lock(&self.store)
-                    .mark_used(&approval, now)
-                    .map_err(before("use the approval"))?;
-                let taint = self
-                    .taint(&req.session)
-                    .map_err(before("read the session's taint"))?;
-                let grants = self.grants().map_err(before("build the grants"))?;
-                let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
-                self.audit_decision(req, taint, decision, Some(approval), now)
-                    .map_err(before("audit the decision"))?;
-                if let Decision::Deny(reason) = decision {
-                    return Ok(ToolResponse::Denied { reason });
+        let (tx, rx) = mpsc::channel();
+        self.submit(req, Box::new(ChannelReply(tx)));
+        loop {
+            match rx.recv() {
+                Ok((false, resp)) => progress(resp),
+                Ok((true, resp)) => return resp,
+                Err(_) => {
+                    return ToolResponse::Failed {
+                        message: "the gate stopped before the call ended".into(),
+                    };
                 }
             }
         }
-        self.run_and_commit(req)
     }
 
-    fn audit_decision(
-        &self,
-        req: &ToolRequest,
-        taint: Taint,
-        decision: Decision,
-        approval: Option<String>,
-        now: Timestamp,
-    ) -> Result<(), AuditError> {
-        let (verdict, reason) = match decision {
-            Decision::Allow => (audit::Verdict::Allow, None),
-            Decision::Ask => (audit::Verdict::Ask, None),
-            Decision::Deny(r) => (audit::Verdict::Deny, Some(r)),
+    /// Decides and (if allowed) runs one call, and gives its answers to `reply`. A call
+    /// that needs a person is held without a thread: `submit` returns once `reply` has the
+    /// `pending_approval`, and the approval's decision, expiry or withdrawal finishes the
+    /// call on a thread of its own. Every failure is a `failed` answer.
+    pub fn submit(&self, req: ToolRequest, mut reply: Box<dyn Reply>) {
+        match self.start(&req, &mut *reply) {
+            Ok(Start::Final(resp)) => reply.finish(resp),
+            Ok(Start::Run) => reply.finish(self.run_and_commit(&req).unwrap_or_else(failed)),
+            Ok(Start::Held(approval)) => self.park(approval, Held { req, reply }),
+            Err(e) => reply.finish(failed(e)),
+        }
+    }
+
+    /// Steps 1–3: decide, audit the request and the decision (one durable write, shared
+    /// with concurrent calls), and deny, allow, or ask.
+    fn start(&self, req: &ToolRequest, reply: &mut dyn Reply) -> Result<Start, CallError> {
+        let now = self.now();
+        let request = Event::request(
+            req.session.clone(),
+            req.call,
+            req.tool.clone(),
+            &req.arguments,
+            self.config.gate.log_arguments,
+        );
+        let decided = self
+            .taint(&req.session)
+            .map_err(before("read the session's taint"))
+            .and_then(|taint| {
+                let grants = self.grants().map_err(before("build the grants"))?;
+                let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
+                Ok((taint, grants, decision))
+            });
+        let (taint, grants, decision) = match decided {
+            Ok(d) => d,
+            Err(e) => {
+                // Still log that the request came; the call does not run either way.
+                let _ = self.make_durable(Durable {
+                    raise: None,
+                    events: vec![(now, request)],
+                });
+                return Err(e);
+            }
         };
-        self.audit(
-            now,
-            Event::Decision {
-                session: req.session.clone(),
-                call: req.call,
-                tool: req.tool.clone(),
-                class: taint.class(),
-                untrusted: taint.untrusted(),
-                decision: verdict,
-                reason,
-                approval,
-            },
+        self.make_durable(Durable {
+            raise: None,
+            events: vec![
+                (now, request),
+                (now, decision_event(req, taint, decision, None)),
+            ],
+        })
+        .map_err(|f| before("audit the request and its decision")(f.into_gate()))?;
+        match decision {
+            Decision::Deny(reason) => Ok(Start::Final(ToolResponse::Denied { reason })),
+            Decision::Allow => Ok(Start::Run),
+            Decision::Ask => {
+                let reason = ask_reason(&grants, req, taint, now);
+                self.ask(req, reason, now, reply).map(Start::Held)
+            }
+        }
+    }
+
+    /// Queues `d` for the next group commit and returns once it is durable (or failed).
+    fn make_durable(&self, d: Durable) -> Result<(), CommitFailed> {
+        self.durable.submit(
+            d,
+            |batch| self.commit_batch(batch),
+            || Err(CommitFailed::Audit(Arc::new(GateError::CommitLost))),
         )
     }
 
-    /// Records the approval, tells the caller, and holds the call until the approval leaves
-    /// `pending`. `Ok(Ok(id))`: approved; `Ok(Err(answer))`: the call's final answer.
-    fn hold(
+    /// The group commit's leader: every raise of the batch in one SQLite transaction, then
+    /// the records of every item whose raise committed (or that had none) with one
+    /// `fdatasync`. One result per item, in order.
+    fn commit_batch(&self, batch: Vec<Durable>) -> Vec<Result<(), CommitFailed>> {
+        let raises: Vec<TaintRaise> = batch.iter().filter_map(|d| d.raise.clone()).collect();
+        let raised = if raises.is_empty() {
+            Ok(())
+        } else {
+            lock(&self.store)
+                .raise_taints(&raises, self.now())
+                .map(drop)
+                .map_err(|e| Arc::new(GateError::from(e)))
+        };
+        let mut out: Vec<Result<(), CommitFailed>> = batch
+            .iter()
+            .map(|d| match (&d.raise, &raised) {
+                (Some(_), Err(e)) => Err(CommitFailed::Taint(Arc::clone(e))),
+                _ => Ok(()),
+            })
+            .collect();
+        let events: Vec<(Timestamp, Event)> = batch
+            .into_iter()
+            .zip(&out)
+            .filter(|(_, r)| r.is_ok())
+            .flat_map(|(d, _)| d.events)
+            .collect();
+        if let Err(e) = lock(&self.audit).append_batch(events) {
+            let e = Arc::new(GateError::from(e));
+            for r in out.iter_mut().filter(|r| r.is_ok()) {
+                *r = Err(CommitFailed::Audit(Arc::clone(&e)));
+            }
+        }
+        out
+    }
+
+    /// Records the approval, audits it, and tells the caller; returns the approval's id.
+    fn ask(
         &self,
         req: &ToolRequest,
         reason: ApprovalReason,
         now: Timestamp,
-        progress: &mut dyn FnMut(ToolResponse),
-    ) -> Result<Result<String, ToolResponse>, CallError> {
+        reply: &mut dyn Reply,
+    ) -> Result<String, CallError> {
         let row = lock(&self.store)
             .create_approval(NewApproval {
                 session: req.session.clone(),
@@ -397,8 +513,6 @@ impl Gate {
                 expires: now.plus(self.config.gate.approval_ttl),
             })
             .map_err(before("record the approval"))?;
-        let bell = Arc::new(Bell::default());
-        lock(&self.bells).insert(row.id.clone(), Arc::clone(&bell));
         let asked = self.audit(
             now,
             Event::ApprovalAsked {
@@ -414,56 +528,168 @@ impl Gate {
         if let Err(e) = asked {
             // Nobody may approve what the log does not show: take it back.
             let _ = lock(&self.store).withdraw(&row.id, now);
-            lock(&self.bells).remove(&row.id);
             return Err(before("audit the approval")(e));
         }
-        progress(ToolResponse::PendingApproval {
+        reply.progress(ToolResponse::PendingApproval {
             approval: row.id.clone(),
             expires: row.expires,
         });
-        let state = self.wait(&row, &bell);
-        lock(&self.bells).remove(&row.id);
-        Ok(match state.map_err(before("follow the approval"))? {
-            ApprovalState::Approved => Ok(row.id),
-            ApprovalState::Refused => Err(ToolResponse::Denied {
-                reason: DenyReason::ApprovalRefused,
-            }),
-            ApprovalState::Expired => Err(ToolResponse::Denied {
-                reason: DenyReason::ApprovalExpired,
-            }),
-            ApprovalState::Withdrawn | ApprovalState::Pending => {
-                return Err(CallError::Withdrawn { id: row.id });
-            }
-        })
+        Ok(row.id)
     }
 
-    /// Waits until the approval leaves `pending`, and returns its state.
-    fn wait(&self, row: &ApprovalRow, bell: &Bell) -> Result<ApprovalState, GateError> {
+    /// Holds a call until its approval leaves `pending`. The store is the truth: after the
+    /// call is filed, the approval is read back once, so a decision that came before the
+    /// call was filed is not missed.
+    fn park(&self, approval: String, held: Held) {
+        lock(&self.held).insert(approval.clone(), held);
+        if !self.still_pending(&approval) {
+            self.ring(&approval);
+        }
+    }
+
+    /// Whether the store says `approval` is pending (a failure to read counts as not: the
+    /// held call then reads it again and fails with the cause).
+    fn still_pending(&self, approval: &str) -> bool {
+        matches!(
+            lock(&self.store).approval(approval),
+            Ok(Some(row)) if row.state == ApprovalState::Pending
+        )
+    }
+
+    /// Resumes the call held on `approval`, if there is one. Whoever takes it from `held`
+    /// resumes it, once. Resumed calls queue for at most [`MAX_RESUMERS`] threads (10,000
+    /// approvals expiring in one tick must not become 10,000 threads); an approved call
+    /// then runs on a thread of its own, so a long tool never delays another call's end.
+    fn ring(&self, approval: &str) {
+        let Some(held) = lock(&self.held).remove(approval) else {
+            return;
+        };
+        let mut q = lock(&self.resumes);
+        q.queue.push_back((approval.to_string(), held));
+        if q.workers >= MAX_RESUMERS {
+            return;
+        }
+        q.workers += 1;
+        drop(q);
+        let spawned = self.me.upgrade().map(|gate| {
+            std::thread::Builder::new()
+                .name("gate-resume".into())
+                .spawn(move || gate.resume_queued())
+        });
+        if !matches!(spawned, Some(Ok(_))) {
+            // No thread to be had: do the work here rather than leave it.
+            self.resume_queued();
+        }
+    }
+
+    /// A resume worker: resumes queued calls until the queue is empty.
+    fn resume_queued(&self) {
         loop {
-            let state = lock(&self.store)
-                .approval(&row.id)?
-                .ok_or_else(|| GateError::ApprovalVanished { id: row.id.clone() })?
-                .state;
-            if state != ApprovalState::Pending {
-                return Ok(state);
-            }
-            if self.now() >= row.expires {
-                // The expiry thread should have done it; do it here rather than wait.
-                self.expire_due()?;
-                continue;
-            }
-            bell.wait(POLL);
+            let next = {
+                let mut q = lock(&self.resumes);
+                match q.queue.pop_front() {
+                    Some(next) => next,
+                    None => {
+                        q.workers = q.workers.saturating_sub(1);
+                        return;
+                    }
+                }
+            };
+            self.resume(&next.0, next.1);
         }
     }
 
-    fn ring(&self, id: &str) {
-        if let Some(bell) = lock(&self.bells).get(id) {
-            bell.ring();
+    /// The safety net: resumes every held call whose approval the store says is no longer
+    /// pending (the expiry thread calls it every `POLL`).
+    fn sweep_held(&self) {
+        let ids: Vec<String> = lock(&self.held).keys().cloned().collect();
+        for id in ids {
+            if !self.still_pending(&id) {
+                self.ring(&id);
+            }
         }
     }
 
-    /// Runs the call, raises and commits the taint, audits the result, and only then returns
-    /// the answer.
+    /// Finishes a held call by its approval's state: approved → step 3 again and run;
+    /// refused, expired → denied; withdrawn → failed.
+    fn resume(&self, approval: &str, held: Held) {
+        let Held { req, reply } = held;
+        let state = match lock(&self.store).approval(approval) {
+            Ok(Some(row)) => Ok(row.state),
+            Ok(None) => Err(GateError::ApprovalVanished {
+                id: approval.to_string(),
+            }),
+            Err(e) => Err(e.into()),
+        };
+        let resp = match state {
+            Err(e) => failed(before("follow the approval")(e)),
+            Ok(ApprovalState::Pending) => {
+                // Rung too early: hold it again.
+                self.park(approval.to_string(), Held { req, reply });
+                return;
+            }
+            Ok(ApprovalState::Approved) => {
+                let cell = Arc::new(Mutex::new(Some((req, reply))));
+                let spawned = self.me.upgrade().map(|gate| {
+                    let (cell, approval) = (Arc::clone(&cell), approval.to_string());
+                    std::thread::Builder::new()
+                        .name("gate-approved".into())
+                        .spawn(move || {
+                            if let Some((req, reply)) = lock(&cell).take() {
+                                let resp = gate.approved(&req, &approval).unwrap_or_else(failed);
+                                reply.finish(resp);
+                            }
+                        })
+                });
+                if !matches!(spawned, Some(Ok(_)))
+                    && let Some((req, reply)) = lock(&cell).take()
+                {
+                    reply.finish(self.approved(&req, approval).unwrap_or_else(failed));
+                }
+                return;
+            }
+            Ok(ApprovalState::Refused) => ToolResponse::Denied {
+                reason: DenyReason::ApprovalRefused,
+            },
+            Ok(ApprovalState::Expired) => ToolResponse::Denied {
+                reason: DenyReason::ApprovalExpired,
+            },
+            Ok(ApprovalState::Withdrawn) => failed(CallError::Withdrawn {
+                id: approval.to_string(),
+            }),
+        };
+        reply.finish(resp);
+    }
+
+    /// An approved call: the approval is consumed, and steps 1–4 are decided **again** with
+    /// the taint and time of this moment (the monitor's rule: the taint may have risen, a
+    /// grant may have expired or been revoked while a person looked); then it runs.
+    fn approved(&self, req: &ToolRequest, approval: &str) -> Result<ToolResponse, CallError> {
+        let now = self.now();
+        lock(&self.store)
+            .mark_used(approval, now)
+            .map_err(before("use the approval"))?;
+        let taint = self
+            .taint(&req.session)
+            .map_err(before("read the session's taint"))?;
+        let grants = self.grants().map_err(before("build the grants"))?;
+        let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
+        self.make_durable(Durable {
+            raise: None,
+            events: vec![(
+                now,
+                decision_event(req, taint, decision, Some(approval.to_string())),
+            )],
+        })
+        .map_err(|f| before("audit the decision")(f.into_gate()))?;
+        if let Decision::Deny(reason) = decision {
+            return Ok(ToolResponse::Denied { reason });
+        }
+        self.run_and_commit(req)
+    }
+
+    /// Runs the call, raises the taint and audits the result (committed together with
+    /// concurrent calls' raises and records), and only then returns the answer.
     fn run_and_commit(&self, req: &ToolRequest) -> Result<ToolResponse, CallError> {
         let resp = match self.runner.run(req) {
             resp @ (ToolResponse::Result { .. } | ToolResponse::Failed { .. }) => resp,
@@ -501,23 +727,28 @@ impl Gate {
             ),
         };
         let now = self.now();
-        lock(&self.store)
-            .raise_taint(&req.session, label.class, label.untrusted, now)
-            .map_err(withheld("record the session's taint"))?;
-        self.audit(
-            now,
-            Event::result(
-                req.session.clone(),
-                req.call,
-                req.tool.clone(),
-                outcome,
-                content,
-                label.class,
-                label.untrusted,
-                truncated,
-            ),
-        )
-        .map_err(withheld("audit the result"))?;
+        let result = Event::result(
+            req.session.clone(),
+            req.call,
+            req.tool.clone(),
+            outcome,
+            content,
+            label.class,
+            label.untrusted,
+            truncated,
+        );
+        self.make_durable(Durable {
+            raise: Some(TaintRaise {
+                session: req.session.clone(),
+                class: label.class,
+                untrusted: label.untrusted,
+            }),
+            events: vec![(now, result)],
+        })
+        .map_err(|f| match f {
+            CommitFailed::Taint(e) => withheld("record the session's taint")(GateError::Shared(e)),
+            CommitFailed::Audit(e) => withheld("audit the result")(GateError::Shared(e)),
+        })?;
         Ok(resp)
     }
 
@@ -888,6 +1119,30 @@ impl Gate {
             expires: r.expires,
             state,
         })
+    }
+}
+
+/// The `decision` record of a request.
+fn decision_event(
+    req: &ToolRequest,
+    taint: Taint,
+    decision: Decision,
+    approval: Option<String>,
+) -> Event {
+    let (verdict, reason) = match decision {
+        Decision::Allow => (audit::Verdict::Allow, None),
+        Decision::Ask => (audit::Verdict::Ask, None),
+        Decision::Deny(r) => (audit::Verdict::Deny, Some(r)),
+    };
+    Event::Decision {
+        session: req.session.clone(),
+        call: req.call,
+        tool: req.tool.clone(),
+        class: taint.class(),
+        untrusted: taint.untrusted(),
+        decision: verdict,
+        reason,
+        approval,
     }
 }
 

@@ -38,10 +38,11 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+mod commit;
 pub mod gate;
 pub mod link;
 pub mod serve;
 pub mod store;
 
-pub use gate::{Gate, GateError};
+pub use gate::{Gate, GateError, Reply};
 pub use link::{RunnerHandle, RunnerLink, ToolRunner};

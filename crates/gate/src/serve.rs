@@ -9,8 +9,9 @@
 //! served on.
 //!
 //! On the agent socket each call runs on its own thread, at most [`MAX_IN_FLIGHT`] per
-//! connection (past that the loop stops reading: back-pressure, not threads), so a call held
-//! for approval never blocks another. A call answers with its request's id: zero or more
+//! connection (past that the loop stops reading: back-pressure, not threads), until it has
+//! its answer or is held for approval: a held call keeps no thread ([`Gate::submit`]), and
+//! never blocks another. A call answers with its request's id: zero or more
 //! `pending_approval` (`final: false`), then exactly one final answer. When the agent goes
 //! away, the approvals its held calls wait on are withdrawn.
 //!
@@ -25,16 +26,29 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use proto::control::{ControlErrorCode, ControlReply, read_control_request, write_control_reply};
 use proto::{Envelope, ErrorCode, FrameError, Message, ToolResponse, read_frame, write_frame};
 
-use crate::gate::Gate;
+use crate::gate::{Gate, Reply};
 
-/// The most calls one agent connection has in flight at once.
+/// The most calls one agent connection has in flight at once (held calls count).
 pub const MAX_IN_FLIGHT: usize = 256;
+
+/// The most call threads in this process at once, over every connection: a call has a
+/// thread while it is decided and (if allowed) run, not while it is held for a person. Past
+/// it the connection loops stop reading (back-pressure, not threads): ten thousand calls
+/// arriving at once must not become ten thousand threads, whose transient allocations
+/// would leave the heap fragmented long after they end.
+pub const MAX_CALL_THREADS: usize = 256;
+
+/// The call threads running now, in every connection.
+static CALL_THREADS: Slots = Slots {
+    busy: Mutex::new(0),
+    freed: Condvar::new(),
+};
 
 /// The agent socket's file name in the state directory.
 pub const AGENT_SOCKET: &str = "agent.sock";
@@ -97,6 +111,15 @@ impl Slots {
                 .wait(busy)
                 .unwrap_or_else(PoisonError::into_inner);
         }
+    }
+}
+
+/// One of [`CALL_THREADS`], given back on drop.
+struct ThreadSlot;
+
+impl Drop for ThreadSlot {
+    fn drop(&mut self) {
+        CALL_THREADS.release();
     }
 }
 
@@ -201,11 +224,23 @@ where
             )));
         }
         conn.slots.acquire(MAX_IN_FLIGHT);
-        let (gate2, conn2, id) = (Arc::clone(&gate), Arc::clone(&conn), env.id);
+        let id = env.id;
+        let reply = ConnReply {
+            gate: Arc::downgrade(&gate),
+            conn: Arc::clone(&conn),
+            id,
+        };
+        let gate2 = Arc::clone(&gate);
+        CALL_THREADS.acquire(MAX_CALL_THREADS);
         let spawned = std::thread::Builder::new()
-            .name(format!("gate-call-{id}"))
-            .spawn(move || run_call(&gate2, &conn2, id, req));
+            .name("gate-call".into())
+            .spawn(move || {
+                // Released when the call is answered or held, even if it panics.
+                let _thread = ThreadSlot;
+                gate2.submit(req, Box::new(reply));
+            });
         if let Err(e) = spawned {
+            CALL_THREADS.release();
             lock(&conn.state).ids.remove(&id);
             conn.slots.release();
             conn.send(&Envelope::error(
@@ -233,27 +268,38 @@ where
     result
 }
 
-fn run_call<W: Write>(gate: &Gate, conn: &Conn<W>, id: u64, req: proto::ToolRequest) {
-    let mut progress = |resp: ToolResponse| {
+/// Where one call's answers go: its connection, under its request's id.
+struct ConnReply<W> {
+    gate: Weak<Gate>,
+    conn: Arc<Conn<W>>,
+    id: u64,
+}
+
+impl<W: Write + Send + 'static> Reply for ConnReply<W> {
+    fn progress(&mut self, resp: ToolResponse) {
         if let ToolResponse::PendingApproval { approval, .. } = &resp {
-            let mut st = lock(&conn.state);
+            let mut st = lock(&self.conn.state);
             if st.closed {
                 drop(st);
-                let _ = gate.withdraw(approval);
+                if let Some(gate) = self.gate.upgrade() {
+                    let _ = gate.withdraw(approval);
+                }
                 return;
             }
-            st.held.insert(id, approval.clone());
+            st.held.insert(self.id, approval.clone());
         }
-        conn.send(&Envelope::response(id, resp));
-    };
-    let resp = gate.call(req, &mut progress);
-    {
-        let mut st = lock(&conn.state);
-        st.held.remove(&id);
-        st.ids.remove(&id);
+        self.conn.send(&Envelope::response(self.id, resp));
     }
-    conn.send(&Envelope::response(id, resp));
-    conn.slots.release();
+
+    fn finish(self: Box<Self>, resp: ToolResponse) {
+        {
+            let mut st = lock(&self.conn.state);
+            st.held.remove(&self.id);
+            st.ids.remove(&self.id);
+        }
+        self.conn.send(&Envelope::response(self.id, resp));
+        self.conn.slots.release();
+    }
 }
 
 /// [`serve_agent`] over a Unix stream (the connection and its `try_clone`).
