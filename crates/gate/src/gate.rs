@@ -1029,9 +1029,9 @@ impl Gate {
         let new = NewGrant {
             tool: spec.tool.clone(),
             sessions: spec.sessions.clone(),
-            effect: store_effect(spec.effect),
+            effect: spec.effect,
             max_class: Some(spec.max_class),
-            if_untrusted: Some(store_effect(spec.if_untrusted)),
+            if_untrusted: Some(spec.if_untrusted),
             expires: spec.expires,
             added: now,
         };
@@ -1109,10 +1109,7 @@ impl Gate {
             call: r.call,
             tool: r.tool,
             arguments: r.arguments,
-            reason: match r.reason {
-                ApprovalReason::GrantAsk => control::ApprovalReason::GrantAsk,
-                ApprovalReason::UntrustedContent => control::ApprovalReason::UntrustedContent,
-            },
+            reason: r.reason,
             class: taint.class,
             untrusted: taint.untrusted,
             created: r.created,
@@ -1197,22 +1194,6 @@ fn policy_effect(e: store::Effect) -> policy::Effect {
     }
 }
 
-fn store_effect(e: control::Effect) -> store::Effect {
-    match e {
-        control::Effect::Allow => store::Effect::Allow,
-        control::Effect::Ask => store::Effect::Ask,
-        control::Effect::Deny => store::Effect::Deny,
-    }
-}
-
-fn wire_effect_of_store(e: store::Effect) -> control::Effect {
-    match e {
-        store::Effect::Allow => control::Effect::Allow,
-        store::Effect::Ask => control::Effect::Ask,
-        store::Effect::Deny => control::Effect::Deny,
-    }
-}
-
 fn wire_effect_of_policy(e: policy::Effect) -> control::Effect {
     match e {
         policy::Effect::Allow => control::Effect::Allow,
@@ -1259,11 +1240,9 @@ fn spec_of_row(r: &GrantRow) -> GrantSpec {
     GrantSpec {
         tool: r.tool.clone(),
         sessions: r.sessions.clone(),
-        effect: wire_effect_of_store(r.effect),
+        effect: r.effect,
         max_class: r.max_class.unwrap_or(DataClass::Secret),
-        if_untrusted: r
-            .if_untrusted
-            .map_or(control::Effect::Allow, wire_effect_of_store),
+        if_untrusted: r.if_untrusted.unwrap_or(control::Effect::Allow),
         expires: r.expires,
     }
 }

@@ -221,17 +221,6 @@ pub struct SessionRow {
     pub resets: u64,
 }
 
-/// Why a call needs a person's approval (SPEC §3.3 step 6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalReason {
-    /// The admitting grant's effect is `ask`.
-    GrantAsk,
-    /// The grant is `allow`, but the session has seen untrusted content and the grant says
-    /// `if_untrusted = "ask"`.
-    UntrustedContent,
-}
-
 /// Where an approval is in its life. `Pending` is the only state that changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -261,13 +250,16 @@ pub enum Decision {
     },
 }
 
-/// A run-time grant's effect, or its `if_untrusted` effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Effect {
-    Allow,
-    Ask,
-    Deny,
+/// Why a call needs approval, and a grant's effect: the wire's own types (`proto::control`),
+/// stored under the same snake_case names.
+pub use proto::control::{ApprovalReason, Effect};
+
+impl From<proto::UnknownName> for StoreError {
+    fn from(e: proto::UnknownName) -> Self {
+        StoreError::Corrupt {
+            what: format!("{} {:?}", e.kind, e.found),
+        }
+    }
 }
 
 macro_rules! names {
@@ -295,21 +287,12 @@ macro_rules! names {
     };
 }
 
-names!(ApprovalReason, "approval reason", {
-    GrantAsk => "grant_ask",
-    UntrustedContent => "untrusted_content",
-});
 names!(ApprovalState, "approval state", {
     Pending => "pending",
     Approved => "approved",
     Refused => "refused",
     Expired => "expired",
     Withdrawn => "withdrawn",
-});
-names!(Effect, "grant effect", {
-    Allow => "allow",
-    Ask => "ask",
-    Deny => "deny",
 });
 
 /// What the gate records when a call needs approval.
