@@ -201,7 +201,12 @@ impl ServerHandler for Front {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        if !self.tools().iter().any(|l| l.name == name) {
+        // Only the name is checked here; schemas are built for tools/list alone.
+        let cfg = &self.inner.config;
+        if !cfg
+            .tool(&name)
+            .is_some_and(|t| crate::tools::is_listed(cfg, &self.inner.session, t, now()))
+        {
             return Err(McpError::invalid_params(
                 format!("unknown tool: {name} (see tools/list)"),
                 None,

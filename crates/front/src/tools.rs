@@ -120,23 +120,28 @@ fn builtin_tool(cfg: &Config, name: &str, b: Builtin, network: bool) -> Tool {
     Tool::new(name.to_string(), description, schema(input))
 }
 
-/// The tools `session` may be shown at `now`: every configured builtin tool for which the
-/// grants give `allow` or `ask` to a clean session (a tool that no grant could ever let this
-/// session call is not offered to the model at all).
+/// Whether `tool` is one `session` may be shown at `now`: a configured builtin tool for
+/// which the grants give `allow` or `ask` to a clean session (a tool that no grant could ever
+/// let this session call is not offered to the model at all).
+pub fn is_listed(cfg: &Config, session: &SessionId, tool: &config::Tool, now: Timestamp) -> bool {
+    matches!(tool.kind, ToolKind::Builtin(_))
+        && matches!(
+            policy::decide(&cfg.grants, session, &tool.name, Taint::CLEAN, now),
+            Decision::Allow | Decision::Ask
+        )
+}
+
+/// The tools `session` may be shown at `now` (see [`is_listed`]), with their schemas.
 pub fn listed(cfg: &Config, session: &SessionId, now: Timestamp) -> Vec<Listed> {
     cfg.tools
         .iter()
-        .filter_map(|t| {
-            let ToolKind::Builtin(b) = &t.kind else {
-                return None;
-            };
-            match policy::decide(&cfg.grants, session, &t.name, Taint::CLEAN, now) {
-                Decision::Allow | Decision::Ask => Some(Listed {
-                    name: t.name.clone(),
-                    tool: builtin_tool(cfg, &t.name, *b, t.network),
-                }),
-                Decision::Deny(_) => None,
-            }
+        .filter(|t| is_listed(cfg, session, t, now))
+        .filter_map(|t| match &t.kind {
+            ToolKind::Builtin(b) => Some(Listed {
+                name: t.name.clone(),
+                tool: builtin_tool(cfg, &t.name, *b, t.network),
+            }),
+            ToolKind::Mcp { .. } => None,
         })
         .collect()
 }
