@@ -59,6 +59,9 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
             "{addr} is not a loopback address; pass --allow-remote to serve other machines"
         )));
     }
+    // Downstream servers' tools, discovered once per command line (before any runtime
+    // exists here: discovery runs its own).
+    let catalog = crate::cmd_tools::discover(&cfg, false)?;
     // Keep the embedded gate (if this process had to start one) for the whole run.
     let _gate = host::ensure(&args.config, cfg.clone())?;
     let socket = cfg.gate.state.join(gate::serve::AGENT_SOCKET);
@@ -77,7 +80,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 None => fresh_session()?,
             };
             eprintln!("boxmaker mcp: session {session}");
-            let front = Front::new(cfg.clone(), session, socket);
+            let front = Front::new(cfg.clone(), session, socket).with_catalog(catalog);
             runtime.block_on(async move {
                 let service = front
                     // front's own stdio transport: bounded lines, and the JSON-RPC error for
@@ -128,7 +131,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                     None => fresh_session().map_err(|e| std::io::Error::other(e.to_string()))?,
                 };
                 eprintln!("boxmaker mcp: new MCP session {session}");
-                Ok(Front::new(cfg.clone(), session, socket.clone()))
+                Ok(Front::new(cfg.clone(), session, socket.clone()).with_catalog(catalog.clone()))
             };
             runtime
                 .block_on(front::http::serve_on(listener, token, new_front))

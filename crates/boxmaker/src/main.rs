@@ -21,6 +21,7 @@ mod cmd_init;
 mod cmd_mcp;
 mod cmd_ops;
 mod cmd_serve;
+mod cmd_tools;
 mod error;
 mod host;
 mod role_runner;
@@ -60,6 +61,7 @@ enum Command {
     Sessions(cmd_ops::SessionsArgs),
     Grants(cmd_ops::GrantsArgs),
     Audit(cmd_ops::AuditArgs),
+    Tools(cmd_tools::ToolsArgs),
     Box(cmd_box::BoxArgs),
     Doctor(cmd_doctor::DoctorArgs),
     /// The gate role (started by `serve`).
@@ -108,6 +110,7 @@ fn main() -> ExitCode {
         Some(Command::Sessions(args)) => cmd_ops::sessions(&args),
         Some(Command::Grants(args)) => cmd_ops::grants(&args),
         Some(Command::Audit(args)) => cmd_ops::audit(&args),
+        Some(Command::Tools(args)) => cmd_tools::run(&args),
         Some(Command::Box(args)) => cmd_box::run(&args),
         Some(Command::Doctor(args)) => cmd_doctor::run(&args),
         Some(Command::Runner(args)) => ok(role_runner::run(&args)),

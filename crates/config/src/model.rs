@@ -2,7 +2,7 @@
 //!
 //! Defaults (each documented in the default file, `default.toml`):
 //! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`.
-//! - `[box]`: `memory_bytes` 1 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
+//! - `[box]`: `memory_bytes` 2 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
 //!   `timeout_seconds` 300. Every limit must be above 0.
 //! - `[[mount]]`: `class = "internal"` (a person's files are not public unless they say
 //!   so), `write = false`.
@@ -82,7 +82,7 @@ pub struct BoxLimits {
 impl Default for BoxLimits {
     fn default() -> Self {
         Self {
-            memory_bytes: 1 << 30,
+            memory_bytes: 2 << 30,
             max_processes: 256,
             file_size_bytes: 64 << 20,
             timeout_seconds: 300,

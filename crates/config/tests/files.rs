@@ -199,7 +199,7 @@ fn test_defaults_of_each_table() {
     );
     assert_eq!(c.gate.state, PathBuf::from(BASE).join(".boxmaker"));
     assert_eq!(c.limits, config::BoxLimits::default());
-    assert_eq!(c.limits.memory_bytes, 1 << 30);
+    assert_eq!(c.limits.memory_bytes, 2 << 30);
     assert_eq!(
         (c.mounts[0].class, c.mounts[0].write),
         (DataClass::Internal, false)

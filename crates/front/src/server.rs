@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use catalog::Catalog;
 use config::Config;
 use proto::{CallId, DataClass, SessionId, Timestamp, ToolRequest, ToolResponse};
 #[allow(deprecated)]
@@ -38,6 +39,8 @@ pub struct Front {
 #[derive(Debug)]
 struct Inner {
     config: Arc<Config>,
+    /// Downstream servers' tools, as discovered (empty without any).
+    catalog: Arc<Catalog>,
     session: SessionId,
     agent_socket: PathBuf,
     next_call: AtomicU64,
@@ -54,11 +57,28 @@ impl Front {
         Self {
             inner: Arc::new(Inner {
                 config,
+                catalog: Arc::default(),
                 session,
                 agent_socket,
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
             }),
+        }
+    }
+
+    /// The same front, also offering the downstream servers' tools of `catalog` (built by
+    /// the caller from the discovery file; the front opens no file).
+    pub fn with_catalog(self, catalog: Arc<Catalog>) -> Self {
+        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
+            config: shared.config.clone(),
+            catalog: shared.catalog.clone(),
+            session: shared.session.clone(),
+            agent_socket: shared.agent_socket.clone(),
+            next_call: AtomicU64::new(shared.next_call.load(Ordering::Relaxed)),
+            seen: Mutex::new(*shared.seen.lock().unwrap_or_else(PoisonError::into_inner)),
+        });
+        Self {
+            inner: Arc::new(Inner { catalog, ..inner }),
         }
     }
 
@@ -68,7 +88,12 @@ impl Front {
     }
 
     fn tools(&self) -> Vec<Listed> {
-        listed(&self.inner.config, &self.inner.session, now())
+        listed(
+            &self.inner.config,
+            &self.inner.catalog,
+            &self.inner.session,
+            now(),
+        )
     }
 
     /// Turns the gate's final answer into the MCP result.
@@ -94,8 +119,15 @@ impl Front {
                     "boxmaker".into(),
                     json!({"class": class, "untrusted": untrusted, "truncated": truncated}),
                 );
-                CallToolResult::success(vec![ContentBlock::text(content)])
-                    .with_meta(Some(MetaObject(meta)))
+                if self.inner.catalog.get(tool).is_none() {
+                    return CallToolResult::success(vec![ContentBlock::text(content)])
+                        .with_meta(Some(MetaObject(meta)));
+                }
+                // A downstream server's blocks pass through in MCP form (SPEC §5, issue 7).
+                let (blocks, structured) = downstream_blocks(&content);
+                let mut result = CallToolResult::success(blocks).with_meta(Some(MetaObject(meta)));
+                result.structured_content = structured;
+                result
             }
             ToolResponse::Failed { message } => {
                 CallToolResult::error(vec![ContentBlock::text(format!("failed: {message}"))])
@@ -123,6 +155,24 @@ impl Front {
             }
         }
     }
+}
+
+/// A downstream result's content (a [`catalog::Content`] as JSON) as MCP blocks and
+/// structured content. A block rmcp cannot read, or content that is not that JSON (the
+/// runner never sends such), is passed on as text rather than lost.
+fn downstream_blocks(content: &str) -> (Vec<ContentBlock>, Option<serde_json::Value>) {
+    let Ok(c) = serde_json::from_str::<catalog::Content>(content) else {
+        return (vec![ContentBlock::text(content.to_string())], None);
+    };
+    let blocks = c
+        .content
+        .into_iter()
+        .map(|b| {
+            serde_json::from_value::<ContentBlock>(b.clone())
+                .unwrap_or_else(|_| ContentBlock::text(b.to_string()))
+        })
+        .collect();
+    (blocks, c.structured_content)
 }
 
 impl ServerHandler for Front {
@@ -202,11 +252,13 @@ impl ServerHandler for Front {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         // Only the name is checked here; schemas are built for tools/list alone.
-        let cfg = &self.inner.config;
-        if !cfg
-            .tool(&name)
-            .is_some_and(|t| crate::tools::is_listed(cfg, &self.inner.session, t, now()))
-        {
+        if !crate::tools::is_listed_name(
+            &self.inner.config,
+            &self.inner.catalog,
+            &self.inner.session,
+            &name,
+            now(),
+        ) {
             return Err(McpError::invalid_params(
                 format!("unknown tool: {name} (see tools/list)"),
                 None,

@@ -1,8 +1,10 @@
 //! What `tools/list` shows: the config's builtin tools, with JSON Schemas and descriptions
-//! that say what each tool can reach, and only those some grant could allow this session.
+//! that say what each tool can reach, and the downstream servers' tools as discovered; only
+//! those some grant could allow this session.
 
 use std::sync::Arc;
 
+use catalog::{Catalog, ToolDef};
 use config::{Builtin, Config, ToolKind};
 use policy::{Decision, Taint};
 use proto::{SessionId, Timestamp};
@@ -120,20 +122,65 @@ fn builtin_tool(cfg: &Config, name: &str, b: Builtin, network: bool) -> Tool {
     Tool::new(name.to_string(), description, schema(input))
 }
 
-/// Whether `tool` is one `session` may be shown at `now`: a configured builtin tool for
-/// which the grants give `allow` or `ask` to a clean session (a tool that no grant could ever
-/// let this session call is not offered to the model at all).
-pub fn is_listed(cfg: &Config, session: &SessionId, tool: &config::Tool, now: Timestamp) -> bool {
-    matches!(tool.kind, ToolKind::Builtin(_))
-        && matches!(
-            policy::decide(&cfg.grants, session, &tool.name, Taint::CLEAN, now),
-            Decision::Allow | Decision::Ask
-        )
+/// Whether `name` may be offered to `session` at `now`: the grants give `allow` or `ask` to
+/// a clean session (a tool that no grant could ever let this session call is not offered to
+/// the model at all).
+fn granted(cfg: &Config, session: &SessionId, name: &str, now: Timestamp) -> bool {
+    matches!(
+        policy::decide(&cfg.grants, session, name, Taint::CLEAN, now),
+        Decision::Allow | Decision::Ask
+    )
 }
 
-/// The tools `session` may be shown at `now` (see [`is_listed`]), with their schemas.
-pub fn listed(cfg: &Config, session: &SessionId, now: Timestamp) -> Vec<Listed> {
-    cfg.tools
+/// Whether `tool` is one `session` may be shown at `now`: a configured builtin tool the
+/// grants could allow (see [`granted`]).
+pub fn is_listed(cfg: &Config, session: &SessionId, tool: &config::Tool, now: Timestamp) -> bool {
+    matches!(tool.kind, ToolKind::Builtin(_)) && granted(cfg, session, &tool.name, now)
+}
+
+/// Whether the tool called `name` is listed: a builtin tool (see [`is_listed`]) or a
+/// downstream tool of `catalog` that may be shown (pinned and never accepted, or removed,
+/// is not) and that the grants could allow.
+pub fn is_listed_name(
+    cfg: &Config,
+    catalog: &Catalog,
+    session: &SessionId,
+    name: &str,
+    now: Timestamp,
+) -> bool {
+    match cfg.tool(name) {
+        Some(t) => is_listed(cfg, session, t, now),
+        None => catalog
+            .get(name)
+            .is_some_and(|e| e.shown.is_some() && granted(cfg, session, name, now)),
+    }
+}
+
+/// A downstream tool as MCP shows it: the server's own name, title, description, schemas
+/// and annotations (the accepted ones, for a pinned server), under its exposed name.
+fn downstream_tool(exposed: &str, def: &ToolDef) -> Tool {
+    let mut t = Tool::new(
+        exposed.to_string(),
+        def.description.clone().unwrap_or_default(),
+        schema(def.input_schema.clone()),
+    );
+    t.title = def.title.clone();
+    t.output_schema = match &def.output_schema {
+        Some(Value::Object(m)) => Some(Arc::new(m.clone())),
+        _ => None,
+    };
+    t.annotations = def
+        .annotations
+        .clone()
+        .and_then(|a| serde_json::from_value(a).ok());
+    t
+}
+
+/// The tools `session` may be shown at `now`, with their schemas: the config's builtin tools
+/// (see [`is_listed`]), then the downstream tools of `catalog` (see [`is_listed_name`]).
+pub fn listed(cfg: &Config, catalog: &Catalog, session: &SessionId, now: Timestamp) -> Vec<Listed> {
+    let mut out: Vec<Listed> = cfg
+        .tools
         .iter()
         .filter(|t| is_listed(cfg, session, t, now))
         .filter_map(|t| match &t.kind {
@@ -143,5 +190,16 @@ pub fn listed(cfg: &Config, session: &SessionId, now: Timestamp) -> Vec<Listed> 
             }),
             ToolKind::Mcp { .. } => None,
         })
-        .collect()
+        .collect();
+    for e in catalog.entries() {
+        if let Some(def) = &e.shown
+            && granted(cfg, session, &e.exposed, now)
+        {
+            out.push(Listed {
+                name: e.exposed.clone(),
+                tool: downstream_tool(&e.exposed, def),
+            });
+        }
+    }
+    out
 }

@@ -1160,7 +1160,7 @@ fn ask_reason(grants: &Grants, req: &ToolRequest, taint: Taint, now: Timestamp) 
 
 /// The floor label of a tool's `failed` answers (SPEC §3.2): the `[[tool]]` of that name, or
 /// for a downstream server's exposed tool (`PREFIX_NAME`) the highest label of every server
-/// whose prefix fits. A name no `[[tool]]` explains is labelled `(public, false)`: no grant
+/// whose prefix fits, each raised to the highest class of the mounts its box shows. A name no `[[tool]]` explains is labelled `(public, false)`: no grant
 /// could have named a tool the runner does not have, so its failure carries nothing.
 pub fn floor_label(config: &Config, tool: &str) -> Label {
     if let Some(t) = config.tool(tool) {
@@ -1175,7 +1175,14 @@ pub fn floor_label(config: &Config, tool: &str) -> Label {
                     .strip_prefix(p)
                     .is_some_and(|rest| rest.starts_with('_'));
             if fits {
-                let l = t.label();
+                // A server can read every mount its box shows, and an error it returns
+                // can carry what it read (SPEC §3.4, issue 7): its floor covers them all.
+                let class = config
+                    .mounts
+                    .iter()
+                    .map(|m| m.class)
+                    .fold(t.class, DataClass::max);
+                let l = Label::new(class, t.untrusted);
                 label = Some(match label {
                     None => l,
                     Some(m) => Label::new(m.class.max(l.class), m.untrusted || l.untrusted),
@@ -1382,6 +1389,19 @@ class = "secret"
         assert_eq!(
             floor_label(&c, "fetch_get"),
             Label::new(DataClass::Internal, true)
+        );
+    }
+
+    #[test]
+    fn floor_label_of_a_server_covers_the_mounts_its_box_shows() {
+        let c = config(&format!(
+            "{TOOLS}\n[[mount]]\nhost = \"/tmp\"\nat = \"/data/s\"\nclass = \"secret\"\n"
+        ));
+        // A downstream server's failure may quote a secret mount; a builtin's floor stays.
+        assert_eq!(floor_label(&c, "fetch_get").class, DataClass::Secret);
+        assert_eq!(
+            floor_label(&c, "read_file"),
+            c.tool("read_file").unwrap().label()
         );
     }
 

@@ -13,11 +13,14 @@
 //! 3. [`label`] — the class of a result, from the tool's floor and the mounts it read.
 //! 4. [`inbox`] — the file tools' half that runs inside the box.
 //! 5. [`run`] — `Runner`: one call, one box, a labelled answer.
-//! 6. [`serve`] — the connection loop: frames in, answers out, many calls at once.
+//! 6. [`downstream`] — MCP servers in the session's box: start, call, label, stop,
+//!    discovery.
+//! 7. [`serve`] — the connection loop: frames in, answers out, many calls at once.
 
 #![forbid(unsafe_code)]
 
 pub mod builtin;
+pub mod downstream;
 pub mod fit;
 pub mod inbox;
 pub mod label;

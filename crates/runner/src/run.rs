@@ -50,9 +50,11 @@ pub enum RunnerError {
 #[derive(Debug, Clone)]
 pub struct Runner {
     config: Arc<Config>,
+    state_dir: PathBuf,
     workspaces: PathBuf,
     helper: HelperCommand,
     binary: PathBuf,
+    hub: Arc<crate::downstream::Hub>,
 }
 
 impl Runner {
@@ -80,10 +82,33 @@ impl Runner {
         };
         Ok(Self {
             config,
+            state_dir: state_dir.to_path_buf(),
             workspaces,
             helper,
             binary,
+            hub: Arc::default(),
         })
+    }
+
+    /// The state directory (the discovery file lives there; the gate's files too).
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    pub(crate) fn workspaces_dir(&self) -> PathBuf {
+        self.workspaces.clone()
+    }
+
+    pub(crate) fn helper(&self) -> &HelperCommand {
+        &self.helper
+    }
+
+    pub(crate) fn hub(&self) -> &crate::downstream::Hub {
+        &self.hub
+    }
+
+    pub(crate) fn hub_arc(&self) -> &Arc<crate::downstream::Hub> {
+        &self.hub
     }
 
     /// The config this runner serves.
@@ -100,15 +125,15 @@ impl Runner {
 
     /// Runs one call and answers `result` or `failed`. Never panics on anything in `req`.
     pub fn handle(&self, req: &ToolRequest) -> ToolResponse {
-        let Some(tool) = self.config.tool(&req.tool) else {
-            return failed(format!("there is no tool named {:?} here", req.tool));
-        };
-        match &tool.kind {
-            ToolKind::Builtin(b) => self.builtin(req, tool, *b),
-            ToolKind::Mcp { .. } => failed(format!(
-                "{}: MCP servers behind boxmaker are not supported by this version yet",
-                tool.name
-            )),
+        match self.config.tool(&req.tool) {
+            Some(
+                tool @ Tool {
+                    kind: ToolKind::Builtin(b),
+                    ..
+                },
+            ) => self.builtin(req, tool, *b),
+            // A server's own `name` is not a tool; its tools are `PREFIX_TOOL`.
+            _ => self.downstream(req),
         }
     }
 
@@ -236,7 +261,7 @@ impl Runner {
         }
     }
 
-    fn mount_classes(&self) -> Vec<MountClass> {
+    pub(crate) fn mount_classes(&self) -> Vec<MountClass> {
         self.config
             .mounts
             .iter()
@@ -404,7 +429,7 @@ pub fn fit_run(
 }
 
 /// The longest prefix of `s` of at most `n` bytes that ends on a character boundary.
-fn prefix(s: &str, n: usize) -> &str {
+pub(crate) fn prefix(s: &str, n: usize) -> &str {
     let mut end = n.min(s.len());
     while !s.is_char_boundary(end) {
         end -= 1;
@@ -412,7 +437,7 @@ fn prefix(s: &str, n: usize) -> &str {
     s.get(..end).unwrap_or_default()
 }
 
-fn failed(message: String) -> ToolResponse {
+pub(crate) fn failed(message: String) -> ToolResponse {
     ToolResponse::Failed { message }
 }
 

@@ -40,7 +40,8 @@
 //! - `cgroup` — the per-box memory and pids cgroup.
 //! - `child` — the box's init: the ordered, fail-closed setup script.
 //! - `helper` — the helper process: supervision, timeout, cleanup, [`Report`].
-//! - `run` — the caller's side: [`run`], [`Outcome`], output capture.
+//! - `run` — the caller's side: [`run`], [`Outcome`], output capture; [`spawn`] and
+//!   [`BoxProcess`] for a box that keeps running (a server on the command's stdio).
 //! - `doctor` — [`doctor`] and its [`DoctorReport`].
 //! - `floor` — `bench_floor`, the bare namespace + landlock + seccomp calls with this
 //!   crate's data, the floor `bench/box-startup.sh` compares boxes with (not a sandbox).
@@ -64,7 +65,10 @@ pub use error::{Error, Result};
 pub use floor::bench_floor;
 pub use helper::{Report, Status, helper_main};
 pub use mounts::{MountEntry, MountKind, describe as describe_mounts, mount_table};
-pub use run::{HELPER_ARG, HelperCommand, Outcome, enter_helper_if_requested, run, run_in_process};
+pub use run::{
+    BoxProcess, HELPER_ARG, HelperCommand, Outcome, enter_helper_if_requested, run, run_in_process,
+    spawn,
+};
 pub use spec::{
     BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, Requirements, Spec,
 };

@@ -166,6 +166,106 @@ pub fn run_in_process(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
     })
 }
 
+/// A box that keeps running after [`spawn`] returns: a server the caller talks to over the
+/// command's standard streams (a downstream MCP server, say).
+///
+/// Dropping it, or [`BoxProcess::stop`], kills the whole box (every process of its pid
+/// namespace) and removes its cgroup; the box also dies with its helper, and at the wall-clock
+/// limit of its spec.
+#[derive(Debug)]
+pub struct BoxProcess {
+    child: std::process::Child,
+    control: Option<UnixStream>,
+    /// The command's stdin (its end is the box's fd 0).
+    pub stdin: Option<std::process::ChildStdin>,
+    /// The command's stdout. The caller must read it, or the command blocks when the pipe
+    /// is full.
+    pub stdout: Option<std::process::ChildStdout>,
+    /// The command's stderr; the same holds.
+    pub stderr: Option<std::process::ChildStderr>,
+}
+
+/// Starts `spec` in a new box and returns at once, with pipes to the command's standard
+/// streams (`spec.io` is ignored). Building the box goes on in the helper; if it fails, the
+/// command's stdout ends at once and [`BoxProcess::stop`] says why.
+pub fn spawn(spec: &Spec, helper: &HelperCommand) -> Result<BoxProcess> {
+    spec.validate()?;
+    let (ours, theirs) = UnixStream::pair().map_err(|source| Error::HelperIo {
+        context: "socketpair",
+        source,
+    })?;
+    let mut cmd = Command::new(&helper.program);
+    cmd.args(&helper.args)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let fd = theirs.as_raw_fd();
+    // SAFETY: as in `run`: the closure runs between fork and exec and only calls dup2/fcntl,
+    // which are async-signal-safe and do not allocate.
+    unsafe {
+        cmd.pre_exec(move || crate::sys::dup_to_3(fd));
+    }
+    let mut child = cmd.spawn().map_err(|source| Error::HelperIo {
+        context: "spawn helper",
+        source,
+    })?;
+    drop(theirs);
+    if let Err(e) = write_frame(&ours, spec) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
+    Ok(BoxProcess {
+        stdin: child.stdin.take(),
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+        child,
+        control: Some(ours),
+    })
+}
+
+impl BoxProcess {
+    /// The helper's process id (the box's supervisor, outside the box).
+    pub fn helper_pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the box has ended (its helper exited), without waiting.
+    pub fn has_ended(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Kills the box if it still runs, waits for its helper, and says how the command ended
+    /// (`Err` if the box never started, with the reason).
+    pub fn stop(mut self) -> Result<Status> {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> Result<Status> {
+        drop(self.stdin.take());
+        let Some(control) = self.control.take() else {
+            return Err(Error::Helper("the box was already stopped".into()));
+        };
+        // The helper reads nothing after the spec: end-of-file on its side means "kill the
+        // box now". Our read half stays open for its report.
+        let _ = control.shutdown(std::net::Shutdown::Write);
+        let report: Result<Report> = read_frame(&control);
+        let _ = self.child.wait();
+        let report =
+            report.map_err(|e| Error::Helper(format!("no report from the helper: {e}")))?;
+        report.result.map_err(Error::Setup)
+    }
+}
+
+impl Drop for BoxProcess {
+    fn drop(&mut self) {
+        if self.control.is_some() {
+            let _ = self.stop_inner();
+        }
+    }
+}
+
 /// Reads `r` to its end, keeping at most `cap` bytes; never buffers more than that.
 fn read_capped(mut r: impl Read, cap: usize) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();

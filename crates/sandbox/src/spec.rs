@@ -84,7 +84,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            memory_bytes: 1 << 30,
+            memory_bytes: 2 << 30,
             processes: 256,
             file_size_bytes: 64 << 20,
             timeout: Duration::from_secs(300),

@@ -1,0 +1,297 @@
+//! The discovery file, `tools.json` in the state directory: for each server command line,
+//! the tools it offered when last asked and the tools an operator accepted.
+//!
+//! Several processes use it (the front's host discovers, the runner records what a running
+//! server says, `boxmaker tools accept` accepts), so every change takes an exclusive lock on
+//! `tools.lock`, reads, changes, and replaces the file atomically (write, fsync, rename).
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ToolDef, server_key};
+
+/// The file's name in the state directory.
+pub const FILE: &str = "tools.json";
+const LOCK: &str = "tools.lock";
+/// The format version this build reads and writes.
+pub const VERSION: u32 = 1;
+/// A discovery file larger than this is refused as damaged.
+const MAX_BYTES: u64 = 64 << 20;
+
+/// Why the discovery file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("cannot {what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} is damaged ({detail}); move it away and run `boxmaker tools refresh` to \
+         discover (and accept) every server's tools again"
+    )]
+    Damaged { path: PathBuf, detail: String },
+}
+
+/// What one server command line offered, and what was accepted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerRecord {
+    pub argv: Vec<String>,
+    /// When it was last asked (seconds since the epoch).
+    pub discovered: u64,
+    /// Its tools when last asked.
+    pub tools: Vec<ToolDef>,
+    /// The tools an operator accepted: those first seen, until `boxmaker tools accept`.
+    pub accepted: Vec<ToolDef>,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsFile {
+    pub version: u32,
+    pub servers: BTreeMap<String, ServerRecord>,
+}
+
+impl Default for ToolsFile {
+    fn default() -> Self {
+        Self {
+            version: VERSION,
+            servers: BTreeMap::new(),
+        }
+    }
+}
+
+impl ToolsFile {
+    /// Reads the file in `state_dir`; a missing file is an empty one.
+    pub fn load(state_dir: &Path) -> Result<Self, CatalogError> {
+        read(&state_dir.join(FILE))
+    }
+
+    /// Changes the file in `state_dir` under its lock: reads it, lets `f` change it, and
+    /// writes it back if `f` changed it. Returns what `f` returned.
+    pub fn update<T>(
+        state_dir: &Path,
+        f: impl FnOnce(&mut ToolsFile) -> T,
+    ) -> Result<T, CatalogError> {
+        let lock_path = state_dir.join(LOCK);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|source| CatalogError::Io {
+                what: "open",
+                path: lock_path.clone(),
+                source,
+            })?;
+        lock.lock().map_err(|source| CatalogError::Io {
+            what: "lock",
+            path: lock_path,
+            source,
+        })?;
+        let path = state_dir.join(FILE);
+        let mut file = read(&path)?;
+        let before = file.clone();
+        let out = f(&mut file);
+        if file != before {
+            write(&path, &file)?;
+        }
+        drop(lock);
+        Ok(out)
+    }
+
+    /// Records that the server `argv` offers `tools` now. The first time a command line is
+    /// seen its tools are also accepted (trust on first use, reported by `boxmaker tools
+    /// list`); afterwards only an operator accepts. Returns whether anything differs from
+    /// what was accepted.
+    pub fn record(&mut self, argv: &[String], tools: Vec<ToolDef>, now: u64) -> bool {
+        let rec = self
+            .servers
+            .entry(server_key(argv))
+            .or_insert_with(|| ServerRecord {
+                argv: argv.to_vec(),
+                discovered: now,
+                tools: tools.clone(),
+                accepted: tools.clone(),
+            });
+        if rec.tools != tools {
+            rec.tools = tools;
+            rec.discovered = now;
+        }
+        rec.tools != rec.accepted
+    }
+
+    /// Accepts the current definition of tool `name` of server `argv` (adds it, replaces
+    /// it, or, if the server no longer offers it, forgets it). Returns whether it changed.
+    pub fn accept(&mut self, argv: &[String], name: &str) -> bool {
+        let Some(rec) = self.servers.get_mut(&server_key(argv)) else {
+            return false;
+        };
+        let seen = rec.tools.iter().find(|d| d.name == name).cloned();
+        let at = rec.accepted.iter().position(|d| d.name == name);
+        match (seen, at) {
+            (Some(s), Some(i)) => {
+                let changed = rec.accepted.get(i) != Some(&s);
+                if let Some(slot) = rec.accepted.get_mut(i) {
+                    *slot = s;
+                }
+                changed
+            }
+            (Some(s), None) => {
+                rec.accepted.push(s);
+                true
+            }
+            (None, Some(i)) => {
+                rec.accepted.remove(i);
+                true
+            }
+            (None, None) => false,
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<ToolsFile, CatalogError> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ToolsFile::default()),
+        Err(source) => {
+            return Err(CatalogError::Io {
+                what: "open",
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut text = Vec::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_end(&mut text)
+        .map_err(|source| CatalogError::Io {
+            what: "read",
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let damaged = |detail: String| CatalogError::Damaged {
+        path: path.to_path_buf(),
+        detail,
+    };
+    if text.len() as u64 > MAX_BYTES {
+        return Err(damaged(format!("larger than {MAX_BYTES} bytes")));
+    }
+    let f: ToolsFile = serde_json::from_slice(&text).map_err(|e| damaged(e.to_string()))?;
+    if f.version != VERSION {
+        return Err(damaged(format!(
+            "format version {} where this build knows {VERSION}",
+            f.version
+        )));
+    }
+    Ok(f)
+}
+
+fn write(path: &Path, f: &ToolsFile) -> Result<(), CatalogError> {
+    let io = |what, source| CatalogError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut body = serde_json::to_vec_pretty(f).map_err(|e| io("encode", e.into()))?;
+    body.push(b'\n');
+    let tmp = path.with_extension("json.tmp");
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut out = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| io("create", e))?;
+        out.write_all(&body).map_err(|e| io("write", e))?;
+        out.sync_all().map_err(|e| io("sync", e))?;
+    }
+    fs::rename(&tmp, path).map_err(|e| io("replace", e))?;
+    if let Some(dir) = path.parent()
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn def(name: &str, d: &str) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            title: None,
+            description: Some(d.into()),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+        }
+    }
+
+    #[test]
+    fn first_sight_is_accepted_and_later_changes_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = vec!["srv".to_string()];
+        let differs =
+            ToolsFile::update(dir.path(), |f| f.record(&argv, vec![def("a", "1")], 5)).unwrap();
+        assert!(!differs);
+        let differs =
+            ToolsFile::update(dir.path(), |f| f.record(&argv, vec![def("a", "2")], 6)).unwrap();
+        assert!(differs);
+        let f = ToolsFile::load(dir.path()).unwrap();
+        let rec = f.servers.values().next().unwrap();
+        assert_eq!(rec.accepted, vec![def("a", "1")]);
+        assert_eq!(rec.tools, vec![def("a", "2")]);
+        ToolsFile::update(dir.path(), |f| assert!(f.accept(&argv, "a"))).unwrap();
+        let f = ToolsFile::load(dir.path()).unwrap();
+        assert_eq!(
+            f.servers.values().next().unwrap().accepted,
+            vec![def("a", "2")]
+        );
+    }
+
+    #[test]
+    fn accepting_a_removed_tool_forgets_it_and_an_added_one_adds_it() {
+        let argv = vec!["srv".to_string()];
+        let mut f = ToolsFile::default();
+        f.record(&argv, vec![def("old", "o")], 1);
+        f.record(&argv, vec![def("new", "n")], 2);
+        assert!(f.accept(&argv, "old"));
+        assert!(f.accept(&argv, "new"));
+        assert!(!f.accept(&argv, "nothing"));
+        let rec = f.servers.values().next().unwrap();
+        assert_eq!(rec.accepted, vec![def("new", "n")]);
+    }
+
+    #[test]
+    fn a_damaged_file_is_an_error_that_says_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(FILE), "{not json").unwrap();
+        let e = ToolsFile::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("damaged") && e.contains("tools refresh"), "{e}");
+        fs::write(dir.path().join(FILE), r#"{"version":9,"servers":{}}"#).unwrap();
+        let e = ToolsFile::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("version 9"), "{e}");
+        // An update never overwrites a damaged file with an empty one.
+        assert!(ToolsFile::update(dir.path(), |_| ()).is_err());
+    }
+
+    #[test]
+    fn a_missing_file_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(ToolsFile::load(dir.path()).unwrap(), ToolsFile::default());
+    }
+}

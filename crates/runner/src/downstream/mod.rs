@@ -1,0 +1,632 @@
+//! Downstream MCP servers, each in its session's box (SPEC §4, last paragraph).
+//!
+//! A `[[tool]]` with `mcp = [...]` is a server. The first call in a session to one of its
+//! tools starts it in that session's box (the session's `/work`, the config's mounts, the
+//! tool's network and environment) and initializes it as an MCP client (rmcp), over a
+//! transport that bounds what the server may send ([`transport`]). Later calls in the same
+//! session reuse it; no two sessions ever share one. A server is stopped after its idle time,
+//! when a call to it times out or its connection breaks (its calls in flight then fail with
+//! the reason), and with the runner; the next call starts it again.
+//!
+//! Results are labelled `class = max(tool class, every mount's class)` (the server can read
+//! every mount its box shows), `untrusted = tool.untrusted` ([`content`]).
+//!
+//! Discovery ([`Runner::refresh_tools`]) runs each server once in a box with no session data
+//! (an empty, throw-away workspace; the mounts read-only) to learn its tools, and records
+//! them in the discovery file ([`catalog::ToolsFile`]). A running server's own tool list is
+//! recorded too, and under `pin = true` a tool whose definition differs from the accepted
+//! one is refused.
+
+pub mod content;
+pub mod transport;
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use catalog::{Catalog, Entry, ToolDef, ToolsFile};
+use config::{Tool, ToolKind};
+use proto::{SessionId, ToolRequest, ToolResponse};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use sandbox::{BoxProcess, Io};
+
+use crate::label::class_for_box;
+use crate::run::{Runner, failed};
+use transport::{Lines, Reason, get_reason, set_reason};
+
+/// The wall-clock limit of a server's box: the server is stopped long before, when idle,
+/// but a server kept busy is restarted at least this often.
+const SERVER_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// How much of a server's stderr is kept, for the reason when it fails.
+const STDERR_TAIL: usize = 4096;
+/// How often idle servers are looked for.
+const REAP_EVERY: Duration = Duration::from_millis(500);
+
+/// The servers of one runner: at most one per (session, `[[tool]]`).
+#[derive(Default)]
+pub(crate) struct Hub {
+    runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
+    slots: Mutex<HashMap<(SessionId, String), Slot>>,
+    catalog: Mutex<Option<CachedCatalog>>,
+    reaper: OnceLock<()>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Instance>>>>;
+
+struct CachedCatalog {
+    stamp: Option<(SystemTime, u64)>,
+    catalog: Arc<Catalog>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        f.debug_struct("Hub")
+            .field("servers", &n)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One running server.
+struct Instance {
+    service: RunningService<RoleClient, ()>,
+    boxed: Mutex<Option<BoxProcess>>,
+    /// Its tools, as it listed them when it started.
+    tools: Vec<ToolDef>,
+    reason: Reason,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    last_used: Mutex<Instant>,
+    in_flight: AtomicUsize,
+    idle: Duration,
+}
+
+impl Instance {
+    fn alive(&self) -> bool {
+        !self.service.is_transport_closed() && get_reason(&self.reason).is_none()
+    }
+
+    /// Kills its box (and with it every process the server started).
+    fn kill(&self) -> Option<String> {
+        let b = self
+            .boxed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        b.map(|b| match b.stop() {
+            Ok(status) => describe_status(status),
+            Err(e) => format!("its box could not start: {e}"),
+        })
+    }
+
+    /// Why it failed: the transport's reason, how the box ended, and its last stderr line.
+    fn why(&self, fallback: &str) -> String {
+        let mut why = get_reason(&self.reason).unwrap_or_else(|| fallback.to_string());
+        if let Some(ended) = self.kill() {
+            why = format!("{why}; {ended}");
+        }
+        why + &stderr_hint(&self.stderr)
+    }
+}
+
+fn describe_status(s: sandbox::Status) -> String {
+    match s {
+        sandbox::Status::Exited(c) => format!("it exited with status {c}"),
+        sandbox::Status::Signaled(9) => "it was stopped".into(),
+        sandbox::Status::Signaled(n) => format!("it was killed by signal {n}"),
+        sandbox::Status::TimedOut => "its box reached its wall-clock limit".into(),
+    }
+}
+
+fn stderr_hint(tail: &Mutex<Vec<u8>>) -> String {
+    let tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+    let text = String::from_utf8_lossy(&tail);
+    match text.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(line) => format!(
+            " (its last words: {})",
+            crate::run::prefix(line.trim(), 300)
+        ),
+        None => String::new(),
+    }
+}
+
+/// Reads a server's stderr to its end, keeping only the last [`STDERR_TAIL`] bytes.
+fn drain_stderr(mut r: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
+    std::thread::spawn(move || {
+        let mut chunk = vec![0u8; 16 * 1024];
+        loop {
+            match r.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let mut t = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                    t.extend_from_slice(chunk.get(..n).unwrap_or_default());
+                    if t.len() > STDERR_TAIL {
+                        let cut = t.len() - STDERR_TAIL;
+                        t.drain(..cut);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    });
+}
+
+/// The definition rmcp parsed, in the catalog's form.
+fn tool_def(t: &rmcp::model::Tool) -> ToolDef {
+    ToolDef {
+        name: t.name.to_string(),
+        title: t.title.clone(),
+        description: t.description.as_ref().map(|d| d.to_string()),
+        input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+        output_schema: t
+            .output_schema
+            .as_ref()
+            .map(|s| serde_json::Value::Object((**s).clone())),
+        annotations: t
+            .annotations
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok()),
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Hub {
+    fn runtime(&self) -> Result<&tokio::runtime::Runtime, String> {
+        self.runtime
+            .get_or_init(|| {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("downstream")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("cannot start the downstream client runtime: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn slot(&self, session: &SessionId, server: &str) -> Slot {
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry((session.clone(), server.to_string()))
+            .or_default()
+            .clone()
+    }
+}
+
+/// Stops every server idle longer than its idle time. Runs on the hub's runtime.
+async fn reap(hub: std::sync::Weak<Hub>) {
+    loop {
+        tokio::time::sleep(REAP_EVERY).await;
+        let Some(hub) = hub.upgrade() else { return };
+        let slots: Vec<Slot> = hub
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        for slot in slots {
+            let Ok(mut g) = slot.try_lock() else { continue };
+            let stop = g.as_ref().is_some_and(|i| {
+                i.in_flight.load(Ordering::SeqCst) == 0
+                    && (!i.alive()
+                        || i.last_used
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .elapsed()
+                            >= i.idle)
+            });
+            if stop && let Some(i) = g.take() {
+                drop(g);
+                let _ = tokio::task::spawn_blocking(move || i.kill()).await;
+            }
+        }
+    }
+}
+
+/// Decrements a server's in-flight count and marks it used when a call ends.
+struct InFlight(Arc<Instance>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        *self
+            .0
+            .last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Runner {
+    /// The catalog of downstream tools, from the config and the discovery file (re-read
+    /// when the file changes).
+    pub fn catalog(&self) -> Result<Arc<Catalog>, catalog::CatalogError> {
+        let path = self.state_dir().join(catalog::file::FILE);
+        let stamp = std::fs::metadata(&path)
+            .ok()
+            .map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()));
+        let mut cached = self
+            .hub()
+            .catalog
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = cached.as_ref()
+            && c.stamp == stamp
+            && stamp.is_some()
+        {
+            return Ok(c.catalog.clone());
+        }
+        let file = ToolsFile::load(self.state_dir())?;
+        let catalog = Arc::new(Catalog::build(self.config(), &file));
+        *cached = Some(CachedCatalog {
+            stamp,
+            catalog: catalog.clone(),
+        });
+        Ok(catalog)
+    }
+
+    /// A call to a downstream server's tool (`req.tool` is its exposed name).
+    pub(crate) fn downstream(&self, req: &ToolRequest) -> ToolResponse {
+        let catalog = match self.catalog() {
+            Ok(c) => c,
+            Err(e) => return failed(format!("{}: {e}", req.tool)),
+        };
+        let Some(entry) = catalog.get(&req.tool) else {
+            return failed(format!("there is no tool named {:?} here", req.tool));
+        };
+        let Some(tool) = self.config().tool(&entry.server) else {
+            return failed(format!("there is no tool named {:?} here", req.tool));
+        };
+        if !entry.callable() {
+            return refused(entry);
+        }
+        let args = match serde_json::from_str::<serde_json::Value>(&req.arguments) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => {
+                return failed(format!(
+                    "{}: the arguments must be one JSON object",
+                    req.tool
+                ));
+            }
+        };
+        let rt = match self.hub().runtime() {
+            Ok(rt) => rt,
+            Err(e) => return failed(e),
+        };
+        rt.block_on(self.call(req, tool, entry, args))
+    }
+
+    async fn call(
+        &self,
+        req: &ToolRequest,
+        tool: &Tool,
+        entry: &Entry,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> ToolResponse {
+        let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
+        let slot = self.hub().slot(&req.session, &tool.name);
+        let instance = {
+            let mut g = slot.lock().await;
+            match g.as_ref() {
+                Some(i) if i.alive() => i.clone(),
+                _ => {
+                    if let Some(old) = g.take() {
+                        let _ = tokio::task::spawn_blocking(move || old.kill()).await;
+                    }
+                    if let Err(e) = self.ensure_workspace(&req.session) {
+                        return failed(format!("{}: {e}", req.tool));
+                    }
+                    let workspace = self.workspace(&req.session);
+                    match self
+                        .start(tool, &req.session, workspace, false, timeout)
+                        .await
+                    {
+                        Ok(i) => {
+                            let i = Arc::new(i);
+                            self.record(tool, &i.tools);
+                            *g = Some(i.clone());
+                            i
+                        }
+                        Err(e) => return failed(format!("{}: {e}", req.tool)),
+                    }
+                }
+            }
+        };
+        // The running server's own word, checked again: a pinned tool whose definition
+        // changed since it was accepted does not run, whatever discovery said.
+        let live = instance.tools.iter().find(|d| d.name == entry.downstream);
+        let Some(live) = live else {
+            return failed(format!(
+                "{}: the server no longer offers a tool named {:?}",
+                req.tool, entry.downstream
+            ));
+        };
+        if entry.pinned && entry.accepted.as_ref() != Some(live) {
+            let what = entry
+                .accepted
+                .as_ref()
+                .map(|a| a.changes(live))
+                .unwrap_or_else(|| vec!["added"]);
+            return failed(format!(
+                "{}: refused: its {} changed since an operator accepted it (pin = true); \
+                 review it with `boxmaker tools diff` and accept it with `boxmaker tools \
+                 accept {}`",
+                req.tool,
+                what.join(", "),
+                req.tool
+            ));
+        }
+        instance.in_flight.fetch_add(1, Ordering::SeqCst);
+        let guard = InFlight(instance.clone());
+        let params = {
+            let mut p = CallToolRequestParams::new(entry.downstream.clone());
+            p.arguments = Some(args);
+            p
+        };
+        let outcome =
+            tokio::time::timeout(timeout, instance.service.peer().call_tool(params)).await;
+        drop(guard);
+        let stop = |why: String| {
+            let instance = instance.clone();
+            let slot = slot.clone();
+            async move {
+                let mut g = slot.lock().await;
+                if g.as_ref().is_some_and(|i| Arc::ptr_eq(i, &instance)) {
+                    *g = None;
+                }
+                drop(g);
+                set_reason(&instance.reason, why.clone());
+                tokio::task::spawn_blocking(move || instance.why(&why))
+                    .await
+                    .unwrap_or_else(|_| "the server failed".into())
+            }
+        };
+        let result = match outcome {
+            Err(_) => {
+                let why = stop(format!(
+                    "timed out after {} s; the server was stopped and starts again on the next \
+                     call",
+                    timeout.as_secs()
+                ))
+                .await;
+                return failed(format!("{}: {why}", req.tool));
+            }
+            Ok(Err(e)) => {
+                let why = stop(format!("the call failed: {e}")).await;
+                return failed(format!(
+                    "{}: {why}; the server starts again on the next call",
+                    req.tool
+                ));
+            }
+            Ok(Ok(r)) => r,
+        };
+        let blocks: Vec<serde_json::Value> = result
+            .content
+            .iter()
+            .map(|b| serde_json::to_value(b).unwrap_or_default())
+            .collect();
+        if result.is_error == Some(true) {
+            return failed(format!("{}: {}", req.tool, content::error_text(&blocks)));
+        }
+        let class = class_for_box(tool.class, &self.mount_classes());
+        content::fit_content(
+            catalog::Content {
+                content: blocks,
+                structured_content: result.structured_content,
+            },
+            class,
+            tool.untrusted,
+        )
+    }
+
+    /// Starts `tool`'s server in a box over `workspace`, initializes it, and lists its
+    /// tools. `discovery`: mounts read-only, and the wall clock of one call.
+    async fn start(
+        &self,
+        tool: &Tool,
+        session: &SessionId,
+        workspace: PathBuf,
+        discovery: bool,
+        timeout: Duration,
+    ) -> Result<Instance, String> {
+        let ToolKind::Mcp {
+            argv, idle_timeout, ..
+        } = &tool.kind
+        else {
+            return Err("not an MCP server".into());
+        };
+        let mut spec = self.box_spec(session, tool.network, &tool.env, argv.clone(), Io::Inherit);
+        spec.workspace = workspace;
+        if discovery {
+            for m in &mut spec.mounts {
+                m.write = false;
+            }
+            spec.limits.timeout = timeout.saturating_mul(2);
+        } else {
+            spec.limits.timeout = SERVER_LIFETIME;
+        }
+        spec.limits.cpu_seconds = spec.limits.timeout.as_secs();
+        let helper = self.helper().clone();
+        let mut boxed = tokio::task::spawn_blocking(move || sandbox::spawn(&spec, &helper))
+            .await
+            .map_err(|e| format!("cannot start its box: {e}"))?
+            .map_err(|e| format!("cannot start its box: {e}"))?;
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(err) = boxed.stderr.take() {
+            drain_stderr(err, stderr.clone());
+        }
+        let io = |e: std::io::Error| format!("cannot talk to the server: {e}");
+        let (Some(stdin), Some(stdout)) = (boxed.stdin.take(), boxed.stdout.take()) else {
+            return Err("cannot talk to the server: no pipes".into());
+        };
+        let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(io)?;
+        let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(io)?;
+        let reason = Reason::default();
+        let transport = Lines::new(stdout, stdin, reason.clone());
+        let boxed = Mutex::new(Some(boxed));
+        let fail = |why: String, boxed: &Mutex<Option<BoxProcess>>| {
+            let b = boxed.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let mut why = get_reason(&reason).map_or(why.clone(), |r| format!("{why}: {r}"));
+            if let Some(b) = b {
+                match b.stop() {
+                    Ok(s) => why = format!("{why}; {}", describe_status(s)),
+                    Err(e) => why = format!("its box could not start: {e}"),
+                }
+            }
+            why + &stderr_hint(&stderr)
+        };
+        let service = match tokio::time::timeout(timeout, ().serve(transport)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                let why = format!("the server did not initialize ({e})");
+                return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
+            }
+            Err(_) => {
+                let why = format!(
+                    "the server did not initialize within {} s",
+                    timeout.as_secs()
+                );
+                return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
+            }
+        };
+        let tools = match tokio::time::timeout(timeout, service.peer().list_all_tools()).await {
+            Ok(Ok(t)) => t.iter().map(tool_def).collect(),
+            Ok(Err(e)) => {
+                let why = format!("the server did not list its tools ({e})");
+                return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
+            }
+            Err(_) => {
+                let why = format!(
+                    "the server did not list its tools within {} s",
+                    timeout.as_secs()
+                );
+                return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
+            }
+        };
+        self.start_reaper();
+        Ok(Instance {
+            service,
+            boxed,
+            tools,
+            reason,
+            stderr,
+            last_used: Mutex::new(Instant::now()),
+            in_flight: AtomicUsize::new(0),
+            idle: Duration::from_secs(idle_timeout.unwrap_or(catalog::DEFAULT_IDLE_TIMEOUT)),
+        })
+    }
+
+    fn start_reaper(&self) {
+        let hub = Arc::downgrade(self.hub_arc());
+        self.hub().reaper.get_or_init(|| {
+            tokio::spawn(reap(hub));
+        });
+    }
+
+    /// Records what a server said it offers; a failure to write only costs the report.
+    fn record(&self, tool: &Tool, tools: &[ToolDef]) {
+        if let ToolKind::Mcp { argv, .. } = &tool.kind {
+            let _ = ToolsFile::update(self.state_dir(), |f| {
+                f.record(argv, tools.to_vec(), unix_now())
+            });
+        }
+    }
+
+    /// Discovery: runs every downstream server of the config that the discovery file does
+    /// not know yet (every one with `all`) in a box with no session data, and records its
+    /// tools. Returns, per server, how many tools it offers or why it could not be asked.
+    pub fn refresh_tools(&self, all: bool) -> Vec<(String, Result<usize, String>)> {
+        let known = ToolsFile::load(self.state_dir()).ok();
+        let mut out = Vec::new();
+        for tool in &self.config().tools {
+            let ToolKind::Mcp { argv, .. } = &tool.kind else {
+                continue;
+            };
+            let cached = known
+                .as_ref()
+                .is_some_and(|f| f.servers.contains_key(&catalog::server_key(argv)));
+            if cached && !all {
+                continue;
+            }
+            let r = self.discover(tool).and_then(|tools| {
+                let n = tools.len();
+                ToolsFile::update(self.state_dir(), |f| f.record(argv, tools, unix_now()))
+                    .map(|_| n)
+                    .map_err(|e| e.to_string())
+            });
+            out.push((tool.name.clone(), r));
+        }
+        out
+    }
+
+    /// Runs `tool`'s server once in a throw-away box and lists its tools.
+    pub fn discover(&self, tool: &Tool) -> Result<Vec<ToolDef>, String> {
+        let rt = self.hub().runtime()?;
+        let dir = tempdir_in(&self.workspaces_dir())
+            .map_err(|e| format!("cannot make a discovery workspace: {e}"))?;
+        let session =
+            SessionId::new("discovery").map_err(|e| format!("bad discovery session: {e}"))?;
+        let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
+        let result = rt.block_on(async {
+            let i = self
+                .start(tool, &session, dir.path.clone(), true, timeout)
+                .await?;
+            let tools = i.tools.clone();
+            let _ = tokio::task::spawn_blocking(move || i.kill()).await;
+            Ok(tools)
+        });
+        drop(dir);
+        result
+    }
+}
+
+fn refused(entry: &Entry) -> ToolResponse {
+    failed(format!(
+        "{}: refused: {} since an operator accepted it (pin = true); review it with \
+         `boxmaker tools diff` and accept it with `boxmaker tools accept {}`",
+        entry.exposed,
+        entry.standing.describe(),
+        entry.exposed
+    ))
+}
+
+/// A directory removed when dropped.
+struct TempDir {
+    path: PathBuf,
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+fn tempdir_in(parent: &Path) -> std::io::Result<TempDir> {
+    use std::os::unix::fs::DirBuilderExt;
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let path = parent.join(format!(
+        ".discovery-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&path);
+    std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+    Ok(TempDir { path })
+}
