@@ -9,15 +9,26 @@ gate: fmt-check clippy test
 
 # The real MCP clients the tests drive (crates/boxmaker/tests/mcp_clients.rs): the official
 # Python SDK, pinned, and the MCP inspector's CLI, pinned in tests/node/package-lock.json and
-# installed there (never globally). Does nothing when both are already in place.
+# installed there (never globally). The real MCP servers crates/boxmaker/tests/downstream.rs
+# runs inside boxes: the npm ones (server-filesystem, server-everything) in the same
+# tests/node/, the PyPI ones (tests/py/requirements.txt) in a virtualenv of the SYSTEM python
+# at tests/py/venv, since a box sees /usr, /bin and /lib but not a python under $HOME.
+# Does nothing when all of them are already in place.
 PYTHON ?= python3
+SYSTEM_PYTHON ?= /usr/bin/python3
 NPM ?= npm
 MCP_PY_VERSION := 2.3.0
+PY_VENV := tests/py/venv
 deps:
 	@$(PYTHON) -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PY_VERSION)")' 2>/dev/null \
 	  || $(PYTHON) -m pip install --quiet --disable-pip-version-check 'mcp==$(MCP_PY_VERSION)'
 	@[ tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ] \
 	  || (cd tests/node && $(NPM) install --no-audit --no-fund --loglevel=error)
+	@[ $(PY_VENV)/.installed -nt tests/py/requirements.txt ] \
+	  || { rm -rf $(PY_VENV) \
+	       && $(SYSTEM_PYTHON) -m venv $(PY_VENV) \
+	       && $(PY_VENV)/bin/python3 -m pip install --quiet --disable-pip-version-check -r tests/py/requirements.txt \
+	       && touch $(PY_VENV)/.installed; }
 	@echo "deps: ok"
 
 test:

@@ -114,6 +114,10 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
 /// guarantees one gate at a time, and the supervisor must not give up because of it.
 pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
     let cfg = Arc::new(config::load(&args.config)?);
+    // The supervisor that started this role; if it dies (even by SIGKILL, which it cannot
+    // pass on), this role ends too, and with it the runner and every box it holds: an
+    // orphaned gate would keep the state directory's lock from the next `serve`.
+    let supervisor = std::os::unix::process::parent_id();
     let mut waited = false;
     let _hosted = loop {
         if let Some(hosted) = try_host(&args.config, cfg.clone())? {
@@ -126,6 +130,10 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
         std::thread::sleep(Duration::from_millis(100));
     };
     loop {
-        std::thread::park();
+        std::thread::sleep(Duration::from_millis(200));
+        if std::os::unix::process::parent_id() != supervisor {
+            eprintln!("boxmaker: the supervisor is gone; the gate role stops");
+            return Ok(0);
+        }
     }
 }

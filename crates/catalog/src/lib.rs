@@ -30,6 +30,11 @@ use serde_json::Value;
 
 pub use file::{CatalogError, ServerRecord, ToolsFile};
 
+/// The largest definition (name, description, schemas, annotations as JSON) offered to the
+/// model, in bytes; a larger one is not offered (a description is read by the model: a
+/// server must not fill its context).
+pub const MAX_DEFINITION: usize = 64 * 1024;
+
 /// Seconds an idle downstream server is kept when the config does not say.
 pub const DEFAULT_IDLE_TIMEOUT: u64 = 300;
 
@@ -87,6 +92,9 @@ pub fn prefix_of(tool: &config::Tool) -> Option<&str> {
 /// `PREFIX_TOOL`, or `TOOL` when the prefix is empty. `None` when that name is not within
 /// `[A-Za-z0-9_-]{1,64}` (such a tool is not offered).
 pub fn exposed_name(prefix: &str, tool: &str) -> Option<String> {
+    if tool.is_empty() {
+        return None;
+    }
     let name = if prefix.is_empty() {
         tool.to_string()
     } else {
@@ -191,6 +199,18 @@ impl Catalog {
             for name in names {
                 let seen = record.tools.iter().find(|d| d.name == name);
                 let accepted = record.accepted.iter().find(|d| d.name == name);
+                let size = seen
+                    .or(accepted)
+                    .and_then(|d| serde_json::to_vec(d).ok())
+                    .map_or(0, |v| v.len());
+                if size > MAX_DEFINITION {
+                    cat.problems.push(format!(
+                        "{}: tool {name:?} is not offered: its definition is {size} bytes, over \
+                         {MAX_DEFINITION}",
+                        tool.name
+                    ));
+                    continue;
+                }
                 let Some(exposed) = exposed_name(prefix, name) else {
                     cat.problems.push(format!(
                         "{}: tool {name:?} is not offered: its name would not be within \
@@ -315,7 +335,7 @@ mod tests {
         assert_eq!(exposed_name("fs", "read").as_deref(), Some("fs_read"));
         assert_eq!(exposed_name("", "read").as_deref(), Some("read"));
         assert_eq!(exposed_name("fs", "a.b"), None);
-        assert_eq!(exposed_name("fs", ""), Some("fs_".into()));
+        assert_eq!(exposed_name("fs", ""), None);
         assert_eq!(exposed_name("", ""), None);
         assert_eq!(exposed_name("fs", &"x".repeat(62)), None);
         assert!(exposed_name("fs", &"x".repeat(61)).is_some());
@@ -390,6 +410,15 @@ mod tests {
         assert!(cat.get("read_file").is_none());
         assert!(cat.get("ok").is_some());
         assert!(cat.problems.iter().any(|p| p.contains("read_file")));
+    }
+
+    #[test]
+    fn a_definition_too_large_for_the_model_is_not_offered() {
+        let c = config("");
+        let big = def("big", &"x".repeat(MAX_DEFINITION));
+        let cat = Catalog::build(&c, &file(vec![big.clone()], vec![big]));
+        assert!(cat.get("fs_big").is_none());
+        assert!(cat.problems[0].contains("over"));
     }
 
     #[test]

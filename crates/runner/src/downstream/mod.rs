@@ -44,6 +44,8 @@ use transport::{Lines, Reason, get_reason, set_reason};
 const SERVER_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// How much of a server's stderr is kept, for the reason when it fails.
 const STDERR_TAIL: usize = 4096;
+/// How a box we killed ended.
+const STOPPED: &str = "it was stopped";
 /// How often idle servers are looked for.
 const REAP_EVERY: Duration = Duration::from_millis(500);
 
@@ -110,7 +112,8 @@ impl Instance {
     /// Why it failed: the transport's reason, how the box ended, and its last stderr line.
     fn why(&self, fallback: &str) -> String {
         let mut why = get_reason(&self.reason).unwrap_or_else(|| fallback.to_string());
-        if let Some(ended) = self.kill() {
+        // Killed by us (signal 9) needs no mention: the reason already says why.
+        if let Some(ended) = self.kill().filter(|e| e != STOPPED) {
             why = format!("{why}; {ended}");
         }
         why + &stderr_hint(&self.stderr)
@@ -120,7 +123,7 @@ impl Instance {
 fn describe_status(s: sandbox::Status) -> String {
     match s {
         sandbox::Status::Exited(c) => format!("it exited with status {c}"),
-        sandbox::Status::Signaled(9) => "it was stopped".into(),
+        sandbox::Status::Signaled(9) => STOPPED.into(),
         sandbox::Status::Signaled(n) => format!("it was killed by signal {n}"),
         sandbox::Status::TimedOut => "its box reached its wall-clock limit".into(),
     }
@@ -176,6 +179,35 @@ fn tool_def(t: &rmcp::model::Tool) -> ToolDef {
             .as_ref()
             .and_then(|a| serde_json::to_value(a).ok()),
     }
+}
+
+/// The most tools taken from one server, and the most pages asked for them: a server that
+/// pages forever, or offers a million tools, is cut off rather than held in memory.
+const MAX_TOOLS: usize = 1024;
+const MAX_PAGES: usize = 32;
+
+/// `tools/list`, page by page, within [`MAX_TOOLS`] and [`MAX_PAGES`].
+async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<ToolDef>, String> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor.take());
+        let page = peer
+            .list_tools(Some(params))
+            .await
+            .map_err(|e| e.to_string())?;
+        out.extend(page.tools.iter().map(tool_def));
+        if out.len() > MAX_TOOLS {
+            return Err(format!("the server offers over {MAX_TOOLS} tools"));
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return Ok(out),
+        }
+    }
+    Err(format!(
+        "the server's tool list goes on past {MAX_PAGES} pages"
+    ))
 }
 
 fn unix_now() -> u64 {
@@ -288,6 +320,14 @@ impl Runner {
             Ok(c) => c,
             Err(e) => return failed(format!("{}: {e}", req.tool)),
         };
+        let catalog = match catalog.get(&req.tool) {
+            Some(_) => catalog,
+            None => match self.discover_for(&req.tool) {
+                Ok(Some(c)) => c,
+                Ok(None) => return failed(format!("there is no tool named {:?} here", req.tool)),
+                Err(e) => return failed(format!("{}: {e}", req.tool)),
+            },
+        };
         let Some(entry) = catalog.get(&req.tool) else {
             return failed(format!("there is no tool named {:?} here", req.tool));
         };
@@ -350,8 +390,36 @@ impl Runner {
             }
         };
         // The running server's own word, checked again: a pinned tool whose definition
-        // changed since it was accepted does not run, whatever discovery said.
-        let live = instance.tools.iter().find(|d| d.name == entry.downstream);
+        // changed since it was accepted does not run, whatever discovery said. A pinned
+        // server is asked again before every call (it may change its list while it runs).
+        let relisted;
+        let tools = if entry.pinned {
+            match tokio::time::timeout(timeout, list_tools(instance.service.peer())).await {
+                Ok(Ok(t)) => {
+                    if t != instance.tools {
+                        self.record(tool, &t);
+                    }
+                    relisted = t;
+                    &relisted
+                }
+                Ok(Err(e)) => {
+                    return failed(format!(
+                        "{}: the server did not list its tools ({e})",
+                        req.tool
+                    ));
+                }
+                Err(_) => {
+                    return failed(format!(
+                        "{}: the server did not list its tools within {} s",
+                        req.tool,
+                        timeout.as_secs()
+                    ));
+                }
+            }
+        } else {
+            &instance.tools
+        };
+        let live = tools.iter().find(|d| d.name == entry.downstream);
         let Some(live) = live else {
             return failed(format!(
                 "{}: the server no longer offers a tool named {:?}",
@@ -408,6 +476,15 @@ impl Runner {
                 .await;
                 return failed(format!("{}: {why}", req.tool));
             }
+            Ok(Err(rmcp::ServiceError::UnexpectedResponse)) => {
+                // The server answered, but not with a tool result rmcp can read (an unknown
+                // content type, a field of the wrong type): the call fails, the server stays.
+                return failed(format!(
+                    "{}: the server answered with something that is not a valid MCP tool result \
+                     (an unknown content type or a malformed field)",
+                    req.tool
+                ));
+            }
             Ok(Err(e)) => {
                 let why = stop(format!("the call failed: {e}")).await;
                 return failed(format!(
@@ -420,7 +497,14 @@ impl Runner {
         let blocks: Vec<serde_json::Value> = result
             .content
             .iter()
-            .map(|b| serde_json::to_value(b).unwrap_or_default())
+            // Through text, not `to_value`: an `f32` field (a priority of 0.7) keeps the digits
+            // the server sent instead of gaining those of its f64 widening.
+            .map(|b| {
+                serde_json::to_string(b)
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .unwrap_or_default()
+            })
             .collect();
         if result.is_error == Some(true) {
             return failed(format!("{}: {}", req.tool, content::error_text(&blocks)));
@@ -506,8 +590,8 @@ impl Runner {
                 return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
             }
         };
-        let tools = match tokio::time::timeout(timeout, service.peer().list_all_tools()).await {
-            Ok(Ok(t)) => t.iter().map(tool_def).collect(),
+        let tools = match tokio::time::timeout(timeout, list_tools(service.peer())).await {
+            Ok(Ok(t)) => t,
             Ok(Err(e)) => {
                 let why = format!("the server did not list its tools ({e})");
                 return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
@@ -574,6 +658,40 @@ impl Runner {
             out.push((tool.name.clone(), r));
         }
         out
+    }
+
+    /// For a name no discovered tool has: discovers, now, the servers not yet discovered
+    /// whose prefix fits it, and returns the new catalog (`None` if no server could offer
+    /// it), or why the server that would offer it could not be asked.
+    fn discover_for(&self, name: &str) -> Result<Option<Arc<Catalog>>, String> {
+        let known = ToolsFile::load(self.state_dir()).map_err(|e| e.to_string())?;
+        let mut tried = false;
+        for tool in &self.config().tools {
+            let (ToolKind::Mcp { argv, .. }, Some(prefix)) = (&tool.kind, catalog::prefix_of(tool))
+            else {
+                continue;
+            };
+            let fits = prefix.is_empty()
+                || name
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with('_'));
+            if !fits || known.servers.contains_key(&catalog::server_key(argv)) {
+                continue;
+            }
+            let tools = self.discover(tool).map_err(|e| {
+                format!(
+                    "the server {:?} could not be asked for its tools: {e}",
+                    tool.name
+                )
+            })?;
+            ToolsFile::update(self.state_dir(), |f| f.record(argv, tools, unix_now()))
+                .map_err(|e| e.to_string())?;
+            tried = true;
+        }
+        if !tried {
+            return Ok(None);
+        }
+        self.catalog().map(Some).map_err(|e| e.to_string())
     }
 
     /// Runs `tool`'s server once in a throw-away box and lists its tools.
