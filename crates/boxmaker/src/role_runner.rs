@@ -23,11 +23,7 @@ pub fn run(args: &RunnerArgs) -> Result<(), CliError> {
     Runner::check_machine(&cfg)?;
     let state = cfg.gate.state.clone();
     let runner = Arc::new(Runner::new(Arc::new(cfg), &state)?);
-    // Servers nobody has discovered yet are asked now, so their tools can be called.
-    for (server, r) in runner.refresh_tools(false) {
-        if let Err(e) = r {
-            eprintln!("boxmaker runner: {server}: cannot discover its tools: {e}");
-        }
-    }
+    // Servers nobody has discovered yet are asked on the first call that names one of
+    // their tools (not here: a server that hangs must not hold up every builtin call).
     runner::serve(runner, std::io::stdin(), std::io::stdout()).map_err(CliError::Serve)
 }

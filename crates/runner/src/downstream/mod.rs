@@ -44,6 +44,8 @@ use transport::{Lines, Reason, get_reason, set_reason};
 const SERVER_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// How much of a server's stderr is kept, for the reason when it fails.
 const STDERR_TAIL: usize = 4096;
+/// The longest wait, in seconds, for a server being discovered to start and list its tools.
+const DISCOVERY_TIMEOUT: u64 = 60;
 /// How a box we killed ended.
 const STOPPED: &str = "it was stopped";
 /// How often idle servers are looked for.
@@ -364,7 +366,7 @@ impl Runner {
         let slot = self.hub().slot(&req.session, &tool.name);
         let instance = {
             let mut g = slot.lock().await;
-            match g.as_ref() {
+            let i = match g.as_ref() {
                 Some(i) if i.alive() => i.clone(),
                 _ => {
                     if let Some(old) = g.take() {
@@ -387,8 +389,13 @@ impl Runner {
                         Err(e) => return failed(format!("{}: {e}", req.tool)),
                     }
                 }
-            }
+            };
+            // Counted in flight from here, under the slot's lock, so the idle reaper (which
+            // takes that lock) never stops a server a call has just picked.
+            i.in_flight.fetch_add(1, Ordering::SeqCst);
+            i
         };
+        let guard = InFlight(instance.clone());
         // The running server's own word, checked again: a pinned tool whose definition
         // changed since it was accepted does not run, whatever discovery said. A pinned
         // server is asked again before every call (it may change its list while it runs).
@@ -441,8 +448,6 @@ impl Runner {
                 req.tool
             ));
         }
-        instance.in_flight.fetch_add(1, Ordering::SeqCst);
-        let guard = InFlight(instance.clone());
         let params = {
             let mut p = CallToolRequestParams::new(entry.downstream.clone());
             p.arguments = Some(args);
@@ -701,7 +706,10 @@ impl Runner {
             .map_err(|e| format!("cannot make a discovery workspace: {e}"))?;
         let session =
             SessionId::new("discovery").map_err(|e| format!("bad discovery session: {e}"))?;
-        let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
+        // Discovery holds up whoever waits for the tool list: a server that hangs costs at
+        // most a minute (npx or uvx may fetch a package first).
+        let timeout =
+            Duration::from_secs(self.config().limits.timeout_seconds.min(DISCOVERY_TIMEOUT));
         let result = rt.block_on(async {
             let i = self
                 .start(tool, &session, dir.path.clone(), true, timeout)
