@@ -335,3 +335,35 @@ impl ServerHandler for Front {
         Ok(self.answer(&name, resp).into())
     }
 }
+
+#[cfg(test)]
+mod downstream_tests {
+    use super::*;
+
+    #[test]
+    fn downstream_blocks_pass_through_and_odd_ones_become_text() {
+        let content = r#"{"content":[{"type":"text","text":"hi"},{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"weird","x":1}],"structuredContent":{"a":1}}"#;
+        let (blocks, structured) = downstream_blocks(content);
+        assert_eq!(blocks.len(), 3);
+        let v: Vec<serde_json::Value> = blocks
+            .iter()
+            .map(|b| serde_json::to_value(b).unwrap())
+            .collect();
+        assert_eq!(v[0]["text"], "hi");
+        assert_eq!(v[1]["type"], "image");
+        assert_eq!(v[1]["mimeType"], "image/png");
+        assert_eq!(v[2]["type"], "text");
+        assert!(v[2]["text"].as_str().unwrap().contains("weird"));
+        assert_eq!(structured, Some(json!({"a": 1})));
+    }
+
+    #[test]
+    fn content_that_is_not_the_runner_form_is_kept_as_text() {
+        let (blocks, structured) = downstream_blocks("plain words");
+        assert_eq!(structured, None);
+        assert_eq!(
+            serde_json::to_value(&blocks[0]).unwrap()["text"],
+            "plain words"
+        );
+    }
+}
