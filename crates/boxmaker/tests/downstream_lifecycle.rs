@@ -320,3 +320,27 @@ fn stop_child(serve: &mut Child) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Ten first calls at once in one session start one server, not ten, and all are answered
+/// by it (rmcp multiplexes them over the one connection).
+#[test]
+fn concurrent_first_calls_start_one_server() {
+    let env = Env::new("concurrent", 600);
+    let serve = env.serve();
+    let env = std::sync::Arc::new(env);
+    let handles: Vec<_> = (0..10)
+        .map(|_| {
+            let env = env.clone();
+            std::thread::spawn(move || env.count("together"))
+        })
+        .collect();
+    let mut counts: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    counts.sort_unstable();
+    assert_eq!(
+        counts,
+        (1..=10).collect::<Vec<u64>>(),
+        "calls went to more than one server"
+    );
+    assert_eq!(env.servers(), 1);
+    stop(serve);
+}
