@@ -3,7 +3,8 @@
 //! - `tools list` — every exposed tool, its server, and how it stands against what an
 //!   operator accepted; then anything not offered, and why.
 //! - `tools diff` — only the tools that changed since accepted (exit 1 if any, 0 if none).
-//! - `tools accept NAME... | --all` — accept their current definitions.
+//! - `tools accept NAME[@FINGERPRINT]... | --all` — accept their current definitions; with a
+//!   fingerprint (printed by `diff`), only if the definition is still the one shown.
 //! - `tools refresh` — run every server again in a box with no session data and record
 //!   what it offers now.
 //!
@@ -35,7 +36,8 @@ enum ToolsCommand {
     List,
     /// The tools whose name, description or schema changed since accepted (exit 1 if any).
     Diff,
-    /// Accept the current definitions of these tools (exposed names), or of all.
+    /// Accept the current definitions of these tools (exposed names; NAME@FINGERPRINT, as
+    /// `diff` prints it, accepts only that exact definition), or of all.
     Accept {
         #[arg(value_name = "NAME", required_unless_present = "all")]
         names: Vec<String>,
@@ -95,59 +97,102 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
             for e in catalog.changes() {
                 any = true;
                 println!("{}: {}", e.exposed, e.standing.describe());
-                if let (Standing::Changed(_), Some(old), Some(new)) = (
-                    &e.standing,
-                    &e.accepted,
-                    seen(&cfg, &e.server, &e.downstream),
-                ) {
-                    if old.description != new.description {
-                        println!("  accepted description: {:?}", old.description);
-                        println!("  now:                  {:?}", new.description);
+                let now = seen(&cfg, &e.server, &e.downstream);
+                match (&e.standing, &e.accepted, &now) {
+                    (Standing::Changed(_), Some(old), Some(new)) => {
+                        if old.description != new.description {
+                            println!("  accepted description: {:?}", old.description);
+                            println!("  now:                  {:?}", new.description);
+                        }
+                        if old.input_schema != new.input_schema {
+                            println!("  accepted schema: {}", old.input_schema);
+                            println!("  now:             {}", new.input_schema);
+                        }
                     }
-                    if old.input_schema != new.input_schema {
-                        println!("  accepted schema: {}", old.input_schema);
-                        println!("  now:             {}", new.input_schema);
+                    (Standing::Added, _, Some(new)) => {
+                        println!("  description: {:?}", new.description);
+                        println!("  schema:      {}", new.input_schema);
                     }
+                    _ => {}
+                }
+                if let Some(new) = &now {
+                    println!(
+                        "  accept exactly this: boxmaker tools accept {}@{}",
+                        e.exposed,
+                        new.fingerprint()
+                    );
                 }
             }
             if any {
                 println!(
-                    "accept with `boxmaker tools accept NAME` (or --all) once you have read them"
+                    "NAME@FINGERPRINT accepts only the definition shown here; a bare NAME (or \
+                     --all) accepts whatever the server offers when you run it"
                 );
             }
             Ok(u8::from(any))
         }
         ToolsCommand::Accept { names, all } => {
             let chosen: Vec<_> = if *all {
-                catalog.changes().collect()
+                catalog.changes().map(|e| (e, None)).collect()
             } else {
                 let mut v = Vec::new();
                 for n in names {
-                    let e = catalog.get(n).ok_or_else(|| {
+                    let (name, expect) = match n.split_once('@') {
+                        Some((name, fp)) => (name, Some(fp)),
+                        None => (n.as_str(), None),
+                    };
+                    let e = catalog.get(name).ok_or_else(|| {
                         CliError::Refused(format!(
-                            "there is no downstream tool named {n:?} (see `boxmaker tools list`)"
+                            "there is no downstream tool named {name:?} (see `boxmaker tools list`)"
                         ))
                     })?;
-                    v.push(e);
+                    v.push((e, expect));
                 }
                 v
             };
             let state = cfg.gate.state.clone();
-            for e in chosen {
+            for (e, expect) in chosen {
                 let Some(ToolKind::Mcp { argv, .. }) = cfg.tool(&e.server).map(|t| &t.kind) else {
                     continue;
                 };
-                let changed = ToolsFile::update(&state, |f| f.accept(argv, &e.downstream))
-                    .map_err(|err| CliError::Refused(err.to_string()))?;
-                println!(
-                    "{}: {}",
-                    e.exposed,
-                    if changed {
-                        "accepted"
-                    } else {
-                        "already accepted"
+                // Under the file's lock: the definition checked is the one accepted.
+                let outcome = ToolsFile::update(&state, |f| {
+                    let now = f
+                        .servers
+                        .get(&catalog::server_key(argv))
+                        .and_then(|r| r.tools.iter().find(|d| d.name == e.downstream))
+                        .cloned();
+                    let fp = now.as_ref().map(catalog::ToolDef::fingerprint);
+                    if let Some(want) = expect
+                        && fp.as_deref() != Some(want)
+                    {
+                        return Err(fp);
                     }
-                );
+                    Ok((f.accept(argv, &e.downstream), now))
+                })
+                .map_err(|err| CliError::Refused(err.to_string()))?;
+                match outcome {
+                    Err(now) => {
+                        return Err(CliError::Refused(format!(
+                            "{}: not accepted: its definition is now {} (not {}); run `boxmaker \
+                             tools diff` again",
+                            e.exposed,
+                            now.unwrap_or_else(|| "gone".into()),
+                            expect.unwrap_or_default()
+                        )));
+                    }
+                    Ok((changed, now)) => println!(
+                        "{}: {}{}",
+                        e.exposed,
+                        if changed {
+                            "accepted"
+                        } else {
+                            "already accepted"
+                        },
+                        now.map(|d| format!(" ({}: {:?})", d.fingerprint(), d.description))
+                            .unwrap_or_else(|| " (removed)".into())
+                    ),
+                }
             }
             Ok(0)
         }

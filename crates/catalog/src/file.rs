@@ -19,8 +19,8 @@ pub const FILE: &str = "tools.json";
 const LOCK: &str = "tools.lock";
 /// The format version this build reads and writes.
 pub const VERSION: u32 = 1;
-/// A discovery file larger than this is refused as damaged.
-const MAX_BYTES: u64 = 64 << 20;
+/// A discovery file larger than this is refused as damaged (and never written).
+const MAX_BYTES: u64 = 256 << 20;
 
 /// Why the discovery file could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +32,8 @@ pub enum CatalogError {
         #[source]
         source: std::io::Error,
     },
+    #[error("not recorded: {0}")]
+    Refused(String),
     #[error(
         "{path} is damaged ({detail}); move it away and run `boxmaker tools refresh` to \
          discover (and accept) every server's tools again"
@@ -203,6 +205,19 @@ fn write(path: &Path, f: &ToolsFile) -> Result<(), CatalogError> {
     };
     let mut body = serde_json::to_vec_pretty(f).map_err(|e| io("encode", e.into()))?;
     body.push(b'\n');
+    // Never write a file this build could not read back (too large, nested past serde's
+    // depth limit): that would turn one server's odd tool list into a denial of every one.
+    if body.len() as u64 > MAX_BYTES {
+        return Err(CatalogError::Refused(format!(
+            "the discovery file would be {} bytes, over {MAX_BYTES}",
+            body.len()
+        )));
+    }
+    if let Err(e) = serde_json::from_slice::<ToolsFile>(&body) {
+        return Err(CatalogError::Refused(format!(
+            "the discovery file would not read back ({e})"
+        )));
+    }
     let tmp = path.with_extension("json.tmp");
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -287,6 +302,27 @@ mod tests {
         assert!(e.contains("version 9"), "{e}");
         // An update never overwrites a damaged file with an empty one.
         assert!(ToolsFile::update(dir.path(), |_| ()).is_err());
+    }
+
+    #[test]
+    fn a_definition_nested_past_what_reads_back_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = vec!["srv".to_string()];
+        ToolsFile::update(dir.path(), |f| f.record(&argv, vec![def("a", "1")], 1)).unwrap();
+        let mut deep = serde_json::Value::Null;
+        for _ in 0..200 {
+            deep = json!({ "d": deep });
+        }
+        let mut bad = def("a", "1");
+        bad.input_schema = deep;
+        let e = ToolsFile::update(dir.path(), |f| f.record(&argv, vec![bad], 2)).unwrap_err();
+        assert!(e.to_string().contains("read back"), "{e}");
+        // The file on disk is the one before, whole.
+        let f = ToolsFile::load(dir.path()).unwrap();
+        assert_eq!(
+            f.servers.values().next().unwrap().tools,
+            vec![def("a", "1")]
+        );
     }
 
     #[test]

@@ -57,6 +57,19 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
+    /// A short fingerprint of the whole definition (the first 12 hex digits of the SHA-256
+    /// of its JSON, keys sorted): what `boxmaker tools diff` shows and `tools accept
+    /// NAME@FINGERPRINT` checks, so an operator accepts exactly what they read.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        Sha256::digest(&json)
+            .iter()
+            .take(6)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
     /// The parts of `self` that differ from `other`, by name (`"description"`, `"schema"`…).
     pub fn changes(&self, other: &ToolDef) -> Vec<&'static str> {
         let mut what = Vec::new();
@@ -427,6 +440,21 @@ mod tests {
         let cat = Catalog::build(&c, &ToolsFile::default());
         assert!(cat.entries().is_empty());
         assert!(cat.problems[0].contains("not discovered"));
+    }
+
+    #[test]
+    fn a_fingerprint_changes_with_any_part_and_not_with_key_order() {
+        let a = def("t", "d");
+        let mut b = a.clone();
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint().len(), 12);
+        b.input_schema = json!({"type": "object", "x": 1});
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        let c: ToolDef = serde_json::from_str(
+            r#"{"input_schema":{"x":1,"type":"object"},"description":"d","name":"t"}"#,
+        )
+        .unwrap();
+        assert_eq!(b.fingerprint(), c.fingerprint());
     }
 
     #[test]

@@ -65,6 +65,9 @@ pub(crate) fn run(c: Child<'_>) -> ! {
     match setup(&c) {
         Ok(command) => {
             send(&c.report, message::STARTED, &[]);
+            // Init needs no stdio; holding the command's would keep its stdout open after
+            // the command closes it (a server that closed its output would look alive).
+            let _ = sys::stdio_to_devnull();
             reap(&c, command)
         }
         Err(e) => {

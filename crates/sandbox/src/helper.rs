@@ -227,6 +227,12 @@ pub(crate) fn run_box(spec: &Spec, control: Option<&UnixStream>) -> Result<Repor
     }
     drop(sync_child);
     drop(report_wr);
+    if control.is_some() {
+        // The helper process: init holds the box's stdio now; let go of ours, so the
+        // caller's end sees end-of-file as soon as the box's command closes its stdout.
+        // (Not in process: there stdio is the caller's terminal.)
+        let _ = sys::stdio_to_devnull();
+    }
     let started = Instant::now();
 
     // Two go-aheads. The first once the id maps exist: init needs them to build the root.

@@ -592,6 +592,24 @@ pub(crate) fn dup_to_3(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Points this process's stdin, stdout and stderr at `/dev/null`. The helper does this once
+/// init holds the box's stdio: the caller then sees end-of-file on the command's stdout when
+/// the box closes it, not only when the helper exits.
+pub(crate) fn stdio_to_devnull() -> io::Result<()> {
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    for fd in 0..=2 {
+        // SAFETY: integer arguments on descriptors we own (`null` stays open across the
+        // loop); dup2 atomically replaces `fd`, closing what it was.
+        if unsafe { libc::dup2(null.as_raw_fd(), fd) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Runs `f` in a forked child and returns its exit code (for `doctor`'s probes). The child
 /// must only make raw system calls: the caller may be multi-threaded.
 pub(crate) fn probe_in_child(f: impl FnOnce() -> libc::c_int) -> Result<libc::c_int> {

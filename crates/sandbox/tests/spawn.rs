@@ -121,3 +121,18 @@ fn a_spawned_box_still_has_its_wall_clock_limit() {
     b.stdout.take().unwrap().read_to_end(&mut out).unwrap();
     assert_eq!(b.stop().unwrap(), Status::TimedOut);
 }
+
+#[test]
+fn closing_stdout_is_seen_at_once_while_the_command_runs_on() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut s = spec("echo last; exec >&-; sleep 997", ws.path());
+    // If end-of-file waited for the box's end, this test would fail at this limit.
+    s.limits.timeout = Duration::from_secs(20);
+    let mut b = sandbox::spawn(&s, &helper()).unwrap();
+    let mut out = String::new();
+    // End-of-file as soon as the command closes its stdout: the helper holds no copy.
+    b.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert_eq!(out, "last\n");
+    assert!(!b.has_ended(), "stdout ended only with the box");
+    assert!(matches!(b.stop().unwrap(), Status::Signaled(9)));
+}

@@ -188,6 +188,27 @@ fn tool_def(t: &rmcp::model::Tool) -> ToolDef {
 const MAX_TOOLS: usize = 1024;
 const MAX_PAGES: usize = 32;
 
+/// The deepest JSON a kept definition may nest (serde_json reads at most 128 levels, and the
+/// discovery file wraps a definition in a few more).
+const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// How deep `v` nests.
+fn depth(v: &serde_json::Value) -> usize {
+    // Iterative: the value came from a server, and rmcp already read it, but a recursive
+    // walk is still one stack frame per level.
+    let mut deepest = 0;
+    let mut stack = vec![(v, 1usize)];
+    while let Some((v, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        match v {
+            serde_json::Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
+            serde_json::Value::Object(o) => stack.extend(o.values().map(|x| (x, d + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// `tools/list`, page by page, within [`MAX_TOOLS`] and [`MAX_PAGES`].
 async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<ToolDef>, String> {
     let mut out = Vec::new();
@@ -198,7 +219,18 @@ async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<ToolDef>, Strin
             .list_tools(Some(params))
             .await
             .map_err(|e| e.to_string())?;
-        out.extend(page.tools.iter().map(tool_def));
+        // A definition no model may be shown (over the catalog's size limit, or nested
+        // deeper than any real schema) is dropped here, before it reaches the discovery file.
+        out.extend(page.tools.iter().map(tool_def).filter(|d| {
+            serde_json::to_vec(d).is_ok_and(|v| v.len() <= catalog::MAX_DEFINITION)
+                && depth(&d.input_schema) <= MAX_SCHEMA_DEPTH
+                && d.output_schema
+                    .as_ref()
+                    .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
+                && d.annotations
+                    .as_ref()
+                    .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
+        }));
         if out.len() > MAX_TOOLS {
             return Err(format!("the server offers over {MAX_TOOLS} tools"));
         }
