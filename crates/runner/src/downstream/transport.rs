@@ -7,9 +7,11 @@
 //! the connection, with the reason, on the first message that is too long or is not JSON-RPC:
 //! every call in flight then fails at once with that reason, and the server is stopped.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::RoleClient;
+use rmcp::model::NumberOrString;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -17,6 +19,14 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 /// The longest message read from a downstream server, in bytes. A result is cut to one
 /// frame (1 MiB) anyway; this leaves room for base64 images and JSON escaping before the cut.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// The longest request id a server may use, in bytes (an id is echoed back in the answer:
+/// a long one makes every answer long).
+pub const MAX_ID: usize = 256;
+/// The most requests a server may have asked the client (ping, roots, sampling…) whose
+/// answers it has not yet read. A server that asks and never reads would otherwise make the
+/// runner hold every answer (rmcp starts a task per request, with no limit).
+pub const MAX_UNANSWERED: usize = 32;
 
 /// Why a connection ended, when the transport knows better than "closed".
 pub type Reason = Arc<Mutex<Option<String>>>;
@@ -44,6 +54,9 @@ pub struct Lines<R, W> {
     out: Arc<tokio::sync::Mutex<W>>,
     reason: Reason,
     ended: bool,
+    /// Requests the server made, and answers to them written out whole.
+    asked: usize,
+    answered: Arc<AtomicUsize>,
 }
 
 impl<R, W> std::fmt::Debug for Lines<R, W> {
@@ -67,6 +80,8 @@ where
             out: Arc::new(tokio::sync::Mutex::new(write)),
             reason,
             ended: false,
+            asked: 0,
+            answered: Arc::default(),
         }
     }
 
@@ -107,6 +122,39 @@ where
     }
 }
 
+impl<R, W> Lines<R, W> {
+    /// Whether a well-formed message may pass: ids of a sane length, and no more than
+    /// [`MAX_UNANSWERED`] of the server's own requests waiting for it to read their answers.
+    fn admit(&mut self, msg: &RxJsonRpcMessage<RoleClient>) -> Result<(), String> {
+        let id = match msg {
+            RxJsonRpcMessage::<RoleClient>::Request(r) => Some(&r.id),
+            RxJsonRpcMessage::<RoleClient>::Response(r) => Some(&r.id),
+            _ => None,
+        };
+        if let Some(NumberOrString::String(s)) = id
+            && s.len() > MAX_ID
+        {
+            return Err(format!(
+                "the server sent malformed JSON-RPC: an id of {} bytes (at most {MAX_ID})",
+                s.len()
+            ));
+        }
+        if matches!(msg, RxJsonRpcMessage::<RoleClient>::Request(_)) {
+            self.asked += 1;
+            let waiting = self
+                .asked
+                .saturating_sub(self.answered.load(Ordering::SeqCst));
+            if waiting > MAX_UNANSWERED {
+                return Err(format!(
+                    "the server made over {MAX_UNANSWERED} requests of the client without \
+                     reading the answers"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<R, W> Transport<RoleClient> for Lines<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -119,12 +167,21 @@ where
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let out = self.out.clone();
+        let answer = matches!(
+            item,
+            TxJsonRpcMessage::<RoleClient>::Response(_) | TxJsonRpcMessage::<RoleClient>::Error(_)
+        );
+        let answered = self.answered.clone();
         async move {
             let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             line.push(b'\n');
             let mut out = out.lock().await;
             out.write_all(&line).await?;
-            out.flush().await
+            out.flush().await?;
+            if answer {
+                answered.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(())
         }
     }
 
@@ -145,7 +202,14 @@ where
                 continue;
             }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(trimmed) {
-                Ok(msg) => return Some(msg),
+                Ok(msg) => {
+                    if let Err(why) = self.admit(&msg) {
+                        set_reason(&self.reason, why);
+                        self.ended = true;
+                        return None;
+                    }
+                    return Some(msg);
+                }
                 Err(e) => {
                     let what = if serde_json::from_slice::<serde_json::Value>(trimmed).is_ok() {
                         format!("a message that is not valid JSON-RPC for MCP ({e})")
@@ -220,6 +284,39 @@ mod tests {
         let (got, why) = run(receive_from(flood));
         assert!(got.is_none());
         assert!(why.unwrap().contains("over 16 MiB"));
+    }
+
+    #[test]
+    fn a_long_id_ends_the_connection() {
+        let id = "x".repeat(MAX_ID + 1);
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":\"{id}\",\"method\":\"ping\"}}\n");
+        let (got, why) = run(receive_from(line.into_bytes()));
+        assert!(got.is_none());
+        assert!(why.unwrap().contains("an id of"));
+    }
+
+    #[test]
+    fn requests_whose_answers_are_never_read_are_cut_off() {
+        let mut input = Vec::new();
+        for i in 0..=MAX_UNANSWERED {
+            input.extend_from_slice(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n").as_bytes(),
+            );
+        }
+        run(async {
+            let reason = Reason::default();
+            let mut t = Lines::new(
+                std::io::Cursor::new(input),
+                tokio::io::sink(),
+                reason.clone(),
+            );
+            // Nothing is answered: the first MAX_UNANSWERED pass, the next ends it.
+            for _ in 0..MAX_UNANSWERED {
+                assert!(t.receive().await.is_some());
+            }
+            assert!(t.receive().await.is_none());
+            assert!(get_reason(&reason).unwrap().contains("without reading"));
+        });
     }
 
     #[test]
