@@ -62,8 +62,11 @@ impl ToolDef {
     /// NAME@FINGERPRINT` checks, so an operator accepts exactly what they read.
     pub fn fingerprint(&self) -> String {
         use sha2::{Digest, Sha256};
-        let json = serde_json::to_vec(self).unwrap_or_default();
-        Sha256::digest(&json)
+        // Canonical whatever serde_json's map order is (with `preserve_order`, which another
+        // crate of a build may switch on, maps keep the server's order).
+        let mut json = String::new();
+        canonical(&serde_json::to_value(self).unwrap_or_default(), &mut json);
+        Sha256::digest(json.as_bytes())
             .iter()
             .take(6)
             .map(|b| format!("{b:02x}"))
@@ -89,6 +92,39 @@ impl ToolDef {
             what.push("annotations");
         }
         what
+    }
+}
+
+/// `v` as compact JSON with every object's keys sorted.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                out.push(':');
+                if let Some(x) = m.get(k) {
+                    canonical(x, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
     }
 }
 
