@@ -242,6 +242,17 @@ impl BoxProcess {
         self.stop_inner()
     }
 
+    /// As [`BoxProcess::stop`], but first gives the box up to `grace` to end by itself: a
+    /// caller that has just seen the command's stdout end learns how it exited, rather than
+    /// racing its own kill against the exit.
+    pub fn stop_after(mut self, grace: Duration) -> Result<Status> {
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            thread::sleep(Duration::from_millis(2));
+        }
+        self.stop_inner()
+    }
+
     fn stop_inner(&mut self) -> Result<Status> {
         drop(self.stdin.take());
         let Some(control) = self.control.take() else {

@@ -91,7 +91,11 @@ fn a_command_that_exits_ends_stdout_and_reports_its_status() {
     let mut out = String::new();
     b.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     assert_eq!(out, "bye\n");
-    assert_eq!(b.stop().unwrap(), Status::Exited(7));
+    // Its stdout ended with its exit; the box's end follows at once.
+    assert_eq!(
+        b.stop_after(Duration::from_secs(10)).unwrap(),
+        Status::Exited(7)
+    );
 }
 
 #[test]

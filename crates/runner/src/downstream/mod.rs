@@ -46,6 +46,9 @@ const SERVER_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 const STDERR_TAIL: usize = 4096;
 /// The longest wait, in seconds, for a server being discovered to start and list its tools.
 const DISCOVERY_TIMEOUT: u64 = 60;
+/// How long a failed server's box may take to end by itself before it is killed (so its
+/// exit status, not our kill, is what the reason reports).
+const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// How a box we killed ended.
 const STOPPED: &str = "it was stopped";
 /// How often idle servers are looked for.
@@ -98,24 +101,30 @@ impl Instance {
         !self.service.is_transport_closed() && get_reason(&self.reason).is_none()
     }
 
-    /// Kills its box (and with it every process the server started).
-    fn kill(&self) -> Option<String> {
+    /// Kills its box (and with it every process the server started), after `grace` for it
+    /// to end by itself (so a server that exited is reported with its exit status).
+    fn kill_after(&self, grace: Duration) -> Option<String> {
         let b = self
             .boxed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        b.map(|b| match b.stop() {
+        b.map(|b| match b.stop_after(grace) {
             Ok(status) => describe_status(status),
             Err(e) => format!("its box could not start: {e}"),
         })
+    }
+
+    /// Kills its box now.
+    fn kill(&self) -> Option<String> {
+        self.kill_after(Duration::ZERO)
     }
 
     /// Why it failed: the transport's reason, how the box ended, and its last stderr line.
     fn why(&self, fallback: &str) -> String {
         let mut why = get_reason(&self.reason).unwrap_or_else(|| fallback.to_string());
         // Killed by us (signal 9) needs no mention: the reason already says why.
-        if let Some(ended) = self.kill().filter(|e| e != STOPPED) {
+        if let Some(ended) = self.kill_after(EXIT_GRACE).filter(|e| e != STOPPED) {
             why = format!("{why}; {ended}");
         }
         why + &stderr_hint(&self.stderr)
@@ -606,7 +615,7 @@ impl Runner {
             let b = boxed.lock().unwrap_or_else(PoisonError::into_inner).take();
             let mut why = get_reason(&reason).map_or(why.clone(), |r| format!("{why}: {r}"));
             if let Some(b) = b {
-                match b.stop() {
+                match b.stop_after(EXIT_GRACE) {
                     Ok(s) => why = format!("{why}; {}", describe_status(s)),
                     Err(e) => why = format!("its box could not start: {e}"),
                 }
