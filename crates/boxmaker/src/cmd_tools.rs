@@ -11,7 +11,7 @@
 //! Discovery runs servers the discovery file does not know yet, before any of these. The
 //! first definitions seen are accepted (trust on first use); `list` says when that was.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use catalog::{Catalog, Standing, ToolsFile};
@@ -19,6 +19,7 @@ use config::{Config, ToolKind};
 use runner::Runner;
 
 use crate::error::CliError;
+use crate::host::create_state_dir;
 
 /// Show, compare, accept and refresh downstream MCP servers' tools.
 #[derive(Debug, clap::Args)]
@@ -207,16 +208,4 @@ fn seen(cfg: &Config, server: &str, name: &str) -> Option<catalog::ToolDef> {
     let file = ToolsFile::load(&cfg.gate.state).ok()?;
     let rec = file.servers.get(&catalog::server_key(argv))?;
     rec.tools.iter().find(|d| d.name == name).cloned()
-}
-
-fn create_state_dir(state: &Path) -> Result<(), CliError> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(state)
-        .map_err(|source| CliError::State {
-            path: state.to_path_buf(),
-            source,
-        })
 }

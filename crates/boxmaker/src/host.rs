@@ -289,7 +289,7 @@ pub fn ensure(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGate>
     Ok(conn._hosted)
 }
 
-fn create_state_dir(state: &Path) -> Result<(), CliError> {
+pub(crate) fn create_state_dir(state: &Path) -> Result<(), CliError> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)

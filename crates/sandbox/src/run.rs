@@ -72,32 +72,11 @@ pub struct Outcome {
 pub fn run(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
     spec.validate()?;
     let started = Instant::now();
-    let (ours, theirs) = UnixStream::pair().map_err(|source| Error::HelperIo {
-        context: "socketpair",
-        source,
-    })?;
-    let mut cmd = Command::new(&helper.program);
-    cmd.args(&helper.args).env_clear();
     let capture = match &spec.io {
         Io::Inherit => None,
         Io::Capture { stdin, output_cap } => Some((stdin.clone(), *output_cap)),
     };
-    if capture.is_some() {
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-    }
-    let fd = theirs.as_raw_fd();
-    // SAFETY: the closure runs between fork and exec and only calls dup2/fcntl, which are
-    // async-signal-safe and do not allocate.
-    unsafe {
-        cmd.pre_exec(move || crate::sys::dup_to_3(fd));
-    }
-    let mut child = cmd.spawn().map_err(|source| Error::HelperIo {
-        context: "spawn helper",
-        source,
-    })?;
-    drop(theirs);
+    let (mut child, ours) = start_helper(helper, capture.is_some())?;
 
     let mut readers = Vec::new();
     if let Some((stdin_bytes, cap)) = capture {
@@ -133,6 +112,34 @@ pub fn run(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
         cgroup_limits: report.cgroup_limits,
         elapsed: started.elapsed(),
     })
+}
+
+/// Starts the helper with our end of a fresh socketpair on its fd 3, and its stdio piped
+/// (`piped`) or shared with ours. Returns the helper and our end.
+fn start_helper(helper: &HelperCommand, piped: bool) -> Result<(std::process::Child, UnixStream)> {
+    let (ours, theirs) = UnixStream::pair().map_err(|source| Error::HelperIo {
+        context: "socketpair",
+        source,
+    })?;
+    let mut cmd = Command::new(&helper.program);
+    cmd.args(&helper.args).env_clear();
+    if piped {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+    }
+    let fd = theirs.as_raw_fd();
+    // SAFETY: the closure runs between fork and exec and only calls dup2/fcntl, which are
+    // async-signal-safe and do not allocate.
+    unsafe {
+        cmd.pre_exec(move || crate::sys::dup_to_3(fd));
+    }
+    let child = cmd.spawn().map_err(|source| Error::HelperIo {
+        context: "spawn helper",
+        source,
+    })?;
+    drop(theirs);
+    Ok((child, ours))
 }
 
 /// As [`run`], but when this process is single-threaded and the box shares its terminal
@@ -190,27 +197,7 @@ pub struct BoxProcess {
 /// command's stdout ends at once and [`BoxProcess::stop`] says why.
 pub fn spawn(spec: &Spec, helper: &HelperCommand) -> Result<BoxProcess> {
     spec.validate()?;
-    let (ours, theirs) = UnixStream::pair().map_err(|source| Error::HelperIo {
-        context: "socketpair",
-        source,
-    })?;
-    let mut cmd = Command::new(&helper.program);
-    cmd.args(&helper.args)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let fd = theirs.as_raw_fd();
-    // SAFETY: as in `run`: the closure runs between fork and exec and only calls dup2/fcntl,
-    // which are async-signal-safe and do not allocate.
-    unsafe {
-        cmd.pre_exec(move || crate::sys::dup_to_3(fd));
-    }
-    let mut child = cmd.spawn().map_err(|source| Error::HelperIo {
-        context: "spawn helper",
-        source,
-    })?;
-    drop(theirs);
+    let (mut child, ours) = start_helper(helper, true)?;
     if let Err(e) = write_frame(&ours, spec) {
         let _ = child.kill();
         let _ = child.wait();
