@@ -547,6 +547,32 @@ fn tool_names_cannot_escape_or_shadow() {
 // ---------------------------------------------------------------------------------------
 // Memory, CPU, hangs, processes, file descriptors.
 
+/// Promise: a tool never causes a `TooLarge` (SPEC §3.4), and a server's JSON-RPC error is
+/// an answer, not a fault. The server refuses a call with an error whose message is 8 MiB:
+/// the call fails with a bounded message naming the refusal, the runner (shared by every
+/// session) keeps serving, and the same server answers the next call.
+#[test]
+fn a_huge_json_rpc_error_is_bounded_and_the_server_kept() {
+    let mut env = Env::new("bigerror", 8, &two_servers("normal", 0, 0));
+    env.start_serve();
+    assert_eq!(env.echo("s", "a_echo", "before"), "before");
+    let runner = env.runner_pid();
+    let (message, _) = env.failed("s", "a_bigerror", &json!({"size": 8 << 20}), LIMIT);
+    assert!(
+        message.contains("refused the call"),
+        "{}",
+        &message[..200.min(message.len())]
+    );
+    assert!(
+        message.len() <= 64 * 1024,
+        "a failed message of {} bytes",
+        message.len()
+    );
+    assert_eq!(env.runner_pid(), runner, "the runner was replaced");
+    assert_eq!(env.echo("other", "good_echo", "bystander"), "bystander");
+    assert_eq!(env.echo("s", "a_echo", "after"), "after");
+}
+
 /// Promise: a server that asks the client many small things and never reads the answers
 /// is cut off by count, at once, not left to pile up answers until the call times out.
 #[test]

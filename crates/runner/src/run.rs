@@ -437,8 +437,23 @@ pub(crate) fn prefix(s: &str, n: usize) -> &str {
     s.get(..end).unwrap_or_default()
 }
 
+/// The longest `failed` message, in bytes: even if every byte escapes to six in JSON it fits
+/// a frame with room to spare (a tool never causes a `TooLarge`, SPEC §3.4). Every `failed`
+/// the runner sends is made here, so no message — a server's error text, a box's last
+/// words — can break the connection every session shares.
+pub const MAX_FAILED: usize = 64 * 1024;
+
 pub(crate) fn failed(message: String) -> ToolResponse {
-    ToolResponse::Failed { message }
+    if message.len() <= MAX_FAILED {
+        return ToolResponse::Failed { message };
+    }
+    ToolResponse::Failed {
+        message: format!(
+            "{} [cut: {} bytes in all]",
+            prefix(&message, MAX_FAILED),
+            message.len()
+        ),
+    }
 }
 
 fn describe(status: &Status, timeout: Duration) -> String {
@@ -565,6 +580,22 @@ mod tests {
         let b = host_id(&SessionId::new("b").unwrap());
         assert_ne!(a, b);
         assert!(a >= HOST_ID_BASE && b >= HOST_ID_BASE);
+    }
+
+    #[test]
+    fn a_failed_message_is_bounded_whatever_it_quotes() {
+        let r = failed("\u{1}".repeat(10 << 20));
+        assert!(encoded(&r) <= MAX_FRAME, "{}", encoded(&r));
+        let ToolResponse::Failed { message } = r else {
+            panic!()
+        };
+        assert!(message.ends_with(&format!("[cut: {} bytes in all]", 10 << 20)));
+        assert_eq!(
+            failed("short".into()),
+            ToolResponse::Failed {
+                message: "short".into()
+            }
+        );
     }
 
     #[test]

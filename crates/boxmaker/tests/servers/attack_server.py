@@ -33,6 +33,7 @@ Tools of `normal` (arguments in brackets):
   swapped              answers the pending `slow` call with "for-swapped" and itself with
                        "for-slow" (the ids swapped)
   hugeid               answers with an id no JSON-RPC peer can hold (10**30)
+  bigerror [size]      answers the call with a JSON-RPC error whose message is size bytes
 """
 
 import base64
@@ -83,6 +84,7 @@ NORMAL = [
     tool("slow", "Waits for swapped.", EMPTY),
     tool("swapped", "Answers with swapped ids.", EMPTY),
     tool("hugeid", "Answers with an impossible id.", EMPTY),
+    tool("bigerror", "A JSON-RPC error whose message is size bytes.", N_SIZE),
 ]
 
 
@@ -244,6 +246,9 @@ class Server:
             answer(self.slow, {"content": [text("for-swapped")]})
             answer(rid, {"content": [text("for-slow")]})
             self.slow = None
+        elif name == "bigerror":
+            send({"jsonrpc": "2.0", "id": rid,
+                  "error": {"code": -32000, "message": "e" * size}})
         elif name == "hugeid":
             OUT.write(b'{"jsonrpc":"2.0","id":1000000000000000000000000000000,'
                       b'"result":{"content":[]}}\n')

@@ -522,6 +522,16 @@ impl Runner {
                 .await;
                 return failed(format!("{}: {why}", req.tool));
             }
+            Ok(Err(rmcp::ServiceError::McpError(e))) => {
+                // A JSON-RPC error is the server's answer (unknown tool, bad arguments…): the
+                // call fails with it, the server stays.
+                return failed(format!(
+                    "{}: the server refused the call: {} (JSON-RPC error {})",
+                    req.tool,
+                    crate::run::prefix(&e.message, content::MAX_ERROR_TEXT),
+                    e.code.0
+                ));
+            }
             Ok(Err(rmcp::ServiceError::UnexpectedResponse)) => {
                 // The server answered, but not with a tool result rmcp can read (an unknown
                 // content type, a field of the wrong type): the call fails, the server stays.
