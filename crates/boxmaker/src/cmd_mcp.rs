@@ -80,7 +80,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 None => fresh_session()?,
             };
             eprintln!("boxmaker mcp: session {session}");
-            let front = Front::new(cfg.clone(), session, socket).with_catalog(catalog);
+            let front = Front::new(cfg.clone(), catalog, session, socket);
             runtime.block_on(async move {
                 let service = front
                     // front's own stdio transport: bounded lines, and the JSON-RPC error for
@@ -131,7 +131,12 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                     None => fresh_session().map_err(|e| std::io::Error::other(e.to_string()))?,
                 };
                 eprintln!("boxmaker mcp: new MCP session {session}");
-                Ok(Front::new(cfg.clone(), session, socket.clone()).with_catalog(catalog.clone()))
+                Ok(Front::new(
+                    cfg.clone(),
+                    catalog.clone(),
+                    session,
+                    socket.clone(),
+                ))
             };
             runtime
                 .block_on(front::http::serve_on(listener, token, new_front))

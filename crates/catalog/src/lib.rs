@@ -128,15 +128,6 @@ fn canonical(v: &Value, out: &mut String) {
     }
 }
 
-/// The prefix of `tool`'s exposed names, if it is a downstream server: its `prefix`, or its
-/// own name; `""` for none.
-pub fn prefix_of(tool: &config::Tool) -> Option<&str> {
-    match &tool.kind {
-        ToolKind::Mcp { prefix, .. } => Some(prefix.as_deref().unwrap_or(&tool.name)),
-        ToolKind::Builtin(_) => None,
-    }
-}
-
 /// The name the model sees for downstream tool `tool` of a server with `prefix`:
 /// `PREFIX_TOOL`, or `TOOL` when the prefix is empty. `None` when that name is not within
 /// `[A-Za-z0-9_-]{1,64}` (such a tool is not offered).
@@ -228,7 +219,8 @@ impl Catalog {
         let mut cat = Catalog::default();
         let configured: BTreeSet<&str> = config.tools.iter().map(|t| t.name.as_str()).collect();
         for tool in &config.tools {
-            let (ToolKind::Mcp { argv, pin, .. }, Some(prefix)) = (&tool.kind, prefix_of(tool))
+            let (ToolKind::Mcp { argv, pin, .. }, Some(prefix)) =
+                (&tool.kind, tool.exposed_prefix())
             else {
                 continue;
             };

@@ -183,6 +183,26 @@ impl Tool {
     pub fn label(&self) -> Label {
         Label::new(self.class, self.untrusted)
     }
+
+    /// The prefix of its exposed tool names if it is a downstream server (SPEC §4): its
+    /// `prefix`, else its own name; `""` for none. `None` for a builtin.
+    pub fn exposed_prefix(&self) -> Option<&str> {
+        match &self.kind {
+            ToolKind::Mcp { prefix, .. } => Some(prefix.as_deref().unwrap_or(&self.name)),
+            ToolKind::Builtin(_) => None,
+        }
+    }
+
+    /// Whether `name` could be one of its exposed tools: `PREFIX_…`, or any name when the
+    /// prefix is empty. Never for a builtin.
+    pub fn could_expose(&self, name: &str) -> bool {
+        self.exposed_prefix().is_some_and(|p| {
+            p.is_empty()
+                || name
+                    .strip_prefix(p)
+                    .is_some_and(|rest| rest.starts_with('_'))
+        })
+    }
 }
 
 /// True for a name of 1 to 64 ASCII letters, digits, `_` and `-`, which the major model

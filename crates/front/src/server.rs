@@ -52,33 +52,24 @@ fn now() -> Timestamp {
 }
 
 impl Front {
-    /// A front for `session`, sending calls to the gate at `agent_socket`.
-    pub fn new(config: Arc<Config>, session: SessionId, agent_socket: PathBuf) -> Self {
+    /// A front for `session`, offering `config`'s builtin tools and the downstream tools of
+    /// `catalog` (built by the caller from the discovery file: the front opens no file), and
+    /// sending calls to the gate at `agent_socket`.
+    pub fn new(
+        config: Arc<Config>,
+        catalog: Arc<Catalog>,
+        session: SessionId,
+        agent_socket: PathBuf,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
-                catalog: Arc::default(),
+                catalog,
                 session,
                 agent_socket,
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
             }),
-        }
-    }
-
-    /// The same front, also offering the downstream servers' tools of `catalog` (built by
-    /// the caller from the discovery file; the front opens no file).
-    pub fn with_catalog(self, catalog: Arc<Catalog>) -> Self {
-        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
-            config: shared.config.clone(),
-            catalog: shared.catalog.clone(),
-            session: shared.session.clone(),
-            agent_socket: shared.agent_socket.clone(),
-            next_call: AtomicU64::new(shared.next_call.load(Ordering::Relaxed)),
-            seen: Mutex::new(*shared.seen.lock().unwrap_or_else(PoisonError::into_inner)),
-        });
-        Self {
-            inner: Arc::new(Inner { catalog, ..inner }),
         }
     }
 

@@ -53,7 +53,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
 use std::time::{Duration, Instant};
 
-use config::{Config, ToolKind};
+use config::Config;
 use policy::{Decision, Grant, Grants, Label, Pattern, Taint};
 use proto::control::{
     self, ApprovalInfo, CheckOutcome, ControlAnswer, ControlErrorCode, ControlOp, GrantInfo,
@@ -1160,37 +1160,22 @@ fn ask_reason(grants: &Grants, req: &ToolRequest, taint: Taint, now: Timestamp) 
 
 /// The floor label of a tool's `failed` answers (SPEC §3.2): the `[[tool]]` of that name, or
 /// for a downstream server's exposed tool (`PREFIX_NAME`) the highest label of every server
-/// whose prefix fits, each raised to the highest class of the mounts its box shows. A name no `[[tool]]` explains is labelled `(public, false)`: no grant
-/// could have named a tool the runner does not have, so its failure carries nothing.
+/// that could expose it, each raised to the highest class of the mounts its box shows (a
+/// server can read every mount, and an error it returns can carry what it read). A name no
+/// `[[tool]]` explains is labelled `(public, false)`: no grant could have named a tool the
+/// runner does not have, so its failure carries nothing.
 pub fn floor_label(config: &Config, tool: &str) -> Label {
     if let Some(t) = config.tool(tool) {
         return t.label();
     }
-    let mut label: Option<Label> = None;
-    for t in &config.tools {
-        if let ToolKind::Mcp { prefix, .. } = &t.kind {
-            let p = prefix.as_deref().unwrap_or(&t.name);
-            let fits = p.is_empty()
-                || tool
-                    .strip_prefix(p)
-                    .is_some_and(|rest| rest.starts_with('_'));
-            if fits {
-                // A server can read every mount its box shows, and an error it returns
-                // can carry what it read (SPEC §3.4, issue 7): its floor covers them all.
-                let class = config
-                    .mounts
-                    .iter()
-                    .map(|m| m.class)
-                    .fold(t.class, DataClass::max);
-                let l = Label::new(class, t.untrusted);
-                label = Some(match label {
-                    None => l,
-                    Some(m) => Label::new(m.class.max(l.class), m.untrusted || l.untrusted),
-                });
-            }
-        }
-    }
-    label.unwrap_or(Label::new(DataClass::Public, false))
+    let mounts = config.mounts.iter().map(|m| m.class).max();
+    config
+        .tools
+        .iter()
+        .filter(|t| t.could_expose(tool))
+        .map(|t| Label::new(mounts.map_or(t.class, |m| m.max(t.class)), t.untrusted))
+        .reduce(|a, b| Label::new(a.class.max(b.class), a.untrusted || b.untrusted))
+        .unwrap_or(Label::new(DataClass::Public, false))
 }
 
 fn policy_effect(e: store::Effect) -> policy::Effect {

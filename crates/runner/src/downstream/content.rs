@@ -95,8 +95,12 @@ pub fn fit_content(mut content: Content, class: DataClass, untrusted: bool) -> T
         untrusted,
         truncated,
     };
-    if fits(&content, class) {
-        return done(&content, false);
+    // The usual case, encoded once: it fits as it is.
+    if let whole @ ToolResponse::Result {
+        truncated: false, ..
+    } = fit_result(encode(&content), class, untrusted)
+    {
+        return whole;
     }
     // 1. Structured content repeats the blocks, usually; it goes first.
     content.structured_content = None;

@@ -22,7 +22,7 @@ pub mod transport;
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
@@ -87,8 +87,8 @@ impl std::fmt::Debug for Hub {
 struct Instance {
     service: RunningService<RoleClient, ()>,
     boxed: Mutex<Option<BoxProcess>>,
-    /// Its tools, as it listed them when it started.
-    tools: Vec<ToolDef>,
+    /// Its tools, as it last listed them (at start; for a pinned server, before each call).
+    tools: Mutex<Vec<ToolDef>>,
     reason: Reason,
     stderr: Arc<Mutex<Vec<u8>>>,
     last_used: Mutex<Instant>,
@@ -101,33 +101,53 @@ impl Instance {
         !self.service.is_transport_closed() && get_reason(&self.reason).is_none()
     }
 
-    /// Kills its box (and with it every process the server started), after `grace` for it
-    /// to end by itself (so a server that exited is reported with its exit status).
-    fn kill_after(&self, grace: Duration) -> Option<String> {
-        let b = self
-            .boxed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        b.map(|b| match b.stop_after(grace) {
-            Ok(status) => describe_status(status),
-            Err(e) => format!("its box could not start: {e}"),
-        })
+    /// Kills its box now (and with it every process the server started).
+    fn kill(&self) {
+        stop_box(&self.boxed, Duration::ZERO);
     }
 
-    /// Kills its box now.
-    fn kill(&self) -> Option<String> {
-        self.kill_after(Duration::ZERO)
-    }
-
-    /// Why it failed: the transport's reason, how the box ended, and its last stderr line.
+    /// Why it failed: the transport's reason (else `fallback`), then how it ended.
     fn why(&self, fallback: &str) -> String {
-        let mut why = get_reason(&self.reason).unwrap_or_else(|| fallback.to_string());
-        // Killed by us (signal 9) needs no mention: the reason already says why.
-        if let Some(ended) = self.kill_after(EXIT_GRACE).filter(|e| e != STOPPED) {
-            why = format!("{why}; {ended}");
-        }
-        why + &stderr_hint(&self.stderr)
+        let why = get_reason(&self.reason).unwrap_or_else(|| fallback.to_string());
+        why + &ended(&self.boxed, &self.stderr)
+    }
+}
+
+/// Stops the box in `boxed` (if still there) after `grace` for it to end by itself, and says
+/// how it ended.
+fn stop_box(boxed: &Mutex<Option<BoxProcess>>, grace: Duration) -> Option<String> {
+    let b = boxed.lock().unwrap_or_else(PoisonError::into_inner).take();
+    b.map(|b| match b.stop_after(grace) {
+        Ok(status) => describe_status(status),
+        Err(e) => format!("its box could not start: {e}"),
+    })
+}
+
+/// How a failed server ended, to follow its reason: its exit (given [`EXIT_GRACE`] to end by
+/// itself, so an exit is reported as one; our own kill needs no mention), and its last line
+/// on stderr.
+fn ended(boxed: &Mutex<Option<BoxProcess>>, stderr: &Mutex<Vec<u8>>) -> String {
+    let exit = stop_box(boxed, EXIT_GRACE)
+        .filter(|e| e != STOPPED)
+        .map(|e| format!("; {e}"))
+        .unwrap_or_default();
+    exit + &stderr_hint(stderr)
+}
+
+/// `fut`, a step of talking to a server, within `timeout`; its error, or the timeout, as
+/// "the server did not WHAT …".
+async fn within<T, E: std::fmt::Display>(
+    timeout: Duration,
+    what: &str,
+    fut: impl Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("the server did not {what} ({e})")),
+        Err(_) => Err(format!(
+            "the server did not {what} within {} s",
+            timeout.as_secs()
+        )),
     }
 }
 
@@ -423,7 +443,10 @@ impl Runner {
                     {
                         Ok(i) => {
                             let i = Arc::new(i);
-                            self.record(tool, &i.tools);
+                            self.record(
+                                tool,
+                                &i.tools.lock().unwrap_or_else(PoisonError::into_inner),
+                            );
                             *g = Some(i.clone());
                             i
                         }
@@ -440,35 +463,38 @@ impl Runner {
         // The running server's own word, checked again: a pinned tool whose definition
         // changed since it was accepted does not run, whatever discovery said. A pinned
         // server is asked again before every call (it may change its list while it runs).
-        let relisted;
-        let tools = if entry.pinned {
-            match tokio::time::timeout(timeout, list_tools(instance.service.peer())).await {
-                Ok(Ok(t)) => {
-                    if t != instance.tools {
-                        self.record(tool, &t);
+        let find = |tools: &[ToolDef]| tools.iter().find(|d| d.name == entry.downstream).cloned();
+        let live = if entry.pinned {
+            match within(
+                timeout,
+                "list its tools",
+                list_tools(instance.service.peer()),
+            )
+            .await
+            {
+                Ok(now) => {
+                    let mut known = instance
+                        .tools
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    // Recorded once per change, not at every call.
+                    if *known != now {
+                        self.record(tool, &now);
+                        known.clone_from(&now);
                     }
-                    relisted = t;
-                    &relisted
+                    find(&now)
                 }
-                Ok(Err(e)) => {
-                    return failed(format!(
-                        "{}: the server did not list its tools ({e})",
-                        req.tool
-                    ));
-                }
-                Err(_) => {
-                    return failed(format!(
-                        "{}: the server did not list its tools within {} s",
-                        req.tool,
-                        timeout.as_secs()
-                    ));
-                }
+                Err(why) => return failed(format!("{}: {why}", req.tool)),
             }
         } else {
-            &instance.tools
+            find(
+                &instance
+                    .tools
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            )
         };
-        let live = tools.iter().find(|d| d.name == entry.downstream);
-        let Some(live) = live else {
+        let Some(live) = live.as_ref() else {
             return failed(format!(
                 "{}: the server no longer offers a tool named {:?}",
                 req.tool, entry.downstream
@@ -550,18 +576,12 @@ impl Runner {
             }
             Ok(Ok(r)) => r,
         };
-        let blocks: Vec<serde_json::Value> = result
-            .content
-            .iter()
-            // Through text, not `to_value`: an `f32` field (a priority of 0.7) keeps the digits
-            // the server sent instead of gaining those of its f64 widening.
-            .map(|b| {
-                serde_json::to_string(b)
-                    .ok()
-                    .and_then(|t| serde_json::from_str(&t).ok())
-                    .unwrap_or_default()
-            })
-            .collect();
+        // Through text, not `to_value`: an `f32` field (a priority of 0.7) keeps the digits
+        // the server sent instead of gaining those of its f64 widening. One pass for all.
+        let blocks: Vec<serde_json::Value> = serde_json::to_string(&result.content)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
         if result.is_error == Some(true) {
             return failed(format!("{}: {}", req.tool, content::error_text(&blocks)));
         }
@@ -621,50 +641,23 @@ impl Runner {
         let reason = Reason::default();
         let transport = Lines::new(stdout, stdin, reason.clone());
         let boxed = Mutex::new(Some(boxed));
-        let fail = |why: String, boxed: &Mutex<Option<BoxProcess>>| {
-            let b = boxed.lock().unwrap_or_else(PoisonError::into_inner).take();
-            let mut why = get_reason(&reason).map_or(why.clone(), |r| format!("{why}: {r}"));
-            if let Some(b) = b {
-                match b.stop_after(EXIT_GRACE) {
-                    Ok(s) => why = format!("{why}; {}", describe_status(s)),
-                    Err(e) => why = format!("its box could not start: {e}"),
-                }
-            }
-            why + &stderr_hint(&stderr)
+        let ready = async {
+            let service = within(timeout, "initialize", ().serve(transport)).await?;
+            let tools = within(timeout, "list its tools", list_tools(service.peer())).await?;
+            Ok::<_, String>((service, tools))
         };
-        let service = match tokio::time::timeout(timeout, ().serve(transport)).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                let why = format!("the server did not initialize ({e})");
-                return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
-            }
-            Err(_) => {
-                let why = format!(
-                    "the server did not initialize within {} s",
-                    timeout.as_secs()
-                );
-                return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
-            }
-        };
-        let tools = match tokio::time::timeout(timeout, list_tools(service.peer())).await {
-            Ok(Ok(t)) => t,
-            Ok(Err(e)) => {
-                let why = format!("the server did not list its tools ({e})");
-                return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
-            }
-            Err(_) => {
-                let why = format!(
-                    "the server did not list its tools within {} s",
-                    timeout.as_secs()
-                );
-                return Err(tokio::task::block_in_place(|| fail(why, &boxed)));
+        let (service, tools) = match ready.await {
+            Ok(r) => r,
+            Err(why) => {
+                let why = get_reason(&reason).map_or(why.clone(), |r| format!("{why}: {r}"));
+                return Err(why + &tokio::task::block_in_place(|| ended(&boxed, &stderr)));
             }
         };
         self.start_reaper();
         Ok(Instance {
             service,
             boxed,
-            tools,
+            tools: Mutex::new(tools),
             reason,
             stderr,
             last_used: Mutex::new(Instant::now()),
@@ -723,15 +716,10 @@ impl Runner {
         let known = ToolsFile::load(self.state_dir()).map_err(|e| e.to_string())?;
         let mut tried = false;
         for tool in &self.config().tools {
-            let (ToolKind::Mcp { argv, .. }, Some(prefix)) = (&tool.kind, catalog::prefix_of(tool))
-            else {
+            let ToolKind::Mcp { argv, .. } = &tool.kind else {
                 continue;
             };
-            let fits = prefix.is_empty()
-                || name
-                    .strip_prefix(prefix)
-                    .is_some_and(|rest| rest.starts_with('_'));
-            if !fits || known.servers.contains_key(&catalog::server_key(argv)) {
+            if !tool.could_expose(name) || known.servers.contains_key(&catalog::server_key(argv)) {
                 continue;
             }
             let tools = self.discover(tool).map_err(|e| {
@@ -753,7 +741,11 @@ impl Runner {
     /// Runs `tool`'s server once in a throw-away box and lists its tools.
     pub fn discover(&self, tool: &Tool) -> Result<Vec<ToolDef>, String> {
         let rt = self.hub().runtime()?;
-        let dir = tempdir_in(&self.workspaces_dir())
+        // Beside the sessions' workspaces, never one of them: a session id starts with a
+        // letter or digit, this with a dot. Removed when dropped.
+        let dir = tempfile::Builder::new()
+            .prefix(".discovery-")
+            .tempdir_in(self.workspaces_dir())
             .map_err(|e| format!("cannot make a discovery workspace: {e}"))?;
         let session =
             SessionId::new("discovery").map_err(|e| format!("bad discovery session: {e}"))?;
@@ -763,9 +755,13 @@ impl Runner {
             Duration::from_secs(self.config().limits.timeout_seconds.min(DISCOVERY_TIMEOUT));
         let result = rt.block_on(async {
             let i = self
-                .start(tool, &session, dir.path.clone(), true, timeout)
+                .start(tool, &session, dir.path().to_path_buf(), true, timeout)
                 .await?;
-            let tools = i.tools.clone();
+            let tools = i
+                .tools
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
             let _ = tokio::task::spawn_blocking(move || i.kill()).await;
             Ok(tools)
         });
@@ -782,28 +778,4 @@ fn refused(entry: &Entry) -> ToolResponse {
         entry.standing.describe(),
         entry.exposed
     ))
-}
-
-/// A directory removed when dropped.
-struct TempDir {
-    path: PathBuf,
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
-
-fn tempdir_in(parent: &Path) -> std::io::Result<TempDir> {
-    use std::os::unix::fs::DirBuilderExt;
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let path = parent.join(format!(
-        ".discovery-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&path);
-    std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-    Ok(TempDir { path })
 }
