@@ -43,7 +43,16 @@ pub struct CallArgs {
 /// Runs the call; returns the exit status.
 pub fn run(args: &CallArgs) -> Result<u8, CliError> {
     let cfg = Arc::new(config::load(&args.config)?);
-    let conn = connect(&args.config, cfg, Channel::Agent)?;
+    // The same vocabulary as MCP (docs/spec.md, "Unknown and denied tools"): a name the
+    // config has no tool for is unknown, and nothing is sent; a tool it has is decided by
+    // the gate, and a denial is the same sentence a model reads.
+    if !cfg.could_name(&args.tool) {
+        return Err(CliError::UnknownTool {
+            tool: args.tool.clone(),
+            known: known_tools(&cfg),
+        });
+    }
+    let conn = connect(&args.config, cfg.clone(), Channel::Agent)?;
     let req = ToolRequest {
         session: args.session.clone(),
         call: CallId(call_number()),
@@ -52,7 +61,11 @@ pub fn run(args: &CallArgs) -> Result<u8, CliError> {
     };
     let resp = agent_call(&conn.stream, req, &mut |p| {
         if let ToolResponse::PendingApproval { approval, expires } = p {
-            eprintln!("pending approval {approval} (expires {expires})");
+            let (approve, refuse) = front::explain::approval_commands(&cfg, approval);
+            eprintln!(
+                "pending approval {approval} ({}): a person runs `{approve}` or `{refuse}`",
+                crate::when::expires(*expires)
+            );
         }
     })?;
     drop(conn);
@@ -65,6 +78,10 @@ pub fn run(args: &CallArgs) -> Result<u8, CliError> {
         ToolResponse::Result { content, .. } => {
             if !args.json {
                 let _ = out.write_all(content.as_bytes());
+                // A shell prompt after the answer starts on a line of its own.
+                if !content.is_empty() && !content.ends_with('\n') {
+                    let _ = out.write_all(b"\n");
+                }
             }
             0
         }
@@ -76,7 +93,17 @@ pub fn run(args: &CallArgs) -> Result<u8, CliError> {
         }
         ToolResponse::Denied { reason } => {
             if !args.json {
-                eprintln!("denied: {reason}");
+                eprintln!(
+                    "{}",
+                    front::explain::denial(
+                        &cfg,
+                        &args.session,
+                        &args.tool,
+                        reason,
+                        session_taint(&cfg, &args.session),
+                        proto::Timestamp::from_system_time(std::time::SystemTime::now()),
+                    )
+                );
             }
             DENIED
         }
@@ -90,4 +117,38 @@ fn call_number() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// The tools of `cfg` as a person names them: builtin tools by name, a server's as `NAME_*`.
+pub fn known_tools(cfg: &config::Config) -> String {
+    let names: Vec<String> = cfg
+        .tools
+        .iter()
+        .map(|t| match t.exposed_prefix() {
+            None => t.name.clone(),
+            Some("") => format!("{}'s tools", t.name),
+            Some(p) => format!("{p}_*"),
+        })
+        .collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The session's taint as the gate has it (to word a denial), or clean if it cannot say.
+fn session_taint(cfg: &config::Config, session: &SessionId) -> (proto::DataClass, bool) {
+    let asked = statedir::connect(&cfg.gate.state, statedir::CONTROL_SOCKET)
+        .ok()
+        .and_then(|s| crate::client::control(&s, proto::control::ControlOp::ListSessions {}).ok());
+    match asked {
+        Some(proto::control::ControlAnswer::Sessions { items }) => items
+            .iter()
+            .find(|i| &i.id == session)
+            .map_or((proto::DataClass::Public, false), |i| {
+                (i.class, i.untrusted)
+            }),
+        _ => (proto::DataClass::Public, false),
+    }
 }

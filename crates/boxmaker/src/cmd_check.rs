@@ -46,6 +46,20 @@ fn tool_name(s: &str) -> Result<String, String> {
 
 pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     let cfg = config::load(&args.config)?;
+    // What will not work is said now, not at the first call (stderr: stdout stays one line).
+    for f in crate::lint::lint(&cfg) {
+        eprintln!("boxmaker: warning: {}", f.text);
+    }
+    // The same vocabulary as `call` and MCP: a name the config has no tool for is unknown
+    // (a call would not even be sent); the line on stdout is still what the gate decides.
+    if !cfg.could_name(&args.tool) {
+        eprintln!(
+            "boxmaker: note: unknown tool {:?}: the config has no tool by that name (its \
+             tools: {}); `call` and MCP clients would be told so",
+            args.tool,
+            crate::cmd_call::known_tools(&cfg)
+        );
+    }
     let taint = Taint::new(args.taint, args.untrusted);
     let now = args.at.map_or_else(
         || Timestamp::from_system_time(std::time::SystemTime::now()),

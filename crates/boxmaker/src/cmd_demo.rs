@@ -14,7 +14,7 @@ use proto::{CallId, DataClass, DenyReason, SessionId, ToolRequest, ToolResponse}
 
 use crate::client::{agent_call, control};
 use crate::error::CliError;
-use crate::host::{Channel, connect};
+use crate::host::try_host;
 
 /// Run a scripted agent session that shows what boxmaker does.
 #[derive(Debug, clap::Args)]
@@ -103,9 +103,12 @@ fn demo(root: &Path) -> Result<(), CliError> {
         cfg.gate.state.display()
     );
 
-    // The demo hosts the gate (as `call` would with no `serve` running) and keeps it for
-    // the whole session; every call goes over the agent socket like any client's.
-    let agent = connect(&config_path, cfg.clone(), Channel::Agent)?;
+    // The demo hosts the gate in its own process (the state directory is its own, and goes
+    // with it) and keeps it for the whole session; every call goes over the agent socket
+    // like any client's.
+    let hosted = try_host(&config_path, cfg.clone())?
+        .ok_or_else(|| CliError::Demo("another process holds the demo's gate".into()))?;
+    let agent_path = cfg.gate.state.join(statedir::AGENT_SOCKET);
     let session = SessionId::new("demo-session").map_err(|e| CliError::Demo(e.to_string()))?;
     let mut number = 0u64;
     let mut call = |tool: &str, args: &str, on_pending: &mut dyn FnMut(&ToolResponse)| {
@@ -117,12 +120,10 @@ fn demo(root: &Path) -> Result<(), CliError> {
             arguments: args.into(),
         };
         // One connection per call, as separate `boxmaker call`s would use.
-        let stream =
-            std::os::unix::net::UnixStream::connect(cfg.gate.state.join(gate::serve::AGENT_SOCKET))
-                .map_err(|source| CliError::Connect {
-                    path: cfg.gate.state.join(gate::serve::AGENT_SOCKET),
-                    source,
-                })?;
+        let stream = statedir::connect_path(&agent_path).map_err(|source| CliError::Connect {
+            path: agent_path.clone(),
+            source,
+        })?;
         agent_call(&stream, req, on_pending)
     };
     let mut no_pending = |_: &ToolResponse| {};
@@ -153,7 +154,7 @@ fn demo(root: &Path) -> Result<(), CliError> {
         2,
         "A call that needs a person: the grant for `run` says ask.",
     );
-    let control_path = cfg.gate.state.join(gate::serve::CONTROL_SOCKET);
+    let control_path = cfg.gate.state.join(statedir::CONTROL_SOCKET);
     let mut approved = None;
     let r = call(
         "run",
@@ -164,7 +165,7 @@ fn demo(root: &Path) -> Result<(), CliError> {
                     "pending approval {approval} (expires {expires}); a person is shown the exact command"
                 ));
                 // A person approves, through the control socket (what `boxmaker approve` does).
-                let approver = std::os::unix::net::UnixStream::connect(&control_path)
+                let approver = statedir::connect_path(&control_path)
                     .map_err(|e| e.to_string())
                     .and_then(|s| {
                         control(
@@ -235,7 +236,7 @@ fn demo(root: &Path) -> Result<(), CliError> {
         5,
         "Every request, decision, approval and result is in a hash-chained audit log.",
     );
-    drop(agent);
+    drop(hosted);
     std::thread::sleep(Duration::from_millis(50));
     let path = cfg.gate.state.join(gate::audit::AUDIT_FILE);
     let ok = gate::audit::verify(&path).map_err(|e| CliError::Demo(e.to_string()))?;
@@ -249,11 +250,9 @@ fn demo(root: &Path) -> Result<(), CliError> {
 }
 
 fn sessions_taint(control_path: &Path, session: &SessionId) -> Result<String, CliError> {
-    let s = std::os::unix::net::UnixStream::connect(control_path).map_err(|source| {
-        CliError::Connect {
-            path: control_path.to_path_buf(),
-            source,
-        }
+    let s = statedir::connect_path(control_path).map_err(|source| CliError::Connect {
+        path: control_path.to_path_buf(),
+        source,
     })?;
     match control(&s, ControlOp::ListSessions {})? {
         ControlAnswer::Sessions { items } => items

@@ -1,8 +1,10 @@
 //! `boxmaker mcp`: the front role — boxmaker as an MCP server on stdio, or with `--http ADDR`
 //! on streamable HTTP with a bearer token.
 //!
-//! It uses the running gate (`serve`) if there is one; otherwise it hosts an embedded gate
-//! and runner for as long as it runs (see [`crate::host`]). Each MCP connection (each HTTP MCP
+//! It uses the gate of the state directory, whatever process runs it (`serve`, or an
+//! on-demand gate another client started), and starts an on-demand gate when none answers —
+//! at start and again at any later call, so it is never stranded by another client's exit
+//! (see [`crate::host`]). Each MCP connection (each HTTP MCP
 //! session) is a new boxmaker session with a fresh id, printed on stderr, unless `--session`
 //! names one.
 
@@ -55,16 +57,32 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
         && !addr.ip().is_loopback()
         && !args.allow_remote
     {
-        return Err(CliError::Refused(format!(
+        return Err(CliError::Local(format!(
             "{addr} is not a loopback address; pass --allow-remote to serve other machines"
         )));
     }
     // Downstream servers' tools, discovered once per command line (before any runtime
     // exists here: discovery runs its own).
     let catalog = crate::cmd_tools::discover(&cfg, false)?;
-    // Keep the embedded gate (if this process had to start one) for the whole run.
-    let _gate = host::ensure(&args.config, cfg.clone())?;
-    let socket = cfg.gate.state.join(gate::serve::AGENT_SOCKET);
+    // This process is a client of the state directory for as long as it runs: the gate
+    // stays while it does.
+    let _presence = host::ensure(&args.config, cfg.clone())?;
+    let connector: front::gatecall::Connector = {
+        let (config_path, cfg) = (args.config.clone(), cfg.clone());
+        Arc::new(move || {
+            host::reach(&config_path, &cfg, host::Channel::Agent, false).map_err(|e| {
+                front::gatecall::GateCallError::Connect {
+                    path: cfg
+                        .gate
+                        .state
+                        .join(statedir::AGENT_SOCKET)
+                        .display()
+                        .to_string(),
+                    source: std::io::Error::other(e.to_string()),
+                }
+            })
+        })
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -80,18 +98,18 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 None => fresh_session()?,
             };
             eprintln!("boxmaker mcp: session {session}");
-            let front = Front::new(cfg.clone(), catalog, session, socket);
+            let front = Front::new(cfg.clone(), catalog, session, connector);
             runtime.block_on(async move {
                 let service = front
                     // front's own stdio transport: bounded lines, and the JSON-RPC error for
                     // malformed input that rmcp's would drop or misname (issue 6).
                     .serve(front::stdio::stdio())
                     .await
-                    .map_err(|e| CliError::Refused(format!("MCP initialization failed: {e}")))?;
+                    .map_err(|e| CliError::Local(format!("MCP initialization failed: {e}")))?;
                 service
                     .waiting()
                     .await
-                    .map_err(|e| CliError::Refused(format!("the MCP session failed: {e}")))?;
+                    .map_err(|e| CliError::Local(format!("the MCP session failed: {e}")))?;
                 Ok::<(), CliError>(())
             })?;
         }
@@ -118,7 +136,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
             // with port 0 the banner names the port actually bound (issue 6 / mcp_clients).
             let listener = runtime
                 .block_on(front::http::bind(addr))
-                .map_err(|e| CliError::Refused(e.to_string()))?;
+                .map_err(|e| CliError::Local(e.to_string()))?;
             let bound = listener.local_addr().unwrap_or(addr);
             eprintln!(
                 "boxmaker mcp: http://{bound}/mcp with `Authorization: Bearer {token}` (also in {})",
@@ -135,12 +153,12 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                     cfg.clone(),
                     catalog.clone(),
                     session,
-                    socket.clone(),
+                    connector.clone(),
                 ))
             };
             runtime
                 .block_on(front::http::serve_on(listener, token, new_front))
-                .map_err(|e| CliError::Refused(e.to_string()))?;
+                .map_err(|e| CliError::Local(e.to_string()))?;
         }
     }
     Ok(0)

@@ -114,19 +114,33 @@ fn print_json(answer: &ControlAnswer) -> Result<(), CliError> {
     Ok(())
 }
 
+/// One approval as a person reads it: the exact call with hidden and control characters
+/// escaped (and a marker saying so), times in local time and relative to now.
 fn approval_line(a: &ApprovalInfo) -> String {
+    let tool = front::explain::for_person(&a.tool);
+    let args = front::explain::for_person(&a.arguments);
+    let marker = if tool.escaped + args.escaped > 0 {
+        front::explain::ForPerson {
+            text: String::new(),
+            escaped: tool.escaped + args.escaped,
+        }
+        .marker()
+    } else {
+        String::new()
+    };
     format!(
-        "{}  {}  session {} call {}  {} {}  taint {}{}  {}  expires {}",
+        "{}  {}  session {} call {}  {} {}{marker}  taint {}{}  {}  asked {}  {}",
         a.id,
         a.state,
-        a.session,
+        front::explain::for_person(a.session.as_str()).text,
         a.call,
-        a.tool,
-        a.arguments,
+        tool.text,
+        args.text,
         a.class,
         if a.untrusted { "+untrusted" } else { "" },
         a.reason,
-        a.expires
+        crate::when::at(a.created),
+        crate::when::expires(a.expires)
     )
 }
 
@@ -136,7 +150,7 @@ fn session_line(s: &SessionInfo) -> String {
         s.id,
         s.class,
         if s.untrusted { "  untrusted" } else { "" },
-        s.updated
+        crate::when::at(s.updated)
     )
 }
 
@@ -146,11 +160,11 @@ fn grant_line(g: &GrantInfo) -> String {
         "{}  {} {}  sessions {}  max_class {}  if_untrusted {}  expires {}",
         g.id,
         s.effect,
-        s.tool,
-        s.sessions,
+        front::explain::for_person(&s.tool).text,
+        front::explain::for_person(&s.sessions).text,
         s.max_class,
         s.if_untrusted,
-        s.expires.map_or("never".into(), |t| t.to_string())
+        s.expires.map_or("never".into(), crate::when::at)
     )
 }
 
@@ -259,11 +273,18 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
         AuditCommand::Tail { n } => {
             let n = usize::try_from(n).unwrap_or(usize::MAX);
             let records =
-                gate::audit::tail(&path, n).map_err(|e| CliError::Refused(e.to_string()))?;
+                gate::audit::tail(&path, n).map_err(|e| CliError::Local(e.to_string()))?;
             let mut lines = Vec::with_capacity(records.len());
             for r in &records {
-                let line = r.to_line().map_err(|e| CliError::Refused(e.to_string()))?;
-                lines.push(String::from_utf8_lossy(&line).trim_end().to_string());
+                let line = r.to_line().map_err(|e| CliError::Local(e.to_string()))?;
+                let line = String::from_utf8_lossy(&line).trim_end().to_string();
+                // As text, each record after its time as a person reads it; `--json` keeps
+                // the records exactly as stored.
+                lines.push(if args.common.json {
+                    line
+                } else {
+                    format!("{}  {}", crate::when::at(r.time), line)
+                });
             }
             ControlAnswer::AuditRecords { lines }
         }
@@ -287,7 +308,7 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
                 },
             },
             Err(e @ gate::audit::VerifyError::Io { .. }) => {
-                return Err(CliError::Refused(e.to_string()));
+                return Err(CliError::Local(e.to_string()));
             }
         },
     };

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::CliError;
-use crate::host::try_host;
+use crate::host::{HostedGate, LINGER, Presence, try_host};
 
 /// Run boxmaker: the gate and the runner, serving the agent and control sockets.
 #[derive(Debug, clap::Args)]
@@ -24,12 +24,16 @@ pub struct ServeArgs {
     config: PathBuf,
 }
 
-/// The gate role (started by `serve`).
+/// The gate role (started by `serve`, or by a client on demand).
 #[derive(Debug, clap::Args)]
 pub struct GateArgs {
     /// The config file.
     #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
     config: PathBuf,
+    /// Started by a client: say `ready` on stdout once serving, and end when the last
+    /// client has gone (see `host`), instead of when the supervisor does.
+    #[arg(long)]
+    on_demand: bool,
 }
 
 /// More restarts than this within [`RESTART_WINDOW`] and the supervisor gives up.
@@ -107,13 +111,17 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
     Ok(code)
 }
 
-/// The gate role: host the gate and serve until killed.
+/// The gate role under `serve`: host the gate and serve until killed or until the
+/// supervisor is gone.
 ///
-/// If another process holds the state directory's gate (a command that hosted an embedded
-/// gate while this role was being restarted), wait for it to finish and take over: the lock
+/// If another process holds the state directory's gate (an on-demand gate a client
+/// started), ask it to retire and take over once it has answered what it holds: the lock
 /// guarantees one gate at a time, and the supervisor must not give up because of it.
 pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
     let cfg = Arc::new(config::load(&args.config)?);
+    if args.on_demand {
+        return on_demand(args, cfg);
+    }
     // The supervisor that started this role; if it dies (even by SIGKILL, which it cannot
     // pass on), this role ends too, and with it the runner and every box it holds: an
     // orphaned gate would keep the state directory's lock from the next `serve`.
@@ -122,6 +130,9 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
     let _hosted = loop {
         if let Some(hosted) = try_host(&args.config, cfg.clone())? {
             break hosted;
+        }
+        if let Ok(stream) = statedir::connect(&cfg.gate.state, statedir::CONTROL_SOCKET) {
+            let _ = crate::client::control(&stream, proto::control::ControlOp::Retire {});
         }
         if !waited {
             eprintln!("boxmaker: another process holds the gate; waiting for it to finish");
@@ -136,4 +147,65 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
             return Ok(0);
         }
     }
+}
+
+/// How long an on-demand gate waits for the lock before it gives up.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// An on-demand gate: take the lock (or leave at once if another gate already serves),
+/// say `ready`, and serve until there has been no client and no connection for
+/// [`LINGER`], or until a client asks it to retire.
+fn on_demand(args: &GateArgs, cfg: Arc<config::Config>) -> Result<u8, CliError> {
+    let state = cfg.gate.state.clone();
+    let deadline = Instant::now() + LOCK_WAIT;
+    let hosted: HostedGate = loop {
+        if let Some(hosted) = try_host(&args.config, cfg.clone())? {
+            break hosted;
+        }
+        // Another gate holds the lock. If it serves, our client will use it; if it is
+        // retiring, wait for it to end.
+        if statedir::connect(&state, statedir::AGENT_SOCKET).is_ok() {
+            return Ok(0);
+        }
+        if Instant::now() >= deadline {
+            return Err(CliError::GateStart {
+                why: format!(
+                    "another process has held {} for {} s without serving",
+                    state.join(statedir::LOCK_FILE).display(),
+                    LOCK_WAIT.as_secs()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    hosted.gate().set_on_demand();
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        // The client that started us may be gone already; that is no reason to stop.
+        let _ = writeln!(out, "ready").and_then(|()| out.flush());
+    }
+    let mut idle_since: Option<Instant> = None;
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        if hosted.gate().retire_requested() {
+            eprintln!("boxmaker: a client asked this gate to retire");
+            break;
+        }
+        if hosted.active() == 0 && !Presence::anyone(&state) {
+            let since = *idle_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= LINGER {
+                break;
+            }
+        } else {
+            idle_since = None;
+        }
+    }
+    hosted.unlink_sockets();
+    // Connections accepted just before the sockets went are served to their end.
+    std::thread::sleep(Duration::from_millis(200));
+    while hosted.active() > 0 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(0)
 }

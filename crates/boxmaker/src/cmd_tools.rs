@@ -40,6 +40,8 @@ enum ToolsCommand {
     /// Accept the current definitions of these tools (exposed names; NAME@FINGERPRINT, as
     /// `diff` prints it, accepts only that exact definition), or of all.
     Accept {
+        /// A downstream tool's exposed name (see `boxmaker tools list`), or NAME@FINGERPRINT
+        /// (as `boxmaker tools diff` prints it) to accept only that exact definition.
         #[arg(value_name = "NAME", required_unless_present = "all")]
         names: Vec<String>,
         /// Every changed tool.
@@ -54,31 +56,42 @@ enum ToolsCommand {
 /// `all`), reporting each failure on stderr, and returns the catalog. A server that cannot
 /// be asked only loses its tools; the rest are offered.
 pub fn discover(cfg: &Arc<Config>, all: bool) -> Result<Arc<Catalog>, CliError> {
+    discover_counting(cfg, all).map(|(catalog, _)| catalog)
+}
+
+/// [`discover`], and how many servers could not be asked.
+fn discover_counting(cfg: &Arc<Config>, all: bool) -> Result<(Arc<Catalog>, usize), CliError> {
     if !cfg
         .tools
         .iter()
         .any(|t| matches!(t.kind, ToolKind::Mcp { .. }))
     {
-        return Ok(Arc::default());
+        return Ok((Arc::default(), 0));
     }
     let runner = Runner::new(cfg.clone(), &cfg.gate.state)?;
+    let mut failed = 0;
     for (server, r) in runner.refresh_tools(all) {
         if let Err(e) = r {
+            failed += 1;
             eprintln!("boxmaker: {server}: cannot discover its tools: {e}");
         }
     }
-    runner
+    let catalog = runner
         .catalog()
-        .map_err(|e| CliError::Refused(e.to_string()))
+        .map_err(|e| CliError::Local(e.to_string()))?;
+    Ok((catalog, failed))
 }
 
 pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
     let cfg = Arc::new(config::load(&args.config)?);
     create_state_dir(&cfg.gate.state)?;
     let refresh = matches!(args.what, ToolsCommand::Refresh);
-    let catalog = discover(&cfg, refresh)?;
+    let (catalog, failed) = discover_counting(&cfg, refresh)?;
     match &args.what {
         ToolsCommand::List | ToolsCommand::Refresh => {
+            if catalog.entries().is_empty() && catalog.problems.is_empty() && failed == 0 {
+                println!("no downstream tools: the config has no [[tool]] with `mcp = [...]`");
+            }
             for e in catalog.entries() {
                 println!(
                     "{:<40} {} {:?}: {}",
@@ -90,6 +103,15 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
             }
             for p in &catalog.problems {
                 println!("not offered: {p}");
+            }
+            // A server that could not be asked is a failure to report, not an empty list.
+            if failed > 0 {
+                eprintln!(
+                    "boxmaker: {failed} server{} could not be asked for {} tools (see above)",
+                    if failed == 1 { "" } else { "s" },
+                    if failed == 1 { "its" } else { "their" }
+                );
+                return Ok(1);
             }
             Ok(0)
         }
@@ -124,6 +146,9 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
                     );
                 }
             }
+            if !any {
+                println!("no changes: every downstream tool is as accepted");
+            }
             if any {
                 println!(
                     "NAME@FINGERPRINT accepts only the definition shown here; a bare NAME (or \
@@ -143,7 +168,7 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
                         None => (n.as_str(), None),
                     };
                     let e = catalog.get(name).ok_or_else(|| {
-                        CliError::Refused(format!(
+                        CliError::Local(format!(
                             "there is no downstream tool named {name:?} (see `boxmaker tools list`)"
                         ))
                     })?;
@@ -171,10 +196,10 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
                     }
                     Ok((f.accept(argv, &e.downstream), now))
                 })
-                .map_err(|err| CliError::Refused(err.to_string()))?;
+                .map_err(|err| CliError::Local(err.to_string()))?;
                 match outcome {
                     Err(now) => {
-                        return Err(CliError::Refused(format!(
+                        return Err(CliError::Local(format!(
                             "{}: not accepted: its definition is now {} (not {}); run `boxmaker \
                              tools diff` again",
                             e.exposed,

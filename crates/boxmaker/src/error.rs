@@ -39,6 +39,10 @@ pub enum CliError {
     Gate(#[source] gate::GateError),
     #[error("cannot serve the gate's sockets: {0}")]
     Socket(#[source] gate::serve::SocketError),
+    #[error("unknown tool {tool:?}: the config has no tool by that name (its tools: {known})")]
+    UnknownTool { tool: String, known: String },
+    #[error("the gate could not start: {why}")]
+    GateStart { why: String },
     #[error("cannot reach the gate at {}: {source}", path.display())]
     Connect {
         path: PathBuf,
@@ -50,6 +54,10 @@ pub enum CliError {
     GateGone,
     #[error("the gate refused: {0}")]
     Refused(String),
+    /// Something this command could not do itself (nothing to do with the gate): the text
+    /// is the whole sentence.
+    #[error("{0}")]
+    Local(String),
     #[error("the gate answered something this command did not ask for: {0}")]
     Unexpected(String),
     #[error("the demo went wrong: {0}")]
@@ -60,7 +68,9 @@ impl CliError {
     /// 2 for what the person can fix in the command or the config; 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Config(_) | CliError::InitExists { .. } => USAGE,
+            CliError::Config(_) | CliError::InitExists { .. } | CliError::UnknownTool { .. } => {
+                USAGE
+            }
             CliError::InitCreateDir { .. }
             | CliError::InitWrite { .. }
             | CliError::Runner(_)
@@ -70,10 +80,11 @@ impl CliError {
             | CliError::Gate(_)
             | CliError::Socket(_)
             | CliError::Connect { .. }
+            | CliError::GateStart { .. }
             | CliError::Frame(_)
             | CliError::GateGone
             | CliError::Unexpected(_) => USAGE,
-            CliError::Refused(_) | CliError::Demo(_) => FAILURE,
+            CliError::Refused(_) | CliError::Local(_) | CliError::Demo(_) => FAILURE,
         }
     }
 }
@@ -83,6 +94,22 @@ impl CliError {
 /// the hint, and end with where to look.
 pub fn one_line_usage_error(e: &clap::Error) -> String {
     let rendered = e.render().to_string();
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        // clap shows the whole help here; one line names what is missing instead.
+        let command = command_of(&rendered);
+        let subcommands: Vec<&str> = rendered
+            .lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|w| *w != "help")
+            .collect();
+        return format!(
+            "boxmaker: `{command}` needs one of: {} (see `{command} --help`)",
+            subcommands.join(", ")
+        );
+    }
     let parts: Vec<&str> = rendered
         .lines()
         .map(str::trim)
@@ -94,6 +121,24 @@ pub fn one_line_usage_error(e: &clap::Error) -> String {
     if let Some(rest) = line.strip_prefix("error: ") {
         line = format!("boxmaker: {rest}");
     }
-    line.push_str(" (see `boxmaker --help`)");
+    line.push_str(&format!(" (see `{} --help`)", command_of(&rendered)));
     line
+}
+
+/// The (sub)command a usage error is about, from clap's `Usage:` line: `boxmaker sessions
+/// reset` for `Usage: boxmaker sessions reset [OPTIONS] <ID>`; `boxmaker` when there is none.
+fn command_of(rendered: &str) -> String {
+    let usage = rendered
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage:"))
+        .unwrap_or("");
+    let words: Vec<&str> = usage
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['-', '<', '[']))
+        .collect();
+    if words.first() == Some(&"boxmaker") {
+        words.join(" ")
+    } else {
+        "boxmaker".into()
+    }
 }

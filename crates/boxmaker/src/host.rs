@@ -1,18 +1,36 @@
 //! Where the gate lives, and how every command reaches it.
 //!
 //! There is one gate per state directory, held by an exclusive lock on `gate.lock`. The
-//! process that holds it — `serve`'s gate child, or an *embedded* gate inside `call`, `mcp`
-//! or an operator command when no `serve` runs — serves `agent.sock` and `control.sock`, and
-//! every client, the embedding process included, talks to it over those sockets. So there is
-//! one code path, two gates can never write the same audit log, and `boxmaker approve` in
-//! another shell reaches a call that an embedded gate holds.
+//! process that holds it serves `agent.sock` and `control.sock`, and every client talks to
+//! it over those sockets, so there is one code path and two gates can never write the same
+//! audit log. The gate is one of:
+//! - **kept**: the gate role under `boxmaker serve` (see `cmd_serve`), for as long as
+//!   `serve` runs;
+//! - **on demand**: when a command needs a gate and none answers, it starts one —
+//!   `boxmaker __gate --on-demand`, a process of its own (its own process group, its
+//!   stderr in `state/gate.log`) — and every later client of the state directory uses it.
+//!   It ends [`LINGER`] after its last client: a client holds a shared lock on
+//!   `state/clients.lock` for as long as it runs ([`Presence`]), and the gate looks for the
+//!   moment when nobody holds it and no connection is open. So no client is ever stranded
+//!   by another one's exit: whoever started the gate, it stays while anyone uses it, and
+//!   the next call after it ended starts a new one ([`connect`]).
+//!
+//! A client whose config file changed since the running gate read it (the fingerprints
+//! differ) asks an on-demand gate to retire — it stops taking connections and ends once the
+//! calls it holds are answered — and starts a new one; a kept gate is only warned about.
+//!
+//! [`try_host`] hosts a gate in the calling process: the gate role uses it, and so does
+//! `demo`, whose state directory is its own.
 //!
 //! The gate process starts its runner as a child (`boxmaker __runner`) over a socketpair and,
 //! if that runner dies, starts a new one for the next call; calls in flight when it died are
-//! answered `failed` by the link. The supervisor (`serve`) restarts the gate itself.
+//! answered `failed` by the link.
 
 use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,12 +40,25 @@ use std::time::{Duration, Instant};
 use config::Config;
 use gate::serve::{accept_loop, bind_agent_socket, bind_control_socket};
 use gate::{Gate, RunnerLink, ToolRunner};
+use proto::control::{ControlAnswer, ControlOp};
 use proto::{ToolRequest, ToolResponse};
 
 use crate::error::CliError;
 
-/// The lock that makes one process the gate of a state directory.
-pub const LOCK_FILE: &str = "gate.lock";
+pub use statedir::LOCK_FILE;
+
+/// The file every client of a state directory holds a shared lock on while it runs.
+pub const CLIENTS_LOCK: &str = "clients.lock";
+
+/// How long an on-demand gate stays after its last client went: long enough that a script's
+/// `boxmaker call`s one after another share one gate (and the session's servers).
+pub const LINGER: Duration = Duration::from_secs(3);
+
+/// How long a client waits for a gate it started (or one another client is starting).
+const START_WAIT: Duration = Duration::from_secs(30);
+
+/// `gate.log` is started afresh when it is larger than this.
+const GATE_LOG_MAX: u64 = 1 << 20;
 
 /// A [`ToolRunner`] that starts `boxmaker __runner` as a child on first use, and again after
 /// the child dies.
@@ -115,21 +146,42 @@ pub const DRAIN: Duration = Duration::from_secs(5);
 /// A gate this process hosts: it holds the lock and serves both sockets until dropped (or
 /// until the process exits).
 ///
-/// Dropping it waits (up to [`DRAIN`]) for the connections it serves to end: a `call` that
-/// hosts the gate must not exit between an operator's `refuse` waking its held call and the
-/// gate's reply to that `refuse`. Several long-lived clients should use `boxmaker serve`.
+/// Dropping it waits (up to [`DRAIN`]) for the connections it serves to end: a process that
+/// hosts the gate must not exit between an operator's `refuse` waking a held call and the
+/// gate's reply to that `refuse`.
 #[derive(Debug)]
 pub struct HostedGate {
-    /// Kept alive for as long as this process serves the gate.
-    _gate: Arc<Gate>,
+    gate: Arc<Gate>,
+    state: PathBuf,
     _lock: File,
     active: Arc<AtomicUsize>,
+}
+
+impl HostedGate {
+    /// The gate itself.
+    pub fn gate(&self) -> &Arc<Gate> {
+        &self.gate
+    }
+
+    /// Connections being served now.
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
+    }
+
+    /// Stops new connections from reaching this gate: its sockets leave the state directory
+    /// (the lock is still held, so no other gate has bound them). Connections already
+    /// accepted are served to their end.
+    pub fn unlink_sockets(&self) {
+        for sock in [statedir::AGENT_SOCKET, statedir::CONTROL_SOCKET] {
+            let _ = std::fs::remove_file(self.state.join(sock));
+        }
+    }
 }
 
 impl Drop for HostedGate {
     fn drop(&mut self) {
         let start = Instant::now();
-        while self.active.load(Ordering::SeqCst) > 0 && start.elapsed() < DRAIN {
+        while self.active() > 0 && start.elapsed() < DRAIN {
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -161,6 +213,7 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(&lock_path)
         .map_err(|source| CliError::State {
             path: lock_path.clone(),
@@ -215,10 +268,52 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
             })?;
     }
     Ok(Some(HostedGate {
-        _gate: gate,
+        gate,
+        state,
         _lock: lock,
         active,
     }))
+}
+
+/// This process is a client of a state directory: a shared lock on `clients.lock`, held
+/// until dropped (or the process ends, however it ends). An on-demand gate stays while any
+/// client holds it.
+#[derive(Debug)]
+pub struct Presence {
+    _file: File,
+}
+
+impl Presence {
+    /// Declares this process a client of `state`.
+    pub fn take(state: &Path) -> Result<Self, CliError> {
+        create_state_dir(state)?;
+        let path = state.join(CLIENTS_LOCK);
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|source| CliError::State {
+                path: path.clone(),
+                source,
+            })?;
+        file.lock_shared()
+            .map_err(|source| CliError::State { path, source })?;
+        Ok(Self { _file: file })
+    }
+
+    /// Whether any process is a client of `state` now. No lock file (the state directory
+    /// was removed) is nobody; another error reading it counts as yes: a gate that cannot
+    /// tell stays.
+    pub fn anyone(state: &Path) -> bool {
+        let file = match File::options().write(true).open(state.join(CLIENTS_LOCK)) {
+            Ok(file) => file,
+            Err(e) => return e.kind() != std::io::ErrorKind::NotFound,
+        };
+        // Taken and dropped at once: nobody holds a shared lock.
+        !matches!(file.try_lock(), Ok(()))
+    }
 }
 
 /// Which socket a client wants.
@@ -231,62 +326,170 @@ pub enum Channel {
 impl Channel {
     fn file(self) -> &'static str {
         match self {
-            Channel::Agent => gate::serve::AGENT_SOCKET,
-            Channel::Control => gate::serve::CONTROL_SOCKET,
+            Channel::Agent => statedir::AGENT_SOCKET,
+            Channel::Control => statedir::CONTROL_SOCKET,
         }
     }
 }
 
-/// A connection to the gate of `cfg`'s state directory, and the gate this process hosts if
-/// it had to start one (keep it alive as long as the connection).
+/// A connection to the gate of a state directory, and this process's presence as its
+/// client (keep both as long as the connection is used).
 #[derive(Debug)]
 pub struct Connection {
     pub stream: UnixStream,
-    /// The gate this process started for the connection, kept as long as it.
-    _hosted: Option<HostedGate>,
+    pub presence: Presence,
 }
 
-/// Connects to the running gate, or hosts one in this process and connects to it.
+/// Connects to the gate of `cfg`'s state directory, starting an on-demand gate if none
+/// answers (see the module's doc). A gate that decides by another version of the config is
+/// retired and replaced when it was started on demand.
 pub fn connect(
     config_path: &Path,
     cfg: Arc<Config>,
     channel: Channel,
 ) -> Result<Connection, CliError> {
-    let path = cfg.gate.state.join(channel.file());
-    for attempt in 0..50 {
-        if let Ok(stream) = UnixStream::connect(&path) {
-            return Ok(Connection {
-                stream,
-                _hosted: None,
-            });
-        }
-        if let Some(hosted) = try_host(config_path, cfg.clone())? {
-            let stream = UnixStream::connect(&path).map_err(|source| CliError::Connect {
-                path: path.clone(),
-                source,
-            })?;
-            return Ok(Connection {
-                stream,
-                _hosted: Some(hosted),
-            });
-        }
-        // Another process holds the gate but has not bound its sockets yet.
-        std::thread::sleep(Duration::from_millis(20 * (attempt + 1).min(5)));
-    }
-    Err(CliError::Connect {
-        path: path.clone(),
-        source: std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "another process holds the gate lock but does not answer",
-        ),
-    })
+    let presence = Presence::take(&cfg.gate.state)?;
+    let stream = reach(config_path, &cfg, channel, true)?;
+    Ok(Connection { stream, presence })
 }
 
-/// Makes sure a gate serves `cfg`'s state directory: `None` when another process serves it,
-/// else the gate this process now hosts (keep it for as long as clients need it).
-pub fn ensure(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGate>, CliError> {
+/// Makes sure a gate serves `cfg`'s state directory, and returns this process's presence as
+/// its client (keep it for as long as this process may make calls).
+pub fn ensure(config_path: &Path, cfg: Arc<Config>) -> Result<Presence, CliError> {
     let conn = connect(config_path, cfg, Channel::Agent)?;
-    Ok(conn._hosted)
+    Ok(conn.presence)
+}
+
+/// A stream to `channel` of a gate for `cfg`, starting one when none answers. With
+/// `check_config`, a gate that answers is asked for its config's fingerprint first.
+pub fn reach(
+    config_path: &Path,
+    cfg: &Config,
+    channel: Channel,
+    check_config: bool,
+) -> Result<UnixStream, CliError> {
+    let state = &cfg.gate.state;
+    let deadline = Instant::now() + START_WAIT;
+    let mut checked = !check_config;
+    loop {
+        if let Ok(stream) = statedir::connect(state, channel.file()) {
+            if checked || same_config(cfg)? {
+                return Ok(stream);
+            }
+            checked = true;
+            continue;
+        }
+        if Instant::now() >= deadline {
+            return Err(CliError::Connect {
+                path: state.join(channel.file()),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "no gate answered within {} s (see {})",
+                        START_WAIT.as_secs(),
+                        state.join(statedir::GATE_LOG).display()
+                    ),
+                ),
+            });
+        }
+        // The gate we start has our config: no need to ask it.
+        checked = true;
+        start_gate(config_path, state)?;
+    }
+}
+
+/// Whether the gate that answers decides by `cfg` (its fingerprint). If it does not: an
+/// on-demand gate is asked to retire (`false`: start another); a kept one is warned about
+/// and used (`true`).
+fn same_config(cfg: &Config) -> Result<bool, CliError> {
+    let Ok(stream) = statedir::connect(&cfg.gate.state, statedir::CONTROL_SOCKET) else {
+        // It went between the two connects; the caller tries again.
+        return Ok(false);
+    };
+    match crate::client::control(&stream, ControlOp::Status {}) {
+        Ok(ControlAnswer::Status { config, .. }) if config == cfg.fingerprint => Ok(true),
+        Ok(ControlAnswer::Status { kept: true, .. }) => {
+            eprintln!(
+                "boxmaker: the gate `boxmaker serve` keeps for {} read another version of the \
+                 config; restart `serve` to apply your changes",
+                cfg.gate.state.display()
+            );
+            Ok(true)
+        }
+        Ok(ControlAnswer::Status { kept: false, .. }) => {
+            let _ = crate::client::control(&stream, ControlOp::Retire {});
+            Ok(false)
+        }
+        // A gate of another version, or one that went away: use it as it is.
+        _ => Ok(true),
+    }
+}
+
+/// Starts an on-demand gate for the config at `config_path` and waits until it serves (or
+/// until it ends: another gate took the state directory first, which is as good).
+fn start_gate(config_path: &Path, state: &Path) -> Result<(), CliError> {
+    create_state_dir(state)?;
+    let log_path = state.join(statedir::GATE_LOG);
+    let fresh = std::fs::metadata(&log_path).is_ok_and(|m| m.len() > GATE_LOG_MAX);
+    let log = File::options()
+        .create(true)
+        .append(!fresh)
+        .write(true)
+        .truncate(fresh)
+        .mode(0o600)
+        .open(&log_path)
+        .map_err(|source| CliError::State {
+            path: log_path.clone(),
+            source,
+        })?;
+    let exe = std::env::current_exe().map_err(|source| CliError::State {
+        path: state.to_path_buf(),
+        source,
+    })?;
+    let config_path = std::path::absolute(config_path).unwrap_or(config_path.into());
+    let mut child = Command::new(exe)
+        .arg("__gate")
+        .arg("--on-demand")
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log))
+        // Its own process group: a ^C meant for the client does not reach the gate that
+        // other clients share.
+        .process_group(0)
+        .spawn()
+        .map_err(|source| CliError::State {
+            path: state.to_path_buf(),
+            source,
+        })?;
+    // One line, `ready`, once it serves; end of file if it ends without serving.
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    if line.trim() == "ready" {
+        // Reaped when it ends, so a long-lived client collects no zombies.
+        std::thread::spawn(move || child.wait());
+        return Ok(());
+    }
+    let status = child.wait().map_err(|source| CliError::State {
+        path: state.to_path_buf(),
+        source,
+    })?;
+    if status.success() {
+        // Another process serves the state directory.
+        return Ok(());
+    }
+    let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let last = said
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("it said nothing")
+        .trim_start_matches("boxmaker: ")
+        .to_string();
+    Err(CliError::GateStart { why: last })
 }
 
 pub(crate) fn create_state_dir(state: &Path) -> Result<(), CliError> {

@@ -24,7 +24,9 @@ mod cmd_serve;
 mod cmd_tools;
 mod error;
 mod host;
+mod lint;
 mod role_runner;
+mod when;
 
 use std::process::ExitCode;
 

@@ -1,6 +1,6 @@
 //! The runner role as a process: `boxmaker __runner --config FILE` serves `ToolRequest`
-//! frames on its stdin and answers on its stdout. The supervisor (and the embedded mode of
-//! `call` and `mcp`) starts it with both ends of a socketpair; tests start it with pipes.
+//! frames on its stdin and answers on its stdout. The gate process starts it with both ends
+//! of a socketpair; tests start it with pipes.
 //! It refuses to start where a protection every box requires is missing.
 
 use std::path::PathBuf;
@@ -23,6 +23,8 @@ pub fn run(args: &RunnerArgs) -> Result<(), CliError> {
     Runner::check_machine(&cfg)?;
     let state = cfg.gate.state.clone();
     let runner = Arc::new(Runner::new(Arc::new(cfg), &state)?);
+    // Ended connection sessions' workspaces (see `Runner::sweep_workspaces`).
+    runner.sweep_workspaces();
     // Servers nobody has discovered yet are asked on the first call that names one of
     // their tools (not here: a server that hangs must not hold up every builtin call).
     runner::serve(runner, std::io::stdin(), std::io::stdout()).map_err(CliError::Serve)

@@ -766,7 +766,7 @@ effect = "allow"
     assert_eq!(printed["content"][0]["text"], PLAN, "{}", plain.show());
 
     // Even a call that touches only /work is labelled with the confidential mount the
-    // server could have read (SPEC §3.4 as issue 7 applies it to a server's box).
+    // server could have read (docs/spec.md §3.4 as issue 7 applies it to a server's box).
     let (a, _) = env.ok("s2", "fs_list_directory", json!({"path": "/work"}));
     assert_eq!(a.body["class"], "confidential", "{}", a.show());
 

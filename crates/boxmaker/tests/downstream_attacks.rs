@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 /// A boxmaker command that has not finished by then has hung: it is killed, the test fails.
 const LIMIT: Duration = Duration::from_secs(30);
-/// One frame (SPEC §2): no result may be larger.
+/// One frame (docs/spec.md §2): no result may be larger.
 const MAX_FRAME: usize = 1 << 20;
 
 // ---------------------------------------------------------------------------------------
@@ -547,7 +547,7 @@ fn tool_names_cannot_escape_or_shadow() {
 // ---------------------------------------------------------------------------------------
 // Memory, CPU, hangs, processes, file descriptors.
 
-/// Promise: a tool never causes a `TooLarge` (SPEC §3.4), and a server's JSON-RPC error is
+/// Promise: a tool never causes a `TooLarge` (docs/spec.md §3.4), and a server's JSON-RPC error is
 /// an answer, not a fault. The server refuses a call with an error whose message is 8 MiB:
 /// the call fails with a bounded message naming the refusal, the runner (shared by every
 /// session) keeps serving, and the same server answers the next call.

@@ -276,9 +276,28 @@ fn test_exit_statuses_follow_the_outcome() {
         r#"{"path":"/nope"}"#,
     ]);
     assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
-    let denied = env.run(&["call", "--session", "s1", "format", "{}"]);
+    // A name the config has no tool for is unknown (as over MCP), and nothing is sent.
+    let unknown = env.run(&["call", "--session", "s1", "format", "{}"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("unknown tool \"format\""),
+        "{}",
+        stderr(&unknown)
+    );
+    assert!(
+        stderr(&unknown).contains("read_file, run, share"),
+        "{}",
+        stderr(&unknown)
+    );
+    // A tool the config has but no grant allows is denied, in the words a model reads.
+    let env2 = Env::new("[[tool]]\nname = \"list\"\nbuiltin = \"list_dir\"\n");
+    let denied = env2.run(&["call", "--session", "s1", "list", r#"{"path":"/"}"#]);
     assert_eq!(denied.status.code(), Some(3));
-    assert!(stderr(&denied).contains("no_grant"));
+    assert!(
+        stderr(&denied).contains("denied: no_grant — no grant lets this session call \"list\""),
+        "{}",
+        stderr(&denied)
+    );
     let usage = env.run(&["call", "--session", "../x", "read_file", "{}"]);
     assert_eq!(usage.status.code(), Some(2));
     assert_eq!(stderr(&usage).lines().count(), 1, "{}", stderr(&usage));

@@ -1,4 +1,4 @@
-//! `kill -9` of the gate at any instant loses nothing it acknowledged (SPEC §1, §6).
+//! `kill -9` of the gate at any instant loses nothing it acknowledged (docs/spec.md §1, §6).
 //!
 //! Round after round, a gate process serves clients that read a confidential file (each in
 //! its own session) and ask for approvals, and is killed with SIGKILL at a random moment.

@@ -175,7 +175,7 @@ fn python_script(script: &str, dir: &Path, env: &[(&str, &str)]) -> Run {
 fn test_python_sdk_over_stdio() {
     let dir = config_dir("python-stdio");
     let run = python_script("stdio_client.py", &dir, &[]);
-    // The script printed every step; check the ones SPEC §5 promises are there.
+    // The script printed every step; check the ones docs/spec.md §5 promises are there.
     for want in [
         "denied: taint_too_high",
         "log notification:",

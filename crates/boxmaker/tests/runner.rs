@@ -1,5 +1,5 @@
 //! The runner role over real frames: `boxmaker __runner` with a real config, real boxes, and
-//! every builtin tool, bad argument, label and cut that SPEC §3.4 and issue 4 promise.
+//! every builtin tool, bad argument, label and cut that docs/spec.md §3.4 and issue 4 promise.
 
 // Test code: a failed unwrap or panic here is a failed test, which is what we want.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

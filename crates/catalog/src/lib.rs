@@ -1,4 +1,4 @@
-//! `catalog` — what downstream MCP servers offer, as boxmaker shows it (SPEC §3.1 `mcp`, §4
+//! `catalog` — what downstream MCP servers offer, as boxmaker shows it (docs/spec.md §3.1 `mcp`, §4
 //! last paragraph).
 //!
 //! **Owns:** the definition of a downstream tool as discovered ([`ToolDef`]); the rule that
@@ -16,11 +16,12 @@
 //! empty file would silently accept everything a server says next).
 //!
 //! Reading order: [`ToolDef`] and [`exposed_name`]; [`file`] (the discovery file);
-//! [`Catalog`]; [`Content`].
+//! [`Catalog`]; [`Content`]; [`schema`] (arguments checked against a tool's input schema).
 
 #![forbid(unsafe_code)]
 
 pub mod file;
+pub mod schema;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -6,6 +6,12 @@ use std::path::PathBuf;
 /// Why a config could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// There is no file at `path` (absolute).
+    #[error(
+        "no config file at {}: write one with `boxmaker init DIR`, or name yours with \
+         `--config FILE`", path.display()
+    )]
+    NotFound { path: PathBuf },
     /// The file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Read {

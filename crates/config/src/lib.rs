@@ -1,5 +1,5 @@
 //! `config` — `boxmaker.toml`, the file a person writes to say what an agent may do
-//! (SPEC §3.1), parsed strictly and checked before anything uses it.
+//! (docs/spec.md §3.1), parsed strictly and checked before anything uses it.
 //!
 //! **Owns:** the file format (`[gate]`, `[box]`, `[[mount]]`, `[[tool]]`, `[[grant]]`),
 //! the commented default that `boxmaker init` writes ([`DEFAULT_CONFIG`]), and the
@@ -15,9 +15,12 @@
 //! 2. `raw` — the serde shapes of the file, exactly as written (private).
 //! 3. [`model`] — `Config`, `Gate`, `BoxLimits`, `Mount`, `Tool`: the checked result, and
 //!    the checks that turn a raw file into one.
+//! 4. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
+//!    before it asks anyone; the runner decodes with it before it runs).
 
 #![forbid(unsafe_code)]
 
+pub mod args;
 pub mod error;
 pub mod model;
 mod raw;
@@ -38,9 +41,17 @@ pub const DEFAULT_CONFIG: &str = include_str!("default.toml");
 /// Reads and checks the config file at `path`. Relative paths in it are relative to the
 /// file's directory.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            ConfigError::NotFound {
+                path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            }
+        } else {
+            ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
     })?;
     let base = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -49,7 +60,9 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     // Every path the config hands out is absolute: a box, a socket or a database must not
     // depend on the directory a later process happens to run in.
     let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
-    parse(&text, &path.display().to_string(), &base)
+    let mut cfg = parse(&text, &path.display().to_string(), &base)?;
+    cfg.file = Some(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
+    Ok(cfg)
 }
 
 /// Checks config `text`. `origin` names it in errors (a file name); relative paths are

@@ -36,12 +36,28 @@ pub struct Config {
     pub tools: Vec<Tool>,
     /// In file order (as `boxmaker check --explain` numbers them).
     pub grants: Grants,
+    /// The file this config was read from (absolute), if it came from a file.
+    pub file: Option<PathBuf>,
+    /// SHA-256 (hex) of the config's text and the directory its relative paths start from:
+    /// two processes with the same fingerprint decide by the same config. A running gate
+    /// reports it, so a client can tell that the file changed since the gate read it.
+    pub fingerprint: String,
 }
 
 impl Config {
     /// The tool called `name`, if the config defines one.
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Whether a call to `name` could reach a tool of this config: a builtin tool by that
+    /// name, or a name one of its downstream servers could expose (`PREFIX_…`). A server's
+    /// own `[[tool]]` name is not a tool. Anything else is an unknown tool.
+    pub fn could_name(&self, name: &str) -> bool {
+        self.tool(name).map_or_else(
+            || self.tools.iter().any(|t| t.could_expose(name)),
+            |t| matches!(t.kind, ToolKind::Builtin(_)),
+        )
     }
 }
 
@@ -179,12 +195,12 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// The floor label of the tool's results (SPEC §3.4).
+    /// The floor label of the tool's results (docs/spec.md §3.4).
     pub fn label(&self) -> Label {
         Label::new(self.class, self.untrusted)
     }
 
-    /// The prefix of its exposed tool names if it is a downstream server (SPEC §4): its
+    /// The prefix of its exposed tool names if it is a downstream server (docs/spec.md §4): its
     /// `prefix`, else its own name; `""` for none. `None` for a builtin.
     pub fn exposed_prefix(&self) -> Option<&str> {
         match &self.kind {
@@ -233,7 +249,7 @@ pub(crate) fn parse(
     let file: raw::File = toml::from_str(text).map_err(|e| {
         let mut message = e.message().to_owned();
         if message.contains("expected a sequence") {
-            message.push_str(" (a list of tables is written [[mount]], [[tool]] or [[grant]])");
+            message.push_str(&sequence_hint(text, e.span().map(|s| s.start)));
         }
         src.error(e.span().map(|s| s.start), message)
     })?;
@@ -244,7 +260,39 @@ pub(crate) fn parse(
         mounts: ctx.mounts(file.mount)?,
         tools: ctx.tools(file.tool)?,
         grants: ctx.grants(file.grant)?,
+        file: None,
+        fingerprint: fingerprint(text, base),
     })
+}
+
+/// What to write where a list was expected: a key's value (`mcp = "node server.js"`) is a
+/// list of strings; a table name (`[mount]`) is a list of tables.
+fn sequence_hint(text: &str, at: Option<usize>) -> String {
+    let line = at
+        .and_then(|at| text.get(..at))
+        .map(|before| before.rsplit('\n').next().unwrap_or(before))
+        .unwrap_or("");
+    let key = line.split('=').next().map(str::trim).unwrap_or("");
+    if line.contains('=') && !key.is_empty() && !key.starts_with('[') {
+        let example = match key {
+            "mcp" => r#"mcp = ["node", "server.js"]"#,
+            "env" => r#"env = ["GITHUB_TOKEN"]"#,
+            _ => return format!(" (`{key}` is a list, like {key} = [\"a\", \"b\"])"),
+        };
+        format!(" (`{key}` is a list of strings, like `{example}`)")
+    } else {
+        " (a list of tables is written [[mount]], [[tool]] or [[grant]])".into()
+    }
+}
+
+/// See [`Config::fingerprint`].
+fn fingerprint(text: &str, base: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(base.as_os_str().as_encoded_bytes());
+    h.update([0]);
+    h.update(text.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 struct Ctx<'a> {

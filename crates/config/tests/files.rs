@@ -253,8 +253,17 @@ fn test_load_reads_relative_to_the_file() {
     let c = config::load(&file).unwrap();
     assert_eq!(c.mounts[0].host, dir.join("notes"));
     let missing = config::load(&dir.join("nope.toml")).unwrap_err();
-    assert!(matches!(missing, ConfigError::Read { .. }));
-    assert!(missing.to_string().contains("nope.toml"), "{missing}");
+    assert!(matches!(missing, ConfigError::NotFound { .. }));
+    let text = missing.to_string();
+    assert!(text.contains("nope.toml"), "{text}");
+    assert!(
+        text.contains("boxmaker init") && text.contains("--config"),
+        "{text}"
+    );
+    assert_eq!(c.file.as_deref(), Some(file.as_path()));
+    // The fingerprint follows the text.
+    std::fs::write(&file, "[[mount]]\nhost = \"notes\"\nat = \"/m\"\n").unwrap();
+    assert_ne!(config::load(&file).unwrap().fingerprint, c.fingerprint);
 }
 
 // ---- bad files: one error, with the line -------------------------------------------------

@@ -1,5 +1,6 @@
-//! The sentence a person and a model read when a call is denied (SPEC §5): it starts with
-//! `denied: REASON` and says what in the session caused it, so the model stops retrying.
+//! The sentences a person and a model read (docs/spec.md §5): a denial starts with
+//! `denied: REASON` and says what in the session caused it, so the model stops retrying; a
+//! pending approval names the exact command that decides it, from any directory.
 
 use config::Config;
 use policy::{Effect, Grant};
@@ -71,4 +72,153 @@ pub fn denial(
         }
     };
     format!("denied: {reason} — {why}")
+}
+
+/// `path` as one shell word: as it is when it holds only characters no shell treats
+/// specially, else in single quotes.
+pub fn shell_word(path: &str) -> String {
+    let plain = !path.is_empty()
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,=".contains(&b));
+    if plain {
+        path.to_string()
+    } else {
+        format!("'{}'", path.replace('\'', "'\\''"))
+    }
+}
+
+/// The commands that decide `approval`, exactly as a person types them in any directory:
+/// `boxmaker approve ID --config FILE` (the config's absolute path, when it came from a
+/// file) and the same with `refuse`.
+pub fn approval_commands(cfg: &Config, approval: &str) -> (String, String) {
+    let config = cfg
+        .file
+        .as_ref()
+        .map(|f| format!(" --config {}", shell_word(&f.display().to_string())))
+        .unwrap_or_default();
+    (
+        format!("boxmaker approve {approval}{config}"),
+        format!("boxmaker refuse {approval}{config}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_approval_commands_name_the_config_and_survive_a_shell() {
+        let mut cfg = config::parse("", "t.toml", std::path::Path::new("/")).unwrap();
+        assert_eq!(approval_commands(&cfg, "ap-1").0, "boxmaker approve ap-1");
+        cfg.file = Some("/home/a b/it's/boxmaker.toml".into());
+        let (approve, refuse) = approval_commands(&cfg, "ap-1");
+        assert_eq!(
+            approve,
+            "boxmaker approve ap-1 --config '/home/a b/it'\\''s/boxmaker.toml'"
+        );
+        assert!(refuse.starts_with("boxmaker refuse ap-1 --config '"));
+        assert_eq!(shell_word("/srv/x.toml"), "/srv/x.toml");
+    }
+}
+
+/// Text as a person must see it to decide on it: every character that could make the
+/// shown text differ from the text that runs — control characters (C0, DEL, C1, line and
+/// paragraph separators), bidi overrides and isolates, zero-width and invisible characters,
+/// variation selectors and tag characters — is written `\u{XXXX}`, and a `\u{` that was in
+/// the text itself is written `\u{5c}u{`, so every `\u{` shown is an escape and the text is
+/// recoverable. The one function for every place a person decides (the CLI now; a page or
+/// a client's prompt later).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForPerson {
+    /// The text, escaped.
+    pub text: String,
+    /// How many characters were escaped (a literal `\u{` is not counted).
+    pub escaped: usize,
+}
+
+impl ForPerson {
+    /// The marker to show beside the text when it holds escaped characters, else `""`.
+    pub fn marker(&self) -> String {
+        match self.escaped {
+            0 => String::new(),
+            1 => "  [holds 1 hidden or control character, shown as \\u{…}]".into(),
+            n => format!("  [holds {n} hidden or control characters, shown as \\u{{…}}]"),
+        }
+    }
+}
+
+/// Whether `c` must not be shown as itself to a person deciding on a text.
+pub fn is_hidden(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}'
+        | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{206f}'
+        | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}' | '\u{fff9}'..='\u{fffb}'
+        | '\u{1bca0}'..='\u{1bca3}' | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0000}'..='\u{e007f}' | '\u{e0100}'..='\u{e01ef}')
+}
+
+/// `text` escaped for a person (see [`ForPerson`]).
+pub fn for_person(text: &str) -> ForPerson {
+    let mut out = String::with_capacity(text.len());
+    let mut escaped = 0;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("\\u{") {
+            out.push_str("\\u{5c}u{");
+            rest = &rest[3..];
+            continue;
+        }
+        if is_hidden(c) {
+            escaped += 1;
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    ForPerson { text: out, escaped }
+}
+
+#[cfg(test)]
+mod person_tests {
+    use super::*;
+
+    #[test]
+    fn bidi_zero_width_and_control_characters_are_shown_escaped() {
+        // What an attacker would send: "rm -rf ~" shown as "~ fr- mr" and a hidden joiner.
+        let f = for_person("{\"argv\":[\"sh\",\"-c\",\"\u{202e}~ fr- mr\u{200b}\"]}\n");
+        assert_eq!(
+            f.text,
+            "{\"argv\":[\"sh\",\"-c\",\"\\u{202e}~ fr- mr\\u{200b}\"]}\\u{a}"
+        );
+        assert_eq!(f.escaped, 3);
+        assert!(f.marker().contains("3 hidden"));
+        for c in [
+            '\u{0}',
+            '\u{1b}',
+            '\u{85}',
+            '\u{2066}',
+            '\u{feff}',
+            '\u{e0041}',
+            '\u{fe0f}',
+        ] {
+            assert!(is_hidden(c), "{c:?}");
+        }
+        for c in ['a', 'é', '→', '中', ' ', '\u{1f600}'] {
+            assert!(!is_hidden(c), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_literal_escape_in_the_text_cannot_pass_for_one_of_ours() {
+        let f = for_person("echo \\u{202e}");
+        assert_eq!(f.text, "echo \\u{5c}u{202e}");
+        assert_eq!(f.escaped, 0);
+        assert_eq!(f.marker(), "");
+        let plain = for_person("{\"path\":\"notes/a b.txt\"}");
+        assert_eq!(plain.text, "{\"path\":\"notes/a b.txt\"}");
+    }
 }

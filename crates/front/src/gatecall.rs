@@ -4,7 +4,8 @@
 
 use std::io::{BufReader, BufWriter, Write};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use proto::{Envelope, FrameError, Message, ToolRequest, ToolResponse, read_frame, write_frame};
 
@@ -26,9 +27,19 @@ pub enum GateCallError {
     Unexpected,
 }
 
+/// Opens the connection for one call. The binary gives the front one that finds a gate
+/// whatever process hosts it (and starts one if none does), so no client is stranded when
+/// another exits; it may block while a gate starts.
+pub type Connector = Arc<dyn Fn() -> Result<UnixStream, GateCallError> + Send + Sync>;
+
+/// A [`Connector`] to the agent socket at `socket` and nothing else (any path length).
+pub fn socket_connector(socket: PathBuf) -> Connector {
+    Arc::new(move || connect(&socket))
+}
+
 /// Opens the connection for one call (kept by the caller so it can shut it down to cancel).
 pub fn connect(socket: &Path) -> Result<UnixStream, GateCallError> {
-    UnixStream::connect(socket).map_err(|source| GateCallError::Connect {
+    statedir::connect_path(socket).map_err(|source| GateCallError::Connect {
         path: socket.display().to_string(),
         source,
     })

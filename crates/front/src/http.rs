@@ -1,4 +1,4 @@
-//! Streamable HTTP (SPEC §5, `boxmaker mcp --http ADDR`): one boxmaker session per MCP
+//! Streamable HTTP (docs/spec.md §5, `boxmaker mcp --http ADDR`): one boxmaker session per MCP
 //! session, every request requiring `Authorization: Bearer TOKEN`.
 //!
 //! The token is made by the caller (random, written `0600` to the state directory, printed

@@ -1,4 +1,4 @@
-//! `front` — the front role: boxmaker as an MCP server that any agent can use (SPEC §5).
+//! `front` — the front role: boxmaker as an MCP server that any agent can use (docs/spec.md §5).
 //!
 //! **Owns:** the MCP conversation (on the official Rust SDK, `rmcp`) over stdio and
 //! streamable HTTP: `tools/list` from the config, `tools/call` turned into a `ToolRequest`

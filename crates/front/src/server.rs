@@ -4,7 +4,6 @@
 //! is one boxmaker session. It holds no state of its own beyond the session id, a call
 //! counter, and the highest label it has relayed (used only to word a denial).
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -36,15 +35,22 @@ pub struct Front {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 struct Inner {
     config: Arc<Config>,
     /// Downstream servers' tools, as discovered (empty without any).
     catalog: Arc<Catalog>,
     session: SessionId,
-    agent_socket: PathBuf,
+    connector: gatecall::Connector,
     next_call: AtomicU64,
     seen: Mutex<(DataClass, bool)>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
 }
 
 fn now() -> Timestamp {
@@ -54,19 +60,19 @@ fn now() -> Timestamp {
 impl Front {
     /// A front for `session`, offering `config`'s builtin tools and the downstream tools of
     /// `catalog` (built by the caller from the discovery file: the front opens no file), and
-    /// sending calls to the gate at `agent_socket`.
+    /// sending each call to the gate on a connection `connector` opens.
     pub fn new(
         config: Arc<Config>,
         catalog: Arc<Catalog>,
         session: SessionId,
-        agent_socket: PathBuf,
+        connector: gatecall::Connector,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
                 catalog,
                 session,
-                agent_socket,
+                connector,
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
             }),
@@ -114,7 +120,7 @@ impl Front {
                     return CallToolResult::success(vec![ContentBlock::text(content)])
                         .with_meta(Some(MetaObject(meta)));
                 }
-                // A downstream server's blocks pass through in MCP form (SPEC §5, issue 7).
+                // A downstream server's blocks pass through in MCP form (docs/spec.md §5, issue 7).
                 let (blocks, structured) = downstream_blocks(&content);
                 let mut result = CallToolResult::success(blocks).with_meta(Some(MetaObject(meta)));
                 result.structured_content = structured;
@@ -232,7 +238,7 @@ impl ServerHandler for Front {
         }
     }
 
-    // Logging notifications are deprecated by the newest MCP revision (SEP-2577), but SPEC §5
+    // Logging notifications are deprecated by the newest MCP revision (SEP-2577), but docs/spec.md §5
     // names them and the clients people use today show them; progress alone reaches only
     // clients that sent a progress token.
     #[allow(deprecated)]
@@ -242,20 +248,27 @@ impl ServerHandler for Front {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        // Only the name is checked here; schemas are built for tools/list alone.
-        if !crate::tools::is_listed_name(
-            &self.inner.config,
-            &self.inner.catalog,
-            &self.inner.session,
-            &name,
-            now(),
-        ) {
+        // One vocabulary (docs/spec.md, "Unknown and denied tools"): a name boxmaker has no
+        // tool for is unknown; a tool it has goes to the gate, which decides — a tool the
+        // grants deny is not listed, and calling it anyway is `denied`, as `boxmaker call`
+        // says too. Only the name is checked here; schemas are built for tools/list alone.
+        if !crate::tools::is_known_name(&self.inner.config, &self.inner.catalog, &name) {
             return Err(McpError::invalid_params(
                 format!("unknown tool: {name} (see tools/list)"),
                 None,
             ));
         }
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        // A downstream call that its own schema refuses can never run: say so now, before
+        // any person is asked to approve it (the gate does the same for builtin tools).
+        if let Some(def) = self.inner.catalog.get(&name).and_then(|e| e.shown.as_ref())
+            && let Err(why) = catalog::schema::check(&def.input_schema, &arguments)
+        {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "failed: {name}: bad arguments: {why} (nothing ran; see the tool's input schema)"
+            ))])
+            .into());
+        }
         let arguments = serde_json::to_string(&arguments)
             .map_err(|e| McpError::invalid_params(format!("arguments: {e}"), None))?;
         if arguments.len() > MAX_ARGUMENTS {
@@ -273,7 +286,11 @@ impl ServerHandler for Front {
             tool: name.clone(),
             arguments,
         };
-        let stream = gatecall::connect(&self.inner.agent_socket)
+        // Finding (or starting) a gate may block: not on the runtime's threads.
+        let connector = self.inner.connector.clone();
+        let stream = tokio::task::spawn_blocking(move || connector())
+            .await
+            .map_err(|e| McpError::internal_error(format!("the call did not start: {e}"), None))?
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let cancel = stream
             .try_clone()
@@ -292,9 +309,11 @@ impl ServerHandler for Front {
                 done = &mut call => break done,
                 Some(p) = rx.recv() => {
                     if let ToolResponse::PendingApproval { approval, expires } = p {
+                        let (approve, refuse) =
+                            crate::explain::approval_commands(&self.inner.config, &approval);
                         let text = format!(
                             "waiting for a person to approve {name} (approval {approval}, expires {expires}); \
-                             an operator runs `boxmaker approve {approval}` or `boxmaker refuse {approval}`"
+                             a person runs `{approve}` or `{refuse}`"
                         );
                         if let Some(token) = progress.clone() {
                             step += 1.0;

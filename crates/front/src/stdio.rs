@@ -1,5 +1,5 @@
 //! The stdio transport: newline-delimited JSON-RPC on stdin/stdout, with the checks a hostile
-//! client needs (SPEC §5 and issue 6, "Bad input").
+//! client needs (docs/spec.md §5 and issue 6, "Bad input").
 //!
 //! rmcp's own stdio transport silently drops a line that is not JSON (no `-32700`), silently
 //! drops a line over its length cap (the caller's request then waits forever), answers every

@@ -53,9 +53,10 @@ fn builtin_tool(cfg: &Config, name: &str, b: Builtin, network: bool) -> Tool {
     let (description, input) = match b {
         Builtin::ReadFile => (
             format!(
-                "Read a UTF-8 text file inside this session's sandbox. It sees only {reach}; \
-                 nothing else of the machine. Results are labelled with the class of the \
-                 mount read."
+                "Read a UTF-8 text file inside this session's sandbox. It sees only {reach}, \
+                 and the system's programs and libraries read-only (/usr, /bin, /lib, a few \
+                 files of /etc); no other file of the machine. Results are labelled with the \
+                 class of the mount read."
             ),
             json!({
                 "type": "object",
@@ -82,7 +83,8 @@ fn builtin_tool(cfg: &Config, name: &str, b: Builtin, network: bool) -> Tool {
         Builtin::ListDir => (
             format!(
                 "List a directory inside this session's sandbox, one entry a line, `/` after \
-                 directories. It sees only {reach}."
+                 directories. It sees only {reach}, and the system's programs and libraries \
+                 read-only (/usr, /bin, /lib, a few files of /etc)."
             ),
             json!({
                 "type": "object",
@@ -153,6 +155,15 @@ pub fn is_listed_name(
         None => catalog
             .get(name)
             .is_some_and(|e| e.shown.is_some() && granted(cfg, session, name, now)),
+    }
+}
+
+/// Whether boxmaker has a tool called `name`, whatever the grants say: a configured builtin
+/// tool, or a downstream tool of `catalog` (a server's own `[[tool]]` name is not one).
+pub fn is_known_name(cfg: &Config, catalog: &Catalog, name: &str) -> bool {
+    match cfg.tool(name) {
+        Some(t) => matches!(t.kind, ToolKind::Builtin(_)),
+        None => catalog.get(name).is_some(),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The audit log (SPEC §6): `audit.log` in the state directory, one JSON record a line,
+//! The audit log (docs/spec.md §6): `audit.log` in the state directory, one JSON record a line,
 //! hash-chained so that a changed, dropped, reordered or forged record is found by
 //! [`verify`].
 //!
@@ -207,7 +207,7 @@ pub fn sha256_hex(data: &[u8]) -> String {
 // ---------------------------------------------------------------------------------------------
 // Events
 
-/// The gate's verdict on a request (SPEC §3.3).
+/// The gate's verdict on a request (docs/spec.md §3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {

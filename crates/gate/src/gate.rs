@@ -1,4 +1,4 @@
-//! The gate's request loop (SPEC §3.3) and its operator's side (SPEC §2.4): [`Gate`].
+//! The gate's request loop (docs/spec.md §3.3) and its operator's side (docs/spec.md §2.4): [`Gate`].
 //!
 //! One [`Gate`] is shared (`Arc`) by every connection. For each [`ToolRequest`],
 //! [`Gate::submit`] (or its blocking form [`Gate::call`]):
@@ -50,6 +50,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
 use std::time::{Duration, Instant};
 
@@ -243,6 +244,10 @@ pub struct Gate {
     durable: GroupCommit<Durable, Result<(), CommitFailed>>,
     /// This gate, for the threads that resume held calls.
     me: Weak<Gate>,
+    /// Started on demand by a client (it may retire), rather than kept by `serve`.
+    on_demand: AtomicBool,
+    /// A client asked this gate to retire ([`ControlOp::Retire`]).
+    retiring: AtomicBool,
 }
 
 impl std::fmt::Debug for Gate {
@@ -301,6 +306,8 @@ impl Gate {
             resumes: Mutex::new(Resumes::default()),
             durable: GroupCommit::new(),
             me: me.clone(),
+            on_demand: AtomicBool::new(false),
+            retiring: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&gate);
         std::thread::Builder::new()
@@ -327,6 +334,18 @@ impl Gate {
     /// The config the gate decides by.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Marks this gate as started on demand: [`ControlOp::Retire`] is then obeyed (a gate
+    /// kept by `serve` refuses it).
+    pub fn set_on_demand(&self) {
+        self.on_demand.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a client asked this gate to retire (its host then stops taking connections
+    /// and ends once the calls in flight are answered).
+    pub fn retire_requested(&self) -> bool {
+        self.retiring.load(Ordering::SeqCst)
     }
 
     /// The state directory's audit log path.
@@ -440,6 +459,31 @@ impl Gate {
             ],
         })
         .map_err(|f| before("audit the request and its decision")(f.into_gate()))?;
+        if let Decision::Deny(reason) = decision {
+            return Ok(Start::Final(ToolResponse::Denied { reason }));
+        }
+        // A call that can never run is refused now, in the decoder's own words, before any
+        // person is asked to approve it.
+        if let Some(message) = self.bad_arguments(req) {
+            self.make_durable(Durable {
+                raise: None,
+                events: vec![(
+                    now,
+                    Event::result(
+                        req.session.clone(),
+                        req.call,
+                        req.tool.clone(),
+                        Outcome::Failed,
+                        &message,
+                        DataClass::Public,
+                        false,
+                        false,
+                    ),
+                )],
+            })
+            .map_err(|f| before("audit the refused arguments")(f.into_gate()))?;
+            return Ok(Start::Final(ToolResponse::Failed { message }));
+        }
         match decision {
             Decision::Deny(reason) => Ok(Start::Final(ToolResponse::Denied { reason })),
             Decision::Allow => Ok(Start::Run),
@@ -448,6 +492,18 @@ impl Gate {
                 self.ask(req, reason, now, reply).map(Start::Held)
             }
         }
+    }
+
+    /// Why `req`'s arguments can never run, for a builtin tool (the same decoder the runner
+    /// uses, `config::args`); `None` when they decode, or the tool is not a builtin (a
+    /// downstream server's schema is checked by the front, which holds it).
+    fn bad_arguments(&self, req: &ToolRequest) -> Option<String> {
+        let config::ToolKind::Builtin(b) = self.config.tool(&req.tool)?.kind else {
+            return None;
+        };
+        config::args::parse(b, &req.arguments)
+            .err()
+            .map(|e| format!("{e} (nothing ran; see the tool's input schema)"))
     }
 
     /// Queues `d` for the next group commit and returns once it is durable (or failed).
@@ -852,7 +908,26 @@ impl Gate {
             ControlOp::Status {} => Ok(ControlAnswer::Status {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 pid: std::process::id(),
+                config: self.config.fingerprint.clone(),
+                kept: !self.on_demand.load(Ordering::SeqCst),
             }),
+            ControlOp::Retire {} => {
+                if !self.on_demand.load(Ordering::SeqCst) {
+                    return Err((
+                        ControlErrorCode::Conflict,
+                        "this gate is kept by `boxmaker serve`; restart `serve` to make it \
+                         read a changed config"
+                            .into(),
+                    ));
+                }
+                self.retiring.store(true, Ordering::SeqCst);
+                // Before the answer: once the client reads it, no new connection reaches
+                // this gate (the lock is still held, so these are this gate's sockets).
+                for sock in [statedir::AGENT_SOCKET, statedir::CONTROL_SOCKET] {
+                    let _ = std::fs::remove_file(self.config.gate.state.join(sock));
+                }
+                Ok(ControlAnswer::Retiring {})
+            }
             ControlOp::ListApprovals { all } => {
                 let filter = if all {
                     ApprovalFilter::All
@@ -1158,7 +1233,7 @@ fn ask_reason(grants: &Grants, req: &ToolRequest, taint: Taint, now: Timestamp) 
     }
 }
 
-/// The floor label of a tool's `failed` answers (SPEC §3.2): the `[[tool]]` of that name, or
+/// The floor label of a tool's `failed` answers (docs/spec.md §3.2): the `[[tool]]` of that name, or
 /// for a downstream server's exposed tool (`PREFIX_NAME`) the highest label of every server
 /// that could expose it, each raised to the highest class of the mounts its box shows (a
 /// server can read every mount, and an error it returns can carry what it read). A name no

@@ -1,4 +1,4 @@
-//! The gate role (SPEC §1, §3.2, §3.3, §6): it decides every call, holds the calls that
+//! The gate role (docs/spec.md §1, §3.2, §3.3, §6): it decides every call, holds the calls that
 //! need a person, raises taint before it releases a result, and owns all state.
 //!
 //! **Owns**: the gate's durable state — sessions and their taint, approvals and their states,
@@ -26,7 +26,7 @@
 //!   [`link::RunnerLink`], which asks it over a frame stream and fails every call (never
 //!   hangs) when the runner dies or misbehaves; and [`link::RunnerHandle`], whose link the
 //!   supervisor replaces when it restarts the runner.
-//! - [`gate`] — [`gate::Gate`]: the request loop of SPEC §3.3 (decide, hold for approval,
+//! - [`gate`] — [`gate::Gate`]: the request loop of docs/spec.md §3.3 (decide, hold for approval,
 //!   re-check on approval, run, commit the taint, audit, answer), approval expiry, and the
 //!   handler of the operator's control requests.
 //! - [`serve`] — the connection loops over any stream ([`serve::serve_agent`],

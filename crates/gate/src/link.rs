@@ -1,4 +1,4 @@
-//! The gate's side of the runner connection (SPEC §1): [`ToolRunner`], the one thing the gate
+//! The gate's side of the runner connection (docs/spec.md §1): [`ToolRunner`], the one thing the gate
 //! asks of a runner, and [`RunnerLink`], which asks it over a frame stream.
 //!
 //! The gate trusts the runner to run tools, not to speak well. The link is an allowlist in

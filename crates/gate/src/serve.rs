@@ -50,11 +50,7 @@ static CALL_THREADS: Slots = Slots {
     freed: Condvar::new(),
 };
 
-/// The agent socket's file name in the state directory.
-pub const AGENT_SOCKET: &str = "agent.sock";
-
-/// The control socket's file name in the state directory.
-pub const CONTROL_SOCKET: &str = "control.sock";
+pub use statedir::{AGENT_SOCKET, CONTROL_SOCKET};
 
 /// Why a connection loop stopped other than by the peer closing cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -413,7 +409,8 @@ pub fn bind_control_socket(state_dir: &Path) -> Result<UnixListener, SocketError
 
 /// Binds `state_dir/name` with mode `0600`: refuses a path that exists and is not a socket,
 /// or a socket another process still serves; removes a stale one. The socket is bound in a
-/// fresh `0700` directory, made `0600`, then renamed into place.
+/// fresh `0700` directory, made `0600`, then renamed into place; the bind goes through
+/// [`statedir::bind`], so the directory's path may be of any length.
 fn bind_private(state_dir: &Path, name: &str) -> Result<UnixListener, SocketError> {
     DirBuilder::new()
         .recursive(true)
@@ -426,7 +423,7 @@ fn bind_private(state_dir: &Path, name: &str) -> Result<UnixListener, SocketErro
     let path = state_dir.join(name);
     match fs::symlink_metadata(&path) {
         Ok(md) if md.file_type().is_socket() => {
-            if UnixStream::connect(&path).is_ok() {
+            if statedir::connect(state_dir, name).is_ok() {
                 return Err(SocketError::InUse { path });
             }
             fs::remove_file(&path).map_err(|source| SocketError::RemoveStale {
@@ -451,7 +448,8 @@ fn bind_private(state_dir: &Path, name: &str) -> Result<UnixListener, SocketErro
         })?;
     let tmp = tmp_dir.join(name);
     let bound = (|| {
-        let listener = UnixListener::bind(&tmp).map_err(|source| SocketError::Bind {
+        // Through the directory's descriptor: no state-directory length breaks the bind.
+        let listener = statedir::bind(&tmp_dir, name).map_err(|source| SocketError::Bind {
             path: path.clone(),
             source,
         })?;

@@ -1,10 +1,10 @@
 //! The gate's durable state: one SQLite database, `boxmaker.db`, in the state directory
-//! (SPEC §6).
+//! (docs/spec.md §6).
 //!
 //! It holds three things:
-//! - **sessions** and their taint (SPEC §3.2). Taint only rises ([`Store::raise_taint`]);
+//! - **sessions** and their taint (docs/spec.md §3.2). Taint only rises ([`Store::raise_taint`]);
 //!   only an operator's [`Store::reset_session`] lowers it.
-//! - **approvals** and their states (SPEC §3.3 step 6): `pending` → `approved` | `refused` |
+//! - **approvals** and their states (docs/spec.md §3.3 step 6): `pending` → `approved` | `refused` |
 //!   `expired` | `withdrawn`, and an approved one is consumed once ([`Store::mark_used`]),
 //!   like a one-shot permission in OpenSSH's monitor.
 //! - **grants added at run time**, kept after revocation with the time they were revoked.
@@ -175,7 +175,7 @@ fn sql(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
 // Row types
 
 /// A session's taint as stored: the highest class it has been shown, and whether it has seen
-/// untrusted content (SPEC §3.2). The lead converts it to and from `policy::Taint`.
+/// untrusted content (docs/spec.md §3.2). The lead converts it to and from `policy::Taint`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct StoredTaint {
     pub class: DataClass,
@@ -680,7 +680,7 @@ impl Store {
         Ok(read_taint(&self.conn, session)?.unwrap_or(StoredTaint::START))
     }
 
-    /// Raises the session's taint by a result's label (SPEC §3.2) and returns the new taint.
+    /// Raises the session's taint by a result's label (docs/spec.md §3.2) and returns the new taint.
     ///
     /// Only raises: `class := max(class, class')`, `untrusted |= untrusted'`. Creates the
     /// session if it is new, and counts the result. Durable when it returns: the gate may
@@ -963,7 +963,7 @@ impl Store {
     /// of an approval that is not `approved`, is an error.
     ///
     /// It does not look at the expiry: the person decided in time. The gate still decides
-    /// steps 1–4 again at this moment (SPEC §3.3 step 6) before it runs the call.
+    /// steps 1–4 again at this moment (docs/spec.md §3.3 step 6) before it runs the call.
     pub fn mark_used(&mut self, id: &str, now: Timestamp) -> Result<ApprovalRow, StoreError> {
         let tx = self.write("use an approval")?;
         let mut row = get_approval(&tx, id)?

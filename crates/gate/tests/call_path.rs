@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! SPEC §3.3 on the call path: every step reaches its final answer, taint is committed
+//! docs/spec.md §3.3 on the call path: every step reaches its final answer, taint is committed
 //! before an answer is released, and approvals are held, re-checked, refused and expired.
 
 mod common;
@@ -402,4 +402,32 @@ fn test_64_concurrent_calls_across_16_sessions_are_all_answered() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn test_a_builtin_call_with_bad_arguments_fails_before_any_person_is_asked() {
+    let h = H::new();
+    // `run` takes `argv`; `command` is what a model guesses. Nobody may be asked to approve
+    // a call that can never run.
+    let r = h.call("s1", 1, "argv_run", r#"{"command":"ls"}"#);
+    let ToolResponse::Failed { message } = &r else {
+        panic!("{r:?}");
+    };
+    assert!(message.contains("unknown field `command`"), "{message}");
+    assert!(
+        message.contains("argv"),
+        "the decoder's own words name the field: {message}"
+    );
+    assert!(h.store().approvals(ApprovalFilter::All).unwrap().is_empty());
+    assert_eq!(h.events(), ["request", "decision", "result"]);
+    // The taint is untouched: nothing ran.
+    assert_eq!(h.taint("s1"), (DataClass::Public, false));
+    // Good arguments still ask.
+    let (approval, _, held) = h.call_held("s1", 2, "argv_run", r#"{"argv":["true"]}"#);
+    assert!(approval.starts_with("ap-"));
+    h.control(ControlOp::Refuse {
+        approval,
+        reason: None,
+    });
+    assert_eq!(held.join().unwrap(), denied(DenyReason::ApprovalRefused));
 }

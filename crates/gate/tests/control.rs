@@ -43,12 +43,28 @@ fn test_control_status() {
     let h = H::new();
     let mut op = Operator::connect(&h.gate);
     match op.ask(ControlOp::Status {}) {
-        ControlAnswer::Status { version, pid } => {
+        ControlAnswer::Status {
+            version,
+            pid,
+            config,
+            kept,
+        } => {
             assert_eq!(version, env!("CARGO_PKG_VERSION"));
             assert_eq!(pid, std::process::id());
+            assert_eq!(config, h.gate.config().fingerprint);
+            assert!(kept, "a gate nobody marked on demand is kept");
         }
         other => panic!("{other:?}"),
     }
+    // A kept gate does not retire; one started on demand does, and its sockets go first.
+    match op.ask(ControlOp::Retire {}) {
+        ControlAnswer::Error { code, .. } => assert_eq!(code, ControlErrorCode::Conflict),
+        other => panic!("{other:?}"),
+    }
+    assert!(!h.gate.retire_requested());
+    h.gate.set_on_demand();
+    assert_eq!(op.ask(ControlOp::Retire {}), ControlAnswer::Retiring {});
+    assert!(h.gate.retire_requested());
 }
 
 #[test]
@@ -190,7 +206,7 @@ fn test_control_grants_list_add_revoke_take_effect_and_are_audited() {
     let mut op = Operator::connect(&h.gate);
     match op.ask(ControlOp::ListGrants {}) {
         ControlAnswer::Grants { items } => {
-            assert_eq!(items.len(), 8);
+            assert_eq!(items.len(), 9);
             assert_eq!(items[0].id, "config:1");
             assert_eq!(items[0].grant.tool, "read");
             assert_eq!(items[2].grant.max_class, DataClass::Public);
@@ -216,8 +232,8 @@ fn test_control_grants_list_add_revoke_take_effect_and_are_audited() {
     ));
     match op.ask(ControlOp::ListGrants {}) {
         ControlAnswer::Grants { items } => {
-            assert_eq!(items.len(), 9);
-            assert_eq!(items[8].id, "rt-1");
+            assert_eq!(items.len(), 10);
+            assert_eq!(items[9].id, "rt-1");
         }
         other => panic!("{other:?}"),
     }

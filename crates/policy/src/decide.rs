@@ -1,4 +1,4 @@
-//! The decision for one request (SPEC §3.3 steps 1–5), and its explanation.
+//! The decision for one request (docs/spec.md §3.3 steps 1–5), and its explanation.
 //!
 //! [`decide`] visits only the grants whose tool pattern can match (see [`Grants`]) and
 //! folds each into order-independent flags; the decision is then read off the flags in the
@@ -17,7 +17,7 @@ use crate::taint::Taint;
 pub enum Decision {
     /// Run it.
     Allow,
-    /// Hold it until a person approves it (SPEC §3.3 step 6).
+    /// Hold it until a person approves it (docs/spec.md §3.3 step 6).
     Ask,
     /// Refuse it, for this reason.
     Deny(DenyReason),
@@ -87,7 +87,7 @@ impl Tally {
 }
 
 /// Decides whether `session`, whose taint is `taint`, may call `tool` at `now`
-/// (SPEC §3.3 steps 1–5). Pure: the same inputs always give the same decision, whatever
+/// (docs/spec.md §3.3 steps 1–5). Pure: the same inputs always give the same decision, whatever
 /// the order of the grants.
 pub fn decide(
     grants: &Grants,

@@ -112,12 +112,12 @@ impl Grant {
         self.expires.is_none_or(|t| now < t)
     }
 
-    /// Does the grant admit a session with this taint (SPEC §3.3 step 4)?
+    /// Does the grant admit a session with this taint (docs/spec.md §3.3 step 4)?
     pub fn admits(&self, taint: Taint) -> bool {
         taint.class() <= self.max_class && !(taint.untrusted() && self.if_untrusted == Effect::Deny)
     }
 
-    /// Does an admitting grant run the call without asking (SPEC §3.3 step 5)?
+    /// Does an admitting grant run the call without asking (docs/spec.md §3.3 step 5)?
     pub fn runs(&self, taint: Taint) -> bool {
         self.effect == Effect::Allow && !(taint.untrusted() && self.if_untrusted == Effect::Ask)
     }

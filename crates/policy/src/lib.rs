@@ -1,7 +1,7 @@
 //! `policy` — the decision at the heart of boxmaker: may this session call this tool now?
 //!
 //! **Owns:** glob patterns over tool names and session ids, a session's taint and how it
-//! rises, grants and the indexed set that holds them, and [`decide()`] — SPEC §3.3 steps 1–5
+//! rises, grants and the indexed set that holds them, and [`decide()`] — docs/spec.md §3.3 steps 1–5
 //! as a pure function of the grants, the session, the tool, the taint and the time.
 //!
 //! **Must never:** do I/O of any kind (files, sockets, the clock, the environment), panic

@@ -1,4 +1,4 @@
-//! A session's taint: the highest label it has been shown (SPEC §3.2).
+//! A session's taint: the highest label it has been shown (docs/spec.md §3.2).
 
 use std::fmt;
 

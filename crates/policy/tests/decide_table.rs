@@ -1,4 +1,4 @@
-//! SPEC §3.3 steps 1–5, one row per step and per boundary.
+//! docs/spec.md §3.3 steps 1–5, one row per step and per boundary.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

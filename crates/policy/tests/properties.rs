@@ -1,4 +1,4 @@
-//! Property tests of the decision against the promises of SPEC §3.2–3.3, and against a
+//! Property tests of the decision against the promises of docs/spec.md §3.2–3.3, and against a
 //! small reference model that is obviously correct: a linear scan over the grants in the
 //! words of the specification, with a naive recursive glob matcher.
 
@@ -26,7 +26,7 @@ fn ref_match(p: &str, n: &str) -> bool {
     ref_glob(&p, &n)
 }
 
-/// SPEC §3.3 steps 1–5, read aloud.
+/// docs/spec.md §3.3 steps 1–5, read aloud.
 fn reference(grants: &[Grant], session: &str, tool: &str, taint: Taint, now: u64) -> Decision {
     let live = |g: &Grant| g.expires.is_none_or(|t| now < t.0);
     let matching: Vec<&Grant> = grants

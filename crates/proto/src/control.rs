@@ -1,4 +1,4 @@
-//! The operator's channel to the gate (SPEC §2.4): the CLI and the approval page send a
+//! The operator's channel to the gate (docs/spec.md §2.4): the CLI and the approval page send a
 //! [`ControlRequest`] over the control socket (`0600`, in the state directory) and get one
 //! [`ControlReply`] back.
 //!
@@ -40,6 +40,10 @@ pub struct ControlRequest {
 pub enum ControlOp {
     /// Is a gate serving here, and which?
     Status {},
+    /// A gate started on demand stops taking connections now and ends once the calls it
+    /// holds are answered (a client whose config changed asks this, then starts a new
+    /// gate). A gate kept by `boxmaker serve` answers `conflict`.
+    Retire {},
     /// Pending approvals, or every approval with `all`.
     ListApprovals {
         all: bool,
@@ -99,10 +103,17 @@ pub struct ControlReply {
     deny_unknown_fields
 )]
 pub enum ControlAnswer {
+    /// `config` is the fingerprint of the config the gate decides by; `kept` is true for a
+    /// gate that `boxmaker serve` keeps (it never retires on its own), false for one a
+    /// client started on demand (it ends when its last client does).
     Status {
         version: String,
         pid: u32,
+        config: String,
+        kept: bool,
     },
+    /// The gate retires: no new connection reaches it.
+    Retiring {},
     Approvals {
         items: Vec<ApprovalInfo>,
     },

@@ -1,4 +1,4 @@
-//! The frame codec (SPEC §2.3): a 4-byte big-endian length, then that many bytes of UTF-8
+//! The frame codec (docs/spec.md §2.3): a 4-byte big-endian length, then that many bytes of UTF-8
 //! JSON holding one [`Envelope`].
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Identifiers and labels that cross the wire (SPEC §2.1).
+//! Identifiers and labels that cross the wire (docs/spec.md §2.1).
 
 use std::fmt;
 use std::str::FromStr;

@@ -16,7 +16,7 @@
 //! 5. `strict` — the deserializer adapter that refuses arrays in place of objects.
 //!
 //! The JSON shape of every type is part of the format: field order, variant order and tag
-//! names are fixed by `SPEC.md` §2 and pinned by the fixtures in `tests/fixtures/`.
+//! names are fixed by `docs/spec.md` §2 and pinned by the fixtures in `tests/fixtures/`.
 
 #![forbid(unsafe_code)]
 

@@ -1,4 +1,4 @@
-//! The envelope and its messages (SPEC §2.2).
+//! The envelope and its messages (docs/spec.md §2.2).
 //!
 //! Field order and variant order are part of the format: encoding is canonical, and each
 //! value encodes to exactly the bytes of its fixture. Decoding is strict: an unknown or
@@ -117,7 +117,7 @@ pub enum ToolResponse {
     Denied { reason: DenyReason },
 }
 
-/// Why the gate refused a call (SPEC §3.3).
+/// Why the gate refused a call (docs/spec.md §3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", try_from = "String")]
 pub enum DenyReason {

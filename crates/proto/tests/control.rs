@@ -1,4 +1,4 @@
-//! SPEC §2.4: control messages use the same frames and the same strictness as the wire.
+//! docs/spec.md §2.4: control messages use the same frames and the same strictness as the wire.
 
 // Test code: a failed unwrap or panic here is a failed test, which is what we want.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -42,6 +42,7 @@ fn grant() -> GrantSpec {
 fn every_op() -> Vec<ControlOp> {
     vec![
         ControlOp::Status {},
+        ControlOp::Retire {},
         ControlOp::ListApprovals { all: true },
         ControlOp::Approve {
             approval: "ap-1".into(),
@@ -78,7 +79,10 @@ fn every_answer() -> Vec<ControlAnswer> {
         ControlAnswer::Status {
             version: "0.1.0".into(),
             pid: 42,
+            config: "ab12".into(),
+            kept: true,
         },
+        ControlAnswer::Retiring {},
         ControlAnswer::Approvals {
             items: vec![approval(), approval()],
         },

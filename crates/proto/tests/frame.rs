@@ -1,4 +1,4 @@
-//! SPEC §2.3: the frame codec, byte for byte, and every way a peer can lie about a frame.
+//! docs/spec.md §2.3: the frame codec, byte for byte, and every way a peer can lie about a frame.
 
 // Test code: a failed unwrap or panic here is a failed test, which is what we want.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,4 @@
-//! SPEC §2.1–2.2: every fixture decodes to the value spelled out here and encodes back to
+//! docs/spec.md §2.1–2.2: every fixture decodes to the value spelled out here and encodes back to
 //! its exact bytes; every strictness rule is a decode error.
 
 // Test code: a failed unwrap or panic here is a failed test, which is what we want.

@@ -1,4 +1,4 @@
-//! Cutting content so a `result` always fits in one frame (SPEC §3.4).
+//! Cutting content so a `result` always fits in one frame (docs/spec.md §3.4).
 //!
 //! A tool never causes a `TooLarge`. The envelope that finally carries a result may be
 //! re-wrapped by the gate with another `id`, so the budget is computed for the longest

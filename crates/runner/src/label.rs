@@ -1,4 +1,4 @@
-//! Labels (SPEC §3.4): the runner labels each result, never the tool.
+//! Labels (docs/spec.md §3.4): the runner labels each result, never the tool.
 //!
 //! `class = max(tool.class, class of every mount the tool read under)`; `untrusted` is the
 //! tool's. A path is under the innermost mount whose `at` is a whole-component prefix of it

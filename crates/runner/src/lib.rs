@@ -2,13 +2,14 @@
 //! its session's box, and answers `result` or `failed`, labelled.
 //!
 //! **Owns:** tool definitions, the mount table, box templates, session workspaces, and the
-//! label of every result (SPEC §3.4: the runner labels, never the tool).
+//! label of every result (docs/spec.md §3.4: the runner labels, never the tool).
 //!
 //! **Must never:** decide policy, write the gate's state, or trust a tool's output to say what
 //! it is. It trusts the gate and nothing it runs.
 //!
 //! Reading order:
-//! 1. [`builtin`] — the builtin tools and their strictly decoded arguments.
+//! 1. [`builtin`] — the builtin tools and their strictly decoded arguments (`config::args`,
+//!    shared with the gate).
 //! 2. [`fit`] — cutting content so a result always fits in one frame.
 //! 3. [`label`] — the class of a result, from the tool's floor and the mounts it read.
 //! 4. [`inbox`] — the file tools' half that runs inside the box.
@@ -19,7 +20,7 @@
 
 #![forbid(unsafe_code)]
 
-pub mod builtin;
+pub use config::args as builtin;
 pub mod downstream;
 pub mod fit;
 pub mod inbox;

@@ -46,6 +46,21 @@ pub enum RunnerError {
     Unprotected(String),
 }
 
+/// How long an ended connection session's workspace is kept after its last call started
+/// (see [`Runner::sweep_workspaces`]).
+pub const WORKSPACE_KEEP: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Whether `name` is a session `boxmaker mcp` made for one connection: `mcp-` and 16
+/// lower-case hex digits.
+pub fn is_connection_session(name: &str) -> bool {
+    name.strip_prefix("mcp-").is_some_and(|hex| {
+        hex.len() == 16
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
 /// The runner role's state: the config, where workspaces live, and how boxes are started.
 #[derive(Debug, Clone)]
 pub struct Runner {
@@ -200,11 +215,48 @@ impl Runner {
         spec
     }
 
-    /// Creates `session`'s workspace if it does not exist yet (mode 0700).
+    /// Creates `session`'s workspace if it does not exist yet (mode 0700), and marks it used
+    /// now (its modification time), which is what [`Runner::sweep_workspaces`] goes by.
     pub fn ensure_workspace(&self, session: &SessionId) -> Result<PathBuf, RunnerError> {
         let path = self.workspace(session);
         create_private_dir(&path)?;
+        self.touch_workspace(session);
         Ok(path)
+    }
+
+    /// Marks `session`'s workspace used now (its modification time), if it exists.
+    pub fn touch_workspace(&self, session: &SessionId) {
+        if let Ok(dir) = std::fs::File::open(self.workspace(session)) {
+            let _ = dir.set_modified(std::time::SystemTime::now());
+        }
+    }
+
+    /// Removes the workspaces of ended connection sessions: a session `boxmaker mcp` made
+    /// for one connection (`mcp-` and 16 hex digits, random, never made again) whose last
+    /// call started more than [`WORKSPACE_KEEP`] ago. Its taint record and audit trail stay
+    /// with the gate; a named session's workspace (`--session`) stays until the session is
+    /// reset. Returns how many were removed. The runner sweeps when it starts.
+    pub fn sweep_workspaces(&self) -> usize {
+        let Ok(entries) = std::fs::read_dir(&self.workspaces) else {
+            return 0;
+        };
+        let now = std::time::SystemTime::now();
+        let mut removed = 0;
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if !is_connection_session(name) {
+                continue;
+            }
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > WORKSPACE_KEEP);
+            if old && std::fs::remove_dir_all(e.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
     }
 
     /// `boxmaker box exec`: runs `argv` in `session`'s box with this process's stdin, stdout
@@ -250,7 +302,7 @@ impl Runner {
         ))
     }
 
-    /// Refuses to serve where a protection the config requires is missing (SPEC §4: the
+    /// Refuses to serve where a protection the config requires is missing (docs/spec.md §4: the
     /// runner refuses to start, with the report, rather than run tools unconfined).
     pub fn check_machine(config: &Config) -> Result<(), RunnerError> {
         let report = sandbox::doctor(&requirements(&config.limits));
@@ -438,7 +490,7 @@ pub(crate) fn prefix(s: &str, n: usize) -> &str {
 }
 
 /// The longest `failed` message, in bytes: even if every byte escapes to six in JSON it fits
-/// a frame with room to spare (a tool never causes a `TooLarge`, SPEC §3.4). Every `failed`
+/// a frame with room to spare (a tool never causes a `TooLarge`, docs/spec.md §3.4). Every `failed`
 /// the runner sends is made here, so no message — a server's error text, a box's last
 /// words — can break the connection every session shares.
 pub const MAX_FAILED: usize = 64 * 1024;
@@ -505,6 +557,42 @@ fn create_private_dir(path: &Path) -> Result<(), RunnerError> {
             path: path.to_path_buf(),
             source,
         }),
+    }
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::*;
+
+    #[test]
+    fn only_old_connection_sessions_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Arc::new(config::parse("", "t.toml", dir.path()).unwrap());
+        let r = Runner::with_binary(cfg, dir.path(), "/bin/true".into()).unwrap();
+        let old_conn = SessionId::new("mcp-0123456789abcdef").unwrap();
+        let new_conn = SessionId::new("mcp-fedcba9876543210").unwrap();
+        let named = SessionId::new("project").unwrap();
+        for s in [&old_conn, &new_conn, &named] {
+            let w = r.ensure_workspace(s).unwrap();
+            std::fs::write(w.join("f"), "x").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - WORKSPACE_KEEP * 2;
+        for s in [&old_conn, &named] {
+            std::fs::File::open(r.workspace(s))
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        assert_eq!(r.sweep_workspaces(), 1);
+        assert!(!r.workspace(&old_conn).exists());
+        assert!(r.workspace(&new_conn).join("f").exists());
+        assert!(
+            r.workspace(&named).join("f").exists(),
+            "a named session's stays"
+        );
+        assert!(is_connection_session("mcp-0123456789abcdef"));
+        assert!(!is_connection_session("mcp-0123"));
+        assert!(!is_connection_session("mcp-0123456789ABCDEF"));
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! The runner trusts the gate, but it still answers only what the gate may send: a frame
 //! that is not an envelope, an envelope of another version, or a message that is not a
-//! `tool_request` gets an `error` envelope and the connection is closed (SPEC §2.3). Calls
+//! `tool_request` gets an `error` envelope and the connection is closed (docs/spec.md §2.3). Calls
 //! run on their own threads, at most [`MAX_IN_FLIGHT`] at once; past that the loop stops
 //! reading until one finishes, so a flood turns into back-pressure, not into threads.
 

@@ -71,7 +71,13 @@ pub(crate) fn run(c: Child<'_>) -> ! {
             reap(&c, command)
         }
         Err(e) => {
-            send(&c.report, message::ERROR, e.to_string().as_bytes());
+            // The helper wraps what it reads in `Error::Setup`: a setup error is sent as its
+            // own words, so a person reads "box setup failed" once.
+            let words = match &e {
+                Error::Setup(why) => why.clone(),
+                other => other.to_string(),
+            };
+            send(&c.report, message::ERROR, words.as_bytes());
             sys::exit_now(126)
         }
     }
@@ -247,8 +253,39 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
     // the caller's) starts the command in /work, with SIGPIPE back to its default (the Rust
     // runtime ignores it, and an ignored signal stays ignored across exec). A failed exec
     // comes back here as an error.
-    sys::spawn(&program, &argv, &env, c"/work")
-        .map_err(|e| Error::Setup(format!("exec {}: {e}", c.spec.argv[0])))
+    sys::spawn(&program, &argv, &env, c"/work").map_err(|e| Error::Setup(exec_failed(c.spec, &e)))
+}
+
+/// Why the command could not start, in words that say what to change: a program that is
+/// not inside the box is named with what the box does see.
+fn exec_failed(spec: &Spec, e: &std::io::Error) -> String {
+    let name = &spec.argv[0];
+    if e.kind() != std::io::ErrorKind::NotFound {
+        return format!("exec {name}: {e}");
+    }
+    let mut seen: Vec<String> = ["/usr", "/bin", "/lib", "/lib64", "/sbin", "/work", "/tmp"]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+    seen.extend(spec.mounts.iter().map(|m| m.at.display().to_string()));
+    let seen = seen.join(", ");
+    if name.contains('/') {
+        format!(
+            "{name} is not inside the box: no file is there in the box, which sees only \
+             {seen}; mount the directory that holds it (a [[mount]]), or name a program inside \
+             one of these"
+        )
+    } else {
+        let env = spec.environment();
+        let path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map_or("", |(_, v)| v.as_str());
+        format!(
+            "{name} is not on the box's PATH ({path}); the box sees only {seen}: give the \
+             program's full path inside one of these, or mount the directory that holds it"
+        )
+    }
 }
 
 /// Reads one go-ahead message from the helper; returns the descriptors it carried.

@@ -1,4 +1,4 @@
-//! # sandbox — the box every tool runs in (SPEC §4)
+//! # sandbox — the box every tool runs in (docs/spec.md §4)
 //!
 //! **Owns:** building a Linux box around one command and running it there: user, mount, pid,
 //! ipc, uts, cgroup and (unless `network`) network namespaces; `pivot_root` into a fresh,

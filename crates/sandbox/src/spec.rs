@@ -1,5 +1,5 @@
 //! What a box is asked to be: the [`Spec`] a caller builds and the helper process receives
-//! (as JSON over a socket). Plain data with defaults from SPEC §4; [`Spec::validate`] refuses
+//! (as JSON over a socket). Plain data with defaults from docs/spec.md §4; [`Spec::validate`] refuses
 //! what the box cannot build safely before any namespace exists.
 
 use std::collections::BTreeMap;
@@ -63,7 +63,7 @@ pub struct Mount {
     pub write: bool,
 }
 
-/// Resource limits. Defaults follow SPEC §4.
+/// Resource limits. Defaults follow docs/spec.md §4.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {

@@ -32,14 +32,17 @@ state = "state"
 approval_ttl = 60
 log_arguments = false
 
+# The gate's tests steer a fake runner through the arguments (see `fake_answer`), which a
+# builtin tool's decoder would refuse before anything ran: these tools are servers the
+# fake runner stands for.
 [[tool]]
 name = "read"
-builtin = "read_file"
+mcp = ["fake-read"]
 class = "internal"
 
 [[tool]]
 name = "secret_read"
-builtin = "read_file"
+mcp = ["fake-secret-read"]
 class = "secret"
 
 [[tool]]
@@ -51,7 +54,7 @@ network = true
 
 [[tool]]
 name = "run"
-builtin = "run"
+mcp = ["fake-run"]
 class = "internal"
 
 [[grant]]
@@ -89,6 +92,15 @@ effect = "deny"
 tool = "old"
 effect = "allow"
 expires = 1000
+
+# A real builtin: its arguments are checked by the gate before anyone is asked.
+[[tool]]
+name = "argv_run"
+builtin = "run"
+
+[[grant]]
+tool = "argv_run"
+effect = "ask"
 "#;
 
 pub fn sid(s: &str) -> SessionId {

@@ -2,7 +2,7 @@
 //!
 //! Content blocks pass through in MCP form (text, image, audio, resource links, embedded
 //! resources) inside a [`catalog::Content`], and the whole answer is cut to fit one frame
-//! (SPEC §3.4) without ever producing JSON the front cannot read: first the structured
+//! (docs/spec.md §3.4) without ever producing JSON the front cannot read: first the structured
 //! content goes, then the largest non-text blocks are replaced by a sentence that says what
 //! was left out, then blocks past the last whole one that fits are dropped (with a count),
 //! and if not even the first fits, its text is cut. `isError: true` becomes `failed` with the server's text.

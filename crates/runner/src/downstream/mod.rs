@@ -1,4 +1,4 @@
-//! Downstream MCP servers, each in its session's box (SPEC §4, last paragraph).
+//! Downstream MCP servers, each in its session's box (docs/spec.md §4, last paragraph).
 //!
 //! A `[[tool]]` with `mcp = [...]` is a server. The first call in a session to one of its
 //! tools starts it in that session's box (the session's `/work`, the config's mounts, the
@@ -424,6 +424,8 @@ impl Runner {
         args: serde_json::Map<String, serde_json::Value>,
     ) -> ToolResponse {
         let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
+        // Every call marks the workspace used, a running server's too (the sweep goes by it).
+        self.touch_workspace(&req.session);
         let slot = self.hub().slot(&req.session, &tool.name);
         let instance = {
             let mut g = slot.lock().await;
@@ -650,7 +652,8 @@ impl Runner {
             Ok(r) => r,
             Err(why) => {
                 let why = get_reason(&reason).map_or(why.clone(), |r| format!("{why}: {r}"));
-                return Err(why + &tokio::task::block_in_place(|| ended(&boxed, &stderr)));
+                let ended = tokio::task::block_in_place(|| ended(&boxed, &stderr));
+                return Err(why + &ended + &network_hint(tool, argv));
             }
         };
         self.start_reaper();
@@ -768,6 +771,26 @@ impl Runner {
         drop(dir);
         result
     }
+}
+
+/// Launchers that fetch the server they run before starting it.
+const FETCHERS: &[&str] = &["npx", "uvx", "pipx", "bunx", "pnpx", "pnpm", "yarn", "deno"];
+
+/// A hint for a server that could not start, when its command line fetches a package first
+/// and its box has no network: that, not the server, is the likely cause.
+fn network_hint(tool: &Tool, argv: &[String]) -> String {
+    let program = argv
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a))
+        .unwrap_or_default();
+    if tool.network || !FETCHERS.contains(&program) {
+        return String::new();
+    }
+    format!(
+        " (`{program}` usually downloads the server before it runs, and this tool's box has \
+         no network: install the server once and mount it, or set `network = true` on the \
+         tool — see the README's \"Put an MCP server you already use behind boxmaker\")"
+    )
 }
 
 fn refused(entry: &Entry) -> ToolResponse {

@@ -1,4 +1,8 @@
-//! The builtin tools' arguments, decoded strictly from the model's JSON text.
+//! The builtin tools' arguments, decoded strictly from the model's JSON text — one decoder
+//! for both roles that need it: the gate checks a call's arguments with it **before** it
+//! decides to ask a person (a call that can never run is refused at once, in the decoder's
+//! own words, and nobody is asked to approve it), and the runner decodes them with it before
+//! the tool runs.
 //!
 //! The model's arguments are untrusted text. They must be one JSON object with exactly the
 //! tool's keys: not JSON, an array, a missing or extra key, a duplicated key, or a wrong type
@@ -6,7 +10,7 @@
 //! a person approving `{"path":"/work/a","path":"/etc/b"}` must never see one path while the
 //! tool uses the other.
 
-pub use config::Builtin;
+pub use crate::Builtin;
 use serde::Deserialize;
 
 /// `read_file {"path"}`: a UTF-8 text file.

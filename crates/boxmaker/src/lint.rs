@@ -1,0 +1,167 @@
+//! What a config says that will not work, found when a person runs `check` or `doctor`
+//! rather than at the first call: a mount whose host path is not there (every box would fail
+//! to start), and a grant that names no tool boxmaker has (a typo that silently grants
+//! nothing), with the closest tool name.
+
+use catalog::{Catalog, ToolsFile};
+use config::{Config, ToolKind};
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// True when boxes cannot run as configured (`doctor` then fails).
+    pub blocks_boxes: bool,
+    pub text: String,
+}
+
+/// Every finding for `cfg`, in file order (mounts, then grants).
+pub fn lint(cfg: &Config) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for m in &cfg.mounts {
+        match std::fs::metadata(&m.host) {
+            Ok(md) if md.is_dir() || md.is_file() => {}
+            Ok(_) => out.push(Finding {
+                blocks_boxes: true,
+                text: format!(
+                    "mount {}: its host path {} is neither a directory nor a file; every box \
+                     would fail to start",
+                    m.at.display(),
+                    m.host.display()
+                ),
+            }),
+            Err(e) => out.push(Finding {
+                blocks_boxes: true,
+                text: format!(
+                    "mount {}: its host path {} cannot be used ({}); every box would fail to \
+                     start until it exists",
+                    m.at.display(),
+                    m.host.display(),
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        "it does not exist".to_string()
+                    } else {
+                        e.to_string()
+                    }
+                ),
+            }),
+        }
+    }
+    // The downstream tools as last discovered, if discovery ran (a lint never starts one).
+    let catalog = ToolsFile::load(&cfg.gate.state)
+        .map(|f| Catalog::build(cfg, &f))
+        .unwrap_or_default();
+    let mut names: Vec<String> = cfg
+        .tools
+        .iter()
+        .filter(|t| matches!(t.kind, ToolKind::Builtin(_)))
+        .map(|t| t.name.clone())
+        .collect();
+    names.extend(catalog.entries().iter().map(|e| e.exposed.clone()));
+    for (i, g) in cfg.grants.iter().enumerate() {
+        let pattern = &g.tool;
+        if names.iter().any(|n| pattern.matches(n))
+            || could_match_undiscovered(cfg, &catalog, pattern)
+        {
+            continue;
+        }
+        let closest = names
+            .iter()
+            .map(|n| (distance(pattern.as_str(), n), n))
+            .filter(|(d, n)| *d <= (n.len() / 3).max(2))
+            .min();
+        out.push(Finding {
+            blocks_boxes: false,
+            text: format!(
+                "grant {} (tool {:?}) names no configured tool and matches no downstream tool, \
+                 so it grants nothing{}",
+                i + 1,
+                pattern.as_str(),
+                closest.map_or(String::new(), |(_, n)| format!("; did you mean {n:?}?"))
+            ),
+        });
+    }
+    out
+}
+
+/// Whether `pattern` could match a tool of a downstream server whose tools are not
+/// discovered yet: its exposed names are `PREFIX_…`, so a pattern whose literal start agrees
+/// with `PREFIX_` may match one.
+fn could_match_undiscovered(cfg: &Config, catalog: &Catalog, pattern: &policy::Pattern) -> bool {
+    cfg.tools.iter().any(|t| {
+        let Some(prefix) = t.exposed_prefix() else {
+            return false;
+        };
+        let discovered = catalog.entries().iter().any(|e| e.server == t.name);
+        if discovered {
+            return false;
+        }
+        let start = format!("{prefix}_");
+        let lit = pattern.literal_prefix();
+        prefix.is_empty() || lit.starts_with(&start) || start.starts_with(lit)
+    })
+}
+
+/// The edit distance between `a` and `b` (Levenshtein, by bytes; names are ASCII).
+fn distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(text: &str) -> Config {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[gate]\nstate = \"{}\"\n{text}",
+            dir.path().join("s").display()
+        );
+        config::parse(&text, "t.toml", dir.path()).unwrap()
+    }
+
+    #[test]
+    fn a_missing_mount_blocks_boxes() {
+        let c = cfg("[[mount]]\nhost = \"/nonexistent/boxmaker-notes\"\nat = \"/data/n\"\n");
+        let f = lint(&c);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].blocks_boxes);
+        assert!(f[0].text.contains("does not exist"), "{}", f[0].text);
+    }
+
+    #[test]
+    fn a_grant_for_no_tool_is_named_with_the_closest_one() {
+        let c = cfg("[[tool]]\nname = \"read_file\"\nbuiltin = \"read_file\"\n\
+             [[tool]]\nname = \"fs\"\nmcp = [\"/usr/bin/true\"]\n\
+             [[grant]]\ntool = \"raed_file\"\neffect = \"allow\"\n\
+             [[grant]]\ntool = \"read_*\"\neffect = \"allow\"\n\
+             [[grant]]\ntool = \"fs_*\"\neffect = \"allow\"\n\
+             [[grant]]\ntool = \"*\"\neffect = \"deny\"\n\
+             [[grant]]\ntool = \"zzzzzzzzzz\"\neffect = \"allow\"\n");
+        let f = lint(&c);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f[0].text.contains("grant 1") && f[0].text.contains("did you mean \"read_file\""));
+        assert!(!f[0].blocks_boxes);
+        assert!(f[1].text.contains("grant 5") && !f[1].text.contains("did you mean"));
+    }
+
+    #[test]
+    fn edit_distance() {
+        assert_eq!(distance("raed_file", "read_file"), 2);
+        assert_eq!(distance("", "abc"), 3);
+        assert_eq!(distance("run", "run"), 0);
+    }
+}

@@ -1,0 +1,702 @@
+//! Issue 11, a newcomer's first hour, driven through the real binary the way the newcomer
+//! did: a state directory of 200+ bytes for every command, two MCP clients on one config,
+//! a call that can never run, the approval hint from another directory, a missing config,
+//! a config that cannot work caught by `check` and `doctor`, one vocabulary for unknown and
+//! denied tools, local errors not blamed on the gate, and times a person reads.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
+const WAIT: Duration = Duration::from_secs(60);
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh directory for one test, whose path is at least `len` bytes long (in components of
+/// at most 60 bytes), wherever the project is cloned.
+fn long_dir(name: &str, len: usize) -> PathBuf {
+    let mut dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("newcomer")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut i = 0;
+    while dir.as_os_str().len() < len {
+        i += 1;
+        dir.push(format!("home-of-a-person-with-a-long-name-{i:02}"));
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `boxmaker init DIR`, plus `extra` appended to the config it wrote.
+fn init(dir: &Path, extra: &str) -> PathBuf {
+    let o = Command::new(BIN).arg("init").arg(dir).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let config = dir.join("boxmaker.toml");
+    if !extra.is_empty() {
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(extra);
+        std::fs::write(&config, text).unwrap();
+    }
+    config
+}
+
+fn run(config: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[track_caller]
+fn ok(config: &Path, args: &[&str]) -> String {
+    let o = run(config, args);
+    assert!(
+        o.status.success(),
+        "{args:?} exited {:?}: {}{}",
+        o.status.code(),
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// A `boxmaker call` that waits for approval: started, and its stderr read up to the line
+/// that names the approval. Returns the child and that line.
+fn call_pending(config: &Path, args: &str) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .args(["call", "--session", "s1", "run", args, "--config"])
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx
+        .recv_timeout(WAIT)
+        .unwrap_or_else(|e| panic!("no pending line from call: {e}"));
+    assert!(line.starts_with("pending approval ap-"), "{line}");
+    (child, line)
+}
+
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "a child did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The approval id in a `pending approval ap-… (…)` line.
+fn approval_of(line: &str) -> String {
+    line.split_whitespace().nth(2).unwrap().to_string()
+}
+
+/// Pids of `boxmaker __gate` processes for `config`.
+fn gate_pids(config: &Path) -> Vec<u32> {
+    let want = config.display().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let c = String::from_utf8_lossy(&c);
+                c.contains("__gate") && c.contains(&want)
+            })
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// A raw MCP client over stdio.
+
+struct Mcp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+    next: u64,
+}
+
+impl Mcp {
+    fn start(config: &Path) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["mcp", "--config"])
+            .arg(config)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && tx.send(v).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut m = Self {
+            child,
+            stdin,
+            lines,
+            next: 1,
+        };
+        let init = m.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "newcomer", "version": "0"}}),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+        m.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        m
+    }
+
+    fn send(&mut self, v: &Value) {
+        let w = self.stdin.as_mut().unwrap();
+        writeln!(w, "{v}").unwrap();
+        w.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("no answer to {method}: {e}"));
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    /// Closes stdin (the client goes away) and waits for the process to end.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        wait_exit(&mut self.child);
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn text_of(answer: &Value) -> String {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {answer}"))
+        .to_string()
+}
+
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn every_command_works_with_a_state_directory_of_200_bytes() {
+    let dir = long_dir("every-command", 200);
+    std::fs::create_dir_all(dir.join("notes")).unwrap();
+    std::fs::write(dir.join("notes/plan.txt"), "Q3 plan\n").unwrap();
+    let config = init(
+        &dir,
+        "\n[[mount]]\nhost = \"notes\"\nat = \"/data/notes\"\nclass = \"confidential\"\n",
+    );
+    let state = dir.join(".boxmaker");
+    assert!(
+        state.join("control.sock").as_os_str().len() > 200,
+        "the test must exercise a long path"
+    );
+
+    assert_eq!(
+        ok(
+            &config,
+            &["check", "--session", "s1", "--tool", "read_file"]
+        ),
+        "allow\n"
+    );
+    ok(&config, &["doctor"]);
+    ok(
+        &config,
+        &[
+            "call",
+            "--session",
+            "s1",
+            "write_file",
+            r#"{"path":"a.txt","content":"hi"}"#,
+        ],
+    );
+    assert_eq!(
+        ok(
+            &config,
+            &[
+                "call",
+                "--session",
+                "s1",
+                "read_file",
+                r#"{"path":"a.txt"}"#
+            ]
+        ),
+        "hi\n"
+    );
+    // An approval, decided from another process, then a refusal.
+    let (mut held, line) = call_pending(&config, r#"{"argv":["true"]}"#);
+    let id = approval_of(&line);
+    assert!(ok(&config, &["approvals"]).contains(&id));
+    ok(&config, &["approve", &id]);
+    assert!(wait_exit(&mut held).success());
+    let (mut held, line) = call_pending(&config, r#"{"argv":["false"]}"#);
+    ok(&config, &["refuse", &approval_of(&line)]);
+    assert_eq!(wait_exit(&mut held).code(), Some(3));
+
+    assert!(ok(&config, &["sessions"]).contains("s1"));
+    ok(&config, &["grants"]);
+    ok(&config, &["audit", "tail"]);
+    ok(&config, &["audit", "verify"]);
+    assert!(ok(&config, &["tools", "list"]).contains("no downstream tools"));
+    assert!(ok(&config, &["tools", "diff"]).contains("no changes"));
+    assert!(ok(&config, &["box", "show", "--session", "s1"]).contains("/data/notes"));
+    ok(&config, &["sessions", "reset", "s1"]);
+
+    // MCP over stdio.
+    let mut m = Mcp::start(&config);
+    let list = m.call("list_dir", json!({"path": "/work"}));
+    assert_eq!(list["result"]["isError"], json!(false), "{list}");
+    m.close();
+
+    // serve, and a call through it.
+    let mut serve = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let o = run(&config, &["sessions", "--json"]);
+        if o.status.success() && gate_pids(&config).len() == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "serve never served");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    ok(
+        &config,
+        &[
+            "call",
+            "--session",
+            "s2",
+            "read_file",
+            r#"{"path":"/data/notes/plan.txt"}"#,
+        ],
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status();
+    assert!(wait_exit(&mut serve).success());
+
+    // demo, with its throw-away state directory under the same long path.
+    let o = Command::new(BIN)
+        .arg("demo")
+        .env("TMPDIR", &dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn two_mcp_clients_on_one_config_never_strand_each_other() {
+    let dir = long_dir("two-clients", 0);
+    let config = init(&dir, "");
+    let mut a = Mcp::start(&config);
+    let mut b = Mcp::start(&config);
+    for m in [&mut a, &mut b] {
+        let r = m.call("list_dir", json!({"path": "/work"}));
+        assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    }
+    assert_eq!(
+        gate_pids(&config).len(),
+        1,
+        "one gate for the state directory"
+    );
+    // The client that started the gate goes away: the other one keeps working.
+    a.close();
+    std::thread::sleep(Duration::from_millis(500));
+    let r = b.call("list_dir", json!({"path": "/work"}));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    // Even if the gate itself dies, the next call finds (starts) one.
+    for pid in gate_pids(&config) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let r = b.call("list_dir", json!({"path": "/work"}));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    // When the last client is gone, so is the gate (it lingers a few seconds).
+    b.close();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !gate_pids(&config).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the gate outlived its last client"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_gate_started_on_an_older_config_is_replaced_by_the_next_client() {
+    let dir = long_dir("config-changed", 0);
+    let config = init(&dir, "");
+    let mut m = Mcp::start(&config);
+    let r = m.call("list_dir", json!({"path": "/work"}));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    // The person edits the config: `run` is now allowed without asking.
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            "effect = \"ask\"             # a person approves every command before it runs",
+            "effect = \"allow\"",
+        ),
+    )
+    .unwrap();
+    // A `call` now decides by the new config, not by the gate the MCP client keeps.
+    let o = run(
+        &config,
+        &[
+            "call",
+            "--session",
+            "s1",
+            "run",
+            r#"{"argv":["echo","new"]}"#,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("new"), "{}", stdout(&o));
+    // And the MCP client is not stranded: its next call reaches the new gate.
+    let r = m.call("list_dir", json!({"path": "/work"}));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+}
+
+#[test]
+fn a_call_that_can_never_run_is_refused_before_anyone_is_asked() {
+    let dir = long_dir("bad-arguments", 0);
+    let config = init(&dir, "");
+    let start = Instant::now();
+    let o = run(
+        &config,
+        &["call", "--session", "s1", "run", r#"{"command":"ls"}"#],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown field `command`, expected one of `argv`, `stdin`, `timeout`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("pending approval"), "{}", stderr(&o));
+    assert!(start.elapsed() < Duration::from_secs(20));
+    let pending: Value =
+        serde_json::from_str(&ok(&config, &["approvals", "--all", "--json"])).unwrap();
+    assert_eq!(pending["body"]["items"], json!([]), "{pending}");
+    // Over MCP too, for a builtin: a failed result at once, not a wait for a person.
+    let mut m = Mcp::start(&config);
+    let r = m.call("run", json!({"command": "ls"}));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(text_of(&r).contains("unknown field `command`"), "{r}");
+    // The README and the comments `init` writes list the arguments.
+    let written = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        written.contains(r#"run        {"argv": ["ls", "-l"]"#),
+        "{written}"
+    );
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    assert!(
+        readme.contains(r#"{"argv": ["ls", "-l"]"#),
+        "README lists run's arguments"
+    );
+}
+
+#[test]
+fn the_approval_hint_is_a_command_that_works_from_any_directory() {
+    let dir = long_dir("approval-hint", 0);
+    let config = init(&dir, "");
+    let (mut held, line) = call_pending(&config, r#"{"argv":["echo","approved"]}"#);
+    let command = line
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command in {line}"));
+    assert!(command.starts_with("boxmaker approve ap-"), "{line}");
+    assert!(
+        command.contains(&format!("--config {}", config.display())),
+        "{line}"
+    );
+    // Typed as shown, from another directory (the shell is not needed: the path has no
+    // characters a shell would treat specially).
+    let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let o = Command::new(BIN)
+        .args(&words)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(wait_exit(&mut held).success());
+    let out = std::io::read_to_string(held.stdout.take().unwrap()).unwrap();
+    let out: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(out["stdout"], "approved\n");
+}
+
+#[test]
+fn a_missing_config_says_so_and_names_init_and_config() {
+    let dir = long_dir("no-config", 0);
+    let o = Command::new(BIN)
+        .args(["call", "--session", "s1", "read_file", "{}"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "no config file at {}",
+            dir.join("boxmaker.toml").display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("boxmaker init") && err.contains("--config"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_and_doctor_catch_a_missing_mount_and_a_grant_for_no_tool() {
+    let dir = long_dir("lint", 0);
+    let config = init(
+        &dir,
+        "\n[[mount]]\nhost = \"not-there\"\nat = \"/data/x\"\n\n[[grant]]\ntool = \"raed_file\"\neffect = \"allow\"\n",
+    );
+    let o = run(&config, &["doctor"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("not-there"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("does not exist"), "{}", stdout(&o));
+    let o = run(
+        &config,
+        &["check", "--session", "s1", "--tool", "read_file"],
+    );
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "allow\n");
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did you mean \"read_file\""),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn unknown_and_denied_tools_are_said_the_same_way_everywhere() {
+    let dir = long_dir("vocabulary", 0);
+    let config = init(
+        &dir,
+        "\n[[tool]]\nname = \"erase\"\nbuiltin = \"write_file\"\n\n[[grant]]\ntool = \"erase\"\neffect = \"deny\"\n",
+    );
+    let mut m = Mcp::start(&config);
+    // Unknown: boxmaker has no such tool.
+    let r = m.call("nope", json!({}));
+    assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool: nope"),
+        "{r}"
+    );
+    let o = run(&config, &["call", "--session", "s1", "nope", "{}"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown tool \"nope\""),
+        "{}",
+        stderr(&o)
+    );
+    // Denied: not listed, and calling it anyway is a denial with the same sentence.
+    let list = m.request("tools/list", json!({}));
+    assert!(!list.to_string().contains("\"erase\""), "{list}");
+    let r = m.call("erase", json!({"path": "a", "content": ""}));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    let sentence = text_of(&r);
+    assert!(
+        sentence.starts_with("denied: denied_by_grant — "),
+        "{sentence}"
+    );
+    let o = run(
+        &config,
+        &[
+            "call",
+            "--session",
+            "s1",
+            "erase",
+            r#"{"path":"a","content":""}"#,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(stderr(&o).trim_end(), sentence);
+}
+
+#[test]
+fn a_local_error_is_not_blamed_on_the_gate() {
+    let dir = long_dir("local-error", 0);
+    let config = init(&dir, "");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let o = run(&config, &["mcp", "--http", &addr]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(!err.contains("the gate refused"), "{err}");
+    assert!(err.contains(&addr), "{err}");
+}
+
+#[test]
+fn times_a_person_reads_are_local_and_relative_and_json_keeps_seconds() {
+    let dir = long_dir("times", 0);
+    let config = init(&dir, "");
+    let (mut held, line) = call_pending(&config, r#"{"argv":["true"]}"#);
+    assert!(line.contains("(in "), "{line}");
+    let text = ok(&config, &["approvals"]);
+    assert!(
+        text.contains("expires 20") && text.contains("(in "),
+        "{text}"
+    );
+    assert!(text.contains("ago)") || text.contains("(now)"), "{text}");
+    let json: Value = serde_json::from_str(&ok(&config, &["approvals", "--json"])).unwrap();
+    assert!(json["body"]["items"][0]["expires"].is_u64(), "{json}");
+    ok(&config, &["refuse", &approval_of(&line)]);
+    wait_exit(&mut held);
+    ok(
+        &config,
+        &["call", "--session", "s1", "list_dir", r#"{"path":"/work"}"#],
+    );
+    let sessions = ok(&config, &["sessions"]);
+    assert!(
+        sessions.contains("s1") && (sessions.contains(" ago)") || sessions.contains("(now)")),
+        "{sessions}"
+    );
+}
+
+#[test]
+fn a_downstream_command_the_box_cannot_see_says_so_and_tools_list_fails() {
+    let dir = long_dir("invisible-server", 0);
+    let config = init(
+        &dir,
+        "\n[[tool]]\nname = \"srv\"\nmcp = [\"/opt/boxmaker-test-nothing/bin/srv\"]\n\n\
+         [[tool]]\nname = \"fetcher\"\nmcp = [\"npx\", \"-y\", \"boxmaker-test-no-such-package\"]\n",
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("timeout_seconds = 300", "timeout_seconds = 5"),
+    )
+    .unwrap();
+    let o = run(&config, &["tools", "list"]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("/opt/boxmaker-test-nothing/bin/srv is not inside the box"),
+        "{err}"
+    );
+    assert!(err.contains("/work"), "it says what the box sees: {err}");
+    assert!(!err.contains("box setup failed: box setup failed"), "{err}");
+    assert!(err.contains("could not be asked"), "{err}");
+    if which("npx") {
+        assert!(
+            err.contains("network = true"),
+            "the npx server gets a network hint: {err}"
+        );
+    }
+}
+
+fn which(program: &str) -> bool {
+    ["/usr/local/bin", "/usr/bin", "/bin"]
+        .iter()
+        .any(|d| Path::new(d).join(program).exists())
+}
+
+#[test]
+fn the_readme_inspector_command_runs_as_written() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("npx @modelcontextprotocol/inspector --cli"))
+        .expect("the README shows the inspector's command line");
+    let dir = long_dir("readme-inspector", 0);
+    let config = init(&dir, "");
+    let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/node");
+    let inspector = node.join("node_modules/.bin/inspector");
+    assert!(
+        inspector.exists(),
+        "run `make deps` (no {})",
+        inspector.display()
+    );
+    // The README's words, with the paths put in.
+    let words: Vec<String> = line
+        .split_whitespace()
+        .skip(2)
+        .map(|w| match w {
+            "/path/to/boxmaker" => BIN.to_string(),
+            "/path/to/boxmaker.toml" => config.display().to_string(),
+            w => w.to_string(),
+        })
+        .collect();
+    let o = Command::new(&inspector)
+        .args(&words)
+        .current_dir(&node)
+        .env("MCP_CATALOG_PATH", dir.join("inspector-catalog.json"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("read_file"), "{}", stdout(&o));
+}

@@ -1,0 +1,136 @@
+//! `statedir` — the state directory's layout, and its Unix sockets at any path length.
+//!
+//! **Owns:** the names of the files the gate keeps in its state directory (the sockets, the
+//! lock, the gate's log) and the two operations every role needs on its sockets: [`bind`]
+//! and [`connect`]. A Unix socket's address holds at most 107 bytes of path (`SUN_LEN`), and
+//! a state directory under a real home directory is often longer than that. So neither
+//! operation ever puts the directory's path into a socket address: the directory is opened
+//! (a descriptor held for the length of the call) and the socket is named through that
+//! descriptor, `/proc/self/fd/N/NAME`, which is a few dozen bytes whatever the directory's
+//! path. Where the whole path is short enough it is used as it is, so a machine without
+//! `/proc` still works for short paths.
+//!
+//! **Must never:** decide anything, or create a socket anywhere but in the directory it was
+//! given. It holds no descriptor beyond one call.
+
+#![forbid(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+/// The agent socket's file name in the state directory.
+pub const AGENT_SOCKET: &str = "agent.sock";
+
+/// The control socket's file name in the state directory.
+pub const CONTROL_SOCKET: &str = "control.sock";
+
+/// The lock that makes one process the gate of a state directory.
+pub const LOCK_FILE: &str = "gate.lock";
+
+/// Where a gate process started on demand writes what it has to say.
+pub const GATE_LOG: &str = "gate.log";
+
+/// The longest path a `sockaddr_un` holds (108 bytes less the terminating NUL).
+pub const SUN_PATH_MAX: usize = 107;
+
+/// A socket name in `dir`, in a form that fits a socket address, and what keeps that form
+/// valid (the directory's descriptor, when the name goes through `/proc/self/fd`).
+fn address(dir: &Path, name: &str) -> io::Result<(PathBuf, Option<File>)> {
+    let full = dir.join(name);
+    if full.as_os_str().len() <= SUN_PATH_MAX {
+        return Ok((full, None));
+    }
+    // Opening a directory read-only gives a descriptor that names it; the kernel resolves
+    // `/proc/self/fd/N` to the directory itself, and `NAME` inside it.
+    let held = File::open(dir)?;
+    if !held.metadata()?.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{} is not a directory", dir.display()),
+        ));
+    }
+    let short = PathBuf::from(format!("/proc/self/fd/{}/{name}", held.as_raw_fd()));
+    Ok((short, Some(held)))
+}
+
+/// Binds a listening socket called `name` in `dir`, whatever the length of `dir`'s path.
+pub fn bind(dir: &Path, name: &str) -> io::Result<UnixListener> {
+    let (addr, _held) = address(dir, name)?;
+    UnixListener::bind(&addr)
+}
+
+/// Connects to the socket called `name` in `dir`, whatever the length of `dir`'s path.
+pub fn connect(dir: &Path, name: &str) -> io::Result<UnixStream> {
+    let (addr, _held) = address(dir, name)?;
+    UnixStream::connect(&addr)
+}
+
+/// Connects to the socket at `path` (its directory and file name), whatever its length.
+pub fn connect_path(path: &Path) -> io::Result<UnixStream> {
+    match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => connect(dir, name),
+        _ => UnixStream::connect(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A directory whose path is at least `len` bytes long.
+    fn long_dir(root: &Path, len: usize) -> PathBuf {
+        let mut dir = root.to_path_buf();
+        while dir.as_os_str().len() < len {
+            dir.push("d".repeat(40));
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_socket_in_a_300_byte_directory_binds_and_connects() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = long_dir(tmp.path(), 300);
+        assert!(dir.join(AGENT_SOCKET).as_os_str().len() > SUN_PATH_MAX);
+        let listener = bind(&dir, AGENT_SOCKET).unwrap();
+        // The socket is in the directory itself, not somewhere else.
+        assert!(dir.join(AGENT_SOCKET).exists());
+        let t = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let (mut s, _) = listener.accept().unwrap();
+                s.write_all(b"hi").unwrap();
+            }
+        });
+        for mut c in [
+            connect(&dir, AGENT_SOCKET).unwrap(),
+            connect_path(&dir.join(AGENT_SOCKET)).unwrap(),
+        ] {
+            let mut got = String::new();
+            c.read_to_string(&mut got).unwrap();
+            assert_eq!(got, "hi");
+        }
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_short_path_is_used_as_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (addr, held) = address(tmp.path(), CONTROL_SOCKET).unwrap();
+        assert_eq!(addr, tmp.path().join(CONTROL_SOCKET));
+        assert!(held.is_none());
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_not_a_panic() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = long_dir(tmp.path(), 200).join("gone");
+        assert_eq!(
+            connect(&dir, AGENT_SOCKET).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+}
