@@ -26,9 +26,10 @@
 //!   [`link::RunnerLink`], which asks it over a frame stream and fails every call (never
 //!   hangs) when the runner dies or misbehaves; and [`link::RunnerHandle`], whose link the
 //!   supervisor replaces when it restarts the runner.
-//! - [`gate`] — [`gate::Gate`]: the request loop of docs/spec.md §3.3 (decide, hold for approval,
-//!   re-check on approval, run, commit the taint, audit, answer), approval expiry, and the
-//!   handler of the operator's control requests.
+//! - [`gate`] — [`gate::Gate`]: the request loop of docs/spec.md §3.3 (decide, run, commit
+//!   the taint, audit, answer) in `gate/mod.rs`; calls held for a person (hold, re-check on
+//!   approval, expiry, withdrawal) in `gate/approvals.rs`; the handler of the operator's
+//!   control requests in `gate/operator.rs`.
 //! - [`serve`] — the connection loops over any stream ([`serve::serve_agent`],
 //!   [`serve::serve_control`]), and the `0600` sockets in the state directory.
 //!

@@ -1,0 +1,286 @@
+//! Approvals: a call held for a person (asked, filed without a thread, rung when its
+//! approval leaves `pending`, resumed on a worker), the re-decision when it is approved,
+//! expiry with nobody asking, withdrawal, and a person's decision (docs/spec.md §3.3 step 6).
+
+use super::*;
+
+impl Gate {
+    /// Records the approval, audits it, and tells the caller; returns the approval's id.
+    pub(super) fn ask(
+        &self,
+        req: &ToolRequest,
+        reason: ApprovalReason,
+        now: Timestamp,
+        reply: &mut dyn Reply,
+    ) -> Result<String, CallError> {
+        let row = lock(&self.store)
+            .create_approval(NewApproval {
+                session: req.session.clone(),
+                call: req.call,
+                tool: req.tool.clone(),
+                arguments: req.arguments.clone(),
+                reason,
+                created: now,
+                expires: now.plus(self.config.gate.approval_ttl),
+            })
+            .map_err(before("record the approval"))?;
+        let asked = self.audit(
+            now,
+            Event::ApprovalAsked {
+                session: req.session.clone(),
+                call: req.call,
+                tool: req.tool.clone(),
+                approval: row.id.clone(),
+                reason,
+                expires: row.expires,
+                args_sha256: audit::sha256_hex(req.arguments.as_bytes()),
+            },
+        );
+        if let Err(e) = asked {
+            // Nobody may approve what the log does not show: take it back.
+            let _ = lock(&self.store).withdraw(&row.id, now);
+            return Err(before("audit the approval")(e));
+        }
+        reply.progress(ToolResponse::PendingApproval {
+            approval: row.id.clone(),
+            expires: row.expires,
+        });
+        Ok(row.id)
+    }
+
+    /// Holds a call until its approval leaves `pending`. The store is the truth: after the
+    /// call is filed, the approval is read back once, so a decision that came before the
+    /// call was filed is not missed.
+    pub(super) fn park(&self, approval: String, held: Held) {
+        lock(&self.held).insert(approval.clone(), held);
+        if !self.still_pending(&approval) {
+            self.ring(&approval);
+        }
+    }
+
+    /// Whether the store says `approval` is pending (a failure to read counts as not: the
+    /// held call then reads it again and fails with the cause).
+    pub(super) fn still_pending(&self, approval: &str) -> bool {
+        matches!(
+            lock(&self.store).approval(approval),
+            Ok(Some(row)) if row.state == ApprovalState::Pending
+        )
+    }
+
+    /// Resumes the call held on `approval`, if there is one. Whoever takes it from `held`
+    /// resumes it, once. Resumed calls queue for at most [`MAX_RESUMERS`] threads (10,000
+    /// approvals expiring in one tick must not become 10,000 threads); an approved call
+    /// then runs on a thread of its own, so a long tool never delays another call's end.
+    pub(super) fn ring(&self, approval: &str) {
+        let Some(held) = lock(&self.held).remove(approval) else {
+            return;
+        };
+        let mut q = lock(&self.resumes);
+        q.queue.push_back((approval.to_string(), held));
+        if q.workers >= MAX_RESUMERS {
+            return;
+        }
+        q.workers += 1;
+        drop(q);
+        let spawned = self.me.upgrade().map(|gate| {
+            std::thread::Builder::new()
+                .name("gate-resume".into())
+                .spawn(move || gate.resume_queued())
+        });
+        if !matches!(spawned, Some(Ok(_))) {
+            // No thread to be had: do the work here rather than leave it.
+            self.resume_queued();
+        }
+    }
+
+    /// A resume worker: resumes queued calls until the queue is empty.
+    pub(super) fn resume_queued(&self) {
+        loop {
+            let next = {
+                let mut q = lock(&self.resumes);
+                match q.queue.pop_front() {
+                    Some(next) => next,
+                    None => {
+                        q.workers = q.workers.saturating_sub(1);
+                        return;
+                    }
+                }
+            };
+            self.resume(&next.0, next.1);
+        }
+    }
+
+    /// The safety net: resumes every held call whose approval the store says is no longer
+    /// pending (the expiry thread calls it every `POLL`).
+    pub(super) fn sweep_held(&self) {
+        let ids: Vec<String> = lock(&self.held).keys().cloned().collect();
+        for id in ids {
+            if !self.still_pending(&id) {
+                self.ring(&id);
+            }
+        }
+    }
+
+    /// Finishes a held call by its approval's state: approved → step 3 again and run;
+    /// refused, expired → denied; withdrawn → failed.
+    pub(super) fn resume(&self, approval: &str, held: Held) {
+        let Held { req, reply } = held;
+        let state = match lock(&self.store).approval(approval) {
+            Ok(Some(row)) => Ok(row.state),
+            Ok(None) => Err(GateError::ApprovalVanished {
+                id: approval.to_string(),
+            }),
+            Err(e) => Err(e.into()),
+        };
+        let resp = match state {
+            Err(e) => failed(before("follow the approval")(e)),
+            Ok(ApprovalState::Pending) => {
+                // Rung too early: hold it again.
+                self.park(approval.to_string(), Held { req, reply });
+                return;
+            }
+            Ok(ApprovalState::Approved) => {
+                let cell = Arc::new(Mutex::new(Some((req, reply))));
+                let spawned = self.me.upgrade().map(|gate| {
+                    let (cell, approval) = (Arc::clone(&cell), approval.to_string());
+                    std::thread::Builder::new()
+                        .name("gate-approved".into())
+                        .spawn(move || {
+                            if let Some((req, reply)) = lock(&cell).take() {
+                                let resp = gate.approved(&req, &approval).unwrap_or_else(failed);
+                                reply.finish(resp);
+                            }
+                        })
+                });
+                if !matches!(spawned, Some(Ok(_)))
+                    && let Some((req, reply)) = lock(&cell).take()
+                {
+                    reply.finish(self.approved(&req, approval).unwrap_or_else(failed));
+                }
+                return;
+            }
+            Ok(ApprovalState::Refused) => ToolResponse::Denied {
+                reason: DenyReason::ApprovalRefused,
+            },
+            Ok(ApprovalState::Expired) => ToolResponse::Denied {
+                reason: DenyReason::ApprovalExpired,
+            },
+            Ok(ApprovalState::Withdrawn) => failed(CallError::Withdrawn {
+                id: approval.to_string(),
+            }),
+        };
+        reply.finish(resp);
+    }
+
+    /// An approved call: the approval is consumed, and steps 1–4 are decided **again** with
+    /// the taint and time of this moment (the monitor's rule: the taint may have risen, a
+    /// grant may have expired or been revoked while a person looked); then it runs.
+    pub(super) fn approved(
+        &self,
+        req: &ToolRequest,
+        approval: &str,
+    ) -> Result<ToolResponse, CallError> {
+        let now = self.now();
+        lock(&self.store)
+            .mark_used(approval, now)
+            .map_err(before("use the approval"))?;
+        let taint = self
+            .taint(&req.session)
+            .map_err(before("read the session's taint"))?;
+        let grants = self.grants().map_err(before("build the grants"))?;
+        let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
+        self.make_durable(Durable {
+            raise: None,
+            events: vec![(
+                now,
+                decision_event(req, taint, decision, Some(approval.to_string())),
+            )],
+        })
+        .map_err(|f| before("audit the decision")(f.into_gate()))?;
+        if let Decision::Deny(reason) = decision {
+            return Ok(ToolResponse::Denied { reason });
+        }
+        self.run_and_commit(req)
+    }
+
+    /// Expires every pending approval that is due, audits each `approval_expired`, and wakes
+    /// their held calls. Returns how many expired. The expiry thread calls it every tick.
+    pub fn expire_due(&self) -> Result<usize, GateError> {
+        let now = self.now();
+        let rows = lock(&self.store).expire_due(now)?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let audited = lock(&self.audit).append_batch(rows.iter().map(|r| {
+            (
+                now,
+                Event::ApprovalExpired {
+                    session: r.session.clone(),
+                    call: r.call,
+                    approval: r.id.clone(),
+                },
+            )
+        }));
+        // Wake the held calls whatever the audit log said: they must not hang.
+        for r in &rows {
+            self.ring(&r.id);
+        }
+        audited?;
+        Ok(rows.len())
+    }
+
+    /// The client that made the call stopped waiting: `pending` → `withdrawn`, audited; the
+    /// held call ends with `failed: "the call was cancelled …"`. An approval that is no
+    /// longer pending is left as it is ([`StoreError::ApprovalAlreadyDecided`]).
+    pub fn withdraw(&self, approval: &str) -> Result<(), GateError> {
+        let now = self.now();
+        let row = lock(&self.store).withdraw(approval, now)?;
+        let audited = self.audit(
+            now,
+            Event::ApprovalWithdrawn {
+                session: row.session,
+                call: row.call,
+                approval: row.id.clone(),
+            },
+        );
+        self.ring(&row.id);
+        audited?;
+        Ok(())
+    }
+
+    /// A person's decision on an approval, audited, and the held call woken.
+    pub fn decide_approval(
+        &self,
+        approval: &str,
+        decision: store::Decision,
+    ) -> Result<ApprovalRow, GateError> {
+        let now = self.now();
+        let result = lock(&self.store).decide(approval, decision, now);
+        let row = match result {
+            Ok(row) => row,
+            Err(e @ StoreError::ApprovalExpired { .. }) => {
+                // Expire it now rather than at the next tick, so the call ends promptly.
+                let _ = self.expire_due();
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let (outcome, note) = match row.state {
+            ApprovalState::Approved => (ApprovalOutcome::Approved, None),
+            _ => (ApprovalOutcome::Refused, row.note.clone()),
+        };
+        let audited = self.audit(
+            now,
+            Event::ApprovalDecided {
+                session: row.session.clone(),
+                call: row.call,
+                approval: row.id.clone(),
+                decision: outcome,
+                note,
+            },
+        );
+        self.ring(&row.id);
+        audited?;
+        Ok(row)
+    }
+}
