@@ -63,6 +63,10 @@ struct ShowArgs {
     /// Show the box of a tool with `network = true`.
     #[arg(long)]
     network: bool,
+    /// Show the box this tool's calls get: its mounts (writable as the session's label
+    /// allows now), its network, and its reach.
+    #[arg(long, value_name = "NAME")]
+    tool: Option<String>,
 }
 
 /// Runs `box exec` or `box show`; returns the exit status.
@@ -89,10 +93,22 @@ fn exec(a: &ExecArgs) -> Result<u8, CliError> {
 
 fn show(a: &ShowArgs) -> Result<u8, CliError> {
     let runner = runner_for(&a.config)?;
+    let tool = match &a.tool {
+        None => None,
+        Some(name) => Some(
+            runner
+                .config()
+                .tool(name)
+                .ok_or_else(|| CliError::UnknownTool {
+                    tool: name.clone(),
+                    known: crate::cmd_call::known_tools(runner.config()),
+                })?,
+        ),
+    };
     print!(
         "{}",
         runner
-            .describe_box(&a.session, a.network)
+            .describe_box(&a.session, a.network, tool)
             .map_err(CliError::Box)?
     );
     Ok(0)

@@ -60,7 +60,13 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
             crate::cmd_call::known_tools(&cfg)
         );
     }
-    let taint = Taint::new(args.taint, args.untrusted);
+    let given = Taint::new(args.taint, args.untrusted);
+    // As the gate decides (docs/spec.md §3.3 step 4): code boxmaker does not control is
+    // decided at max(taint, reach).
+    let reach = cfg.call_reach(&args.tool);
+    let taint = reach.map_or(given, |r| {
+        Taint::new(config::box_label(given.class(), r), given.untrusted())
+    });
     let now = args.at.map_or_else(
         || Timestamp::from_system_time(std::time::SystemTime::now()),
         Timestamp,
@@ -74,8 +80,14 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     }
     let e = explain(&cfg.grants, &args.session, &args.tool, taint, now);
     println!("{}", e.decision);
+    let at = match reach {
+        Some(r) => {
+            format!("taint ({given}), reach {r} (what its box can read), decided at ({taint})")
+        }
+        None => format!("taint ({taint})"),
+    };
     println!(
-        "session {}, tool {}, taint ({taint}), at {now}: {} of {} grants name this tool",
+        "session {}, tool {}, {at}, at {now}: {} of {} grants name this tool",
         args.session,
         args.tool,
         e.lines.len(),

@@ -119,11 +119,15 @@ impl ChildRunner {
 }
 
 impl ToolRunner for ChildRunner {
-    fn run(&self, req: &ToolRequest) -> ToolResponse {
+    fn run(&self, req: &ToolRequest, taint: policy::Taint) -> ToolResponse {
         match self.link() {
-            Ok(link) => link.run(req),
+            Ok(link) => link.run(req, taint),
             Err(message) => ToolResponse::Failed { message },
         }
+    }
+
+    fn reset(&self, session: &proto::SessionId) -> Result<gate::link::Cleared, String> {
+        self.link()?.reset(session)
     }
 }
 

@@ -45,6 +45,20 @@ pub fn lint(cfg: &Config) -> Vec<Finding> {
             }),
         }
     }
+    for (i, j) in cfg.overlapping_mounts() {
+        let (a, b) = (&cfg.mounts[i], &cfg.mounts[j]);
+        out.push(Finding {
+            blocks_boxes: false,
+            text: format!(
+                "mounts {} ({}) and {} ({}) overlap on the host: a file in both is labelled \
+                 by the higher class, whichever way it is read (note)",
+                a.at.display(),
+                a.class,
+                b.at.display(),
+                b.class
+            ),
+        });
+    }
     // The downstream tools as last discovered, if discovery ran (a lint never starts one).
     let catalog = ToolsFile::load(&cfg.gate.state)
         .map(|f| Catalog::build(cfg, &f))

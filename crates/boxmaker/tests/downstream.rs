@@ -703,10 +703,12 @@ host = "notes"
 at = "/data/notes"
 class = "confidential"
 
+# Confidential too: the server reads the confidential notes, so it may write only where
+# what it writes is labelled at least that (no write down, docs/spec.md §3.5).
 [[mount]]
 host = "outbox"
 at = "/data/outbox"
-class = "internal"
+class = "confidential"
 write = true
 
 [[tool]]

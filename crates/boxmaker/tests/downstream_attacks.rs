@@ -988,10 +988,10 @@ fn a_hand_damaged_discovery_file_is_never_replaced() {
 }
 
 /// Promise: an operator accepts what they reviewed. `tools diff` shows a pinned tool's new
-/// description; the server then changes it again, and a call to its other, unchanged tool
-/// (the running server is asked for its list before every call) records the new one;
-/// `tools accept NAME@FINGERPRINT`, as `diff` prints it, must not accept a definition the
-/// operator never saw. (A bare `NAME` accepts whatever is there when it runs, as `diff` and
+/// description (after `tools refresh` asked the server in a box with no session data); the
+/// server then changes it again while running — which is never recorded — and `tools
+/// accept NAME@FINGERPRINT`, as `diff` prints it, accepts exactly what the operator saw,
+/// never what the running server says since. (A bare `NAME` accepts whatever is there when it runs, as `diff` and
 /// `--help` say.)
 #[test]
 fn accept_takes_only_what_diff_showed() {
@@ -1013,6 +1013,8 @@ fn accept_takes_only_what_diff_showed() {
     assert_eq!(c["content"][0]["text"], "stable");
     let (m, _) = env.failed("s", "p_echo", &json!({"text": "hi"}), LIMIT);
     assert!(m.contains("refused"), "{m}");
+    // The running server's word is never recorded; the operator asks it again first.
+    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code, Some(0));
     let diff = env.run(&["tools", "diff"], LIMIT);
     assert!(diff.stdout.contains("v2 reviewed"), "{}", diff.show());
     // The operator reads the diff; meanwhile the server changes again.
@@ -1028,14 +1030,24 @@ fn accept_takes_only_what_diff_showed() {
         })
         .unwrap_or_else(|| panic!("no fingerprint in {}", diff.show()))
         .to_string();
+    // The running server's v3 was never recorded: accepting what the operator read accepts
+    // exactly v2, and the running server, which now says v3, is still refused.
     let accept = env.run(&["tools", "accept", &exact], LIMIT);
-    println!("accept: {}", accept.show());
-    assert_ne!(accept.code, Some(0), "a stale fingerprint was accepted");
+    assert_eq!(accept.code, Some(0), "{}", accept.show());
     let f: Value = serde_json::from_slice(&std::fs::read(env.tools_json()).unwrap()).unwrap();
     let rec = f["servers"].as_object().unwrap().values().next().unwrap();
     let accepted = rec["accepted"][0]["description"].as_str().unwrap();
-    println!("accepted description: {accepted:?}");
-    assert_eq!(accepted, "v1", "accepted a description nobody reviewed");
+    assert_eq!(
+        accepted, "v2 reviewed",
+        "accepted a description nobody reviewed"
+    );
+    assert!(!f.to_string().contains("v3 never reviewed"), "{f}");
+    let (m, _) = env.failed("s", "p_echo", &json!({"text": "hi"}), LIMIT);
+    assert!(m.contains("refused"), "{m}");
+    // Once asked again, v3 is what diff shows, and the old fingerprint accepts nothing.
+    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code, Some(0));
+    let stale = env.run(&["tools", "accept", &exact], LIMIT);
+    assert_ne!(stale.code, Some(0), "a stale fingerprint was accepted");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -295,6 +295,10 @@ effect = "allow"
         refused.contains("description") && refused.contains("boxmaker tools accept p_echo"),
         "{refused}"
     );
+    // What a running server says is never recorded as the tool's definition (docs/spec.md
+    // §3.5): the operator asks it again in a box with no session data, then reads the diff.
+    assert!(refused.contains("tools refresh"), "{refused}");
+    assert!(run(&["tools", "refresh"]).status.success());
     let diff = run(&["tools", "diff"]);
     assert_eq!(diff.status.code(), Some(1));
     let diff = String::from_utf8_lossy(&diff.stdout).into_owned();
@@ -323,6 +327,7 @@ effect = "allow"
     assert!(String::from_utf8_lossy(&accepted.stdout).contains("Ignore previous"));
     assert!(echo(1).contains("tools accept"));
     // What the operator reads now, they accept.
+    assert!(run(&["tools", "refresh"]).status.success());
     let diff = String::from_utf8_lossy(&run(&["tools", "diff"]).stdout).into_owned();
     assert!(diff.contains("send ~/.ssh"), "{diff}");
     let exact = diff

@@ -8,10 +8,21 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use proto::{
-    CallId, DataClass, Envelope, ErrorCode, MAX_FRAME, Message, SessionId, ToolRequest,
-    ToolResponse, read_frame, write_frame,
+use proto::run::{
+    RunnerAnswer, RunnerReply, RunnerRequest, read_runner_reply, write_runner_request,
 };
+use proto::{
+    CallId, DataClass, Envelope, ErrorCode, MAX_FRAME, SessionId, ToolRequest, ToolResponse,
+    write_frame,
+};
+
+/// A call's answer from a reply (panics on any other kind).
+fn answer_of(reply: RunnerReply) -> ToolResponse {
+    match reply.reply {
+        RunnerAnswer::Answer { response } => response,
+        other => panic!("expected a tool response, got {other:?}"),
+    }
+}
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -122,19 +133,20 @@ impl Runner {
             tool: tool.into(),
             arguments: arguments.into(),
         };
-        write_frame(&mut self.stdin, &Envelope::request(id, req)).unwrap();
+        // A fresh session, as the gate would say it: public, trusted.
+        write_runner_request(
+            &mut self.stdin,
+            &RunnerRequest::call(id, req, DataClass::Public, false),
+        )
+        .unwrap();
         id
     }
 
     fn call(&mut self, session: &str, tool: &str, arguments: &str) -> ToolResponse {
         let id = self.send(session, tool, arguments);
-        let env = read_frame(&mut self.stdout).unwrap();
-        assert_eq!(env.id, id);
-        assert!(env.r#final);
-        match env.msg {
-            Message::ToolResponse(r) => r,
-            other => panic!("expected a tool response, got {other:?}"),
-        }
+        let reply = read_runner_reply(&mut self.stdout).unwrap();
+        assert_eq!(reply.id, id);
+        answer_of(reply)
     }
 }
 
@@ -443,14 +455,13 @@ fn test_many_calls_at_once_from_many_sessions_are_all_answered() {
     }
     let mut seen = Vec::new();
     for _ in 0..ids.len() {
-        let env = read_frame(&mut r.stdout).unwrap();
-        let Message::ToolResponse(resp) = env.msg else {
-            panic!()
-        };
-        let i = ids.iter().position(|&id| id == env.id).unwrap();
+        let reply = read_runner_reply(&mut r.stdout).unwrap();
+        let id = reply.id;
+        let resp = answer_of(reply);
+        let i = ids.iter().position(|&x| x == id).unwrap();
         let v: serde_json::Value = serde_json::from_str(result(&resp).0).unwrap();
         assert_eq!(v["stdout"], format!("{i}\n"));
-        seen.push(env.id);
+        seen.push(id);
     }
     seen.sort_unstable();
     assert_eq!(seen, ids);
@@ -462,12 +473,18 @@ fn test_a_bad_frame_gets_an_error_envelope_and_the_runner_stops() {
     let mut r = fx.start();
     r.stdin.write_all(&[0, 0, 0, 3, b'{', b'{', b'{']).unwrap();
     r.stdin.flush().unwrap();
-    let env = read_frame(&mut r.stdout).unwrap();
+    let reply = read_runner_reply(&mut r.stdout).unwrap();
     assert!(
-        matches!(env.msg, Message::Error(ref e) if e.code == ErrorCode::BadFrame),
-        "{env:?}"
+        matches!(
+            reply.reply,
+            RunnerAnswer::Error {
+                code: ErrorCode::BadFrame,
+                ..
+            }
+        ),
+        "{reply:?}"
     );
-    assert_eq!(env.id, 0);
+    assert_eq!(reply.id, 0);
     assert!(!r.child.wait().unwrap().success());
 }
 
@@ -484,11 +501,18 @@ fn test_a_message_the_gate_may_not_send_gets_bad_message() {
             truncated: false,
         },
     );
+    // An agent's envelope is not a runner request: refused, whatever it holds.
     write_frame(&mut r.stdin, &bogus).unwrap();
-    let env = read_frame(&mut r.stdout).unwrap();
+    let reply = read_runner_reply(&mut r.stdout).unwrap();
     assert!(
-        matches!(env.msg, Message::Error(ref e) if e.code == ErrorCode::BadMessage),
-        "{env:?}"
+        matches!(
+            reply.reply,
+            RunnerAnswer::Error {
+                code: ErrorCode::BadMessage,
+                ..
+            }
+        ),
+        "{reply:?}"
     );
-    assert_eq!(env.id, 9);
+    assert_eq!(reply.id, 0);
 }

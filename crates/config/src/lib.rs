@@ -15,7 +15,9 @@
 //! 2. `raw` — the serde shapes of the file, exactly as written (private).
 //! 3. [`model`] — `Config`, `Gate`, `BoxLimits`, `Mount`, `Tool`: the checked result, and
 //!    the checks that turn a raw file into one.
-//! 4. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
+//! 4. [`reach`] — what a call's box can read and where it may write; the floor label of
+//!    every answer (one rule for the gate and the runner).
+//! 5. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
 //!    before it asks anyone; the runner decodes with it before it runs).
 
 #![forbid(unsafe_code)]
@@ -24,11 +26,13 @@ pub mod args;
 pub mod error;
 pub mod model;
 mod raw;
+pub mod reach;
 
 use std::path::Path;
 
 pub use error::ConfigError;
 pub use model::{BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name};
+pub use reach::box_label;
 
 /// The name of the config file `boxmaker init` writes and the commands look for.
 pub const FILE_NAME: &str = "boxmaker.toml";

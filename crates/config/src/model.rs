@@ -111,6 +111,9 @@ impl Default for BoxLimits {
 /// One `[[mount]]`: a host directory shown inside boxes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
+    /// The name a tool's `mounts = [...]` gives it by (`[A-Za-z0-9_-]{1,64}`, unique), if
+    /// it has one.
+    pub name: Option<String>,
     /// On the host, with `~` expanded and made relative to the config's directory.
     pub host: PathBuf,
     /// Inside the box: absolute, no `..`, not `/` and not `/work` or under it.
@@ -192,6 +195,8 @@ pub struct Tool {
     pub network: bool,
     /// Names of the caller's environment variables passed into its box.
     pub env: Vec<String>,
+    /// The mounts its box is given, by name; `None` is every mount (`[[tool]] mounts`).
+    pub mounts: Option<Vec<String>>,
 }
 
 impl Tool {
@@ -254,11 +259,13 @@ pub(crate) fn parse(
         src.error(e.span().map(|s| s.start), message)
     })?;
     let ctx = Ctx { src, base, home };
+    let mounts = ctx.mounts(file.mount)?;
+    let tools = ctx.tools(file.tool, &mounts)?;
     Ok(Config {
         gate: ctx.gate(file.gate)?,
         limits: ctx.limits(file.limits)?,
-        mounts: ctx.mounts(file.mount)?,
-        tools: ctx.tools(file.tool)?,
+        mounts,
+        tools,
         grants: ctx.grants(file.grant)?,
         file: None,
         fingerprint: fingerprint(text, base),
@@ -387,6 +394,7 @@ impl Ctx<'_> {
 
     fn mounts(&self, raw: Vec<raw::Mount>) -> Result<Vec<Mount>, ConfigError> {
         let mut seen: HashMap<PathBuf, usize> = HashMap::new();
+        let mut names: HashMap<String, usize> = HashMap::new();
         let mut out = Vec::with_capacity(raw.len());
         for m in raw {
             let host = self.host_path(&m.host, "mount `host`")?;
@@ -398,7 +406,31 @@ impl Ctx<'_> {
                     format!("{} is mounted twice (first on line {first})", at.display()),
                 );
             }
+            let name = match m.name {
+                None => None,
+                Some(n) => {
+                    let name = n.get_ref().clone();
+                    if !is_valid_tool_name(&name) {
+                        return self.err(
+                            n.span(),
+                            format!(
+                                "mount name {name:?} must be 1 to 64 ASCII letters, digits, `_` \
+                                 or `-`"
+                            ),
+                        );
+                    }
+                    let line = self.src.line_of(n.span().start);
+                    if let Some(first) = names.insert(name.clone(), line) {
+                        return self.err(
+                            n.span(),
+                            format!("mount name {name:?} is used twice (first on line {first})"),
+                        );
+                    }
+                    Some(name)
+                }
+            };
             out.push(Mount {
+                name,
                 host,
                 at,
                 class: m.class.unwrap_or(DataClass::Internal),
@@ -452,7 +484,49 @@ impl Ctx<'_> {
         Ok(normal)
     }
 
-    fn tools(&self, raw: Vec<raw::Tool>) -> Result<Vec<Tool>, ConfigError> {
+    /// A tool's `mounts = [...]`: names of mounts, each defined, none twice.
+    fn tool_mounts(
+        &self,
+        tool: &str,
+        list: Option<Spanned<Vec<Spanned<String>>>>,
+        mounts: &[Mount],
+    ) -> Result<Option<Vec<String>>, ConfigError> {
+        let Some(list) = list else {
+            return Ok(None);
+        };
+        let mut out: Vec<String> = Vec::new();
+        for n in list.into_inner() {
+            let name = n.get_ref();
+            if !mounts
+                .iter()
+                .any(|m| m.name.as_deref() == Some(name.as_str()))
+            {
+                let known: Vec<&str> = mounts.iter().filter_map(|m| m.name.as_deref()).collect();
+                return self.err(
+                    n.span(),
+                    format!(
+                        "tool {tool:?} names the mount {name:?}, but no [[mount]] has `name = \
+                         {name:?}` ({})",
+                        if known.is_empty() {
+                            "no mount has a name yet".to_string()
+                        } else {
+                            format!("named mounts: {}", known.join(", "))
+                        }
+                    ),
+                );
+            }
+            if out.contains(name) {
+                return self.err(
+                    n.span(),
+                    format!("tool {tool:?} names the mount {name:?} twice"),
+                );
+            }
+            out.push(name.clone());
+        }
+        Ok(Some(out))
+    }
+
+    fn tools(&self, raw: Vec<raw::Tool>, mounts: &[Mount]) -> Result<Vec<Tool>, ConfigError> {
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut out = Vec::with_capacity(raw.len());
         for t in raw {
@@ -517,6 +591,7 @@ impl Ctx<'_> {
                 }
                 env.push(v.into_inner());
             }
+            let tool_mounts = self.tool_mounts(&name, t.mounts, mounts)?;
             out.push(Tool {
                 name,
                 kind,
@@ -524,6 +599,7 @@ impl Ctx<'_> {
                 untrusted: t.untrusted,
                 network: t.network,
                 env,
+                mounts: tool_mounts,
             });
         }
         Ok(out)

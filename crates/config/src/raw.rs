@@ -44,6 +44,7 @@ pub(crate) struct Limits {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Mount {
+    pub name: Option<Spanned<String>>,
     pub host: Spanned<String>,
     pub at: Spanned<String>,
     pub class: Option<DataClass>,
@@ -76,6 +77,7 @@ pub(crate) struct Tool {
     pub prefix: Option<Spanned<String>>,
     pub pin: Option<Spanned<bool>>,
     pub idle_timeout: Option<Spanned<u64>>,
+    pub mounts: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]

@@ -90,7 +90,11 @@ effect = "ask"
 struct Instant0;
 
 impl ToolRunner for Instant0 {
-    fn run(&self, req: &ToolRequest) -> ToolResponse {
+    fn reset(&self, _session: &proto::SessionId) -> Result<gate::link::Cleared, String> {
+        Ok(gate::link::Cleared::default())
+    }
+
+    fn run(&self, req: &ToolRequest, _taint: policy::Taint) -> ToolResponse {
         ToolResponse::Result {
             content: format!("{} ran {}", req.session, req.arguments),
             class: DataClass::Internal,

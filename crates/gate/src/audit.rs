@@ -266,6 +266,12 @@ pub enum Event {
         /// approval.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         approval: Option<String>,
+        /// For a call that runs code boxmaker does not control: the class of everything its
+        /// box can read (docs/spec.md §3.5). The decision saw `max(class, reach)` — `class`
+        /// is already that — and an allowed call committed it into the taint before its box
+        /// started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reach: Option<DataClass>,
     },
     ApprovalAsked {
         session: SessionId,
@@ -313,6 +319,12 @@ pub enum Event {
         session: SessionId,
         class: DataClass,
         untrusted: bool,
+        /// The session's downstream servers the runner stopped.
+        #[serde(default)]
+        servers_stopped: u32,
+        /// Whether the session had a workspace, which the runner emptied.
+        #[serde(default)]
+        workspace_emptied: bool,
     },
     GrantAdded {
         grant: i64,

@@ -21,20 +21,41 @@ use std::io::{Read, Write};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use proto::{Envelope, FrameError, Message, ToolRequest, ToolResponse, read_frame, write_frame};
+use policy::Taint;
+use proto::run::{Order, RunnerAnswer, RunnerRequest, read_runner_reply, write_runner_request};
+use proto::{FrameError, SessionId, ToolRequest, ToolResponse};
 
-/// What the gate needs of a runner: one final answer per request, `result` or `failed`.
+/// What a runner cleared of a session an operator reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cleared {
+    /// The session's downstream servers that were stopped.
+    pub servers: u32,
+    /// Whether it had a workspace, now emptied.
+    pub workspace: bool,
+}
+
+/// What the gate needs of a runner: one final answer per call, `result` or `failed`; and,
+/// when an operator resets a session, that what remembers the session is cleared.
 ///
 /// Implementations must not block forever (the runner's box has a wall-clock limit) and must
 /// answer `failed` rather than panic when something goes wrong.
 pub trait ToolRunner: Send + Sync {
-    /// Runs the tool of `req` once and returns its final answer.
-    fn run(&self, req: &ToolRequest) -> ToolResponse;
+    /// Runs the tool of `req` once, in a session whose committed taint is `taint` (the
+    /// call's reach already raised into it), and returns its final answer.
+    fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse;
+
+    /// Stops `session`'s servers and empties its workspace (docs/spec.md §3.2: a reset
+    /// clears what may hold what the session saw). `Err` is why it could not.
+    fn reset(&self, session: &SessionId) -> Result<Cleared, String>;
 }
 
 impl<T: ToolRunner + ?Sized> ToolRunner for Arc<T> {
-    fn run(&self, req: &ToolRequest) -> ToolResponse {
-        (**self).run(req)
+    fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse {
+        (**self).run(req, taint)
+    }
+
+    fn reset(&self, session: &SessionId) -> Result<Cleared, String> {
+        (**self).reset(session)
     }
 }
 
@@ -70,33 +91,47 @@ impl RunnerHandle {
 }
 
 impl ToolRunner for RunnerHandle {
-    fn run(&self, req: &ToolRequest) -> ToolResponse {
+    fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse {
         // Not holding the lock while the call runs: a replace never waits for a tool.
         let link = self.current();
-        link.run(req)
+        link.run(req, taint)
     }
+
+    fn reset(&self, session: &SessionId) -> Result<Cleared, String> {
+        let link = self.current();
+        link.reset(session)
+    }
+}
+
+/// Which kind of answer a request waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wants {
+    Call,
+    Reset,
 }
 
 /// The state shared by callers and the reader thread.
 #[derive(Debug, Default)]
 struct LinkState {
     next_id: u64,
-    waiting: HashMap<u64, Sender<ToolResponse>>,
+    waiting: HashMap<u64, (Wants, Sender<RunnerAnswer>)>,
     /// Why the link stopped, once it has.
     dead: Option<String>,
 }
 
 impl LinkState {
-    /// Marks the link dead (first reason wins) and fails every waiting call.
+    /// Marks the link dead (first reason wins) and fails every waiting request.
     fn kill(&mut self, why: String) {
         if self.dead.is_none() {
             self.dead = Some(why);
         }
         let message = stopped_message(self.dead.as_deref().unwrap_or_default());
-        for (_, tx) in self.waiting.drain() {
+        for (_, (_, tx)) in self.waiting.drain() {
             // The caller may have gone; nothing to do then.
-            let _ = tx.send(ToolResponse::Failed {
-                message: message.clone(),
+            let _ = tx.send(RunnerAnswer::Answer {
+                response: ToolResponse::Failed {
+                    message: message.clone(),
+                },
             });
         }
     }
@@ -148,61 +183,84 @@ impl RunnerLink {
         lock(&self.state).dead.clone()
     }
 
-    /// How many calls wait for the runner's answer.
+    /// How many requests wait for the runner's answer.
     pub fn in_flight(&self) -> usize {
         lock(&self.state).waiting.len()
     }
 
-    /// Registers a call: a fresh id and the channel its answer will come on, or the
-    /// `failed` answer if the link is dead.
-    fn register(&self) -> Result<(u64, Receiver<ToolResponse>), ToolResponse> {
-        let mut st = lock(&self.state);
-        if let Some(why) = &st.dead {
-            return Err(ToolResponse::Failed {
-                message: stopped_message(why),
-            });
-        }
-        let id = st.next_id;
-        st.next_id = st.next_id.wrapping_add(1).max(1);
-        let (tx, rx) = mpsc::channel();
-        st.waiting.insert(id, tx);
-        Ok((id, rx))
-    }
-}
-
-impl ToolRunner for RunnerLink {
-    fn run(&self, req: &ToolRequest) -> ToolResponse {
-        let (id, rx) = match self.register() {
-            Ok(pair) => pair,
-            Err(failed) => return failed,
+    /// Sends `order` and waits for its answer. A dead link, or one that dies meanwhile,
+    /// answers `Answer(failed)`; an order that does not fit a frame fails alone.
+    fn ask(&self, wants: Wants, order: Order) -> RunnerAnswer {
+        let (id, rx) = {
+            let mut st = lock(&self.state);
+            if let Some(why) = &st.dead {
+                return failed_answer(stopped_message(why));
+            }
+            let id = st.next_id;
+            st.next_id = st.next_id.wrapping_add(1).max(1);
+            let (tx, rx): (Sender<RunnerAnswer>, Receiver<RunnerAnswer>) = mpsc::channel();
+            st.waiting.insert(id, (wants, tx));
+            (id, rx)
         };
         let sent = {
             let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-            write_frame(&mut *w, &Envelope::request(id, req.clone()))
+            write_runner_request(&mut *w, &RunnerRequest::new(id, order))
         };
         if let Err(e) = sent {
             let why = match e {
                 // Our own request did not fit: only this call fails, the link is fine.
                 FrameError::TooLarge(n) => {
                     lock(&self.state).waiting.remove(&id);
-                    return ToolResponse::Failed {
-                        message: format!(
-                            "the request is {n} bytes encoded, over the frame limit of {}",
-                            proto::MAX_FRAME
-                        ),
-                    };
+                    return failed_answer(format!(
+                        "the request is {n} bytes encoded, over the frame limit of {}",
+                        proto::MAX_FRAME
+                    ));
                 }
                 other => format!("could not write to the runner: {other}"),
             };
             lock(&self.state).kill(why);
         }
-        match rx.recv() {
-            Ok(resp) => resp,
-            // The sender went away without an answer: only `kill` drops senders unanswered,
-            // and it answers first, so this is a link that vanished.
-            Err(_) => ToolResponse::Failed {
-                message: stopped_message("the link was dropped"),
+        // The sender went away without an answer: only `kill` drops senders unanswered,
+        // and it answers first, so this is a link that vanished.
+        rx.recv()
+            .unwrap_or_else(|_| failed_answer(stopped_message("the link was dropped")))
+    }
+}
+
+fn failed_answer(message: String) -> RunnerAnswer {
+    RunnerAnswer::Answer {
+        response: ToolResponse::Failed { message },
+    }
+}
+
+impl ToolRunner for RunnerLink {
+    fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse {
+        let order = Order::Call {
+            request: req.clone(),
+            class: taint.class(),
+            untrusted: taint.untrusted(),
+        };
+        match self.ask(Wants::Call, order) {
+            RunnerAnswer::Answer { response } => response,
+            // The reader lets only an `answer` through for a call.
+            other => ToolResponse::Failed {
+                message: stopped_message(&format!("it answered a call with {other:?}")),
             },
+        }
+    }
+
+    fn reset(&self, session: &SessionId) -> Result<Cleared, String> {
+        match self.ask(
+            Wants::Reset,
+            Order::ResetSession {
+                session: session.clone(),
+            },
+        ) {
+            RunnerAnswer::Reset { servers, workspace } => Ok(Cleared { servers, workspace }),
+            RunnerAnswer::Answer {
+                response: ToolResponse::Failed { message },
+            } => Err(message),
+            other => Err(format!("the runner answered the reset with {other:?}")),
         }
     }
 }
@@ -215,47 +273,62 @@ fn lock(state: &Mutex<LinkState>) -> std::sync::MutexGuard<'_, LinkState> {
 /// link and returns.
 fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>) {
     let why = loop {
-        let env = match read_frame(&mut reader) {
-            Ok(env) => env,
+        let reply = match read_runner_reply(&mut reader) {
+            Ok(reply) => reply,
             Err(FrameError::Closed) => break "the connection closed".to_string(),
             Err(e) => break format!("it sent a bad frame: {e}"),
         };
-        let resp = match env.msg {
-            Message::ToolResponse(
-                resp @ (ToolResponse::Result { .. } | ToolResponse::Failed { .. }),
-            ) if env.r#final => resp,
-            Message::ToolResponse(ToolResponse::Result { .. } | ToolResponse::Failed { .. }) => {
-                break format!("it sent a non-final answer to request {}", env.id);
-            }
-            Message::ToolResponse(ToolResponse::PendingApproval { .. }) => {
-                break format!(
-                    "it answered request {} with pending_approval, which only the gate may say",
-                    env.id
-                );
-            }
-            Message::ToolResponse(ToolResponse::Denied { .. }) => {
-                break format!(
-                    "it answered request {} with denied, which only the gate may say",
-                    env.id
-                );
-            }
-            Message::ToolRequest(_) => break "it sent a tool_request".to_string(),
-            Message::Error(e) => {
-                break format!("it sent an error ({}): {}", e.code.as_str(), e.detail);
-            }
-        };
+        let id = reply.id;
         let mut st = lock(state);
-        match st.waiting.remove(&env.id) {
-            Some(tx) => {
-                let _ = tx.send(resp);
+        let Some((wants, tx)) = st.waiting.remove(&id) else {
+            break format!(
+                "it answered request {id}, which is not waiting (unknown or already answered)"
+            );
+        };
+        let fits = match (&reply.reply, wants) {
+            (
+                RunnerAnswer::Answer {
+                    response: ToolResponse::Result { .. } | ToolResponse::Failed { .. },
+                },
+                Wants::Call,
+            )
+            | (RunnerAnswer::Reset { .. }, Wants::Reset)
+            // A reset the runner could not do: `failed`, with why.
+            | (
+                RunnerAnswer::Answer {
+                    response: ToolResponse::Failed { .. },
+                },
+                Wants::Reset,
+            ) => None,
+            (
+                RunnerAnswer::Answer {
+                    response: ToolResponse::PendingApproval { .. },
+                },
+                _,
+            ) => Some(format!(
+                "it answered request {id} with pending_approval, which only the gate may say"
+            )),
+            (
+                RunnerAnswer::Answer {
+                    response: ToolResponse::Denied { .. },
+                },
+                _,
+            ) => Some(format!(
+                "it answered request {id} with denied, which only the gate may say"
+            )),
+            (RunnerAnswer::Error { code, detail }, _) => {
+                Some(format!("it sent an error ({}): {detail}", code.as_str()))
             }
-            None => {
-                break format!(
-                    "it answered request {}, which is not waiting (unknown or already answered)",
-                    env.id
-                );
-            }
+            (other, _) => Some(format!(
+                "it answered request {id} with an answer of another kind ({other:?})"
+            )),
+        };
+        if let Some(why) = fits {
+            // Put the caller back so `kill` answers it.
+            st.waiting.insert(id, (wants, tx));
+            break why;
         }
+        let _ = tx.send(reply.reply);
     };
     lock(state).kill(why);
 }
@@ -263,8 +336,11 @@ fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proto::{CallId, DataClass, SessionId};
+    use proto::run::{RunnerReply, read_runner_request, write_runner_reply};
+    use proto::{CallId, DataClass};
     use std::os::unix::net::UnixStream;
+
+    const CLEAN: Taint = Taint::CLEAN;
 
     fn req() -> ToolRequest {
         ToolRequest {
@@ -282,19 +358,19 @@ mod tests {
         let mut handles = Vec::new();
         for _ in 0..2 {
             let link = Arc::clone(&link);
-            handles.push(std::thread::spawn(move || link.run(&req())));
+            handles.push(std::thread::spawn(move || link.run(&req(), CLEAN)));
         }
         // Read both requests, answer in reverse order with content naming the id.
-        let a = read_frame(&mut runner_end).unwrap();
-        let b = read_frame(&mut runner_end).unwrap();
-        for env in [b, a] {
+        let a = read_runner_request(&mut runner_end).unwrap();
+        let b = read_runner_request(&mut runner_end).unwrap();
+        for r in [b, a] {
             let resp = ToolResponse::Result {
-                content: format!("id {}", env.id),
+                content: format!("id {}", r.id),
                 class: DataClass::Public,
                 untrusted: false,
                 truncated: false,
             };
-            write_frame(&mut runner_end, &Envelope::response(env.id, resp)).unwrap();
+            write_runner_reply(&mut runner_end, &RunnerReply::answer(r.id, resp)).unwrap();
         }
         let mut contents: Vec<String> = handles
             .into_iter()
@@ -314,24 +390,62 @@ mod tests {
         let (dead_end, runner_end) = UnixStream::pair().unwrap();
         drop(runner_end);
         let handle = RunnerHandle::new(RunnerLink::new(dead_end.try_clone().unwrap(), dead_end));
-        assert!(matches!(handle.run(&req()), ToolResponse::Failed { .. }));
+        assert!(matches!(
+            handle.run(&req(), CLEAN),
+            ToolResponse::Failed { .. }
+        ));
         assert!(handle.dead_reason().is_some());
         let (gate_end, mut runner_end) = UnixStream::pair().unwrap();
         handle.replace(RunnerLink::new(gate_end.try_clone().unwrap(), gate_end));
         let answer = std::thread::spawn(move || {
-            let env = read_frame(&mut runner_end).unwrap();
+            let r = read_runner_request(&mut runner_end).unwrap();
             let resp = ToolResponse::Failed {
                 message: "fresh".into(),
             };
-            write_frame(&mut runner_end, &Envelope::response(env.id, resp)).unwrap();
+            write_runner_reply(&mut runner_end, &RunnerReply::answer(r.id, resp)).unwrap();
+            // A reset travels the same link and gets its own kind of answer.
+            let r = read_runner_request(&mut runner_end).unwrap();
+            assert!(matches!(r.order, Order::ResetSession { .. }));
+            let cleared = RunnerAnswer::Reset {
+                servers: 2,
+                workspace: true,
+            };
+            write_runner_reply(&mut runner_end, &RunnerReply::new(r.id, cleared)).unwrap();
         });
         let boxed: Box<dyn ToolRunner> = Box::new(Arc::new(handle));
         assert_eq!(
-            boxed.run(&req()),
+            boxed.run(&req(), CLEAN),
             ToolResponse::Failed {
                 message: "fresh".into()
             }
         );
+        assert_eq!(
+            boxed.reset(&req().session),
+            Ok(Cleared {
+                servers: 2,
+                workspace: true
+            })
+        );
         answer.join().unwrap();
+    }
+
+    #[test]
+    fn a_reset_answered_as_a_call_kills_the_link() {
+        let (gate_end, mut runner_end) = UnixStream::pair().unwrap();
+        let link = RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
+        let t = std::thread::spawn(move || {
+            let r = read_runner_request(&mut runner_end).unwrap();
+            let resp = ToolResponse::Result {
+                content: String::new(),
+                class: DataClass::Public,
+                untrusted: false,
+                truncated: false,
+            };
+            write_runner_reply(&mut runner_end, &RunnerReply::answer(r.id, resp)).unwrap();
+            runner_end
+        });
+        assert!(link.reset(&req().session).is_err());
+        assert!(link.dead_reason().unwrap().contains("another kind"));
+        drop(t.join().unwrap());
     }
 }

@@ -35,7 +35,7 @@ fn expect_closed(agent: &mut Agent) {
 
 fn works(h: &H) {
     let mut other = Agent::connect(&h.gate);
-    other.request(9, req("ok", 1, "read", "{}"));
+    other.request(9, req("ok", 1, "read", r#"{"path":"x"}"#));
     let env = other.recv();
     assert_eq!(env.id, 9);
     assert!(matches!(
@@ -48,7 +48,7 @@ fn works(h: &H) {
 fn test_agent_request_gets_its_answer_with_the_same_id() {
     let h = H::new();
     let mut a = Agent::connect(&h.gate);
-    a.request(41, req("s1", 1, "read", r#"{"class":"secret"}"#));
+    a.request(41, req("s1", 1, "read", r#"{"path":"class=secret"}"#));
     a.request(42, req("s1", 2, "nothing", "{}"));
     let mut got = [a.recv(), a.recv()];
     got.sort_by_key(|e| e.id);
@@ -79,7 +79,7 @@ fn test_agent_result_taint_is_on_disk_when_the_client_receives_it() {
                 &session,
                 call,
                 "read",
-                r#"{"class":"secret","untrusted":true}"#,
+                r#"{"path":"class=secret;untrusted=true"}"#,
             ),
         );
         let env = a.recv();
@@ -96,7 +96,7 @@ fn test_agent_result_taint_is_on_disk_when_the_client_receives_it() {
 fn test_agent_pending_then_final_and_a_held_call_does_not_block_others() {
     let h = H::new();
     let mut a = Agent::connect(&h.gate);
-    a.request(1, req("s1", 1, "run", "{}"));
+    a.request(1, req("s1", 1, "run", r#"{"argv":["true"]}"#));
     let pending = a.recv();
     assert_eq!(pending.id, 1);
     assert!(!pending.r#final);
@@ -108,7 +108,7 @@ fn test_agent_pending_then_final_and_a_held_call_does_not_block_others() {
         other => panic!("{other:?}"),
     };
     // Another call on the same connection goes through while the first waits.
-    a.request(2, req("s1", 2, "read", "{}"));
+    a.request(2, req("s1", 2, "read", r#"{"path":"x"}"#));
     let env = a.recv();
     assert_eq!(env.id, 2);
     let mut op = Operator::connect(&h.gate);
@@ -157,7 +157,7 @@ fn test_agent_oversized_length_gets_bad_frame_before_any_body() {
 fn test_agent_bad_version_gets_bad_version() {
     let h = H::new();
     let mut a = Agent::connect(&h.gate);
-    let mut env = Envelope::request(5, req("s1", 1, "read", "{}"));
+    let mut env = Envelope::request(5, req("s1", 1, "read", r#"{"path":"x"}"#));
     env.v = 2;
     a.send(&env);
     expect_error(&a.recv(), 0, ErrorCode::BadVersion);
@@ -200,7 +200,7 @@ fn test_agent_request_not_final_gets_bad_message() {
     a.send(&Envelope::new(
         8,
         false,
-        Message::ToolRequest(req("s1", 1, "read", "{}")),
+        Message::ToolRequest(req("s1", 1, "read", r#"{"path":"x"}"#)),
     ));
     expect_error(&a.recv(), 8, ErrorCode::BadMessage);
     expect_closed(&mut a);
@@ -211,12 +211,12 @@ fn test_agent_request_not_final_gets_bad_message() {
 fn test_agent_duplicate_id_in_flight_gets_bad_message_and_withdraws() {
     let h = H::new();
     let mut a = Agent::connect(&h.gate);
-    a.request(1, req("s1", 1, "run", "{}"));
+    a.request(1, req("s1", 1, "run", r#"{"argv":["true"]}"#));
     let ap = match a.recv().msg {
         Message::ToolResponse(ToolResponse::PendingApproval { approval, .. }) => approval,
         other => panic!("{other:?}"),
     };
-    a.request(1, req("s1", 2, "read", "{}"));
+    a.request(1, req("s1", 2, "read", r#"{"path":"x"}"#));
     expect_error(&a.recv(), 1, ErrorCode::BadMessage);
     expect_closed(&mut a);
     eventually("the held approval is withdrawn", || {
@@ -228,7 +228,7 @@ fn test_agent_duplicate_id_in_flight_gets_bad_message_and_withdraws() {
 fn test_agent_disconnect_withdraws_held_approvals() {
     let h = H::new();
     let mut a = Agent::connect(&h.gate);
-    a.request(1, req("s1", 1, "run", "{}"));
+    a.request(1, req("s1", 1, "run", r#"{"argv":["true"]}"#));
     let ap = match a.recv().msg {
         Message::ToolResponse(ToolResponse::PendingApproval { approval, .. }) => approval,
         other => panic!("{other:?}"),
@@ -269,7 +269,7 @@ fn test_agent_64_concurrent_calls_over_4_connections_across_16_sessions() {
                 &format!("s{k}"),
                 i,
                 "read",
-                &format!(r#"{{"class":"{class}","sleep_ms":20}}"#),
+                &format!(r#"{{"path":"class={class};sleep_ms=20"}}"#),
             ),
         );
     }

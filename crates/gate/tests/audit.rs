@@ -33,6 +33,7 @@ fn events() -> Vec<Event> {
             decision: Verdict::Allow,
             reason: None,
             approval: None,
+            reach: None,
         },
         Event::result(
             s.clone(),
@@ -70,11 +71,14 @@ fn events() -> Vec<Event> {
             decision: Verdict::Deny,
             reason: Some(DenyReason::TaintTooHigh),
             approval: None,
+            reach: Some(DataClass::Secret),
         },
         Event::SessionReset {
             session: s.clone(),
             class: DataClass::Secret,
             untrusted: true,
+            servers_stopped: 2,
+            workspace_emptied: true,
         },
         Event::GrantAdded {
             grant: 1,

@@ -22,7 +22,7 @@ fn is_result(r: &ToolResponse) -> bool {
 #[test]
 fn test_call_allowed_runs_and_raises_taint_by_the_result_label() {
     let h = H::new();
-    let r = h.call("s1", 1, "read", r#"{"class":"internal"}"#);
+    let r = h.call("s1", 1, "read", r#"{"path":"class=internal"}"#);
     assert!(is_result(&r), "{r:?}");
     assert_eq!(h.taint("s1"), (DataClass::Internal, false));
     assert_eq!(h.events(), ["request", "decision", "result"]);
@@ -64,7 +64,7 @@ fn test_call_after_confidential_result_is_denied_taint_too_high() {
         "s1",
         2,
         "read",
-        r#"{"class":"confidential"}"#
+        r#"{"path":"class=confidential"}"#
     )));
     assert_eq!(
         h.call("s1", 3, "fetch_get", "{}"),
@@ -77,7 +77,7 @@ fn test_call_after_confidential_result_is_denied_taint_too_high() {
 #[test]
 fn test_call_failed_raises_taint_by_the_tool_floor() {
     let h = H::new();
-    let r = h.call("s1", 1, "secret_read", r#"{"fail":"no such file"}"#);
+    let r = h.call("s1", 1, "secret_read", r#"{"path":"fail=no such file"}"#);
     assert_eq!(
         r,
         ToolResponse::Failed {
@@ -94,12 +94,12 @@ fn test_call_failed_raises_taint_by_the_tool_floor() {
 #[test]
 fn test_ask_then_approve_runs_the_call_once() {
     let h = H::new();
-    let (ap, expires, call) = h.call_held("s1", 1, "run", r#"{"cmd":"ls"}"#);
+    let (ap, expires, call) = h.call_held("s1", 1, "run", r#"{"argv":["ls"]}"#);
     assert_eq!(expires, T0 + TTL);
     let row = h.store().approval(&ap).unwrap().unwrap();
     assert_eq!(row.state, ApprovalState::Pending);
     assert_eq!(row.reason, ApprovalReason::GrantAsk);
-    assert_eq!(row.arguments, r#"{"cmd":"ls"}"#);
+    assert_eq!(row.arguments, r#"{"argv":["ls"]}"#);
     match h.control(ControlOp::Approve {
         approval: ap.clone(),
     }) {
@@ -125,16 +125,15 @@ fn test_ask_then_approve_runs_the_call_once() {
         ]
     );
     // The decision made again names the approval.
-    assert!(
-        h.audit_text()
-            .contains(&format!("\"approval\":\"{ap}\",\"prev\""))
-    );
+    assert!(h.audit_text().contains(&format!(
+        "\"approval\":\"{ap}\",\"reach\":\"public\",\"prev\""
+    )));
 }
 
 #[test]
 fn test_ask_then_refuse_is_denied_approval_refused() {
     let h = H::new();
-    let (ap, _, call) = h.call_held("s1", 1, "run", "{}");
+    let (ap, _, call) = h.call_held("s1", 1, "run", r#"{"argv":["true"]}"#);
     let a = h.control(ControlOp::Refuse {
         approval: ap.clone(),
         reason: Some("not now".into()),
@@ -154,7 +153,7 @@ fn test_ask_then_refuse_is_denied_approval_refused() {
 #[test]
 fn test_ask_not_decided_expires_with_nobody_asking() {
     let h = H::new();
-    let (ap, expires, call) = h.call_held("s1", 1, "run", "{}");
+    let (ap, expires, call) = h.call_held("s1", 1, "run", r#"{"argv":["true"]}"#);
     // Let the held call fall asleep: only the expiry thread can end it within the bound.
     std::thread::sleep(Duration::from_millis(300));
     h.advance(expires - h.now());
@@ -187,7 +186,7 @@ fn test_approval_is_rechecked_when_the_taint_rose_meanwhile() {
         "s1",
         2,
         "read",
-        r#"{"class":"confidential"}"#
+        r#"{"path":"class=confidential"}"#
     )));
     assert!(matches!(
         h.control(ControlOp::Approve { approval: ap }),
@@ -238,7 +237,7 @@ fn test_untrusted_content_asks_with_reason_untrusted_content() {
 #[test]
 fn test_withdraw_ends_the_held_call_failed_and_is_audited() {
     let h = H::new();
-    let (ap, _, call) = h.call_held("s1", 1, "run", "{}");
+    let (ap, _, call) = h.call_held("s1", 1, "run", r#"{"argv":["true"]}"#);
     h.gate.withdraw(&ap).unwrap();
     match call.join().unwrap() {
         ToolResponse::Failed { message } => assert!(message.contains("cancelled"), "{message}"),
@@ -260,7 +259,7 @@ fn test_taint_is_committed_before_the_result_is_released() {
     // The runner's answer is checked against a second handle on the database the instant
     // the gate returns it.
     let h = H::new();
-    let r = h.call("s1", 1, "read", r#"{"class":"secret","untrusted":true}"#);
+    let r = h.call("s1", 1, "read", r#"{"path":"class=secret;untrusted=true"}"#);
     assert!(is_result(&r));
     assert_eq!(h.taint("s1"), (DataClass::Secret, true));
 }
@@ -280,7 +279,7 @@ fn test_store_failure_after_the_run_withholds_the_result() {
     };
     let h = H::with_runner(Box::new(runner));
     *dir_holder.lock().unwrap() = Some(h.state.clone());
-    let r = h.call("s1", 1, "read", r#"{"class":"secret","content":"TOP"}"#);
+    let r = h.call("s1", 1, "read", r#"{"path":"class=secret;content=TOP"}"#);
     match r {
         ToolResponse::Failed { message } => {
             assert!(message.contains("withheld"), "{message}");
@@ -316,21 +315,21 @@ fn test_log_arguments_true_keeps_the_arguments() {
 #[test]
 fn test_approvals_survive_a_gate_restart_in_their_states() {
     let h = H::new();
-    let (used, _, c1) = h.call_held("s1", 1, "run", "{}");
+    let (used, _, c1) = h.call_held("s1", 1, "run", r#"{"argv":["true"]}"#);
     h.control(ControlOp::Approve {
         approval: used.clone(),
     });
     c1.join().unwrap();
-    let (refused, _, c2) = h.call_held("s1", 2, "run", "{}");
+    let (refused, _, c2) = h.call_held("s1", 2, "run", r#"{"argv":["true"]}"#);
     h.control(ControlOp::Refuse {
         approval: refused.clone(),
         reason: None,
     });
     c2.join().unwrap();
-    let (withdrawn, _, c3) = h.call_held("s1", 3, "run", "{}");
+    let (withdrawn, _, c3) = h.call_held("s1", 3, "run", r#"{"argv":["true"]}"#);
     h.gate.withdraw(&withdrawn).unwrap();
     c3.join().unwrap();
-    let (pending, _, _c4) = h.call_held("s1", 4, "run", "{}");
+    let (pending, _, _c4) = h.call_held("s1", 4, "run", r#"{"argv":["true"]}"#);
 
     // A new gate on the same state directory (the old one still holds its call).
     let clock = std::sync::Arc::clone(&h.clock);
@@ -379,7 +378,7 @@ fn test_64_concurrent_calls_across_16_sessions_are_all_answered() {
                     &session,
                     i,
                     "read",
-                    &format!(r#"{{"class":"{class}","sleep_ms":5}}"#),
+                    &format!(r#"{{"path":"class={class};sleep_ms=5"}}"#),
                 ),
                 &mut |p| panic!("{p:?}"),
             );

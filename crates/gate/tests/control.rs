@@ -71,12 +71,12 @@ fn test_control_status() {
 fn test_control_approve_twice_is_conflict_and_unknown_is_not_found() {
     let h = H::new();
     let mut op = Operator::connect(&h.gate);
-    let (ap, _, call) = h.call_held("s1", 1, "run", r#"{"cmd":"ls"}"#);
+    let (ap, _, call) = h.call_held("s1", 1, "run", r#"{"argv":["ls"]}"#);
     match op.ask(ControlOp::ListApprovals { all: false }) {
         ControlAnswer::Approvals { items } => {
             assert_eq!(items.len(), 1);
             assert_eq!(items[0].id, ap);
-            assert_eq!(items[0].arguments, r#"{"cmd":"ls"}"#);
+            assert_eq!(items[0].arguments, r#"{"argv":["ls"]}"#);
             assert_eq!(items[0].state, ApprovalState::Pending);
         }
         other => panic!("{other:?}"),
@@ -128,7 +128,7 @@ fn test_control_approve_twice_is_conflict_and_unknown_is_not_found() {
 fn test_control_approve_past_expiry_is_conflict_and_the_call_is_denied_expired() {
     let h = H::new();
     let mut op = Operator::connect(&h.gate);
-    let (ap, expires, call) = h.call_held("s1", 1, "run", "{}");
+    let (ap, expires, call) = h.call_held("s1", 1, "run", r#"{"argv":["true"]}"#);
     h.advance(expires - h.now());
     // Whether the ticker got there first or not, the answer is conflict.
     assert_eq!(
@@ -151,9 +151,9 @@ fn test_control_sessions_list_and_reset_is_audited() {
         "s1",
         1,
         "read",
-        r#"{"class":"confidential","untrusted":true}"#,
+        r#"{"path":"class=confidential;untrusted=true"}"#,
     );
-    h.call("s2", 1, "read", "{}");
+    h.call("s2", 1, "read", r#"{"path":"x"}"#);
     match op.ask(ControlOp::ListSessions {}) {
         ControlAnswer::Sessions { items } => {
             let s: Vec<_> = items
@@ -342,8 +342,8 @@ fn test_control_check_explains_without_running() {
 fn test_control_audit_verify_passes_after_calls_and_finds_tampering() {
     let h = H::new();
     let mut op = Operator::connect(&h.gate);
-    h.call("s1", 1, "read", "{}");
-    let (ap, _, call) = h.call_held("s1", 2, "run", "{}");
+    h.call("s1", 1, "read", r#"{"path":"x"}"#);
+    let (ap, _, call) = h.call_held("s1", 2, "run", r#"{"argv":["true"]}"#);
     op.ask(ControlOp::Approve { approval: ap });
     call.join().unwrap();
     h.call("s1", 3, "banned", "{}");

@@ -80,7 +80,7 @@ fn test_group_commit_releases_no_answer_before_its_commit() {
                     // A fresh session per call, so its taint is raised by this call alone.
                     let session = format!("t{t}-c{i}");
                     gate.submit(
-                        req(&session, i + 1, "read", r#"{"class":"confidential"}"#),
+                        req(&session, i + 1, "read", r#"{"path":"class=confidential"}"#),
                         Box::new(Checker {
                             store: store.clone(),
                             audit: audit.clone(),

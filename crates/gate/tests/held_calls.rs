@@ -38,7 +38,7 @@ fn test_many_held_calls_end_by_their_approvals_fate_once_each() {
     for call in 1..=n {
         // `submit` returns once the call is held: this one thread files all of them.
         h.gate.submit(
-            req("s1", call, "run", "{}"),
+            req("s1", call, "run", r#"{"argv":["true"]}"#),
             Box::new(Collect {
                 call,
                 tx: tx.clone(),

@@ -11,9 +11,17 @@ use std::time::Duration;
 
 use common::*;
 use gate::{RunnerLink, ToolRunner};
-use proto::{
-    DataClass, DenyReason, Envelope, ErrorCode, Message, ToolResponse, read_frame, write_frame,
+use policy::Taint;
+use proto::run::{
+    Order, RunnerAnswer, RunnerReply, RunnerRequest, read_runner_request as read_frame,
+    write_runner_reply,
 };
+use proto::{DataClass, DenyReason, ErrorCode, ToolResponse};
+
+/// The runner's side of a reply to a call.
+fn answer(runner: &mut UnixStream, id: u64, resp: ToolResponse) {
+    write_runner_reply(runner, &RunnerReply::answer(id, resp)).unwrap();
+}
 
 fn new_link() -> (Arc<RunnerLink>, UnixStream) {
     let (gate_end, runner_end) = UnixStream::pair().unwrap();
@@ -26,7 +34,7 @@ fn new_link() -> (Arc<RunnerLink>, UnixStream) {
 
 fn start_call(link: &Arc<RunnerLink>, call: u64) -> std::thread::JoinHandle<ToolResponse> {
     let link = Arc::clone(link);
-    std::thread::spawn(move || link.run(&req("s1", call, "read", "{}")))
+    std::thread::spawn(move || link.run(&req("s1", call, "read", r#"{"path":"x"}"#), Taint::CLEAN))
 }
 
 fn assert_stopped(r: &ToolResponse) {
@@ -58,7 +66,7 @@ fn test_link_runner_dies_mid_call_fails_waiting_and_later_calls() {
     assert_stopped(&a.join().unwrap());
     assert_stopped(&b.join().unwrap());
     assert!(link.dead_reason().unwrap().contains("closed"));
-    assert_stopped(&link.run(&req("s1", 3, "read", "{}")));
+    assert_stopped(&link.run(&req("s1", 3, "read", r#"{"path":"x"}"#), Taint::CLEAN));
 }
 
 #[test]
@@ -66,7 +74,7 @@ fn test_link_unknown_id_is_misbehaviour_and_fails_the_call() {
     let (link, mut runner) = new_link();
     let a = start_call(&link, 1);
     let env = read_frame(&mut runner).unwrap();
-    write_frame(&mut runner, &Envelope::response(env.id + 1000, result())).unwrap();
+    answer(&mut runner, env.id + 1000, result());
     assert_stopped(&a.join().unwrap());
     assert!(link.dead_reason().unwrap().contains("not waiting"));
 }
@@ -85,7 +93,7 @@ fn test_link_denied_or_pending_from_the_runner_is_misbehaviour() {
         let (link, mut runner) = new_link();
         let a = start_call(&link, 1);
         let env = read_frame(&mut runner).unwrap();
-        write_frame(&mut runner, &Envelope::response(env.id, bad.clone())).unwrap();
+        answer(&mut runner, env.id, bad.clone());
         assert_stopped(&a.join().unwrap());
         assert!(
             link.dead_reason()
@@ -100,12 +108,12 @@ fn test_link_answer_twice_kills_the_link() {
     let (link, mut runner) = new_link();
     let a = start_call(&link, 1);
     let env = read_frame(&mut runner).unwrap();
-    write_frame(&mut runner, &Envelope::response(env.id, result())).unwrap();
+    answer(&mut runner, env.id, result());
     assert_eq!(a.join().unwrap(), result());
     let b = start_call(&link, 2);
     let env2 = read_frame(&mut runner).unwrap();
     assert_ne!(env.id, env2.id, "ids are fresh per request");
-    write_frame(&mut runner, &Envelope::response(env.id, result())).unwrap();
+    answer(&mut runner, env.id, result());
     assert_stopped(&b.join().unwrap());
 }
 
@@ -120,19 +128,50 @@ fn test_link_garbage_and_error_envelopes_fail_calls() {
     let (link, mut runner) = new_link();
     let a = start_call(&link, 1);
     read_frame(&mut runner).unwrap();
-    write_frame(&mut runner, &Envelope::error(0, ErrorCode::BadFrame, "no")).unwrap();
+    write_runner_reply(
+        &mut runner,
+        &RunnerReply::error(0, ErrorCode::BadFrame, "no"),
+    )
+    .unwrap();
     assert_stopped(&a.join().unwrap());
 
     let (link, mut runner) = new_link();
     let a = start_call(&link, 1);
     let env = read_frame(&mut runner).unwrap();
-    // A result that is not final.
-    write_frame(
+    // A reset's answer to a call.
+    write_runner_reply(
         &mut runner,
-        &Envelope::new(env.id, false, Message::ToolResponse(result())),
+        &RunnerReply::new(
+            env.id,
+            RunnerAnswer::Reset {
+                servers: 0,
+                workspace: true,
+            },
+        ),
     )
     .unwrap();
     assert_stopped(&a.join().unwrap());
+}
+
+#[test]
+fn test_link_a_call_carries_the_committed_taint() {
+    let (link, mut runner) = new_link();
+    let l = Arc::clone(&link);
+    let a = std::thread::spawn(move || {
+        l.run(
+            &req("s1", 1, "read", r#"{"path":"x"}"#),
+            Taint::new(DataClass::Confidential, true),
+        )
+    });
+    let r: RunnerRequest = read_frame(&mut runner).unwrap();
+    match r.order {
+        Order::Call {
+            class, untrusted, ..
+        } => assert_eq!((class, untrusted), (DataClass::Confidential, true)),
+        other => panic!("{other:?}"),
+    }
+    answer(&mut runner, r.id, result());
+    assert_eq!(a.join().unwrap(), result());
 }
 
 #[test]
@@ -141,7 +180,7 @@ fn test_gate_with_dead_runner_answers_failed_and_raises_by_the_floor() {
     drop(runner_end);
     let link = RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
     let h = H::with_runner(Box::new(link));
-    let r = h.call("s1", 1, "secret_read", "{}");
+    let r = h.call("s1", 1, "secret_read", r#"{"path":"x"}"#);
     assert_stopped(&r);
     // A failed answer may carry data: the floor label of the tool is applied.
     assert_eq!(h.taint("s1"), (DataClass::Secret, false));

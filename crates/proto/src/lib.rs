@@ -13,7 +13,9 @@
 //! 2. [`wire`] — `Envelope`, `Message`, `ToolRequest`, `ToolResponse`, `WireError`, …
 //! 3. [`frame`] — `read_frame` / `write_frame` and `FrameError`.
 //! 4. [`control`] — the operator's channel to the gate, on the same codec.
-//! 5. `strict` — the deserializer adapter that refuses arrays in place of objects.
+//! 5. [`run`] — the gate's channel to its runner: a call with the session's taint, or a
+//!    session to clear.
+//! 6. `strict` — the deserializer adapter that refuses arrays in place of objects.
 //!
 //! The JSON shape of every type is part of the format: field order, variant order and tag
 //! names are fixed by `docs/spec.md` §2 and pinned by the fixtures in `tests/fixtures/`.
@@ -23,6 +25,7 @@
 pub mod control;
 pub mod frame;
 pub mod ids;
+pub mod run;
 mod strict;
 pub mod wire;
 

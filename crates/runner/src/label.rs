@@ -1,119 +1,162 @@
-//! Labels (docs/spec.md §3.4): the runner labels each result, never the tool.
+//! Labels of the file tools' results (docs/spec.md §3.4): the runner labels each result,
+//! never the tool, by the files the kernel opened.
 //!
-//! `class = max(tool.class, class of every mount the tool read under)`; `untrusted` is the
-//! tool's. A path is under the innermost mount whose `at` is a whole-component prefix of it
-//! (the one the kernel shows there): `/data/notes/x` is under `/data/notes`, and not under
-//! `/data/note`. Paths outside every configured mount (the workspace, `/usr`, `/tmp`) add
-//! nothing: the workspace only ever holds what this session itself wrote, at a taint the
-//! session already carries.
+//! A path the in-box tool read is named as the kernel named the open file (inside the box).
+//! Under `/work` it is the session's workspace, whose content is at most what the session
+//! may hold (the runner's floor for the session: the taint the gate sent, raised by every
+//! label given since — a `run` that copied a secret there raised it before its box
+//! started). Under a mount it is mapped back to the host path it shows, and labelled by
+//! **every** mount whose host path holds that file (`config::Config::class_of_host_path`):
+//! with overlapping mounts (`notes` internal, `notes/hr` secret) a file read as
+//! `/data/notes/hr/pay.csv` is secret, as it is through `/data/hr/pay.csv`. Anything else
+//! (`/usr`, `/tmp` of that box) adds nothing.
+//!
+//! The label of code boxmaker does not control (`run`, a downstream server) is its floor —
+//! `config::Config::floor`, the same function the gate raises the taint by for its
+//! failures — raised to the session's floor (see `Runner::foreign_class`).
 
 use std::path::{Path, PathBuf};
 
+use config::Config;
 use proto::DataClass;
 
-/// A mount point inside the box and the class of what is under it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountClass {
-    pub at: PathBuf,
-    pub class: DataClass,
+/// The config's mounts with their host paths as resolved on this machine (symlinks
+/// followed once, when the runner starts), so a host path the kernel names can be matched.
+#[derive(Debug, Clone)]
+pub struct Hosts {
+    config: std::sync::Arc<Config>,
+    /// Per mount, in config order: where it shows in the box, and its resolved host path.
+    mounts: Vec<(PathBuf, PathBuf)>,
 }
 
-/// The class of the innermost mount `path` lies under, if any.
-pub fn class_of(path: &Path, mounts: &[MountClass]) -> Option<DataClass> {
-    mounts
-        .iter()
-        .filter(|m| path.starts_with(&m.at))
-        .max_by_key(|m| m.at.components().count())
-        .map(|m| m.class)
+impl Hosts {
+    /// Resolves every mount's host path (one that cannot be resolved is kept as written).
+    pub fn resolve(config: std::sync::Arc<Config>) -> Self {
+        let mounts = config
+            .mounts
+            .iter()
+            .map(|m| {
+                let host = std::fs::canonicalize(&m.host).unwrap_or_else(|_| m.host.clone());
+                (m.at.clone(), host)
+            })
+            .collect();
+        Self { config, mounts }
+    }
+
+    /// The host path that the in-box `path` shows, through the innermost mount whose `at`
+    /// is a whole-component prefix of it; `None` outside every mount.
+    pub fn host_of(&self, path: &Path) -> Option<PathBuf> {
+        self.mounts
+            .iter()
+            .filter(|(at, _)| path.starts_with(at))
+            .max_by_key(|(at, _)| at.components().count())
+            .and_then(|(at, host)| path.strip_prefix(at).ok().map(|rel| host.join(rel)))
+    }
+
+    /// The class of what the in-box `path` holds, `workspace` being the session's floor:
+    /// under a mount, the highest class of every mount whose host path holds the file
+    /// (`Config::class_of_host_path`, the rule).
+    pub fn class_of(&self, path: &Path, workspace: DataClass) -> Option<DataClass> {
+        if path.starts_with("/work") {
+            return Some(workspace);
+        }
+        let host = self.host_of(path)?;
+        let hosts: Vec<&Path> = self.mounts.iter().map(|(_, h)| h.as_path()).collect();
+        self.config.class_of_host_path(&host, &hosts)
+    }
 }
 
-/// The label class of a result that read `read`, for a tool whose floor is `floor`.
-pub fn class_for_reads(floor: DataClass, read: &[PathBuf], mounts: &[MountClass]) -> DataClass {
+/// The label class of a file tool's result that read `read` (in-box paths of the opened
+/// files), for a tool whose floor is `floor`, in a session whose workspace may hold up to
+/// `workspace`.
+pub fn class_of_reads(
+    floor: DataClass,
+    read: &[PathBuf],
+    hosts: &Hosts,
+    workspace: DataClass,
+) -> DataClass {
     read.iter()
-        .filter_map(|p| class_of(p, mounts))
+        .filter_map(|p| hosts.class_of(p, workspace))
         .fold(floor, DataClass::max)
-}
-
-/// The label class for a tool that may read anything its box can see (`run`, an MCP server):
-/// the highest class of every mount in the box.
-pub fn class_for_box(floor: DataClass, mounts: &[MountClass]) -> DataClass {
-    mounts.iter().map(|m| m.class).fold(floor, DataClass::max)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn mounts() -> Vec<MountClass> {
-        vec![
-            MountClass {
-                at: "/data/notes".into(),
-                class: DataClass::Internal,
-            },
-            MountClass {
-                at: "/data/notes/hr".into(),
-                class: DataClass::Secret,
-            },
-            MountClass {
-                at: "/data/public".into(),
-                class: DataClass::Public,
-            },
-        ]
+    fn hosts() -> Hosts {
+        let text = r#"
+[[mount]]
+host = "/srv/notes"
+at = "/data/notes"
+class = "internal"
+
+[[mount]]
+host = "/srv/notes/hr"
+at = "/data/hr"
+class = "secret"
+
+[[mount]]
+host = "/srv/pub"
+at = "/data/public"
+class = "public"
+"#;
+        Hosts::resolve(std::sync::Arc::new(
+            config::parse(text, "t.toml", Path::new("/")).unwrap(),
+        ))
     }
 
     #[test]
-    fn the_innermost_mount_decides() {
-        let m = mounts();
+    fn overlapping_mounts_label_a_file_by_the_highest_whichever_way_it_is_read() {
+        let h = hosts();
+        for p in ["/data/notes/hr/pay.csv", "/data/hr/pay.csv"] {
+            assert_eq!(
+                h.class_of(Path::new(p), DataClass::Public),
+                Some(DataClass::Secret),
+                "{p}"
+            );
+        }
         assert_eq!(
-            class_of(Path::new("/data/notes/a.txt"), &m),
+            h.class_of(Path::new("/data/notes/a.txt"), DataClass::Public),
             Some(DataClass::Internal)
         );
         assert_eq!(
-            class_of(Path::new("/data/notes/hr/pay.csv"), &m),
-            Some(DataClass::Secret)
-        );
-        assert_eq!(
-            class_of(Path::new("/data/notes/hr"), &m),
-            Some(DataClass::Secret)
+            h.host_of(Path::new("/data/notes/hr/pay.csv")),
+            Some(PathBuf::from("/srv/notes/hr/pay.csv"))
         );
     }
 
     #[test]
     fn prefixes_count_whole_components_only() {
-        let m = mounts();
-        assert_eq!(class_of(Path::new("/data/notesX/a"), &m), None);
-        assert_eq!(class_of(Path::new("/data/note"), &m), None);
-        assert_eq!(class_of(Path::new("/work/a"), &m), None);
+        let h = hosts();
+        assert_eq!(
+            h.class_of(Path::new("/data/notesX/a"), DataClass::Public),
+            None
+        );
+        assert_eq!(h.class_of(Path::new("/data/note"), DataClass::Public), None);
+        assert_eq!(
+            h.class_of(Path::new("/usr/bin/ls"), DataClass::Secret),
+            None
+        );
     }
 
     #[test]
-    fn a_label_is_the_max_of_the_floor_and_every_read() {
-        let m = mounts();
-        let reads = vec![
-            PathBuf::from("/work/x"),
-            PathBuf::from("/data/notes/hr/pay.csv"),
-        ];
+    fn the_workspace_holds_what_the_session_may_hold() {
+        let h = hosts();
+        // A `run` copied a secret into /work: the session's floor was raised first.
         assert_eq!(
-            class_for_reads(DataClass::Public, &reads, &m),
-            DataClass::Secret
+            h.class_of(Path::new("/work/leak"), DataClass::Secret),
+            Some(DataClass::Secret)
         );
+        let reads = vec![PathBuf::from("/work/x"), PathBuf::from("/data/public/p")];
         assert_eq!(
-            class_for_reads(DataClass::Confidential, &[], &m),
+            class_of_reads(DataClass::Public, &reads, &h, DataClass::Confidential),
             DataClass::Confidential
         );
-        // A floor above every mount stays.
         assert_eq!(
-            class_for_reads(DataClass::Secret, &[PathBuf::from("/data/public/x")], &m),
-            DataClass::Secret
+            class_of_reads(DataClass::Internal, &[], &h, DataClass::Secret),
+            DataClass::Internal,
+            "a result that read nothing carries its floor"
         );
-    }
-
-    #[test]
-    fn a_tool_that_can_read_the_whole_box_gets_the_highest_mount() {
-        assert_eq!(
-            class_for_box(DataClass::Public, &mounts()),
-            DataClass::Secret
-        );
-        assert_eq!(class_for_box(DataClass::Internal, &[]), DataClass::Internal);
     }
 }

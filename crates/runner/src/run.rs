@@ -6,9 +6,9 @@
 //! Nothing a tool prints is trusted to say what it is: the label comes from the config and
 //! from the paths the kernel says were opened.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use config::{Builtin, Config, Tool, ToolKind};
@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::builtin::{self, BuiltinCall};
 use crate::fit::fit_result;
 use crate::inbox::{INBOX_ARG, INBOX_BINARY, InboxReply, InboxRequest};
-use crate::label::{MountClass, class_for_box, class_for_reads};
+use crate::label::{Hosts, class_of_reads};
 
 /// How much of each output stream `run` keeps before the result is fitted to a frame.
 const RUN_OUTPUT_CAP: usize = 2 * proto::MAX_FRAME;
@@ -70,6 +70,12 @@ pub struct Runner {
     helper: HelperCommand,
     binary: PathBuf,
     hub: Arc<crate::downstream::Hub>,
+    /// The mounts' host paths as resolved on this machine, for labelling by host path.
+    hosts: Arc<Hosts>,
+    /// Per session, the highest class its workspace may hold: the taint the gate sent with
+    /// its calls, raised by every label this runner gave its answers (the gate raises the
+    /// taint by the same). An operator's reset clears it.
+    floors: Arc<Mutex<HashMap<SessionId, DataClass>>>,
 }
 
 impl Runner {
@@ -95,6 +101,7 @@ impl Runner {
             program: binary.clone(),
             args: vec![sandbox::HELPER_ARG.into()],
         };
+        let hosts = Arc::new(Hosts::resolve(config.clone()));
         Ok(Self {
             config,
             state_dir: state_dir.to_path_buf(),
@@ -102,6 +109,8 @@ impl Runner {
             helper,
             binary,
             hub: Arc::default(),
+            hosts,
+            floors: Arc::default(),
         })
     }
 
@@ -138,9 +147,12 @@ impl Runner {
         self.workspaces.join(session.as_str())
     }
 
-    /// Runs one call and answers `result` or `failed`. Never panics on anything in `req`.
-    pub fn handle(&self, req: &ToolRequest) -> ToolResponse {
-        match self.config.tool(&req.tool) {
+    /// Runs one call in a session whose taint class the gate committed as `taint` (the
+    /// call's reach already in it), and answers `result` or `failed`. Never panics on
+    /// anything in `req`.
+    pub fn handle(&self, req: &ToolRequest, taint: DataClass) -> ToolResponse {
+        self.raise_floor(&req.session, taint);
+        let resp = match self.config.tool(&req.tool) {
             Some(
                 tool @ Tool {
                     kind: ToolKind::Builtin(b),
@@ -149,7 +161,79 @@ impl Runner {
             ) => self.builtin(req, tool, *b),
             // A server's own `name` is not a tool; its tools are `PREFIX_TOOL`.
             _ => self.downstream(req),
+        };
+        if let ToolResponse::Result { class, .. } = &resp {
+            self.raise_floor(&req.session, *class);
         }
+        resp
+    }
+
+    /// The highest class `session`'s workspace may hold now (see [`Runner::floors`]).
+    pub fn floor(&self, session: &SessionId) -> DataClass {
+        self.floors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .copied()
+            .unwrap_or(DataClass::Public)
+    }
+
+    fn raise_floor(&self, session: &SessionId, class: DataClass) {
+        let mut f = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
+        let e = f.entry(session.clone()).or_insert(DataClass::Public);
+        *e = (*e).max(class);
+    }
+
+    /// An operator reset `session` (docs/spec.md §3.2): its servers are stopped, its
+    /// workspace moved aside and removed (a box still running keeps writing into the old
+    /// one, which nothing will show again), and its floor forgotten. Returns how many
+    /// servers were stopped and whether there was a workspace.
+    pub fn reset_session(&self, session: &SessionId) -> Result<(u32, bool), String> {
+        let servers = self.stop_servers(session);
+        let path = self.workspace(session);
+        let had = path.exists();
+        if had {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            // A dot name: never a session's (a session id starts with a letter or digit).
+            let aside = self
+                .workspaces
+                .join(format!(".reset-{}-{nanos}", session.as_str()));
+            std::fs::rename(&path, &aside)
+                .map_err(|e| format!("cannot move the workspace {} aside: {e}", path.display()))?;
+            // Best effort: what a box still holds open goes when the box ends.
+            let _ = std::fs::remove_dir_all(&aside);
+        }
+        self.floors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
+        Ok((servers, had))
+    }
+
+    /// The mounts a box of `tool` is given (every mount for none), each writable only where
+    /// the config says so and the box's `label` allows (no write down; `None`: as the
+    /// config says, for `box exec` and `box show`).
+    pub(crate) fn box_mounts(&self, tool: Option<&Tool>, label: Option<DataClass>) -> Vec<Mount> {
+        let chosen: Vec<&config::Mount> = match tool {
+            Some(t) => self.config.mounts_of(t).collect(),
+            None => self.config.mounts.iter().collect(),
+        };
+        chosen
+            .into_iter()
+            .map(|m| Mount {
+                host: m.host.clone(),
+                at: m.at.clone(),
+                write: label.map_or(m.write, |l| m.writable_at(l)),
+            })
+            .collect()
+    }
+
+    /// The label of a box of `tool` in `session` now: what it can read, its reach, raised
+    /// to what the session's workspace may hold.
+    pub(crate) fn box_label(&self, session: &SessionId, tool: &Tool) -> DataClass {
+        config::box_label(self.floor(session), self.config.reach(tool))
     }
 
     fn builtin(&self, req: &ToolRequest, tool: &Tool, which: Builtin) -> ToolResponse {
@@ -161,16 +245,65 @@ impl Runner {
             return failed(e.to_string());
         }
         match call {
-            BuiltinCall::ReadFile(a) => self.file_tool(req, tool, a.into()),
-            BuiltinCall::WriteFile(a) => self.file_tool(req, tool, a.into()),
-            BuiltinCall::ListDir(a) => self.file_tool(req, tool, a.into()),
+            BuiltinCall::ReadFile(a) => self.file_tool(req, tool, a.into(), None),
+            BuiltinCall::WriteFile(a) => {
+                // The file tool writes what the model gave it: data at the session's taint.
+                let label = self.floor(&req.session);
+                if let Some(why) = self.write_down(&a.path, tool, label) {
+                    return failed(format!("{}: {why}", tool.name));
+                }
+                self.file_tool(req, tool, a.into(), Some(label))
+            }
+            BuiltinCall::ListDir(a) => self.file_tool(req, tool, a.into(), None),
             BuiltinCall::Run(a) => self.run_tool(req, tool, a),
         }
     }
 
-    /// The spec of a box for `tool` in `session`, running `argv`.
-    fn spec(&self, session: &SessionId, tool: &Tool, argv: Vec<String>, io: Io) -> Spec {
-        self.box_spec(session, tool.network, &tool.env, argv, io)
+    /// Why writing `path` at `label` would write down, if it would: a writable mount whose
+    /// class is below the label (the kernel refuses it too: the mount is read-only in that
+    /// box). The sentence says what the model can do about it.
+    fn write_down(&self, path: &str, tool: &Tool, label: DataClass) -> Option<String> {
+        let path = Path::new(path);
+        let path = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            Path::new("/work").join(path)
+        };
+        let m = self
+            .config
+            .mounts_of(tool)
+            .filter(|m| path.starts_with(&m.at))
+            .max_by_key(|m| m.at.components().count())?;
+        (m.write && !m.writable_at(label)).then(|| {
+            format!(
+                "refused: {} is a {} mount and this session has read {label} data; writing \
+                 there would move that data below its label (no write down), so it is \
+                 read-only for this session until an operator resets it. Write to /work \
+                 instead.",
+                m.at.display(),
+                m.class
+            )
+        })
+    }
+
+    /// The spec of a box for `tool` in `session`, running `argv`, at `label` (`None`: a box
+    /// that writes nowhere but `/work`).
+    fn spec(
+        &self,
+        session: &SessionId,
+        tool: &Tool,
+        argv: Vec<String>,
+        io: Io,
+        label: Option<DataClass>,
+    ) -> Spec {
+        let mut spec = self.box_spec(session, tool.network, &tool.env, argv, io);
+        spec.mounts = self.box_mounts(Some(tool), label);
+        if label.is_none() {
+            for m in &mut spec.mounts {
+                m.write = false;
+            }
+        }
+        spec
     }
 
     /// The box a call in `session` gets, running `argv`: the session's workspace at `/work`,
@@ -185,16 +318,7 @@ impl Runner {
         io: Io,
     ) -> Spec {
         let mut spec = Spec::new(argv, self.workspace(session));
-        spec.mounts = self
-            .config
-            .mounts
-            .iter()
-            .map(|m| Mount {
-                host: m.host.clone(),
-                at: m.at.clone(),
-                write: m.write,
-            })
-            .collect();
+        spec.mounts = self.box_mounts(None, None);
         spec.network = network;
         spec.env = env
             .iter()
@@ -281,14 +405,34 @@ impl Runner {
         &self,
         session: &SessionId,
         network: bool,
+        tool: Option<&Tool>,
     ) -> Result<String, sandbox::Error> {
         self.ensure_workspace(session)
             .map_err(|e| sandbox::Error::InvalidSpec(e.to_string()))?;
-        let spec = self.box_spec(session, network, &[], vec!["/bin/true".into()], Io::Inherit);
+        let network = tool.map_or(network, |t| t.network);
+        let mut spec = self.box_spec(session, network, &[], vec!["/bin/true".into()], Io::Inherit);
+        let mut reach = String::new();
+        if let Some(t) = tool {
+            spec.mounts = self.box_mounts(Some(t), Some(self.box_label(session, t)));
+            reach = if t.runs_foreign_code() {
+                let r = self.config.reach(t);
+                format!(
+                    "reach: {r} (a call to {} is decided at max(taint, {r}), and its answers \
+                     are labelled at least {})\n",
+                    t.name,
+                    self.config.floor(&t.name).class
+                )
+            } else {
+                format!(
+                    "reach: its results are labelled by the file read (at least {})\n",
+                    t.class
+                )
+            };
+        }
         let table = sandbox::mount_table(&spec)?;
         let l = &spec.limits;
         Ok(format!(
-            "{}network: {}\nlimits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock\n",
+            "{}{reach}network: {}\nlimits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock\n",
             sandbox::describe_mounts(&table),
             if network {
                 "the host's"
@@ -313,18 +457,20 @@ impl Runner {
         }
     }
 
-    pub(crate) fn mount_classes(&self) -> Vec<MountClass> {
-        self.config
-            .mounts
-            .iter()
-            .map(|m| MountClass {
-                at: m.at.clone(),
-                class: m.class,
-            })
-            .collect()
+    /// The class of an answer of code boxmaker does not control, called `name`, in
+    /// `session`: its floor (docs/spec.md §3.4, the rule the gate's floor for a `failed` is),
+    /// raised to what the session's workspace may hold, which the box could read too.
+    pub(crate) fn foreign_class(&self, session: &SessionId, name: &str) -> DataClass {
+        self.config.floor(name).class.max(self.floor(session))
     }
 
-    fn file_tool(&self, req: &ToolRequest, tool: &Tool, inbox: InboxRequest) -> ToolResponse {
+    fn file_tool(
+        &self,
+        req: &ToolRequest,
+        tool: &Tool,
+        inbox: InboxRequest,
+        label: Option<DataClass>,
+    ) -> ToolResponse {
         let stdin = match serde_json::to_vec(&inbox) {
             Ok(b) => b,
             Err(e) => return failed(format!("{}: cannot encode the request: {e}", tool.name)),
@@ -337,6 +483,7 @@ impl Runner {
                 stdin,
                 output_cap: INBOX_OUTPUT_CAP,
             },
+            label,
         );
         spec.mounts.push(Mount {
             host: self.binary.clone(),
@@ -361,7 +508,8 @@ impl Runner {
                 read,
                 truncated,
             }) => {
-                let class = class_for_reads(tool.class, &read, &self.mount_classes());
+                let class =
+                    class_of_reads(tool.class, &read, &self.hosts, self.floor(&req.session));
                 let mut resp = fit_result(content, class, tool.untrusted);
                 if let ToolResponse::Result { truncated: t, .. } = &mut resp {
                     *t |= truncated;
@@ -391,6 +539,7 @@ impl Runner {
                 stdin: args.stdin.map(String::into_bytes).unwrap_or_default(),
                 output_cap: RUN_OUTPUT_CAP,
             },
+            Some(self.box_label(&req.session, tool)),
         );
         spec.limits.timeout = timeout;
         let outcome = match sandbox::run(&spec, &self.helper) {
@@ -407,8 +556,8 @@ impl Runner {
             }
             s => s.exit_code(),
         };
-        // `run` can read anything its box shows: label it with every mount's class.
-        let class = class_for_box(tool.class, &self.mount_classes());
+        // `run` can read anything its box shows: its mounts, and the workspace.
+        let class = self.foreign_class(&req.session, &req.tool);
         let cut = outcome.stdout_truncated || outcome.stderr_truncated;
         fit_run(
             exit,

@@ -1,16 +1,20 @@
-//! The runner role's connection loop: `ToolRequest` frames in, one final answer out per
-//! request, many calls at once.
+//! The runner role's connection loop: [`RunnerRequest`] frames in (a call with the
+//! session's taint, or a session to clear), one [`RunnerReply`] out per request, many calls
+//! at once.
 //!
 //! The runner trusts the gate, but it still answers only what the gate may send: a frame
-//! that is not an envelope, an envelope of another version, or a message that is not a
-//! `tool_request` gets an `error` envelope and the connection is closed (docs/spec.md §2.3). Calls
-//! run on their own threads, at most [`MAX_IN_FLIGHT`] at once; past that the loop stops
-//! reading until one finishes, so a flood turns into back-pressure, not into threads.
+//! that is not a runner request, or one of another version, gets an `error` reply and the
+//! connection is closed (docs/spec.md §2.3). Calls run on their own threads, at most
+//! [`MAX_IN_FLIGHT`] at once; past that the loop stops reading until one finishes, so a
+//! flood turns into back-pressure, not into threads.
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use proto::{Envelope, ErrorCode, FrameError, Message, read_frame, write_frame};
+use proto::run::{
+    Order, RunnerAnswer, RunnerReply, RunnerRequest, read_runner_request, write_runner_reply,
+};
+use proto::{ErrorCode, FrameError};
 
 use crate::run::Runner;
 
@@ -73,48 +77,45 @@ where
 {
     let output = Arc::new(Mutex::new(output));
     let slots = Arc::new(Slots::default());
-    let send = |out: &Arc<Mutex<W>>, env: &Envelope| -> Result<(), ServeError> {
+    let send = |out: &Arc<Mutex<W>>, reply: &RunnerReply| -> Result<(), ServeError> {
         let mut w = out.lock().unwrap_or_else(PoisonError::into_inner);
-        write_frame(&mut *w, env).map_err(ServeError::Write)
+        write_runner_reply(&mut *w, reply).map_err(ServeError::Write)
     };
     let result = loop {
-        let env = match read_frame(&mut input) {
-            Ok(env) => env,
+        let req: RunnerRequest = match read_runner_request(&mut input) {
+            Ok(req) => req,
             Err(FrameError::Closed) => break Ok(()),
             Err(e) => {
-                if let Some(code) = e.wire_code() {
-                    // Best effort: the peer may already be gone.
-                    let _ = send(&output, &Envelope::error(0, code, e.to_string()));
-                }
+                let code = match &e {
+                    FrameError::Json(j) if j.classify() == serde_json::error::Category::Data => {
+                        ErrorCode::BadMessage
+                    }
+                    other => other.wire_code().unwrap_or(ErrorCode::BadFrame),
+                };
+                // Best effort: the peer may already be gone.
+                let _ = send(&output, &RunnerReply::error(0, code, e.to_string()));
                 break Err(ServeError::BadFrame(e));
             }
         };
-        let req = match env.msg {
-            Message::ToolRequest(req) if env.r#final => req,
-            Message::ToolRequest(_) => {
-                let why = "a tool_request must be sent with final: true";
-                let _ = send(
-                    &output,
-                    &Envelope::error(env.id, ErrorCode::BadMessage, why),
-                );
-                break Err(ServeError::BadMessage(why));
-            }
-            Message::ToolResponse(_) | Message::Error(_) => {
-                let why = "the runner takes only tool_request messages";
-                let _ = send(
-                    &output,
-                    &Envelope::error(env.id, ErrorCode::BadMessage, why),
-                );
-                break Err(ServeError::BadMessage(why));
-            }
-        };
         slots.acquire(MAX_IN_FLIGHT);
-        let (runner, out, slots2, id) = (runner.clone(), output.clone(), slots.clone(), env.id);
+        let (runner, out, slots2, id) = (runner.clone(), output.clone(), slots.clone(), req.id);
         std::thread::spawn(move || {
-            let resp = runner.handle(&req);
+            let reply = match req.order {
+                Order::Call { request, class, .. } => {
+                    RunnerReply::answer(id, runner.handle(&request, class))
+                }
+                Order::ResetSession { session } => match runner.reset_session(&session) {
+                    Ok((servers, workspace)) => {
+                        RunnerReply::new(id, RunnerAnswer::Reset { servers, workspace })
+                    }
+                    Err(why) => {
+                        RunnerReply::answer(id, proto::ToolResponse::Failed { message: why })
+                    }
+                },
+            };
             let mut w = out.lock().unwrap_or_else(PoisonError::into_inner);
             // A write error means the gate is gone; the read side will see it too.
-            let _ = write_frame(&mut *w, &Envelope::response(id, resp));
+            let _ = write_runner_reply(&mut *w, &reply);
             drop(w);
             slots2.release();
         });

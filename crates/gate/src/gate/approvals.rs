@@ -188,19 +188,25 @@ impl Gate {
             .taint(&req.session)
             .map_err(before("read the session's taint"))?;
         let grants = self.grants().map_err(before("build the grants"))?;
-        let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
+        let reach = self.config.call_reach(&req.tool);
+        let at = at_reach(taint, reach);
+        let decision = policy::decide(&grants, &req.session, &req.tool, at, now);
+        let raise = match decision {
+            Decision::Deny(_) => None,
+            Decision::Allow | Decision::Ask => reach_raise(req, taint, reach),
+        };
         self.make_durable(Durable {
-            raise: None,
+            raise,
             events: vec![(
                 now,
-                decision_event(req, taint, decision, Some(approval.to_string())),
+                decision_event(req, at, decision, Some(approval.to_string()), reach),
             )],
         })
-        .map_err(|f| before("audit the decision")(f.into_gate()))?;
+        .map_err(|f| before("record the decision and its reach")(f.into_gate()))?;
         if let Decision::Deny(reason) = decision {
             return Ok(ToolResponse::Denied { reason });
         }
-        self.run_and_commit(req)
+        self.run_and_commit(req, at)
     }
 
     /// Expires every pending approval that is due, audits each `approval_expired`, and wakes

@@ -198,8 +198,8 @@ struct Resumes {
 enum Start {
     /// Its final answer (denied).
     Final(ToolResponse),
-    /// Allowed: run it.
-    Run,
+    /// Allowed: run it, at this committed taint (its reach already in it).
+    Run(Taint),
     /// Waiting for a person on this approval.
     Held(String),
 }
@@ -420,7 +420,9 @@ impl Gate {
     pub fn submit(&self, req: ToolRequest, mut reply: Box<dyn Reply>) {
         match self.start(&req, &mut *reply) {
             Ok(Start::Final(resp)) => reply.finish(resp),
-            Ok(Start::Run) => reply.finish(self.run_and_commit(&req).unwrap_or_else(failed)),
+            Ok(Start::Run(taint)) => {
+                reply.finish(self.run_and_commit(&req, taint).unwrap_or_else(failed));
+            }
             Ok(Start::Held(approval)) => self.park(approval, Held { req, reply }),
             Err(e) => reply.finish(failed(e)),
         }
@@ -437,15 +439,18 @@ impl Gate {
             &req.arguments,
             self.config.gate.log_arguments,
         );
+        let reach = self.config.call_reach(&req.tool);
         let decided = self
             .taint(&req.session)
             .map_err(before("read the session's taint"))
             .and_then(|taint| {
                 let grants = self.grants().map_err(before("build the grants"))?;
-                let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
-                Ok((taint, grants, decision))
+                // Step 4 at max(taint, reach) for code boxmaker does not control.
+                let at = at_reach(taint, reach);
+                let decision = policy::decide(&grants, &req.session, &req.tool, at, now);
+                Ok((taint, at, grants, decision))
             });
-        let (taint, grants, decision) = match decided {
+        let (taint, at, grants, decision) = match decided {
             Ok(d) => d,
             Err(e) => {
                 // Still log that the request came; the call does not run either way.
@@ -456,44 +461,47 @@ impl Gate {
                 return Err(e);
             }
         };
-        self.make_durable(Durable {
-            raise: None,
-            events: vec![
-                (now, request),
-                (now, decision_event(req, taint, decision, None)),
-            ],
-        })
-        .map_err(|f| before("audit the request and its decision")(f.into_gate()))?;
-        if let Decision::Deny(reason) = decision {
-            return Ok(Start::Final(ToolResponse::Denied { reason }));
-        }
+        let mut events = vec![
+            (now, request),
+            (now, decision_event(req, at, decision, None, reach)),
+        ];
         // A call that can never run is refused now, in the decoder's own words, before any
-        // person is asked to approve it.
-        if let Some(message) = self.bad_arguments(req) {
-            self.make_durable(Durable {
-                raise: None,
-                events: vec![(
-                    now,
-                    Event::result(
-                        req.session.clone(),
-                        req.call,
-                        req.tool.clone(),
-                        Outcome::Failed,
-                        &message,
-                        DataClass::Public,
-                        false,
-                        false,
-                    ),
-                )],
-            })
-            .map_err(|f| before("audit the refused arguments")(f.into_gate()))?;
+        // person is asked to approve it (and before its reach enters the taint).
+        let bad = match decision {
+            Decision::Deny(_) => None,
+            Decision::Allow | Decision::Ask => self.bad_arguments(req),
+        };
+        if let Some(message) = &bad {
+            events.push((
+                now,
+                Event::result(
+                    req.session.clone(),
+                    req.call,
+                    req.tool.clone(),
+                    Outcome::Failed,
+                    message,
+                    DataClass::Public,
+                    false,
+                    false,
+                ),
+            ));
+        }
+        // An allowed call's reach is committed with the records of its request, before its
+        // box starts: one durable write, shared with concurrent calls.
+        let raise = match (decision, &bad) {
+            (Decision::Allow, None) => reach_raise(req, taint, reach),
+            _ => None,
+        };
+        self.make_durable(Durable { raise, events })
+            .map_err(|f| before("record the request, its decision and its reach")(f.into_gate()))?;
+        if let Some(message) = bad {
             return Ok(Start::Final(ToolResponse::Failed { message }));
         }
         match decision {
             Decision::Deny(reason) => Ok(Start::Final(ToolResponse::Denied { reason })),
-            Decision::Allow => Ok(Start::Run),
+            Decision::Allow => Ok(Start::Run(at)),
             Decision::Ask => {
-                let reason = ask_reason(&grants, req, taint, now);
+                let reason = ask_reason(&grants, req, at, now);
                 self.ask(req, reason, now, reply).map(Start::Held)
             }
         }
@@ -555,10 +563,13 @@ impl Gate {
         out
     }
 
-    /// Runs the call, raises the taint and audits the result (committed together with
-    /// concurrent calls' raises and records), and only then returns the answer.
-    fn run_and_commit(&self, req: &ToolRequest) -> Result<ToolResponse, CallError> {
-        let resp = match self.runner.run(req) {
+    /// Runs the call at `taint` (committed, its reach in it), raises the taint and audits
+    /// the result (committed together with concurrent calls' raises and records), and only
+    /// then returns the answer. A `failed` raises the taint by the call's floor
+    /// ([`Config::floor`]: its reach, for code boxmaker does not control — the same rule the
+    /// runner labels its results by).
+    fn run_and_commit(&self, req: &ToolRequest, taint: Taint) -> Result<ToolResponse, CallError> {
+        let resp = match self.runner.run(req, taint) {
             resp @ (ToolResponse::Result { .. } | ToolResponse::Failed { .. }) => resp,
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {
                 ToolResponse::Failed {
@@ -581,7 +592,7 @@ impl Gate {
                 *truncated,
             ),
             ToolResponse::Failed { message } => (
-                floor_label(&self.config, &req.tool),
+                self.config.floor(&req.tool),
                 Outcome::Failed,
                 message.as_str(),
                 false,
@@ -620,12 +631,37 @@ impl Gate {
     }
 }
 
+/// The taint a call is decided at (docs/spec.md §3.3 step 4): the session's, raised to the
+/// call's reach when it runs code boxmaker does not control.
+pub(crate) fn at_reach(taint: Taint, reach: Option<DataClass>) -> Taint {
+    match reach {
+        Some(r) => Taint::new(config::box_label(taint.class(), r), taint.untrusted()),
+        None => taint,
+    }
+}
+
+/// The raise that commits a call's reach into the session's taint, when it adds anything.
+pub(crate) fn reach_raise(
+    req: &ToolRequest,
+    taint: Taint,
+    reach: Option<DataClass>,
+) -> Option<TaintRaise> {
+    reach
+        .filter(|r| *r > taint.class())
+        .map(|class| TaintRaise {
+            session: req.session.clone(),
+            class,
+            untrusted: false,
+        })
+}
+
 /// The `decision` record of a request.
 fn decision_event(
     req: &ToolRequest,
     taint: Taint,
     decision: Decision,
     approval: Option<String>,
+    reach: Option<DataClass>,
 ) -> Event {
     let (verdict, reason) = match decision {
         Decision::Allow => (audit::Verdict::Allow, None),
@@ -641,6 +677,7 @@ fn decision_event(
         decision: verdict,
         reason,
         approval,
+        reach,
     }
 }
 
@@ -657,26 +694,6 @@ fn ask_reason(grants: &Grants, req: &ToolRequest, taint: Taint, now: Timestamp) 
     } else {
         ApprovalReason::GrantAsk
     }
-}
-
-/// The floor label of a tool's `failed` answers (docs/spec.md §3.2): the `[[tool]]` of that name, or
-/// for a downstream server's exposed tool (`PREFIX_NAME`) the highest label of every server
-/// that could expose it, each raised to the highest class of the mounts its box shows (a
-/// server can read every mount, and an error it returns can carry what it read). A name no
-/// `[[tool]]` explains is labelled `(public, false)`: no grant could have named a tool the
-/// runner does not have, so its failure carries nothing.
-pub fn floor_label(config: &Config, tool: &str) -> Label {
-    if let Some(t) = config.tool(tool) {
-        return t.label();
-    }
-    let mounts = config.mounts.iter().map(|m| m.class).max();
-    config
-        .tools
-        .iter()
-        .filter(|t| t.could_expose(tool))
-        .map(|t| Label::new(mounts.map_or(t.class, |m| m.max(t.class)), t.untrusted))
-        .reduce(|a, b| Label::new(a.class.max(b.class), a.untrusted || b.untrusted))
-        .unwrap_or(Label::new(DataClass::Public, false))
 }
 
 /// The state directory the gate's sockets and files live in.
@@ -716,20 +733,14 @@ class = "secret"
     fn floor_label_finds_builtin_exposed_and_prefixed_tools() {
         let c = config(TOOLS);
         assert_eq!(
-            floor_label(&c, "read_file"),
+            c.floor("read_file"),
             Label::new(DataClass::Confidential, false)
         );
-        assert_eq!(
-            floor_label(&c, "fetch_get"),
-            Label::new(DataClass::Public, true)
-        );
-        assert_eq!(
-            floor_label(&c, "sec_open"),
-            Label::new(DataClass::Secret, false)
-        );
+        assert_eq!(c.floor("fetch_get"), Label::new(DataClass::Public, true));
+        assert_eq!(c.floor("sec_open"), Label::new(DataClass::Secret, false));
         // `vault_open` is not how vault's tools are exposed; `fetchx` is not fetch's.
-        assert_eq!(floor_label(&c, "vault_open"), Label::default());
-        assert_eq!(floor_label(&c, "fetchx"), Label::default());
+        assert_eq!(c.floor("vault_open"), Label::default());
+        assert_eq!(c.floor("fetchx"), Label::default());
     }
 
     #[test]
@@ -737,15 +748,9 @@ class = "secret"
         let c = config(&format!(
             "{TOOLS}\n[[tool]]\nname = \"loose\"\nmcp = [\"l\"]\nprefix = \"\"\nclass = \"internal\"\n"
         ));
-        assert_eq!(
-            floor_label(&c, "anything"),
-            Label::new(DataClass::Internal, false)
-        );
+        assert_eq!(c.floor("anything"), Label::new(DataClass::Internal, false));
         // The highest of every server that could have exposed it.
-        assert_eq!(
-            floor_label(&c, "fetch_get"),
-            Label::new(DataClass::Internal, true)
-        );
+        assert_eq!(c.floor("fetch_get"), Label::new(DataClass::Internal, true));
     }
 
     #[test]
@@ -754,11 +759,8 @@ class = "secret"
             "{TOOLS}\n[[mount]]\nhost = \"/tmp\"\nat = \"/data/s\"\nclass = \"secret\"\n"
         ));
         // A downstream server's failure may quote a secret mount; a builtin's floor stays.
-        assert_eq!(floor_label(&c, "fetch_get").class, DataClass::Secret);
-        assert_eq!(
-            floor_label(&c, "read_file"),
-            c.tool("read_file").unwrap().label()
-        );
+        assert_eq!(c.floor("fetch_get").class, DataClass::Secret);
+        assert_eq!(c.floor("read_file"), c.tool("read_file").unwrap().label());
     }
 
     #[test]

@@ -73,6 +73,27 @@ impl Gate {
                 })
             }
             ControlOp::ResetSession { session } => {
+                let known = lock(&self.store)
+                    .session(&session)
+                    .map_err(|e| internal(&e))?
+                    .is_some();
+                if !known {
+                    return Err((
+                        ControlErrorCode::NotFound,
+                        format!("the gate has no session {session} (it never ran a call)"),
+                    ));
+                }
+                // What remembers the session goes first (its servers, its workspace): if it
+                // cannot, the taint stays, since both may hold what the session saw.
+                let cleared = self.runner.reset(&session).map_err(|why| {
+                    (
+                        ControlErrorCode::Internal,
+                        format!(
+                            "the session was not reset: its servers and workspace could not be \
+                             cleared ({why})"
+                        ),
+                    )
+                })?;
                 let now = self.now();
                 let before = lock(&self.store)
                     .reset_session(&session, now)
@@ -89,6 +110,8 @@ impl Gate {
                         session: session.clone(),
                         class: before.class,
                         untrusted: before.untrusted,
+                        servers_stopped: cleared.servers,
+                        workspace_emptied: cleared.workspace,
                     },
                 )
                 .map_err(|e| internal(&e))?;

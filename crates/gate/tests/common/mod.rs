@@ -11,15 +11,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gate::gate::Clock;
+use gate::link::Cleared;
 use gate::store::Store;
 use gate::{Gate, RunnerLink, ToolRunner};
+use policy::Taint;
 use proto::control::{
     ControlAnswer, ControlOp, ControlReply, ControlRequest, read_control_reply,
     write_control_request,
 };
+use proto::run::{Order, RunnerAnswer, RunnerReply, read_runner_request, write_runner_reply};
 use proto::{
-    CallId, DataClass, Envelope, Message, SessionId, ToolRequest, ToolResponse, read_frame,
-    write_frame,
+    CallId, DataClass, Envelope, SessionId, ToolRequest, ToolResponse, read_frame, write_frame,
 };
 
 /// The start of the test clock.
@@ -32,17 +34,14 @@ state = "state"
 approval_ttl = 60
 log_arguments = false
 
-# The gate's tests steer a fake runner through the arguments (see `fake_answer`), which a
-# builtin tool's decoder would refuse before anything ran: these tools are servers the
-# fake runner stands for.
 [[tool]]
 name = "read"
-mcp = ["fake-read"]
+builtin = "read_file"
 class = "internal"
 
 [[tool]]
 name = "secret_read"
-mcp = ["fake-secret-read"]
+builtin = "read_file"
 class = "secret"
 
 [[tool]]
@@ -54,7 +53,7 @@ network = true
 
 [[tool]]
 name = "run"
-mcp = ["fake-run"]
+builtin = "run"
 class = "internal"
 
 [[grant]]
@@ -116,10 +115,34 @@ pub fn req(session: &str, call: u64, tool: &str, args: &str) -> ToolRequest {
     }
 }
 
+/// The directives that steer the fake tool: the arguments' own keys, or — for a builtin
+/// file tool, whose arguments the gate checks and which takes only `path` — the pairs of a
+/// `path` written `key=value;key=value`.
+fn directives(arguments: &str) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    let Some(path) = v.get("path").and_then(serde_json::Value::as_str) else {
+        return v;
+    };
+    let mut map = serde_json::Map::new();
+    for pair in path.split(';') {
+        if let Some((k, val)) = pair.split_once('=') {
+            let val = match val {
+                "true" => serde_json::Value::Bool(true),
+                "false" => serde_json::Value::Bool(false),
+                n if n.parse::<u64>().is_ok() => serde_json::json!(n.parse::<u64>().unwrap()),
+                s => serde_json::Value::String(s.to_string()),
+            };
+            map.insert(k.to_string(), val);
+        }
+    }
+    serde_json::Value::Object(map)
+}
+
 /// The fake tool: `{"class": C, "untrusted": B, "fail": MSG, "sleep_ms": N}` in the
-/// arguments choose its answer; by default a public, trusted result naming the call.
+/// arguments (or in a file tool's `path`, see [`directives`]) choose its answer; by default
+/// a public, trusted result naming the call.
 pub fn fake_answer(req: &ToolRequest) -> ToolResponse {
-    let v: serde_json::Value = serde_json::from_str(&req.arguments).unwrap_or_default();
+    let v = directives(&req.arguments);
     if let Some(ms) = v.get("sleep_ms").and_then(serde_json::Value::as_u64) {
         std::thread::sleep(Duration::from_millis(ms));
     }
@@ -152,11 +175,15 @@ pub struct FakeRunner {
 }
 
 impl ToolRunner for FakeRunner {
-    fn run(&self, req: &ToolRequest) -> ToolResponse {
+    fn run(&self, req: &ToolRequest, _taint: Taint) -> ToolResponse {
         if let Some(h) = &self.hook {
             h(req);
         }
         fake_answer(req)
+    }
+
+    fn reset(&self, _session: &SessionId) -> Result<Cleared, String> {
+        Ok(Cleared::default())
     }
 }
 
@@ -166,15 +193,22 @@ pub fn spawn_fake_runner(stream: UnixStream) {
     let writer = Arc::new(Mutex::new(stream.try_clone().unwrap()));
     let mut reader = stream;
     std::thread::spawn(move || {
-        while let Ok(env) = read_frame(&mut reader) {
-            let Message::ToolRequest(r) = env.msg else {
-                return;
-            };
+        while let Ok(order) = read_runner_request(&mut reader) {
+            let id = order.id;
             let writer = Arc::clone(&writer);
             std::thread::spawn(move || {
-                let resp = fake_answer(&r);
+                let reply = match order.order {
+                    Order::Call { request, .. } => RunnerReply::answer(id, fake_answer(&request)),
+                    Order::ResetSession { .. } => RunnerReply::new(
+                        id,
+                        RunnerAnswer::Reset {
+                            servers: 0,
+                            workspace: false,
+                        },
+                    ),
+                };
                 let mut w = writer.lock().unwrap();
-                let _ = write_frame(&mut *w, &Envelope::response(env.id, resp));
+                let _ = write_runner_reply(&mut *w, &reply);
             });
         }
     });

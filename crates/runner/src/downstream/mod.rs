@@ -8,14 +8,19 @@
 //! when a call to it times out or its connection breaks (its calls in flight then fail with
 //! the reason), and with the runner; the next call starts it again.
 //!
-//! Results are labelled `class = max(tool class, every mount's class)` (the server can read
-//! every mount its box shows), `untrusted = tool.untrusted` ([`content`]).
+//! Results are labelled by the call's floor — `max(tool class, class of every mount the
+//! tool is given)`, the server can read every mount its box shows — raised to what the
+//! session's workspace may hold; `untrusted = tool.untrusted` ([`content`]). Its box shows
+//! a writable mount read-only when the session's label is above the mount's class, and a
+//! server started at a lower label is replaced when the label rises past such a mount (it
+//! remembers what it was given: no write down, docs/spec.md §3.5).
 //!
 //! Discovery ([`Runner::refresh_tools`]) runs each server once in a box with no session data
-//! (an empty, throw-away workspace; the mounts read-only) to learn its tools, and records
-//! them in the discovery file ([`catalog::ToolsFile`]). A running server's own tool list is
-//! recorded too, and under `pin = true` a tool whose definition differs from the accepted
-//! one is refused.
+//! (an empty, throw-away workspace; the mounts read-only, and those above `public` shown
+//! empty) to learn its tools, and records them in the discovery file
+//! ([`catalog::ToolsFile`]). That is the only place definitions are recorded from: what a
+//! running server later says of its tools is kept in memory and used only to refuse, under
+//! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
 pub mod transport;
@@ -35,7 +40,6 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use sandbox::{BoxProcess, Io};
 
-use crate::label::class_for_box;
 use crate::run::{Runner, failed};
 use transport::{Lines, Reason, get_reason, set_reason};
 
@@ -94,6 +98,8 @@ struct Instance {
     last_used: Mutex<Instant>,
     in_flight: AtomicUsize,
     idle: Duration,
+    /// The label its box was built at: writable mounts above it are writable in its box.
+    label: proto::DataClass,
 }
 
 impl Instance {
@@ -429,8 +435,12 @@ impl Runner {
         let slot = self.hub().slot(&req.session, &tool.name);
         let instance = {
             let mut g = slot.lock().await;
+            // A server is the session's memory: what it was given at one label must not be
+            // written where a lower label reads. If the session's label rose above a mount
+            // the server may write, it is stopped and a new one starts, read-only there.
+            let label = self.box_label(&req.session, tool);
             let i = match g.as_ref() {
-                Some(i) if i.alive() => i.clone(),
+                Some(i) if i.alive() && !self.writes_down(tool, i.label, label) => i.clone(),
                 _ => {
                     if let Some(old) = g.take() {
                         let _ = tokio::task::spawn_blocking(move || old.kill()).await;
@@ -440,15 +450,14 @@ impl Runner {
                     }
                     let workspace = self.workspace(&req.session);
                     match self
-                        .start(tool, &req.session, workspace, false, timeout)
+                        .start(tool, &req.session, workspace, Some(label), timeout)
                         .await
                     {
                         Ok(i) => {
+                            // What a running server says of its tools is never written
+                            // where it would be shown as their definition (descriptions
+                            // are content: docs/spec.md §3.5); it is kept here, for pinning.
                             let i = Arc::new(i);
-                            self.record(
-                                tool,
-                                &i.tools.lock().unwrap_or_else(PoisonError::into_inner),
-                            );
                             *g = Some(i.clone());
                             i
                         }
@@ -479,9 +488,8 @@ impl Runner {
                         .tools
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner);
-                    // Recorded once per change, not at every call.
+                    // Kept for the next comparison, never recorded (see above).
                     if *known != now {
-                        self.record(tool, &now);
                         known.clone_from(&now);
                     }
                     find(&now)
@@ -509,9 +517,10 @@ impl Runner {
                 .map(|a| a.changes(live))
                 .unwrap_or_else(|| vec!["added"]);
             return failed(format!(
-                "{}: refused: its {} changed since an operator accepted it (pin = true); \
-                 review it with `boxmaker tools diff` and accept it with `boxmaker tools \
-                 accept {}`",
+                "{}: refused: the running server describes it differently from what an \
+                 operator accepted (its {} changed; pin = true); `boxmaker tools refresh` \
+                 asks the server again in a box with no session data, then review it with \
+                 `boxmaker tools diff` and accept it with `boxmaker tools accept {}`",
                 req.tool,
                 what.join(", "),
                 req.tool
@@ -587,7 +596,7 @@ impl Runner {
         if result.is_error == Some(true) {
             return failed(format!("{}: {}", req.tool, content::error_text(&blocks)));
         }
-        let class = class_for_box(tool.class, &self.mount_classes());
+        let class = self.foreign_class(&req.session, &req.tool);
         content::fit_content(
             catalog::Content {
                 content: blocks,
@@ -598,14 +607,17 @@ impl Runner {
         )
     }
 
-    /// Starts `tool`'s server in a box over `workspace`, initializes it, and lists its
-    /// tools. `discovery`: mounts read-only, and the wall clock of one call.
+    /// Starts `tool`'s server in a box over `workspace` at `label` (the box's mounts are
+    /// writable only where no write down), initializes it, and lists its tools. With no
+    /// label it is discovery: every mount read-only, a mount above `public` shown empty (a
+    /// description is content the model reads at any taint, so it may be built from public
+    /// data only), and the wall clock of one call.
     async fn start(
         &self,
         tool: &Tool,
         session: &SessionId,
         workspace: PathBuf,
-        discovery: bool,
+        label: Option<proto::DataClass>,
         timeout: Duration,
     ) -> Result<Instance, String> {
         let ToolKind::Mcp {
@@ -616,9 +628,16 @@ impl Runner {
         };
         let mut spec = self.box_spec(session, tool.network, &tool.env, argv.clone(), Io::Inherit);
         spec.workspace = workspace;
-        if discovery {
-            for m in &mut spec.mounts {
+        spec.mounts = self.box_mounts(Some(tool), label);
+        if label.is_none() {
+            let empty = spec.workspace.join(".boxmaker-empty");
+            std::fs::create_dir_all(&empty)
+                .map_err(|e| format!("cannot make the discovery box's empty mounts: {e}"))?;
+            for (m, c) in spec.mounts.iter_mut().zip(self.config().mounts_of(tool)) {
                 m.write = false;
+                if c.class > proto::DataClass::Public {
+                    m.host = empty.clone();
+                }
             }
             spec.limits.timeout = timeout.saturating_mul(2);
         } else {
@@ -666,6 +685,7 @@ impl Runner {
             last_used: Mutex::new(Instant::now()),
             in_flight: AtomicUsize::new(0),
             idle: Duration::from_secs(idle_timeout.unwrap_or(catalog::DEFAULT_IDLE_TIMEOUT)),
+            label: label.unwrap_or(proto::DataClass::Public),
         })
     }
 
@@ -676,13 +696,37 @@ impl Runner {
         });
     }
 
-    /// Records what a server said it offers; a failure to write only costs the report.
-    fn record(&self, tool: &Tool, tools: &[ToolDef]) {
-        if let ToolKind::Mcp { argv, .. } = &tool.kind {
-            let _ = ToolsFile::update(self.state_dir(), |f| {
-                f.record(argv, tools.to_vec(), unix_now())
-            });
+    /// Whether a server started at `was` would write down at `now`: a mount it may write
+    /// at `was` is read-only at `now`.
+    fn writes_down(&self, tool: &Tool, was: proto::DataClass, now: proto::DataClass) -> bool {
+        self.config()
+            .mounts_of(tool)
+            .any(|m| m.writable_at(was) && !m.writable_at(now))
+    }
+
+    /// Stops every server of `session` (an operator reset it); returns how many ran.
+    pub(crate) fn stop_servers(&self, session: &SessionId) -> u32 {
+        let slots: Vec<Slot> = self
+            .hub()
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|((s, _), _)| s == session)
+            .map(|(_, slot)| slot.clone())
+            .collect();
+        let mut stopped = 0;
+        for slot in slots {
+            let taken = match self.hub().runtime() {
+                Ok(rt) => rt.block_on(async { slot.lock().await.take() }),
+                Err(_) => None,
+            };
+            if let Some(i) = taken {
+                i.kill();
+                stopped += 1;
+            }
         }
+        stopped
     }
 
     /// Discovery: runs every downstream server of the config that the discovery file does
@@ -758,7 +802,7 @@ impl Runner {
             Duration::from_secs(self.config().limits.timeout_seconds.min(DISCOVERY_TIMEOUT));
         let result = rt.block_on(async {
             let i = self
-                .start(tool, &session, dir.path().to_path_buf(), true, timeout)
+                .start(tool, &session, dir.path().to_path_buf(), None, timeout)
                 .await?;
             let tools = i
                 .tools
