@@ -5,9 +5,10 @@
 //! - `[box]`: `memory_bytes` 2 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
 //!   `timeout_seconds` 300. Every limit must be above 0.
 //! - `[[mount]]`: `class = "internal"` (a person's files are not public unless they say
-//!   so), `write = false`.
+//!   so), `write = false`, no `name` (then no tool can name it in `mounts`).
 //! - `[[tool]]`: `class = "public"`, `untrusted = false`, `network = false`, `env = []`,
-//!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`.
+//!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`,
+//!   `mounts` = every mount.
 //! - `[[grant]]`: `sessions = "*"`, `max_class = "secret"`, `if_untrusted = "allow"`, no
 //!   `expires`. `effect` has no default: a grant says what it does.
 

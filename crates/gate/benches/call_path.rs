@@ -57,6 +57,28 @@ class = "internal"
 [[grant]]
 tool = "echo"
 effect = "allow"
+
+# `reach`: the same `run` twice, one whose box sees nothing, one whose box sees a secret
+# mount (so each call in a new session commits its reach before it runs).
+[[mount]]
+name = "vault"
+host = "vault"
+at = "/data/vault"
+class = "secret"
+
+[[tool]]
+name = "plain_run"
+builtin = "run"
+mounts = []
+
+[[tool]]
+name = "secret_run"
+builtin = "run"
+mounts = ["vault"]
+
+[[grant]]
+tool = "*_run"
+effect = "allow"
 "#;
 
 const PROCESS_CONFIG: &str = r#"
@@ -231,14 +253,31 @@ fn floor() {
 /// One client: its own connection and session, one call at a time until `until`.
 /// Returns each call's latency in ns.
 fn client(stream: UnixStream, session: &str, tool: &str, args: &str, until: Instant) -> Vec<u64> {
+    client_in(stream, session, tool, args, until, false)
+}
+
+/// [`client`]; with `fresh`, every call in a session of its own (`SESSION-N`).
+fn client_in(
+    stream: UnixStream,
+    session: &str,
+    tool: &str,
+    args: &str,
+    until: Instant,
+    fresh: bool,
+) -> Vec<u64> {
     let mut w = BufWriter::new(stream.try_clone().unwrap());
     let mut r = BufReader::new(stream);
     let mut out = Vec::new();
     let mut n = 0u64;
     while Instant::now() < until {
         n += 1;
+        let id = if fresh {
+            format!("{session}-{n}")
+        } else {
+            session.to_string()
+        };
         let req = ToolRequest {
-            session: SessionId::new(session).unwrap(),
+            session: SessionId::new(id).unwrap(),
             call: CallId(n),
             tool: tool.into(),
             arguments: args.into(),
@@ -315,6 +354,57 @@ fn inproc() {
             "echo",
             "{\"path\":\"/x\"}",
             &connect,
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// reach
+
+/// The cost of committing a call's reach before it runs (issue 12): one client, every call
+/// in a new session (so every call of `secret_run` raises its taint before it runs; in a
+/// session that already holds its reach, nothing more is committed), `plain_run` and
+/// `secret_run` alternately, a round of each per `GATE_BENCH_SECS / 4`.
+fn reach() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("vault")).unwrap();
+    let config = config::parse(INPROC_CONFIG, "bench", dir.path()).unwrap();
+    let state = &config.gate.state;
+    let store = Store::open(state).unwrap();
+    let (audit, _) = AuditLog::open(state).unwrap();
+    let gate = Gate::new(Arc::new(config), store, audit, Box::new(Instant0)).unwrap();
+    println!("\n## reach: a new session per call, `run` seeing nothing vs a secret mount\n");
+    println!("| tool | calls | p50 µs | p99 µs |");
+    println!("|---|---:|---:|---:|");
+    let round = secs() / 4;
+    let mut plain = Vec::new();
+    let mut secret = Vec::new();
+    for r in 0..4 {
+        for (tool, out) in [("plain_run", &mut plain), ("secret_run", &mut secret)] {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            let g = Arc::clone(&gate);
+            std::thread::spawn(move || gate::serve::serve_agent_stream(g, theirs));
+            let until = Instant::now() + round;
+            out.extend(client_in(
+                ours,
+                &format!("{tool}{r}"),
+                tool,
+                r#"{"argv":["true"]}"#,
+                until,
+                true,
+            ));
+        }
+    }
+    for (tool, mut all) in [
+        ("plain_run (reach public)", plain),
+        ("secret_run (reach secret)", secret),
+    ] {
+        all.sort_unstable();
+        println!(
+            "| {tool} | {} | {:.1} | {:.1} |",
+            all.len(),
+            pct(&all, 0.5),
+            pct(&all, 0.99)
         );
     }
 }
@@ -545,7 +635,8 @@ fn main() {
             "inproc" => inproc(),
             "process" => process(),
             "pending" => pending(),
-            other => panic!("unknown mode {other} (floor, inproc, process, pending)"),
+            "reach" => reach(),
+            other => panic!("unknown mode {other} (floor, inproc, reach, process, pending)"),
         }
     }
 }
