@@ -533,3 +533,20 @@ fn a_file_tool_keeps_its_exact_label() {
     assert_eq!(v["class"], "public", "{v}");
     assert_eq!(env.taint("s1"), "public");
 }
+
+#[test]
+fn nothing_outlives_a_call_in_a_boxs_own_tmp() {
+    let env = Env::new("tmp", "");
+    let (code, _) = env.call(
+        "s1",
+        "run",
+        r#"{"argv":["sh","-c","cp /data/vault/key.txt /tmp/stash"]}"#,
+    );
+    assert_eq!(code, 0);
+    // The next box, even in the same session, has a /tmp of its own.
+    let (_, v) = env.call("s1", "run", r#"{"argv":["sh","-c","cat /tmp/stash"]}"#);
+    let out: Value = serde_json::from_str(v["content"].as_str().unwrap()).unwrap();
+    assert!(!out["stdout"].as_str().unwrap().contains(SECRET), "{out}");
+    let (_, v) = env.call("s2", "read_file", r#"{"path":"/tmp/stash"}"#);
+    assert_eq!(status(&v), "failed", "{v}");
+}

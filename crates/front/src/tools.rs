@@ -128,8 +128,13 @@ fn builtin_tool(cfg: &Config, name: &str, b: Builtin, network: bool) -> Tool {
 /// a clean session (a tool that no grant could ever let this session call is not offered to
 /// the model at all).
 fn granted(cfg: &Config, session: &SessionId, name: &str, now: Timestamp) -> bool {
+    // As the gate decides: code boxmaker does not control at its reach (a networked tool
+    // that sees a secret mount, under a grant that stops at public, could never run).
+    let at = cfg
+        .call_reach(name)
+        .map_or(Taint::CLEAN, |r| Taint::new(r, false));
     matches!(
-        policy::decide(&cfg.grants, session, name, Taint::CLEAN, now),
+        policy::decide(&cfg.grants, session, name, at, now),
         Decision::Allow | Decision::Ask
     )
 }
