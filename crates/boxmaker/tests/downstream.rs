@@ -128,14 +128,14 @@ fn require_system_python() {
 
 fn node_mount() -> String {
     format!(
-        "\n[[mount]]\nhost = {:?}\nat = \"{NODE_AT}\"\nclass = \"public\"\n",
+        "\n[[mount]]\nname = \"node\"\nhost = {:?}\nat = \"{NODE_AT}\"\nclass = \"public\"\n",
         node_modules().display().to_string()
     )
 }
 
 fn pyvenv_mount() -> String {
     format!(
-        "\n[[mount]]\nhost = {:?}\nat = \"{PYVENV_AT}\"\nclass = \"public\"\n",
+        "\n[[mount]]\nname = \"pyvenv\"\nhost = {:?}\nat = \"{PYVENV_AT}\"\nclass = \"public\"\n",
         pyvenv().display().to_string()
     )
 }
@@ -143,7 +143,7 @@ fn pyvenv_mount() -> String {
 fn servers_mount() -> String {
     require_system_python();
     format!(
-        "\n[[mount]]\nhost = {:?}\nat = \"{SERVERS_AT}\"\nclass = \"public\"\n",
+        "\n[[mount]]\nname = \"servers\"\nhost = {:?}\nat = \"{SERVERS_AT}\"\nclass = \"public\"\n",
         servers_dir().display().to_string()
     )
 }
@@ -1227,10 +1227,13 @@ name = "fs"
 mcp = {}
 class = "internal"
 
+# The clock sees only its own code: a way out that can read the notes would be refused at
+# once (its reach), and one that cannot is refused once the session has read them.
 [[tool]]
 name = "time"
 mcp = {}
 class = "public"
+mounts = ["pyvenv"]
 
 [[tool]]
 name = "share"
