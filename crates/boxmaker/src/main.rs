@@ -77,6 +77,12 @@ enum Command {
 fn main() -> ExitCode {
     // Re-run as the box helper, or as a file tool inside a box: these never return.
     runner::enter_box_modes_if_requested();
+    // What our caller left open (a shell's `exec 9<file`) never reaches a role we start, or
+    // a box: every inherited descriptor past stdio is close-on-exec from here on.
+    if let Err(e) = runner::seal_inherited_descriptors() {
+        eprintln!("boxmaker: cannot mark inherited descriptors close-on-exec: {e}");
+        return ExitCode::from(error::FAILURE);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -260,11 +260,13 @@ pub(crate) fn parse(
         src.error(e.span().map(|s| s.start), message)
     })?;
     let ctx = Ctx { src, base, home };
-    let mounts = ctx.mounts(file.mount)?;
+    let gate = ctx.gate(file.gate)?;
+    let limits = ctx.limits(file.limits)?;
+    let mounts = ctx.mounts(file.mount, &gate.state)?;
     let tools = ctx.tools(file.tool, &mounts)?;
     Ok(Config {
-        gate: ctx.gate(file.gate)?,
-        limits: ctx.limits(file.limits)?,
+        gate,
+        limits,
         mounts,
         tools,
         grants: ctx.grants(file.grant)?,
@@ -291,6 +293,22 @@ fn sequence_hint(text: &str, at: Option<usize>) -> String {
     } else {
         " (a list of tables is written [[mount]], [[tool]] or [[grant]])".into()
     }
+}
+
+/// `path` with `.` and `..` components folded (no file system access): `/a/b/../c` is
+/// `/a/c`, so a containment check cannot be dodged by spelling.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// See [`Config::fingerprint`].
@@ -393,12 +411,29 @@ impl Ctx<'_> {
         })
     }
 
-    fn mounts(&self, raw: Vec<raw::Mount>) -> Result<Vec<Mount>, ConfigError> {
+    fn mounts(&self, raw: Vec<raw::Mount>, state: &Path) -> Result<Vec<Mount>, ConfigError> {
         let mut seen: HashMap<PathBuf, usize> = HashMap::new();
         let mut names: HashMap<String, usize> = HashMap::new();
-        let mut out = Vec::with_capacity(raw.len());
+        let mut out: Vec<Mount> = Vec::with_capacity(raw.len());
+        let mut spans = Vec::with_capacity(raw.len());
         for m in raw {
             let host = self.host_path(&m.host, "mount `host`")?;
+            // The state directory is never in a box: a box that sees it could reach the
+            // gate's sockets, read the audit log and the database (docs/spec.md §3.5).
+            if lexical(state).starts_with(lexical(&host)) {
+                return self.err(
+                    m.host.span(),
+                    format!(
+                        "mount {} shows {}, which holds boxmaker's state directory {}: a box \
+                         could reach the gate through it; move `[gate] state` out of it, or \
+                         mount a subdirectory instead",
+                        m.at.get_ref(),
+                        host.display(),
+                        state.display()
+                    ),
+                );
+            }
+            spans.push((m.host.span(), m.write));
             let at = self.box_path(&m.at)?;
             let line = self.src.line_of(m.at.span().start);
             if let Some(first) = seen.insert(at.clone(), line) {
@@ -437,6 +472,33 @@ impl Ctx<'_> {
                 class: m.class.unwrap_or(DataClass::Internal),
                 write: m.write,
             });
+        }
+        // A box may change what is under a writable mount — including swapping another
+        // mount's host path for a symlink — so a writable mount never holds another one.
+        for (i, (span, write)) in spans.iter().enumerate() {
+            if !write {
+                continue;
+            }
+            let holder = &out[i];
+            if let Some(held) = out
+                .iter()
+                .enumerate()
+                .find(|(j, m)| *j != i && lexical(&m.host).starts_with(lexical(&holder.host)))
+                .map(|(_, m)| m)
+            {
+                return self.err(
+                    span.clone(),
+                    format!(
+                        "mount {} is writable and holds the host path of mount {} ({}): a box \
+                         could replace it and make a later box show something else; make {} \
+                         read-only, or mount directories that do not hold each other",
+                        holder.at.display(),
+                        held.at.display(),
+                        held.host.display(),
+                        holder.at.display()
+                    ),
+                );
+            }
         }
         Ok(out)
     }

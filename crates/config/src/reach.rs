@@ -158,6 +158,12 @@ name = "notes"
 host = "/srv/notes"
 at = "/data/notes"
 class = "internal"
+
+[[mount]]
+name = "outbox"
+host = "/srv/outbox"
+at = "/data/outbox"
+class = "internal"
 write = true
 
 [[mount]]
@@ -186,7 +192,7 @@ name = "fs"
 mcp = ["srv"]
 class = "internal"
 untrusted = true
-mounts = ["notes"]
+mounts = ["notes", "outbox"]
 "#;
 
     #[test]
@@ -230,13 +236,13 @@ mounts = ["notes"]
             c.class_of_host_path(Path::new("/srv/notesX/a"), &hosts),
             None
         );
-        assert_eq!(c.overlapping_mounts(), vec![(1, 2)]);
+        assert_eq!(c.overlapping_mounts(), vec![(1, 3)]);
     }
 
     #[test]
     fn no_write_down() {
         let c = cfg(BASE);
-        let notes = &c.mounts[1];
+        let notes = &c.mounts[2];
         assert!(notes.writable_at(DataClass::Public));
         assert!(notes.writable_at(DataClass::Internal));
         assert!(!notes.writable_at(DataClass::Confidential));
@@ -248,6 +254,41 @@ mounts = ["notes"]
             box_label(DataClass::Internal, DataClass::Secret),
             DataClass::Secret
         );
+    }
+
+    #[test]
+    fn no_mount_holds_the_state_directory_and_no_writable_one_holds_another() {
+        let err = |text: &str| {
+            crate::parse(text, "t.toml", Path::new("/home/me/proj"))
+                .unwrap_err()
+                .to_string()
+        };
+        // The natural layout: the project mounted, the state beside boxmaker.toml.
+        let e = err("[[mount]]\nhost = \".\"\nat = \"/data/project\"\n");
+        assert!(
+            e.contains("holds boxmaker's state directory /home/me/proj/.boxmaker")
+                && e.contains("move `[gate] state`"),
+            "{e}"
+        );
+        let e = err(
+            "[gate]\nstate = \"/home/me/proj/x/../.boxmaker\"\n[[mount]]\nhost = \"/home/me\"\nat = \"/data/home\"\n",
+        );
+        assert!(e.contains("state directory"), "{e}");
+        let e = err(
+            "[[mount]]\nhost = \"/srv/proj\"\nat = \"/data/p\"\nwrite = true\n[[mount]]\nhost = \"/srv/proj/notes\"\nat = \"/data/notes\"\n",
+        );
+        assert!(
+            e.contains("t.toml:2:")
+                && e.contains("is writable and holds the host path of mount /data/notes"),
+            "{e}"
+        );
+        // Read-only overlap is fine; a state directory elsewhere is fine.
+        crate::parse(
+            "[gate]\nstate = \"/var/lib/bm\"\n[[mount]]\nhost = \".\"\nat = \"/data/project\"\n[[mount]]\nhost = \"sub\"\nat = \"/data/sub\"\n",
+            "t.toml",
+            Path::new("/home/me/proj"),
+        )
+        .unwrap();
     }
 
     #[test]

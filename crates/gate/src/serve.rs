@@ -17,8 +17,10 @@
 //!
 //! Sockets ([`bind_agent_socket`], [`bind_control_socket`]) are created `0600` in the state
 //! directory (`0700`), bound in a private directory first and moved into place, so there is
-//! no instant at which they are reachable with a wider mode. The gate never opens the
-//! network.
+//! no instant at which they are reachable with a wider mode. Both answer only a peer of the
+//! gate's uid in the gate's user and pid namespaces ([`check_peer`], `SO_PEERCRED`): a
+//! refused peer is audited (`auth_failed`) and its connection closed unanswered. The gate
+//! never opens the network.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, DirBuilder};
@@ -65,6 +67,46 @@ pub enum ServeError {
     Write(#[source] FrameError),
     #[error("could not duplicate the connection's socket: {0}")]
     Clone(#[source] io::Error),
+    #[error("the peer was refused: {0}")]
+    Peer(String),
+}
+
+/// Whether the process at the other end of `stream` may speak to the gate (docs/spec.md §1):
+/// a process of the gate's own uid, in the gate's own user and pid namespaces. A box's
+/// command has the operator's uid when boxmaker runs as a normal user, but never the gate's
+/// namespaces. `Err` says why not, and the peer's uid where it is known.
+pub fn check_peer(stream: &UnixStream) -> Result<(), (Option<u32>, String)> {
+    let cred = rustix::net::sockopt::socket_peercred(stream)
+        .map_err(|e| (None, format!("its credentials cannot be read ({e})")))?;
+    let uid = cred.uid.as_raw();
+    let ours = rustix::process::geteuid().as_raw();
+    if uid != ours {
+        return Err((
+            Some(uid),
+            format!("its uid is {uid}, not the gate's ({ours})"),
+        ));
+    }
+    let pid = cred.pid.as_raw_nonzero().get();
+    for ns in ["user", "pid"] {
+        let mine = fs::read_link(format!("/proc/self/ns/{ns}"));
+        let theirs = fs::read_link(format!("/proc/{pid}/ns/{ns}"));
+        match (mine, theirs) {
+            (Ok(a), Ok(b)) if a == b => {}
+            (Ok(_), Ok(_)) => {
+                return Err((
+                    Some(uid),
+                    format!("process {pid} is in another {ns} namespace (a box?)"),
+                ));
+            }
+            (_, Err(e)) | (Err(e), _) => {
+                return Err((
+                    Some(uid),
+                    format!("the {ns} namespace of process {pid} cannot be read ({e})"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -298,8 +340,19 @@ impl<W: Write + Send + 'static> Reply for ConnReply<W> {
     }
 }
 
-/// [`serve_agent`] over a Unix stream (the connection and its `try_clone`).
+/// Refuses (and audits) a peer [`check_peer`] does not accept: nothing is read from it,
+/// nothing is answered, the connection is closed.
+fn admit(gate: &Gate, socket: &str, stream: &UnixStream) -> Result<(), ServeError> {
+    check_peer(stream).map_err(|(uid, why)| {
+        gate.refuse_peer(socket, uid, &why);
+        ServeError::Peer(why)
+    })
+}
+
+/// [`serve_agent`] over a Unix stream (the connection and its `try_clone`), for a peer
+/// [`check_peer`] admits.
 pub fn serve_agent_stream(gate: Arc<Gate>, stream: UnixStream) -> Result<(), ServeError> {
+    admit(&gate, AGENT_SOCKET, &stream)?;
     let reader = stream.try_clone().map_err(ServeError::Clone)?;
     serve_agent(gate, reader, stream)
 }
@@ -363,8 +416,9 @@ pub fn serve_control<R: Read, W: Write>(
     }
 }
 
-/// [`serve_control`] over a Unix stream.
+/// [`serve_control`] over a Unix stream, for a peer [`check_peer`] admits.
 pub fn serve_control_stream(gate: Arc<Gate>, stream: UnixStream) -> Result<(), ServeError> {
+    admit(&gate, CONTROL_SOCKET, &stream)?;
     let reader = stream.try_clone().map_err(ServeError::Clone)?;
     serve_control(gate, reader, stream)
 }

@@ -27,6 +27,8 @@ pub struct Hosts {
     config: std::sync::Arc<Config>,
     /// Per mount, in config order: where it shows in the box, and its resolved host path.
     mounts: Vec<(PathBuf, PathBuf)>,
+    /// The state directory, resolved: no box may see it.
+    state: PathBuf,
 }
 
 impl Hosts {
@@ -40,7 +42,30 @@ impl Hosts {
                 (m.at.clone(), host)
             })
             .collect();
-        Self { config, mounts }
+        let state =
+            std::fs::canonicalize(&config.gate.state).unwrap_or_else(|_| config.gate.state.clone());
+        Self {
+            config,
+            mounts,
+            state,
+        }
+    }
+
+    /// The host path the mount shown at `at` was resolved to when the runner started (the
+    /// path every box of it uses: mounts are what the config names, once).
+    pub fn resolved(&self, at: &Path) -> Option<&Path> {
+        self.mounts
+            .iter()
+            .find(|(a, _)| a == at)
+            .map(|(_, h)| h.as_path())
+    }
+
+    /// Where, inside a box showing the mount at `at`, the state directory would appear, if
+    /// that mount's resolved host path holds it (the config refuses such a mount by its
+    /// written paths; this is the same rule after symlinks): the box hides it.
+    pub fn state_inside(&self, at: &Path) -> Option<PathBuf> {
+        let host = self.resolved(at)?;
+        self.state.strip_prefix(host).ok().map(|rel| at.join(rel))
     }
 
     /// The host path that the in-box `path` shows, through the innermost mount whose `at`

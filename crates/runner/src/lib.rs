@@ -31,6 +31,9 @@ pub mod serve;
 pub use run::{Runner, RunnerError};
 /// Why a box could not be built (for `box exec` and `box show`).
 pub use sandbox::Error as BoxError;
+/// Marks every descriptor this process inherited (from 3 up) close-on-exec, so none passes
+/// into the roles, helpers and boxes it starts (docs/spec.md §4).
+pub use sandbox::seal_inherited_descriptors;
 pub use serve::{ServeError, serve};
 
 /// If this process was started as an in-box file tool, run it and exit; otherwise return.

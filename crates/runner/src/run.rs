@@ -223,10 +223,23 @@ impl Runner {
         chosen
             .into_iter()
             .map(|m| Mount {
-                host: m.host.clone(),
+                // As resolved once, when this runner started.
+                host: self
+                    .hosts
+                    .resolved(&m.at)
+                    .map_or_else(|| m.host.clone(), Path::to_path_buf),
                 at: m.at.clone(),
                 write: label.map_or(m.write, |l| m.writable_at(l)),
             })
+            .collect()
+    }
+
+    /// The places inside a box with `mounts` where the state directory would show: each is
+    /// hidden under an empty tmpfs (docs/spec.md §1: no box ever sees the state directory).
+    pub(crate) fn masks(&self, mounts: &[Mount]) -> Vec<PathBuf> {
+        mounts
+            .iter()
+            .filter_map(|m| self.hosts.state_inside(&m.at))
             .collect()
     }
 
@@ -298,6 +311,7 @@ impl Runner {
     ) -> Spec {
         let mut spec = self.box_spec(session, tool.network, &tool.env, argv, io);
         spec.mounts = self.box_mounts(Some(tool), label);
+        spec.masks = self.masks(&spec.mounts);
         if label.is_none() {
             for m in &mut spec.mounts {
                 m.write = false;
@@ -319,6 +333,7 @@ impl Runner {
     ) -> Spec {
         let mut spec = Spec::new(argv, self.workspace(session));
         spec.mounts = self.box_mounts(None, None);
+        spec.masks = self.masks(&spec.mounts);
         spec.network = network;
         spec.env = env
             .iter()
@@ -414,6 +429,7 @@ impl Runner {
         let mut reach = String::new();
         if let Some(t) = tool {
             spec.mounts = self.box_mounts(Some(t), Some(self.box_label(session, t)));
+            spec.masks = self.masks(&spec.mounts);
             reach = if t.runs_foreign_code() {
                 let r = self.config.reach(t);
                 format!(

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::ffi::CString;
 use std::fs;
 use std::io::Write;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
@@ -208,6 +208,16 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
             .write_all(b"0")
             .map_err(|e| Error::Setup(format!("join the box's cgroup: {e}")))?;
     }
+
+    // 12b. Init holds nothing the command can use, and nothing the command does can change
+    //      what init reports: every descriptor but stdio (the command's), the report pipe
+    //      and the helper's socket is closed — what the caller of boxmaker left open, the
+    //      bind sources — and init is not dumpable, so the command (same uid, no
+    //      capabilities) cannot open /proc/1/fd/N, /proc/1/mem or ptrace it. (setresuid in a
+    //      user namespace leaves a process dumpable; the command's exec makes *it* dumpable
+    //      again, which is only itself.)
+    sys::close_all_but(&[c.report.as_raw_fd(), c.sync.as_raw_fd()])?;
+    sys::prctl(libc::PR_SET_DUMPABLE, 0, "PR_SET_DUMPABLE")?;
 
     // 13. Resource limits, inherited by the command. RLIMIT_NPROC is counted per user per
     //     user namespace on current kernels, so it limits this box and no other; the pids

@@ -70,6 +70,12 @@ pub fn helper_main() -> ! {
         eprintln!("sandbox helper: no control socket on fd 3 (started by hand?)");
         std::process::exit(2);
     }
+    // Nothing the runner's own caller left open reaches the box: the helper needs fd 3
+    // alone, and init is a copy of it.
+    if sys::close_from(4).is_err() {
+        eprintln!("sandbox helper: cannot close inherited descriptors");
+        std::process::exit(2);
+    }
     // SAFETY: fd 3 is open (checked above; `run` placed it with dup2 before exec) and
     // nothing else in this process owns it. We take ownership of it here, once.
     let control = unsafe { UnixStream::from_raw_fd(3) };
@@ -268,6 +274,15 @@ pub(crate) fn run_box(spec: &Spec, control: Option<&UnixStream>) -> Result<Repor
             .take(65536)
             .read_to_end(&mut buf);
         return Err(parse_messages(&buf).error.map_or(e, Error::Setup));
+    }
+
+    // The maps are written (which needed init's /proc files to be ours): from here no one
+    // can read the helper's memory or descriptors (not dumpable; ptrace and /proc/PID/fd
+    // need that). Init made itself undumpable too, before it started the command.
+    if let Err(e) = sys::prctl(libc::PR_SET_DUMPABLE, 0, "PR_SET_DUMPABLE") {
+        let _ = sys::kill(pid, libc::SIGKILL);
+        let _ = sys::waitpid(pid, 0);
+        return Err(e);
     }
 
     // While the box runs (we are idle): remove cgroups that killed supervisors left behind.

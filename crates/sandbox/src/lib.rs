@@ -72,3 +72,4 @@ pub use run::{
 pub use spec::{
     BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, Requirements, Spec,
 };
+pub use sys::seal_inherited_descriptors;

@@ -178,7 +178,15 @@ pub fn mount_table(spec: &Spec) -> Result<Vec<MountEntry>> {
 
     let mut extra: Vec<MountEntry> = Vec::new();
     for m in &spec.mounts {
-        let host = canonical(&m.host)?;
+        // Not resolved again here: the spec's maker resolved it once, and init opens it
+        // refusing any symlink on the way (`sys::open_path`).
+        let host = m.host.clone();
+        if !host.is_absolute() {
+            return Err(Error::InvalidSpec(format!(
+                "mount source {} is not an absolute path",
+                host.display()
+            )));
+        }
         let dir = host.is_dir();
         extra.push(MountEntry {
             at: m.at.clone(),
@@ -189,7 +197,14 @@ pub fn mount_table(spec: &Spec) -> Result<Vec<MountEntry>> {
             },
         });
     }
-    // Parents before children, so a mount inside another is not hidden by it.
+    for at in &spec.masks {
+        extra.push(MountEntry {
+            at: at.clone(),
+            kind: MountKind::Tmpfs { writable: false },
+        });
+    }
+    // Parents before children, so a mount inside another is not hidden by it (and a mask,
+    // inside its mount, comes after it: a stable sort keeps masks after mounts of a depth).
     extra.sort_by_key(|e| e.at.components().count());
     t.extend(extra);
 

@@ -31,9 +31,14 @@ pub struct Spec {
     pub env: BTreeMap<String, String>,
     /// Host directory mounted read-write at `/work` (the command's working directory).
     pub workspace: PathBuf,
-    /// Further host paths, read-only unless `write`.
+    /// Further host paths, read-only unless `write`. Each `host` is used as given — resolved
+    /// once by whoever made the spec — and must not contain a symlink when the box is built.
     #[serde(default)]
     pub mounts: Vec<Mount>,
+    /// Places inside the box hidden under an empty read-only tmpfs (a directory a mount
+    /// shows that no box may see, such as boxmaker's state directory).
+    #[serde(default)]
+    pub masks: Vec<PathBuf>,
     /// Share the host's network (no network namespace). Default: only `lo`.
     #[serde(default)]
     pub network: bool,
@@ -134,6 +139,7 @@ impl Spec {
             env: BTreeMap::new(),
             workspace: workspace.into(),
             mounts: Vec::new(),
+            masks: Vec::new(),
             network: false,
             limits: Limits::default(),
             require: Requirements::default(),
@@ -167,6 +173,12 @@ impl Spec {
                 return bad(format!("mount source {} is not absolute", m.host.display()));
             }
             check_box_path(&m.at)?;
+        }
+        for at in &self.masks {
+            check_box_path(at)?;
+            if !self.mounts.iter().any(|m| at.starts_with(&m.at)) {
+                return bad(format!("mask {} is under no mount", at.display()));
+            }
         }
         let l = &self.limits;
         if l.memory_bytes < (16 << 20)

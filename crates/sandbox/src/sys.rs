@@ -123,21 +123,52 @@ pub(crate) fn pivot_root(new_root: &Path, put_old: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Opens a path without following a final symlink, for use as a mount source.
+/// `struct open_how` of `openat2(2)`.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// `RESOLVE_NO_SYMLINKS`: no component of the path may be a symlink.
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+
+/// Opens a path for use as a mount source without following a symlink in **any** of its
+/// components (`openat2` with `RESOLVE_NO_SYMLINKS`). Every source in the mount table was
+/// resolved before (the system's, here; a config mount's, once, by the runner at its
+/// start): a symlink found now is one that appeared since — a box swapping a path it could
+/// write — and the box is not built (docs/spec.md §3.5, mounts are what the config names,
+/// once).
 pub(crate) fn open_path(path: &Path) -> Result<OwnedFd> {
     let p = cpath(path)?;
-    // SAFETY: `p` is a valid C string; the returned descriptor is owned below.
-    let fd = cvt(
-        unsafe {
-            libc::open(
-                p.as_ptr(),
-                libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            )
-        },
-        "open(O_PATH)",
-        || path.display().to_string(),
-    )?;
-    // SAFETY: `fd` was just returned by open and is owned by nobody else.
+    let how = OpenHow {
+        // Not O_NOFOLLOW: with O_PATH that would open a trailing symlink itself; without
+        // it, RESOLVE_NO_SYMLINKS refuses a symlink in the last component too (ELOOP).
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS,
+    };
+    // SAFETY: `p` is a valid C string and `how` a valid `open_how` of the size passed; the
+    // returned descriptor is owned below.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            p.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    let fd = cvt(ret, "openat2(O_PATH, RESOLVE_NO_SYMLINKS)", || {
+        format!(
+            "{} (a symlink in this path appeared after it was resolved, or the path moved)",
+            path.display()
+        )
+    })?;
+    let fd =
+        RawFd::try_from(fd).map_err(|_| Error::Setup("openat2 returned no descriptor".into()))?;
+    // SAFETY: `fd` was just returned by openat2 and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
@@ -468,6 +499,41 @@ pub(crate) fn cloexec_from_3() -> Result<()> {
     };
     cvt(ret, "close_range", || "3.. CLOEXEC".to_owned())?;
     Ok(())
+}
+
+/// Closes every descriptor from `first` up (`close_range`).
+pub(crate) fn close_from(first: u32) -> Result<()> {
+    // SAFETY: integer arguments; closing descriptors this process does not use.
+    let ret = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0u32) };
+    cvt(ret, "close_range", || format!("{first}.."))?;
+    Ok(())
+}
+
+/// Closes every descriptor but stdio and `keep` (any order).
+pub(crate) fn close_all_but(keep: &[RawFd]) -> Result<()> {
+    let mut keep: Vec<u32> = keep
+        .iter()
+        .filter_map(|&fd| u32::try_from(fd).ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    keep.sort_unstable();
+    keep.dedup();
+    let mut from = 3u32;
+    for k in keep {
+        if k > from {
+            // SAFETY: integer arguments; the range holds no descriptor we keep.
+            let ret = unsafe { libc::syscall(libc::SYS_close_range, from, k - 1, 0u32) };
+            cvt(ret, "close_range", || format!("{from}..{}", k - 1))?;
+        }
+        from = k.saturating_add(1);
+    }
+    close_from(from)
+}
+
+/// Marks every descriptor from 3 up close-on-exec: what this process inherited from whoever
+/// started it never passes into a process it starts.
+pub fn seal_inherited_descriptors() -> Result<()> {
+    cloexec_from_3()
 }
 
 pub(crate) fn set_cloexec(fd: RawFd) -> Result<()> {

@@ -347,6 +347,19 @@ impl Gate {
         self.on_demand.store(true, Ordering::SeqCst);
     }
 
+    /// Audits a peer a socket refused (`auth_failed`); a failure to audit is not the
+    /// peer's to learn about.
+    pub fn refuse_peer(&self, socket: &str, uid: Option<u32>, why: &str) {
+        let _ = self.audit(
+            self.now(),
+            Event::AuthFailed {
+                socket: socket.to_string(),
+                uid,
+                detail: why.to_string(),
+            },
+        );
+    }
+
     /// Whether a client asked this gate to retire (its host then stops taking connections
     /// and ends once the calls in flight are answered).
     pub fn retire_requested(&self) -> bool {

@@ -629,6 +629,7 @@ impl Runner {
         let mut spec = self.box_spec(session, tool.network, &tool.env, argv.clone(), Io::Inherit);
         spec.workspace = workspace;
         spec.mounts = self.box_mounts(Some(tool), label);
+        spec.masks = self.masks(&spec.mounts);
         if label.is_none() {
             let empty = spec.workspace.join(".boxmaker-empty");
             std::fs::create_dir_all(&empty)
@@ -637,6 +638,7 @@ impl Runner {
                 m.write = false;
                 if c.class > proto::DataClass::Public {
                     m.host = empty.clone();
+                    spec.masks.retain(|at| !at.starts_with(&m.at));
                 }
             }
             spec.limits.timeout = timeout.saturating_mul(2);

@@ -1,0 +1,419 @@
+//! Issue 13: no door from a box into the gate, out of its mounts, or onto another session.
+//! Each attack as a program running in a real box (or a process in namespaces of its own,
+//! standing for one), through the real binary, as root and — where it differs — as a normal
+//! user (`setpriv --reuid`), plus what a normal tool still needs (docs/spec.md §1, §3.5, §4).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
+const SECRET: &str = "PRIVATE-KEY-5c1e";
+
+/// Who runs boxmaker: this process's user (root in CI), or a normal user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum As {
+    Me,
+    User,
+}
+
+impl As {
+    fn all() -> Vec<As> {
+        // As a normal user only where we can become one (we are root, and setpriv exists).
+        let root = std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+        if root && Path::new("/usr/bin/setpriv").exists() {
+            vec![As::Me, As::User]
+        } else {
+            vec![As::Me]
+        }
+    }
+
+    fn command(self) -> Command {
+        match self {
+            As::Me => Command::new(BIN),
+            As::User => {
+                let mut c = Command::new("/usr/bin/setpriv");
+                c.args(["--reuid=1000", "--regid=1000", "--clear-groups", BIN]);
+                c
+            }
+        }
+    }
+}
+
+struct Env {
+    dir: PathBuf,
+    who: As,
+}
+
+impl Env {
+    fn new(name: &str, who: As, config: &str) -> Self {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("doors")
+            .join(format!("{name}-{who:?}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        // A normal user must be able to make the state directory and read the files.
+        let mut d = dir.clone();
+        while d.starts_with(env!("CARGO_TARGET_TMPDIR")) {
+            let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777));
+            if !d.pop() {
+                break;
+            }
+        }
+        std::fs::write(dir.join("boxmaker.toml"), config).unwrap();
+        Self { dir, who }
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.join("boxmaker.toml")
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.who
+            .command()
+            .args(args)
+            .arg("--config")
+            .arg(self.config())
+            .env("HOME", &self.dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// A `run` call's `{"exit","stdout","stderr"}` (the call must be a result).
+    fn run_in_box(&self, session: &str, script: &str) -> Value {
+        let args = serde_json::json!({"argv": ["/usr/bin/python3", "-c", script]});
+        let o = self.run(&[
+            "call",
+            "--session",
+            session,
+            "--json",
+            "run",
+            &args.to_string(),
+        ]);
+        let v: Value = serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim())
+            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&o), stderr(&o)));
+        assert_eq!(v["status"], "result", "{v}");
+        serde_json::from_str(v["content"].as_str().unwrap()).unwrap()
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn runner_config(extra: &str) -> String {
+    format!(
+        "[gate]\nstate = \"state\"\n\n[box]\ntimeout_seconds = 30\n\n\
+         [[tool]]\nname = \"run\"\nbuiltin = \"run\"\n\n\
+         [[tool]]\nname = \"read_file\"\nbuiltin = \"read_file\"\n\n\
+         [[grant]]\ntool = \"*\"\neffect = \"allow\"\n{extra}"
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. The state directory is never in a box, and the gate answers only its operator.
+
+#[test]
+fn a_mount_that_holds_the_state_directory_is_refused() {
+    // The natural layout of the attack: the project mounted, the state beside the config.
+    let env = Env::new(
+        "state-in-mount",
+        As::Me,
+        "[[mount]]\nhost = \".\"\nat = \"/data/project\"\n\n[[tool]]\nname = \"run\"\nbuiltin = \"run\"\n",
+    );
+    let o = env.run(&["check", "--session", "s", "--tool", "run"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("holds boxmaker's state directory"), "{e}");
+    assert!(e.contains("move `[gate] state`"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
+#[test]
+fn a_mount_that_reaches_the_state_directory_through_a_symlink_shows_it_empty() {
+    for who in As::all() {
+        let env = Env::new("state-by-symlink", who, "");
+        std::fs::create_dir_all(env.dir.join("proj")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(env.dir.join("proj"), std::fs::Permissions::from_mode(0o777))
+            .unwrap();
+        std::fs::write(env.dir.join("proj/readme"), "hello\n").unwrap();
+        std::os::unix::fs::symlink(env.dir.join("proj"), env.dir.join("link")).unwrap();
+        // The state lives in proj/.boxmaker; the mount names proj by another path.
+        std::fs::write(
+            env.config(),
+            runner_config("\n[[mount]]\nhost = \"link\"\nat = \"/data/project\"\n")
+                .replace("state = \"state\"", "state = \"proj/.boxmaker\""),
+        )
+        .unwrap();
+        let out = env.run_in_box(
+            "s",
+            "import os, socket\n\
+             print(sorted(os.listdir('/data/project')))\n\
+             print(os.listdir('/data/project/.boxmaker'))\n\
+             s = socket.socket(socket.AF_UNIX)\n\
+             try:\n    s.connect('/data/project/.boxmaker/control.sock'); print('CONNECTED')\n\
+             except OSError as e: print('refused', e)\n",
+        );
+        let text = out["stdout"].as_str().unwrap();
+        assert!(
+            text.contains("readme"),
+            "{who:?}: the project is shown: {out}"
+        );
+        assert!(
+            text.contains("\n[]\n"),
+            "{who:?}: the state directory is empty: {out}"
+        );
+        assert!(!text.contains("CONNECTED"), "{who:?}: {out}");
+    }
+}
+
+#[test]
+fn a_peer_in_other_namespaces_is_refused_by_both_sockets_and_audited() {
+    let env = Env::new("peer", As::Me, &runner_config(""));
+    // A gate to talk to.
+    let o = env.run(&["sessions"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let state = env.dir.join("state");
+    for sock in ["agent.sock", "control.sock"] {
+        // A process in a user and pid namespace of its own (as a box's command is), same uid.
+        // (By its name, from the state directory: the whole path may not fit `sun_path`.)
+        let script = format!(
+            "import socket,struct\n\
+             s=socket.socket(socket.AF_UNIX)\n\
+             s.connect({sock:?})\n\
+             body=b'{{\"v\":1,\"id\":1,\"op\":{{\"kind\":\"list_sessions\",\"body\":{{}}}}}}'\n\
+             s.sendall(struct.pack('>I',len(body))+body)\n\
+             try: print('answer', s.recv(100))\n\
+             except ConnectionResetError: print('answer', b'')\n"
+        );
+        let o = Command::new("unshare")
+            .args([
+                "--user",
+                "--pid",
+                "--fork",
+                "/usr/bin/python3",
+                "-c",
+                &script,
+            ])
+            .current_dir(&state)
+            .output()
+            .unwrap();
+        let out = stdout(&o);
+        assert!(
+            out.contains("answer b''"),
+            "{sock}: the gate answered a peer in another namespace: {out}{}",
+            stderr(&o)
+        );
+    }
+    // From here (the operator, in the gate's namespaces) it still answers.
+    assert!(env.run(&["sessions"]).status.success());
+    let o = env.run(&["audit", "tail", "--json", "-n", "100"]);
+    let tail: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let refused: Vec<String> = tail["body"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .filter(|l| l.contains("\"auth_failed\""))
+        .collect();
+    assert_eq!(
+        refused.len(),
+        2,
+        "one auth_failed per refused peer: {refused:?}"
+    );
+    assert!(
+        refused.iter().any(|l| l.contains("namespace")),
+        "{refused:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. A box cannot forge what boxmaker reports about it.
+
+#[test]
+fn a_box_cannot_reach_inits_descriptors_to_forge_its_report() {
+    for who in As::all() {
+        let env = Env::new("forge", who, &runner_config(""));
+        let out = env.run_in_box(
+            "s",
+            &format!(
+                "import os\n\
+                 got = []\n\
+                 for d in ['/proc/1/fd', '/proc/1/task/1/fd']:\n    \
+                   try: got += [d + '/' + n for n in os.listdir(d)]\n    \
+                   except OSError as e: print('list', d, e.errno)\n\
+                 for fd in [str(i) for i in range(64)]:\n    \
+                   p = '/proc/1/fd/' + fd\n    \
+                   try:\n        \
+                     w = os.open(p, os.O_WRONLY)\n        \
+                     msg = b'{SECRET}'\n        \
+                     os.write(w, b'E' + len(msg).to_bytes(4, 'big') + msg); print('WROTE', p)\n    \
+                   except OSError: pass\n\
+                 try: open('/proc/1/mem','rb'); print('MEM')\n\
+                 except OSError: pass\n\
+                 print('listed', got)\n"
+            ),
+        );
+        let text = out["stdout"].as_str().unwrap();
+        assert!(!text.contains("WROTE"), "{who:?}: {out}");
+        assert!(!text.contains("MEM"), "{who:?}: {out}");
+        assert!(
+            text.contains("listed []"),
+            "{who:?}: init's descriptors are visible: {out}"
+        );
+        assert_eq!(out["exit"], 0, "{out}");
+        // A normal tool still reads its mounts, writes /work, prints to both streams.
+        let out = env.run_in_box(
+            "s",
+            "import sys\nopen('/work/x','w').write('ok')\nprint(open('/work/x').read())\nprint('err', file=sys.stderr)\n",
+        );
+        assert_eq!(out["stdout"], "ok\n", "{out}");
+        assert_eq!(out["stderr"], "err\n", "{out}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. A box never makes a later box see another host path.
+
+#[test]
+fn a_writable_mount_that_holds_another_mounts_host_path_is_refused() {
+    let env = Env::new(
+        "writable-holds",
+        As::Me,
+        &runner_config(
+            "\n[[mount]]\nhost = \"proj\"\nat = \"/data/proj\"\nwrite = true\n\n\
+             [[mount]]\nhost = \"proj/notes\"\nat = \"/data/notes\"\nclass = \"confidential\"\n",
+        ),
+    );
+    let o = env.run(&["check", "--session", "s", "--tool", "run"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("is writable and holds the host path of mount /data/notes"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_mount_path_swapped_for_a_symlink_is_never_followed() {
+    let env = Env::new(
+        "swapped",
+        As::Me,
+        &runner_config("\n[[mount]]\nhost = \"notes\"\nat = \"/data/notes\"\n"),
+    );
+    std::fs::create_dir_all(env.dir.join("notes")).unwrap();
+    std::fs::write(env.dir.join("notes/todo"), "milk\n").unwrap();
+    std::fs::create_dir_all(env.dir.join("private")).unwrap();
+    std::fs::write(env.dir.join("private/key"), SECRET).unwrap();
+    // One gate and runner for both calls (the runner resolved the mounts when it started).
+    let mut serve = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(env.config())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first = env.run(&[
+        "call",
+        "--session",
+        "s",
+        "read_file",
+        r#"{"path":"/data/notes/todo"}"#,
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut first = first;
+    while !first.status.success() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        first = env.run(&[
+            "call",
+            "--session",
+            "s",
+            "read_file",
+            r#"{"path":"/data/notes/todo"}"#,
+        ]);
+    }
+    assert_eq!(stdout(&first), "milk\n", "{}", stderr(&first));
+    // Something swaps the mount's host path for a symlink to an unmounted directory.
+    std::fs::rename(env.dir.join("notes"), env.dir.join("notes.old")).unwrap();
+    std::os::unix::fs::symlink(env.dir.join("private"), env.dir.join("notes")).unwrap();
+    let o = env.run(&[
+        "call",
+        "--session",
+        "s",
+        "read_file",
+        r#"{"path":"/data/notes/key"}"#,
+    ]);
+    assert!(
+        !stdout(&o).contains(SECRET),
+        "the swapped path was followed"
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("symlink"), "{}", stderr(&o));
+    let _ = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status();
+    let _ = serve.wait();
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. What the caller left open never reaches a box.
+
+#[test]
+fn descriptors_the_caller_left_open_never_reach_a_box() {
+    let env = Env::new("inherited", As::Me, &runner_config(""));
+    std::fs::write(env.dir.join("host-only"), SECRET).unwrap();
+    let args = serde_json::json!({"argv": ["/usr/bin/python3", "-c",
+        "import os,time\nprint(sorted(os.listdir('/proc/self/fd')))\ntime.sleep(3)\n"]});
+    // The shell opens fd 9 (not close-on-exec) and boxmaker inherits it.
+    let mut call = Command::new("bash")
+        .arg("-c")
+        .arg("exec 9<\"$SECRET_FILE\"; exec \"$BIN\" call --config \"$CONFIG\" --session s --json run \"$ARGS\"")
+        .env("SECRET_FILE", env.dir.join("host-only"))
+        .env("BIN", BIN)
+        .env("CONFIG", env.config())
+        .env("ARGS", args.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // While the box runs, no process boxmaker started holds the file.
+    std::thread::sleep(Duration::from_millis(1500));
+    let target = env.dir.join("host-only");
+    let holders: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != call.id())
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .map(|fds| {
+                    fds.flatten()
+                        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == target))
+                })
+                .unwrap_or(false)
+        })
+        .collect();
+    let out = call.wait_with_output().unwrap();
+    assert!(
+        holders.is_empty(),
+        "processes holding the caller's descriptor: {holders:?}"
+    );
+    let v: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    let inner: Value = serde_json::from_str(v["content"].as_str().unwrap()).unwrap();
+    // stdio, and the directory listing itself.
+    assert_eq!(inner["stdout"], "['0', '1', '2', '3']\n", "{inner}");
+}
