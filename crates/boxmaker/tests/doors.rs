@@ -380,7 +380,7 @@ fn descriptors_the_caller_left_open_never_reach_a_box() {
     let args = serde_json::json!({"argv": ["/usr/bin/python3", "-c",
         "import os,time\nprint(sorted(os.listdir('/proc/self/fd')))\ntime.sleep(3)\n"]});
     // The shell opens fd 9 (not close-on-exec) and boxmaker inherits it.
-    let mut call = Command::new("bash")
+    let call = Command::new("bash")
         .arg("-c")
         .arg("exec 9<\"$SECRET_FILE\"; exec \"$BIN\" call --config \"$CONFIG\" --session s --json run \"$ARGS\"")
         .env("SECRET_FILE", env.dir.join("host-only"))
