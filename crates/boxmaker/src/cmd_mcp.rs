@@ -35,6 +35,11 @@ pub struct McpArgs {
     /// Allow `--http` on an address other than loopback.
     #[arg(long)]
     allow_remote: bool,
+    /// With `--http`: a browser origin allowed to call (`http://localhost:6274`); repeat for
+    /// more. A request with any other `Origin` is refused (403); one with none is not a
+    /// browser's and needs only the token.
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
 }
 
 /// A fresh session id: `mcp-` and 16 hex digits from the OS's random source.
@@ -59,6 +64,16 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
     {
         return Err(CliError::Local(format!(
             "{addr} is not a loopback address; pass --allow-remote to serve other machines"
+        )));
+    }
+    if let Some(bad) = args
+        .allow_origin
+        .iter()
+        .find(|o| !front::http::is_origin(o))
+    {
+        return Err(CliError::Local(format!(
+            "--allow-origin {bad:?} is not an origin: write it as a browser sends it, like \
+             http://localhost:6274 (scheme, host, optional port, nothing after)"
         )));
     }
     // Downstream servers' tools, discovered once per command line (before any runtime
@@ -148,7 +163,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                     Some(s) => s.clone(),
                     None => fresh_session().map_err(|e| std::io::Error::other(e.to_string()))?,
                 };
-                eprintln!("boxmaker mcp: new MCP session {session}");
+                front::note!("boxmaker mcp: new MCP session {session}");
                 Ok(Front::new(
                     cfg.clone(),
                     catalog.clone(),
@@ -157,7 +172,12 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 ))
             };
             runtime
-                .block_on(front::http::serve_on(listener, token, new_front))
+                .block_on(front::http::serve_on(
+                    listener,
+                    token,
+                    args.allow_origin.clone(),
+                    new_front,
+                ))
                 .map_err(|e| CliError::Local(e.to_string()))?;
         }
     }

@@ -196,9 +196,8 @@ fn a_peer_in_other_namespaces_is_refused_by_both_sockets_and_audited() {
              s=socket.socket(socket.AF_UNIX)\n\
              s.connect({sock:?})\n\
              body=b'{{\"v\":1,\"id\":1,\"op\":{{\"kind\":\"list_sessions\",\"body\":{{}}}}}}'\n\
-             s.sendall(struct.pack('>I',len(body))+body)\n\
-             try: print('answer', s.recv(100))\n\
-             except ConnectionResetError: print('answer', b'')\n"
+             try:\n    s.sendall(struct.pack('>I',len(body))+body); print('answer', s.recv(100))\n\
+             except (ConnectionResetError, BrokenPipeError): print('answer', b'')\n"
         );
         let o = Command::new("unshare")
             .args([
@@ -416,4 +415,153 @@ fn descriptors_the_caller_left_open_never_reach_a_box() {
     let inner: Value = serde_json::from_str(v["content"].as_str().unwrap()).unwrap();
     // stdio, and the directory listing itself.
     assert_eq!(inner["stdout"], "['0', '1', '2', '3']\n", "{inner}");
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. The HTTP front refuses a page of another origin.
+
+/// `boxmaker mcp --http 127.0.0.1:0 [extra]`: the child, its address and its token.
+fn http_front(config: &Path, extra: &[&str]) -> (std::process::Child, String, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--http", "127.0.0.1:0", "--config"])
+        .arg(config)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    while let Some(Ok(line)) = err.next() {
+        // boxmaker mcp: http://127.0.0.1:PORT/mcp with `Authorization: Bearer TOKEN` (also …)
+        if let Some(rest) = line.strip_prefix("boxmaker mcp: http://") {
+            let addr = rest.split('/').next().unwrap().to_string();
+            let token = line
+                .split("Bearer ")
+                .nth(1)
+                .unwrap()
+                .split('`')
+                .next()
+                .unwrap()
+                .to_string();
+            // Keep reading what it says, so it never writes to a closed pipe.
+            std::thread::spawn(move || for _ in err {});
+            return (child, addr, token);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("no banner from mcp --http");
+}
+
+fn post(addr: &str, token: &str, origin: Option<&str>) -> u16 {
+    use std::io::{Read, Write};
+    let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"o","version":"0"}}}"#;
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+         Authorization: Bearer {token}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(o) = origin {
+        head.push_str(&format!("Origin: {o}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn the_http_front_refuses_a_foreign_origin_even_with_the_token() {
+    let env = Env::new("origin", As::Me, &runner_config(""));
+    let (mut child, addr, token) = http_front(&env.config(), &[]);
+    assert_eq!(post(&addr, &token, Some("http://evil.example")), 403);
+    assert_eq!(post(&addr, &token, Some("null")), 403);
+    // A client that is not a browser sends no Origin, and needs only the token.
+    assert_eq!(post(&addr, &token, None), 200);
+    let _ = child.kill();
+    let _ = child.wait();
+    let (mut child, addr, token) =
+        http_front(&env.config(), &["--allow-origin", "http://localhost:6274"]);
+    assert_eq!(post(&addr, &token, Some("http://localhost:6274")), 200);
+    assert_eq!(post(&addr, &token, Some("http://localhost:6275")), 403);
+    let _ = child.kill();
+    let _ = child.wait();
+    let o = env.run(&[
+        "mcp",
+        "--http",
+        "127.0.0.1:0",
+        "--allow-origin",
+        "localhost",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is not an origin"), "{}", stderr(&o));
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. What a person approves is what they see.
+
+#[test]
+fn an_approval_shows_hidden_and_control_characters_escaped() {
+    let env = Env::new(
+        "escaped",
+        As::Me,
+        &runner_config("").replace(
+            "[[grant]]\ntool = \"*\"\neffect = \"allow\"",
+            "[[grant]]\ntool = \"*\"\neffect = \"ask\"",
+        ),
+    );
+    // Shown raw, U+202E would make `rm -rf ~` read as `~ fr- mr`; U+200B hides a space.
+    let args = serde_json::json!({"argv": ["sh", "-c", "echo \u{202e}~ fr- mr\u{200b}\u{1b}[2J"]});
+    let mut held = env
+        .who
+        .command()
+        .args([
+            "call",
+            "--session",
+            "s",
+            "run",
+            &args.to_string(),
+            "--config",
+        ])
+        .arg(env.config())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let shown = loop {
+        let o = env.run(&["approvals"]);
+        let out = stdout(&o);
+        if out.contains("ap-") {
+            break out;
+        }
+        assert!(Instant::now() < deadline, "no approval: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        // (The escape character is already `\u001b` in the JSON text of the arguments.)
+        shown.contains("\\u{202e}~ fr- mr\\u{200b}\\u001b[2J"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains('\u{202e}') && !shown.contains('\u{200b}') && !shown.contains('\u{1b}')
+    );
+    assert!(
+        shown.contains("holds 2 hidden or control characters"),
+        "{shown}"
+    );
+    let id = shown.split_whitespace().next().unwrap().to_string();
+    assert!(env.run(&["refuse", &id]).status.success());
+    let _ = held.wait();
 }

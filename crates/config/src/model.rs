@@ -1,9 +1,10 @@
 //! The checked configuration, and the checks that make it from the raw file.
 //!
 //! Defaults (each documented in the default file, `default.toml`):
-//! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`.
+//! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`,
+//!   `max_calls_per_session = 16`, `max_pending_per_session = 32`.
 //! - `[box]`: `memory_bytes` 2 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
-//!   `timeout_seconds` 300. Every limit must be above 0.
+//!   `timeout_seconds` 300, `max_servers_per_session` 8. Every limit must be above 0.
 //! - `[[mount]]`: `class = "internal"` (a person's files are not public unless they say
 //!   so), `write = false`, no `name` (then no tool can name it in `mounts`).
 //! - `[[tool]]`: `class = "public"`, `untrusted = false`, `network = false`, `env = []`,
@@ -72,6 +73,11 @@ pub struct Gate {
     pub approval_ttl: u64,
     /// Whether the audit log keeps tool arguments (otherwise only their hash).
     pub log_arguments: bool,
+    /// The most calls one session may have decided or running at once (a call held for a
+    /// person counts toward `max_pending_per_session` instead).
+    pub max_calls_per_session: u64,
+    /// The most approvals one session may have waiting for a person at once.
+    pub max_pending_per_session: u64,
 }
 
 /// Places inside the box that the box itself builds (system directories bound read-only,
@@ -94,7 +100,18 @@ pub struct BoxLimits {
     /// Memory and pids cgroup limits must be in force (default false: they apply where a
     /// writable cgroup exists, and rlimits apply always).
     pub require_cgroups: bool,
+    /// The most downstream servers one session may have running at once.
+    pub max_servers_per_session: u64,
 }
+
+/// `[gate] max_calls_per_session` when the config does not say: enough for an agent's
+/// parallel calls, far below what the gate and the runner serve at once (256), so no one
+/// session can fill them.
+pub const DEFAULT_CALLS_PER_SESSION: u64 = 16;
+/// `[gate] max_pending_per_session` when the config does not say.
+pub const DEFAULT_PENDING_PER_SESSION: u64 = 32;
+/// `[box] max_servers_per_session` when the config does not say.
+pub const DEFAULT_SERVERS_PER_SESSION: u64 = 8;
 
 impl Default for BoxLimits {
     fn default() -> Self {
@@ -105,6 +122,7 @@ impl Default for BoxLimits {
             timeout_seconds: 300,
             require_landlock: true,
             require_cgroups: false,
+            max_servers_per_session: DEFAULT_SERVERS_PER_SESSION,
         }
     }
 }
@@ -388,6 +406,16 @@ impl Ctx<'_> {
             state,
             approval_ttl: self.positive(g.approval_ttl, "approval_ttl", 300)?,
             log_arguments: g.log_arguments,
+            max_calls_per_session: self.positive(
+                g.max_calls_per_session,
+                "max_calls_per_session",
+                DEFAULT_CALLS_PER_SESSION,
+            )?,
+            max_pending_per_session: self.positive(
+                g.max_pending_per_session,
+                "max_pending_per_session",
+                DEFAULT_PENDING_PER_SESSION,
+            )?,
         })
     }
 
@@ -408,6 +436,11 @@ impl Ctx<'_> {
             )?,
             require_landlock: b.require_landlock.unwrap_or(d.require_landlock),
             require_cgroups: b.require_cgroups.unwrap_or(d.require_cgroups),
+            max_servers_per_session: self.positive(
+                b.max_servers_per_session,
+                "max_servers_per_session",
+                d.max_servers_per_session,
+            )?,
         })
     }
 

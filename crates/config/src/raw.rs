@@ -28,6 +28,8 @@ pub(crate) struct Gate {
     pub approval_ttl: Option<Spanned<u64>>,
     #[serde(default)]
     pub log_arguments: bool,
+    pub max_calls_per_session: Option<Spanned<u64>>,
+    pub max_pending_per_session: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -39,6 +41,7 @@ pub(crate) struct Limits {
     pub timeout_seconds: Option<Spanned<u64>>,
     pub require_landlock: Option<bool>,
     pub require_cgroups: Option<bool>,
+    pub max_servers_per_session: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -4,7 +4,9 @@
 //! The token is made by the caller (random, written `0600` to the state directory, printed
 //! once); a request without it, or with another, is answered 401 before any MCP code sees
 //! it, and reported on stderr. The comparison takes the same time whatever the token's
-//! contents, so timing tells an attacker nothing about it. rmcp's own checks stay on: the
+//! contents, so timing tells an attacker nothing about it. Before that, a request whose
+//! `Origin` is not listed with `--allow-origin` is answered 403 (a browser page of another
+//! site; requests with no `Origin` are not a browser's). rmcp's own checks stay on: the
 //! `Host` header must name this machine (DNS-rebinding defence) and bodies are size-capped.
 
 use std::net::SocketAddr;
@@ -47,7 +49,7 @@ async fn require_token(token: Arc<String>, req: Request<Body>, next: Next) -> Re
     if given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
         return next.run(req).await;
     }
-    eprintln!(
+    crate::note!(
         "boxmaker: refused an HTTP request to {} without the right bearer token",
         req.uri().path()
     );
@@ -60,6 +62,41 @@ async fn require_token(token: Arc<String>, req: Request<Body>, next: Next) -> Re
         header::HeaderValue::from_static("Bearer"),
     );
     resp
+}
+
+/// Refuses a request whose `Origin` header is not one of `allowed` with 403 (docs/spec.md
+/// §5: a browser page of another site must not reach the local MCP server, DNS rebinding or
+/// not). A request with no `Origin` is not a browser's: it passes on to the token check.
+async fn check_origin(allowed: Arc<Vec<String>>, req: Request<Body>, next: Next) -> Response<Body> {
+    let Some(origin) = req.headers().get(header::ORIGIN) else {
+        return next.run(req).await;
+    };
+    let origin = origin.to_str().unwrap_or("");
+    if allowed.iter().any(|a| a == origin) {
+        return next.run(req).await;
+    }
+    crate::note!(
+        "boxmaker: refused an HTTP request from origin {:?} (not in --allow-origin)",
+        origin.chars().take(200).collect::<String>()
+    );
+    let mut resp = Response::new(Body::from(
+        "this origin may not use this MCP server (start it with --allow-origin ORIGIN)\n",
+    ));
+    *resp.status_mut() = StatusCode::FORBIDDEN;
+    resp
+}
+
+/// Whether `origin` is written as a browser sends it: `scheme://host[:port]`, nothing after.
+pub fn is_origin(origin: &str) -> bool {
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return false;
+    };
+    !scheme.is_empty()
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        && !rest.is_empty()
+        && !rest.contains(['/', '?', '#', ' '])
 }
 
 /// rmcp's cap on a request body (its `StreamableHttpServerConfig` default), kept here so the
@@ -138,10 +175,11 @@ async fn check_message(req: Request<Body>, next: Next) -> Response<Body> {
 pub async fn serve(
     addr: SocketAddr,
     token: String,
+    allowed_origins: Vec<String>,
     new_front: impl Fn() -> Result<Front, std::io::Error> + Send + Sync + 'static,
 ) -> Result<(), HttpError> {
     let listener = bind(addr).await?;
-    serve_on(listener, token, new_front).await
+    serve_on(listener, token, allowed_origins, new_front).await
 }
 
 /// Binds `addr` (port 0: a free port; `local_addr` names it). Binding before announcing the
@@ -156,6 +194,7 @@ pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, HttpError
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
     token: String,
+    allowed_origins: Vec<String>,
     new_front: impl Fn() -> Result<Front, std::io::Error> + Send + Sync + 'static,
 ) -> Result<(), HttpError> {
     let addr = listener.local_addr().map_err(HttpError::Serve)?;
@@ -172,11 +211,16 @@ pub async fn serve_on(
     let service =
         StreamableHttpService::new(new_front, Arc::new(LocalSessionManager::default()), config);
     let token = Arc::new(token);
+    let allowed = Arc::new(allowed_origins);
     let app = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(check_message))
         .layer(axum::middleware::from_fn(move |req, next| {
             require_token(token.clone(), req, next)
+        }))
+        // Outermost: a foreign page is refused whatever else it sends.
+        .layer(axum::middleware::from_fn(move |req, next| {
+            check_origin(allowed.clone(), req, next)
         }));
     axum::serve(listener, app).await.map_err(HttpError::Serve)
 }
@@ -184,6 +228,22 @@ pub async fn serve_on(
 #[cfg(test)]
 mod tests {
     use super::same;
+
+    #[test]
+    fn origins_are_written_as_browsers_send_them() {
+        assert!(super::is_origin("http://localhost:6274"));
+        assert!(super::is_origin("https://app.example"));
+        for bad in [
+            "localhost:6274",
+            "http://",
+            "http://a/b",
+            "*",
+            "",
+            "http://a b",
+        ] {
+            assert!(!super::is_origin(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn tokens_compare_whole() {

@@ -27,3 +27,13 @@ pub mod stdio;
 pub mod tools;
 
 pub use server::Front;
+
+/// Writes one line to stderr, for a person reading the client's log. Never panics (unlike
+/// `eprintln!`): a client that closed our stderr must not bring a connection down.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}

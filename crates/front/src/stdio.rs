@@ -336,7 +336,7 @@ where
             match self.read_line().await {
                 LineRead::Line => {}
                 LineRead::Oversized => {
-                    eprintln!("boxmaker mcp: refused a message over {MAX_LINE} bytes");
+                    crate::note!("boxmaker mcp: refused a message over {MAX_LINE} bytes");
                     self.replies.push_back(Refusal::new(
                         None,
                         ErrorCode::INVALID_REQUEST,
@@ -346,7 +346,7 @@ where
                 }
                 LineRead::Eof => return None,
                 LineRead::Io(e) => {
-                    eprintln!("boxmaker mcp: cannot read stdin: {e}");
+                    crate::note!("boxmaker mcp: cannot read stdin: {e}");
                     return None;
                 }
             }

@@ -85,6 +85,8 @@ const PROCESS_CONFIG: &str = r#"
 [gate]
 state = "state"
 approval_ttl = TTL
+# `pending` holds 250 calls of one session per connection.
+max_pending_per_session = 100000
 
 [[mount]]
 host = "notes"

@@ -341,6 +341,16 @@ pub enum Event {
     GrantRevoked {
         grant: i64,
     },
+    /// A call was refused because its session reached one of its caps (docs/spec.md §4:
+    /// fair to every session).
+    CapReached {
+        session: SessionId,
+        call: CallId,
+        tool: String,
+        /// The config key of the cap (`max_calls_per_session`, …).
+        cap: String,
+        limit: u64,
+    },
     /// A peer on a socket failed authentication (for example a wrong uid on the control
     /// socket).
     AuthFailed {
@@ -409,6 +419,7 @@ impl Event {
             Event::SessionReset { .. } => "session_reset",
             Event::GrantAdded { .. } => "grant_added",
             Event::GrantRevoked { .. } => "grant_revoked",
+            Event::CapReached { .. } => "cap_reached",
             Event::AuthFailed { .. } => "auth_failed",
         }
     }

@@ -430,3 +430,63 @@ fn test_a_builtin_call_with_bad_arguments_fails_before_any_person_is_asked() {
     });
     assert_eq!(held.join().unwrap(), denied(DenyReason::ApprovalRefused));
 }
+
+fn capped_config() -> String {
+    CONFIG.replace(
+        "log_arguments = false",
+        "log_arguments = false\nmax_calls_per_session = 2\nmax_pending_per_session = 2",
+    )
+}
+
+#[test]
+fn test_a_session_past_its_pending_cap_is_refused_and_others_are_not() {
+    let h = H::with_config(&capped_config(), Box::new(FakeRunner { hook: None }));
+    let (_, _, a) = h.call_held("s1", 1, "run", r#"{"argv":["a"]}"#);
+    let (_, _, b) = h.call_held("s1", 2, "run", r#"{"argv":["b"]}"#);
+    let r = h.call("s1", 3, "run", r#"{"argv":["c"]}"#);
+    let ToolResponse::Failed { message } = &r else {
+        panic!("{r:?}");
+    };
+    assert!(message.contains("max_pending_per_session"), "{message}");
+    // Another session still asks.
+    let (ap, _, c) = h.call_held("s2", 1, "run", r#"{"argv":["d"]}"#);
+    assert!(h.audit_text().contains("\"event\":\"cap_reached\""));
+    h.advance(TTL + 1);
+    for held in [a, b, c] {
+        assert_eq!(held.join().unwrap(), denied(DenyReason::ApprovalExpired));
+    }
+    let _ = ap;
+}
+
+#[test]
+fn test_a_session_past_its_call_cap_is_refused_at_once_and_others_run() {
+    let h = std::sync::Arc::new(H::with_config(
+        &capped_config(),
+        Box::new(FakeRunner { hook: None }),
+    ));
+    // Two slow calls fill s1's slots.
+    let slow: Vec<_> = (1..=2)
+        .map(|i| {
+            let h = h.clone();
+            std::thread::spawn(move || h.call("s1", i, "read", r#"{"path":"sleep_ms=800"}"#))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let start = Instant::now();
+    let r = h.call("s1", 3, "read", r#"{"path":"x"}"#);
+    let ToolResponse::Failed { message } = &r else {
+        panic!("{r:?}");
+    };
+    assert!(message.contains("max_calls_per_session"), "{message}");
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "refused at once"
+    );
+    // s2 is not delayed by s1's flood.
+    assert!(is_result(&h.call("s2", 1, "read", r#"{"path":"x"}"#)));
+    for t in slow {
+        assert!(is_result(&t.join().unwrap()));
+    }
+    // The slots are given back.
+    assert!(is_result(&h.call("s1", 4, "read", r#"{"path":"x"}"#)));
+}

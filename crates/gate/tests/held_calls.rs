@@ -37,8 +37,14 @@ fn test_many_held_calls_end_by_their_approvals_fate_once_each() {
     let mut approvals = Vec::new();
     for call in 1..=n {
         // `submit` returns once the call is held: this one thread files all of them.
+        // Twenty sessions, twenty held calls each (under `max_pending_per_session`).
         h.gate.submit(
-            req("s1", call, "run", r#"{"argv":["true"]}"#),
+            req(
+                &format!("s{}", call % 20),
+                call,
+                "run",
+                r#"{"argv":["true"]}"#,
+            ),
             Box::new(Collect {
                 call,
                 tx: tx.clone(),

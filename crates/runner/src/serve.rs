@@ -18,8 +18,10 @@ use proto::{ErrorCode, FrameError};
 
 use crate::run::Runner;
 
-/// The most calls one connection runs at once.
-pub const MAX_IN_FLIGHT: usize = 64;
+/// The most calls one connection runs at once: a last resort. Fairness comes first from
+/// the gate's per-session caps (`[gate] max_calls_per_session`, 16 by default), so one
+/// session's flood never fills this.
+pub const MAX_IN_FLIGHT: usize = 256;
 
 /// Why the loop stopped other than by the peer closing the connection cleanly.
 #[derive(Debug, thiserror::Error)]

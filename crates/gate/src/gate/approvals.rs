@@ -5,6 +5,15 @@
 use super::*;
 
 impl Gate {
+    /// How many calls of `session` wait for a person now.
+    pub(super) fn pending_of(&self, session: &SessionId) -> u64 {
+        let n = lock(&self.held)
+            .values()
+            .filter(|h| &h.req.session == session)
+            .count();
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+
     /// Records the approval, audits it, and tells the caller; returns the approval's id.
     pub(super) fn ask(
         &self,

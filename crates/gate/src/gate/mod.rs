@@ -253,6 +253,26 @@ pub struct Gate {
     on_demand: AtomicBool,
     /// A client asked this gate to retire ([`ControlOp::Retire`]).
     retiring: AtomicBool,
+    /// Calls each session has decided or running now (`[gate] max_calls_per_session`).
+    calls: Mutex<HashMap<SessionId, u64>>,
+}
+
+/// One of a session's call slots, given back on drop.
+struct CallSlot<'a> {
+    gate: &'a Gate,
+    session: SessionId,
+}
+
+impl Drop for CallSlot<'_> {
+    fn drop(&mut self) {
+        let mut calls = lock(&self.gate.calls);
+        if let Some(n) = calls.get_mut(&self.session) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                calls.remove(&self.session);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Gate {
@@ -313,6 +333,7 @@ impl Gate {
             me: me.clone(),
             on_demand: AtomicBool::new(false),
             retiring: AtomicBool::new(false),
+            calls: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&gate);
         std::thread::Builder::new()
@@ -431,14 +452,77 @@ impl Gate {
     /// `pending_approval`, and the approval's decision, expiry or withdrawal finishes the
     /// call on a thread of its own. Every failure is a `failed` answer.
     pub fn submit(&self, req: ToolRequest, mut reply: Box<dyn Reply>) {
+        // Fair to every session: one session's flood is refused at its own cap, never
+        // queued where another session's calls wait (docs/spec.md §4).
+        let slot = match self.take_call_slot(&req) {
+            Ok(slot) => slot,
+            Err(resp) => return reply.finish(resp),
+        };
         match self.start(&req, &mut *reply) {
-            Ok(Start::Final(resp)) => reply.finish(resp),
-            Ok(Start::Run(taint)) => {
-                reply.finish(self.run_and_commit(&req, taint).unwrap_or_else(failed));
+            Ok(Start::Final(resp)) => {
+                drop(slot);
+                reply.finish(resp);
             }
-            Ok(Start::Held(approval)) => self.park(approval, Held { req, reply }),
-            Err(e) => reply.finish(failed(e)),
+            Ok(Start::Run(taint)) => {
+                let resp = self.run_and_commit(&req, taint).unwrap_or_else(failed);
+                drop(slot);
+                reply.finish(resp);
+            }
+            // A held call keeps no slot (it counts toward the pending cap instead).
+            Ok(Start::Held(approval)) => {
+                drop(slot);
+                self.park(approval, Held { req, reply });
+            }
+            Err(e) => {
+                drop(slot);
+                reply.finish(failed(e));
+            }
         }
+    }
+
+    /// One of `req`'s session's call slots, or the `failed` answer (audited) when the
+    /// session has `[gate] max_calls_per_session` calls running already.
+    fn take_call_slot(&self, req: &ToolRequest) -> Result<CallSlot<'_>, ToolResponse> {
+        let limit = self.config.gate.max_calls_per_session;
+        {
+            let mut calls = lock(&self.calls);
+            let n = calls.entry(req.session.clone()).or_insert(0);
+            if *n < limit {
+                *n += 1;
+                return Ok(CallSlot {
+                    gate: self,
+                    session: req.session.clone(),
+                });
+            }
+        }
+        Err(self.capped(
+            req,
+            "max_calls_per_session",
+            limit,
+            format!(
+                "refused: this session already has {limit} calls running, the most one session \
+                 may have (`[gate] max_calls_per_session`); wait for one to finish, then call \
+                 again"
+            ),
+        ))
+    }
+
+    /// Audits a call refused by its session's cap and returns its `failed` answer.
+    fn capped(&self, req: &ToolRequest, cap: &str, limit: u64, message: String) -> ToolResponse {
+        let _ = self.make_durable(Durable {
+            raise: None,
+            events: vec![(
+                self.now(),
+                Event::CapReached {
+                    session: req.session.clone(),
+                    call: req.call,
+                    tool: req.tool.clone(),
+                    cap: cap.to_string(),
+                    limit,
+                },
+            )],
+        });
+        ToolResponse::Failed { message }
     }
 
     /// Steps 1–3: decide, audit the request and the decision (one durable write, shared
@@ -514,6 +598,19 @@ impl Gate {
             Decision::Deny(reason) => Ok(Start::Final(ToolResponse::Denied { reason })),
             Decision::Allow => Ok(Start::Run(at)),
             Decision::Ask => {
+                let limit = self.config.gate.max_pending_per_session;
+                if self.pending_of(&req.session) >= limit {
+                    return Ok(Start::Final(self.capped(
+                        req,
+                        "max_pending_per_session",
+                        limit,
+                        format!(
+                            "refused: this session already has {limit} calls waiting for a \
+                             person's approval, the most one session may have (`[gate] \
+                             max_pending_per_session`); wait until a person decides them"
+                        ),
+                    )));
+                }
                 let reason = ask_reason(&grants, req, at, now);
                 self.ask(req, reason, now, reply).map(Start::Held)
             }
@@ -769,7 +866,7 @@ class = "secret"
     #[test]
     fn floor_label_of_a_server_covers_the_mounts_its_box_shows() {
         let c = config(&format!(
-            "{TOOLS}\n[[mount]]\nhost = \"/tmp\"\nat = \"/data/s\"\nclass = \"secret\"\n"
+            "{TOOLS}\n[[mount]]\nhost = \"/srv/data\"\nat = \"/data/s\"\nclass = \"secret\"\n"
         ));
         // A downstream server's failure may quote a secret mount; a builtin's floor stays.
         assert_eq!(c.floor("fetch_get").class, DataClass::Secret);

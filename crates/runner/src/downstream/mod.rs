@@ -445,6 +445,17 @@ impl Runner {
                     if let Some(old) = g.take() {
                         let _ = tokio::task::spawn_blocking(move || old.kill()).await;
                     }
+                    // Fair to every session: its servers are capped, whatever others run.
+                    let cap = self.config().limits.max_servers_per_session;
+                    let live = self.live_servers(&req.session, &slot);
+                    if u64::try_from(live).unwrap_or(u64::MAX) >= cap {
+                        return failed(format!(
+                            "{}: refused: this session already runs {live} MCP servers, the \
+                             most one session may (`[box] max_servers_per_session`); they stop \
+                             when idle",
+                            req.tool
+                        ));
+                    }
                     if let Err(e) = self.ensure_workspace(&req.session) {
                         return failed(format!("{}: {e}", req.tool));
                     }
@@ -704,6 +715,22 @@ impl Runner {
         self.config()
             .mounts_of(tool)
             .any(|m| m.writable_at(was) && !m.writable_at(now))
+    }
+
+    /// How many servers `session` runs now, other than the one in `except` (a slot being
+    /// started by someone else counts as running).
+    fn live_servers(&self, session: &SessionId, except: &Slot) -> usize {
+        self.hub()
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|((s, _), slot)| s == session && !Arc::ptr_eq(slot, except))
+            .filter(|(_, slot)| match slot.try_lock() {
+                Ok(g) => g.as_ref().is_some_and(|i| i.alive()),
+                Err(_) => true,
+            })
+            .count()
     }
 
     /// Stops every server of `session` (an operator reset it); returns how many ran.
