@@ -1,15 +1,18 @@
 //! `boxmaker mcp`: the front role — boxmaker as an MCP server on stdio, or with `--http ADDR`
 //! on streamable HTTP with a bearer token.
 //!
-//! It uses the gate of the state directory, whatever process runs it (`serve`, or an
-//! on-demand gate another client started), and starts an on-demand gate when none answers —
-//! at start and again at any later call, so it is never stranded by another client's exit
-//! (see [`crate::host`]). Each MCP connection (each HTTP MCP
+//! This process is the front alone (docs/spec.md §1): it reads the config and the discovery
+//! file, starts a broker (`boxmaker __broker`, [`crate::cmd_broker`]) that finds — or starts
+//! — the gate for every call and hands it the connection, binds its HTTP listener if any,
+//! and then confines itself (`front::confine`: no file, no exec, no socket or connect) on
+//! its only thread, before it reads the agent's first byte. It is never stranded by another
+//! client's exit: the broker starts a gate when none answers (see [`crate::host`]). Each MCP connection (each HTTP MCP
 //! session) is a new boxmaker session with a fresh id, printed on stderr, unless `--session`
 //! names one.
 
 use std::net::SocketAddr;
 use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -35,6 +38,9 @@ pub struct McpArgs {
     /// Allow `--http` on an address other than loopback.
     #[arg(long)]
     allow_remote: bool,
+    /// After confining itself, try to open this file and say what happened (tests).
+    #[arg(long, value_name = "PATH", hide = true)]
+    probe_open: Option<PathBuf>,
     /// With `--http`: a browser origin allowed to call (`http://localhost:6274`); repeat for
     /// more. A request with any other `Origin` is refused (403); one with none is not a
     /// browser's and needs only the token.
@@ -81,38 +87,35 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
     let catalog = crate::cmd_tools::discover(&cfg, false)?;
     // This process is a client of the state directory for as long as it runs: the gate
     // stays while it does.
-    let _presence = host::ensure(&args.config, cfg.clone())?;
-    let connector: front::gatecall::Connector = {
-        let (config_path, cfg) = (args.config.clone(), cfg.clone());
-        Arc::new(move || {
-            host::reach(&config_path, &cfg, host::Channel::Agent, false).map_err(|e| {
-                front::gatecall::GateCallError::Connect {
-                    path: cfg
-                        .gate
-                        .state
-                        .join(statedir::AGENT_SOCKET)
-                        .display()
-                        .to_string(),
-                    source: std::io::Error::other(e.to_string()),
-                }
-            })
-        })
+    let _presence = host::Presence::take(&cfg.gate.state)?;
+    // The broker finds (or starts) a gate for every call and hands this process the
+    // connection: once confined, this process can make none itself.
+    let connector = start_broker(&args.config)?;
+    let http = match args.http {
+        None => None,
+        Some(addr) => Some(http_setup(&cfg, addr)?),
     };
+    // Before the first byte from the agent, and on the process's only thread (the
+    // runtime's threads start after, confined too).
+    confine(args.probe_open.as_deref())?;
+    // Confined already: its threads are too. (No signal driver: it would make a socketpair,
+    // and the front handles no signal.)
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .enable_all()
+        .enable_io()
+        .enable_time()
         .build()
         .map_err(|source| CliError::State {
             path: cfg.gate.state.clone(),
             source,
         })?;
-    match args.http {
+    match http {
         None => {
             let session = match &args.session {
                 Some(s) => s.clone(),
                 None => fresh_session()?,
             };
-            eprintln!("boxmaker mcp: session {session}");
+            front::note!("boxmaker mcp: session {session}");
             let front = Front::new(cfg.clone(), catalog, session, connector);
             runtime.block_on(async move {
                 let service = front
@@ -128,32 +131,16 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 Ok::<(), CliError>(())
             })?;
         }
-        Some(addr) => {
-            let token = token()?;
-            let path = cfg.gate.state.join("http.token");
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&path)
-                .map_err(|source| CliError::State {
-                    path: path.clone(),
-                    source,
-                })?;
-            std::io::Write::write_all(&mut f, token.as_bytes()).map_err(|source| {
-                CliError::State {
-                    path: path.clone(),
-                    source,
-                }
-            })?;
-            // Bind before the banner: a client that reads the banner can connect at once, and
-            // with port 0 the banner names the port actually bound (issue 6 / mcp_clients).
-            let listener = runtime
-                .block_on(front::http::bind(addr))
-                .map_err(|e| CliError::Local(e.to_string()))?;
-            let bound = listener.local_addr().unwrap_or(addr);
-            eprintln!(
+        Some((listener, token, path)) => {
+            let listener = {
+                let _enter = runtime.enter();
+                tokio::net::TcpListener::from_std(listener)
+                    .map_err(|e| CliError::Local(format!("cannot serve the HTTP listener: {e}")))?
+            };
+            let bound = listener
+                .local_addr()
+                .map_err(|e| CliError::Local(format!("cannot serve the HTTP listener: {e}")))?;
+            front::note!(
                 "boxmaker mcp: http://{bound}/mcp with `Authorization: Bearer {token}` (also in {})",
                 path.display()
             );
@@ -182,4 +169,90 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
         }
     }
     Ok(0)
+}
+
+/// Starts `boxmaker __broker` with one end of a socketpair as its standard input, and
+/// returns the connector that asks it for gate connections over the other end.
+fn start_broker(config: &std::path::Path) -> Result<front::gatecall::Connector, CliError> {
+    let (ours, theirs) = UnixStream::pair()
+        .map_err(|e| CliError::Local(format!("cannot make the broker's channel: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Local(format!("cannot find boxmaker to start the broker: {e}")))?;
+    let config = std::path::absolute(config).unwrap_or_else(|_| config.to_path_buf());
+    // Not waited for: a thread waiting here would be a thread outside the confinement. It
+    // ends when this process closes the channel; what is left of it goes with this process.
+    let _child = std::process::Command::new(exe)
+        .arg("__broker")
+        .arg("--config")
+        .arg(config)
+        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs,
+        )))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| CliError::Local(format!("cannot start the broker: {e}")))?;
+    Ok(front::channel::connector(ours))
+}
+
+/// The HTTP front's listener (bound now, before confinement), its token, and the token
+/// file (written `0600` in the state directory).
+fn http_setup(
+    cfg: &config::Config,
+    addr: SocketAddr,
+) -> Result<(std::net::TcpListener, String, std::path::PathBuf), CliError> {
+    let token = token()?;
+    let path = cfg.gate.state.join("http.token");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|source| CliError::State {
+            path: path.clone(),
+            source,
+        })?;
+    std::io::Write::write_all(&mut f, token.as_bytes()).map_err(|source| CliError::State {
+        path: path.clone(),
+        source,
+    })?;
+    // Bound before the banner: a client that reads the banner can connect at once, and with
+    // port 0 the banner names the port actually bound.
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|source| CliError::Local(format!("cannot listen on {addr}: {source}")))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|source| CliError::Local(format!("cannot listen on {addr}: {source}")))?;
+    Ok((listener, token, path))
+}
+
+/// Confines this process (`front::confine`), refusing to serve unconfined; says so on
+/// stderr. With `probe`, then tries to open that file and says what happened (the tests'
+/// proof that the front cannot open a file).
+fn confine(probe: Option<&std::path::Path>) -> Result<(), CliError> {
+    let threads = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse::<u32>().ok())
+        })
+        .unwrap_or(0);
+    // Landlock and seccomp bind the calling thread and those it starts after: a thread
+    // started before would stay outside. There must be none.
+    if threads != 1 {
+        return Err(CliError::Local(format!(
+            "the front has {threads} threads before it confines itself; refusing to serve"
+        )));
+    }
+    let confined = front::confine::confine()
+        .map_err(|e| CliError::Local(format!("the front cannot confine itself: {e}")))?;
+    front::note!("boxmaker mcp: front confined: {confined}");
+    if let Some(path) = probe {
+        match std::fs::File::open(path) {
+            Ok(_) => front::note!("boxmaker mcp: probe: opened {}", path.display()),
+            Err(e) => front::note!("boxmaker mcp: probe: cannot open {}: {e}", path.display()),
+        }
+    }
+    Ok(())
 }

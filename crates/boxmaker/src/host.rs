@@ -341,7 +341,8 @@ impl Channel {
 #[derive(Debug)]
 pub struct Connection {
     pub stream: UnixStream,
-    pub presence: Presence,
+    /// Held for as long as the connection is used.
+    _presence: Presence,
 }
 
 /// Connects to the gate of `cfg`'s state directory, starting an on-demand gate if none
@@ -354,14 +355,10 @@ pub fn connect(
 ) -> Result<Connection, CliError> {
     let presence = Presence::take(&cfg.gate.state)?;
     let stream = reach(config_path, &cfg, channel, true)?;
-    Ok(Connection { stream, presence })
-}
-
-/// Makes sure a gate serves `cfg`'s state directory, and returns this process's presence as
-/// its client (keep it for as long as this process may make calls).
-pub fn ensure(config_path: &Path, cfg: Arc<Config>) -> Result<Presence, CliError> {
-    let conn = connect(config_path, cfg, Channel::Agent)?;
-    Ok(conn.presence)
+    Ok(Connection {
+        stream,
+        _presence: presence,
+    })
 }
 
 /// A stream to `channel` of a gate for `cfg`, starting one when none answers. With

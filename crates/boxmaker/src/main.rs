@@ -13,6 +13,7 @@
 
 mod client;
 mod cmd_box;
+mod cmd_broker;
 mod cmd_call;
 mod cmd_check;
 mod cmd_demo;
@@ -72,6 +73,9 @@ enum Command {
     /// The runner role (started by boxmaker itself).
     #[command(name = "__runner", hide = true)]
     Runner(role_runner::RunnerArgs),
+    /// The front's broker (started by `boxmaker mcp`).
+    #[command(name = "__broker", hide = true)]
+    Broker(cmd_broker::BrokerArgs),
 }
 
 fn main() -> ExitCode {
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
         Some(Command::Box(args)) => cmd_box::run(&args),
         Some(Command::Doctor(args)) => cmd_doctor::run(&args),
         Some(Command::Runner(args)) => ok(role_runner::run(&args)),
+        Some(Command::Broker(args)) => cmd_broker::run(&args),
     };
     exit(result)
 }

@@ -565,3 +565,86 @@ fn an_approval_shows_hidden_and_control_characters_escaped() {
     assert!(env.run(&["refuse", &id]).status.success());
     let _ = held.wait();
 }
+
+// ---------------------------------------------------------------------------------------
+// 8. The front is alone in its process, and confined.
+
+fn status_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap()
+}
+
+fn field<'a>(status: &'a str, name: &str) -> &'a str {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map_or("", str::trim)
+}
+
+#[test]
+fn the_front_runs_confined_without_the_gate_and_cannot_open_a_file() {
+    use std::io::{BufRead, Write};
+    for who in As::all() {
+        let env = Env::new("confined-front", who, &runner_config(""));
+        std::fs::write(env.dir.join("host-file"), SECRET).unwrap();
+        let mut child = who
+            .command()
+            .args(["mcp", "--config"])
+            .arg(env.config())
+            .arg("--probe-open")
+            .arg(env.dir.join("host-file"))
+            .env("HOME", &env.dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+        )
+        .unwrap();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .unwrap();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"run","arguments":{{"argv":["echo","still works"]}}}}}}"#
+        )
+        .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let _init = out.next().unwrap().unwrap();
+        let answer = out.next().unwrap().unwrap();
+        assert!(answer.contains("still works"), "{who:?}: {answer}");
+        // The process the client started is the front, confined.
+        let status = status_of(child.id());
+        assert_eq!(field(&status, "NoNewPrivs:"), "1", "{who:?}: {status}");
+        assert_eq!(field(&status, "Seccomp:"), "2", "{who:?}: {status}");
+        // It holds neither the gate's database nor its audit log: the gate is elsewhere.
+        let fds: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", child.id()))
+            .unwrap()
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .map(|l| l.display().to_string())
+            .collect();
+        assert!(
+            !fds.iter()
+                .any(|l| l.contains("boxmaker.db") || l.contains("audit.log")),
+            "{who:?}: {fds:?}"
+        );
+        drop(stdin);
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        let _ = child.wait();
+        assert!(
+            err.contains("front confined: no_new_privs, seccomp"),
+            "{who:?}: {err}"
+        );
+        assert!(
+            err.contains("probe: cannot open") && err.contains("Operation not permitted"),
+            "{who:?}: {err}"
+        );
+    }
+}

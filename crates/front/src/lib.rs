@@ -7,7 +7,8 @@
 //!
 //! **Must never:** trust anything it receives, hold state beyond one session's id and call
 //! counter, open files, reach the control socket, or run a tool. It can only send
-//! `ToolRequest`s to the agent socket; the gate decides everything.
+//! `ToolRequest`s to the agent socket; the gate decides everything. Once serving it is
+//! confined (no file, no exec, no socket or connect of its own: [`confine`]).
 //!
 //! Reading order:
 //! 1. [`tools`] — what `tools/list` shows, with schemas and descriptions.
@@ -15,10 +16,14 @@
 //! 3. [`gatecall`] — one call through the gate, with its approval updates.
 //! 4. [`server`] — `Front`, the `rmcp` server handler.
 //! 5. [`stdio`] — the stdio transport, which answers malformed input itself.
-//! 6. [`http`] — streamable HTTP with a bearer token.
+//! 6. [`http`] — streamable HTTP with a bearer token and an `Origin` check.
+//! 7. [`confine`] — how the front confines itself before it reads the agent's first byte;
+//!    [`channel`] — the one way it then has to the gate: connections the launcher hands it.
 
 #![forbid(unsafe_code)]
 
+pub mod channel;
+pub mod confine;
 pub mod explain;
 pub mod gatecall;
 pub mod http;

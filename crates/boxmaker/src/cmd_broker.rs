@@ -1,0 +1,31 @@
+//! `boxmaker __broker`: the unconfined half of `boxmaker mcp`. Its standard input is a
+//! socketpair to the front; for each request on it, it finds the gate of the state directory
+//! — starting an on-demand gate when none answers, or when a changed config retired the old
+//! one — and hands the front a connection to the gate's agent socket (`front::channel`).
+//! It is the only thing the confined front can ask, and all it can give is that one kind of
+//! connection. It ends when the front closes the channel.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::CliError;
+use crate::host;
+
+/// The front's broker (started by `boxmaker mcp`).
+#[derive(Debug, clap::Args)]
+pub struct BrokerArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+}
+
+pub fn run(args: &BrokerArgs) -> Result<u8, CliError> {
+    let cfg = Arc::new(config::load(&args.config)?);
+    // A gate now, so the front's first call does not wait for one to start; and a config
+    // that changed since a running gate read it replaces that gate once, here.
+    let _ = host::reach(&args.config, &cfg, host::Channel::Agent, true);
+    front::channel::serve(std::io::stdin(), || {
+        host::reach(&args.config, &cfg, host::Channel::Agent, false).map_err(|e| e.to_string())
+    });
+    Ok(0)
+}

@@ -1,0 +1,146 @@
+//! The confined front's one way to the gate (docs/spec.md §1): a socketpair to the process
+//! that started it (`boxmaker mcp`, the launcher), over which the front asks for a
+//! connection and gets one back as a descriptor (`SCM_RIGHTS`). The front then needs no
+//! `socket` or `connect` at all — its seccomp filter refuses both — so it can reach nothing
+//! but what the launcher hands it: a connection to the gate's agent socket, never the
+//! control socket, never the network.
+//!
+//! ```text
+//! front ── 'c' ──────────────────────────────▶ launcher: finds (or starts) a gate, connects
+//! front ◀── 'k' + SCM_RIGHTS(agent connection) ─┘  (or 'e' + one line: why not)
+//! ```
+//!
+//! Both halves live here, so the protocol is written once.
+
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+
+use crate::gatecall::{Connector, GateCallError};
+
+/// The longest reason the launcher sends when it cannot connect.
+const MAX_REASON: usize = 1024;
+
+fn broken(e: impl std::fmt::Display) -> GateCallError {
+    GateCallError::Connect {
+        path: "the launcher's channel".into(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// The front's side: asks the launcher on `channel` for one connection to the gate. One
+/// request at a time (calls run on several threads).
+pub fn connector(channel: UnixStream) -> Connector {
+    let channel = Arc::new(Mutex::new(channel));
+    Arc::new(move || {
+        let ch = channel.lock().unwrap_or_else(PoisonError::into_inner);
+        rustix::net::send(&*ch, b"c", SendFlags::NOSIGNAL).map_err(broken)?;
+        let mut byte = [0u8; 1 + MAX_REASON];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = rustix::net::recvmsg(
+            &*ch,
+            &mut [IoSliceMut::new(&mut byte)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        )
+        .map_err(broken)?;
+        let mut fds = Vec::new();
+        for msg in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(rights) = msg {
+                fds.extend(rights);
+            }
+        }
+        let text = byte.get(1..got.bytes).unwrap_or_default();
+        match (byte.first(), got.bytes, fds.len()) {
+            (_, 0, _) => Err(broken("the launcher is gone")),
+            (Some(b'k'), _, 1) => Ok(UnixStream::from(fds.remove(0))),
+            (Some(b'e'), _, 0) => Err(GateCallError::Connect {
+                path: "the gate".into(),
+                source: std::io::Error::other(String::from_utf8_lossy(text).into_owned()),
+            }),
+            _ => Err(broken("the launcher answered out of turn")),
+        }
+    })
+}
+
+/// The launcher's side: answers each request on `channel` with a connection from
+/// `connect` (or why there is none), until the front closes it.
+pub fn serve(channel: impl AsFd, connect: impl Fn() -> Result<UnixStream, String>) {
+    let channel = channel.as_fd();
+    let mut byte = [0u8; 1];
+    loop {
+        match rustix::net::recv(channel, &mut byte, RecvFlags::empty()) {
+            Ok((0, _)) | Err(_) => return,
+            Ok(_) if byte[0] == b'c' => {}
+            // Anything else is not the front speaking as it should: stop serving it.
+            Ok(_) => return,
+        }
+        let sent = match connect() {
+            Ok(stream) => {
+                let fds = [stream.as_fd()];
+                let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+                let mut control = SendAncillaryBuffer::new(&mut space);
+                if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+                    return;
+                }
+                rustix::net::sendmsg(
+                    channel,
+                    &[IoSlice::new(b"k")],
+                    &mut control,
+                    SendFlags::NOSIGNAL,
+                )
+            }
+            Err(why) => {
+                let mut msg = b"e".to_vec();
+                msg.extend(why.bytes().take(MAX_REASON));
+                rustix::net::send(channel, &msg, SendFlags::NOSIGNAL)
+            }
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn a_connection_crosses_the_channel_and_a_refusal_says_why() {
+        let (front, launcher) = UnixStream::pair().unwrap();
+        let t = std::thread::spawn(move || {
+            let n = std::sync::atomic::AtomicUsize::new(0);
+            serve(&launcher, || {
+                if n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    let (mine, theirs) = UnixStream::pair().unwrap();
+                    std::thread::spawn(move || {
+                        let mut m = mine;
+                        m.write_all(b"from the gate").unwrap();
+                    });
+                    Ok(theirs)
+                } else {
+                    Err("no gate answered".into())
+                }
+            });
+        });
+        let connect = connector(front);
+        let mut s = connect().unwrap();
+        let mut got = String::new();
+        s.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "from the gate");
+        let e = connect().unwrap_err().to_string();
+        assert!(e.contains("no gate answered"), "{e}");
+        drop(connect);
+        t.join().unwrap();
+    }
+}
