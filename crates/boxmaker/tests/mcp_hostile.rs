@@ -37,6 +37,22 @@ fn setup() -> (tempfile::TempDir, PathBuf) {
     (dir, config)
 }
 
+/// [`setup`] with room for a burst of hundreds of calls in one session: these tests check
+/// that the front answers every message of a flood; a session's own cap (`[gate]
+/// max_calls_per_session`, which would refuse most of them, by design) is tested in
+/// `fairness.rs` and `crates/gate/tests/call_path.rs`.
+fn setup_for_floods() -> (tempfile::TempDir, PathBuf) {
+    let (dir, config) = setup();
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text.replace(
+        "max_calls_per_session = 16",
+        "max_calls_per_session = 100000",
+    );
+    assert!(text.contains("max_calls_per_session = 100000"));
+    std::fs::write(&config, text).unwrap();
+    (dir, config)
+}
+
 /// The audit log's `request` records: (session, tool).
 fn gate_requests(dir: &Path) -> Vec<(String, String)> {
     let text = std::fs::read_to_string(dir.join(".boxmaker/audit.log")).unwrap_or_default();
@@ -483,7 +499,7 @@ fn stdio_requests_before_initialize_are_refused() {
 
 #[test]
 fn stdio_floods_are_all_answered() {
-    let (dir, config) = setup();
+    let (dir, config) = setup_for_floods();
     let (mut a, sa) = StdioClient::ready(&config);
 
     // 500 calls in one burst: real calls mixed with refused ones. Every one is answered.
@@ -938,7 +954,7 @@ fn http_bad_input_gets_the_named_errors() {
 
 #[test]
 fn http_floods_are_all_answered() {
-    let (dir, config) = setup();
+    let (dir, config) = setup_for_floods();
     let srv = std::sync::Arc::new(HttpServer::start(&config, dir.path()));
     let (a, sa) = srv.session();
     // 20 connections at once, each a new session making 10 calls, half of them refused.
