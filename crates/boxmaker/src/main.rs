@@ -76,6 +76,9 @@ enum Command {
     /// The front's broker (started by `boxmaker mcp`).
     #[command(name = "__broker", hide = true)]
     Broker(cmd_broker::BrokerArgs),
+    /// `doctor`'s probe of the front's confinement.
+    #[command(name = "__front-probe", hide = true)]
+    FrontProbe,
 }
 
 fn main() -> ExitCode {
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
         Some(Command::Doctor(args)) => cmd_doctor::run(&args),
         Some(Command::Runner(args)) => ok(role_runner::run(&args)),
         Some(Command::Broker(args)) => cmd_broker::run(&args),
+        Some(Command::FrontProbe) => Ok(cmd_doctor::probe()),
     };
     exit(result)
 }
