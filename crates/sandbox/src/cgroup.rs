@@ -102,7 +102,6 @@ pub fn detect() -> std::result::Result<Layout, String> {
 impl BoxCgroup {
     /// Creates `boxmaker-<name>` with the given limits.
     pub fn create(layout: &Layout, name: &str, memory_bytes: u64, processes: u64) -> Result<Self> {
-        sweep_stale(layout);
         let leaf = format!("boxmaker-{name}");
         let mut cg = BoxCgroup {
             dirs: Vec::new(),
@@ -231,35 +230,6 @@ impl Drop for BoxCgroup {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-        }
-    }
-}
-
-/// Removes box cgroups whose helper is gone. A helper killed with SIGKILL (its runner or gate
-/// was killed) cannot remove its `boxmaker-<pid>-…` directories; left alone they would pile
-/// up for as long as the machine runs. A directory is removed only when the process named in
-/// it no longer exists, and `rmdir` refuses a cgroup that still holds a process, so a box that
-/// is running is never touched. Failures are ignored: this is housekeeping, not a protection.
-fn sweep_stale(layout: &Layout) {
-    let parents: Vec<&Path> = match layout {
-        Layout::V1 { memory, pids } => vec![memory, pids],
-        Layout::V2 { parent } => vec![parent],
-    };
-    for parent in parents {
-        let Ok(entries) = fs::read_dir(parent) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name();
-            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("boxmaker-")) else {
-                continue;
-            };
-            let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-                continue;
-            };
-            if !Path::new("/proc").join(pid.to_string()).exists() {
-                let _ = fs::remove_dir(e.path());
             }
         }
     }

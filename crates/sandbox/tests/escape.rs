@@ -550,36 +550,86 @@ fn test_daemon_outliving_command_fails() {
     assert!(host_processes_with("sleep 4331").is_empty());
 }
 
-#[test]
-fn test_box_leaves_no_cgroup_behind() {
-    let ws = workspace();
-    ok(&boxed(ws.path(), &[], "true"));
-    let mut leftovers = Vec::new();
-    for root in ["/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids"] {
+/// Every `boxmaker-<pid>-<n>` box cgroup directory on the machine, with its creator's pid.
+fn box_cgroups() -> Vec<(u32, std::path::PathBuf)> {
+    let mut found = Vec::new();
+    for root in [
+        "/sys/fs/cgroup/memory",
+        "/sys/fs/cgroup/pids",
+        "/sys/fs/cgroup",
+    ] {
         let mut stack = vec![std::path::PathBuf::from(root)];
         while let Some(d) = stack.pop() {
             for e in fs::read_dir(&d).into_iter().flatten().flatten() {
-                if e.path().is_dir() {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    if name.starts_with("boxmaker-") {
-                        // Another test's box may be running right now: only count ours,
-                        // whose helper is gone (cgroup empty but present).
-                        let procs =
-                            fs::read_to_string(e.path().join("cgroup.procs")).unwrap_or_default();
-                        if procs.trim().is_empty() {
-                            leftovers.push(e.path());
-                        }
-                    }
-                    stack.push(e.path());
+                if !e.path().is_dir() {
+                    continue;
                 }
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name
+                    .strip_prefix("boxmaker-")
+                    .and_then(|rest| rest.split('-').next())
+                    .and_then(|p| p.parse::<u32>().ok())
+                {
+                    found.push((pid, e.path()));
+                }
+                stack.push(e.path());
             }
         }
     }
-    // An empty box cgroup can exist for a moment while a concurrent box starts or ends;
-    // anything left here for long is a leak, so look again after a pause.
-    std::thread::sleep(Duration::from_millis(500));
-    leftovers.retain(|p| p.exists());
-    assert!(leftovers.len() <= 2, "{leftovers:?}");
+    found
+}
+
+#[test]
+fn test_box_leaves_no_cgroup_behind() {
+    let ws = workspace();
+    // Leftovers of supervisors that died (killed with SIGKILL): the next box made under the
+    // same parent sweeps them.
+    let alive = |pid: u32| Path::new("/proc").join(pid.to_string()).exists();
+    let stale: Vec<_> = box_cgroups()
+        .into_iter()
+        .filter(|(pid, _)| !alive(*pid))
+        .collect();
+    let child = Command::new(EXE)
+        .arg("--workspace")
+        .arg(ws.path())
+        .args(["--", "/bin/sh", "-c", "sleep 1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ours = child.id();
+    // While it runs, find where our box's cgroups were made.
+    let mut parents = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while parents.is_empty() && Instant::now() < deadline {
+        parents = box_cgroups()
+            .into_iter()
+            .filter(|(pid, _)| *pid == ours)
+            .filter_map(|(_, p)| p.parent().map(Path::to_path_buf))
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    ok(&out);
+    assert!(
+        !parents.is_empty(),
+        "the box ran without a cgroup of its own"
+    );
+    // Our box's own directories are gone when its supervisor returns (concurrent tests'
+    // boxes are theirs to clean, so only ours is counted).
+    let left: Vec<_> = box_cgroups()
+        .into_iter()
+        .filter(|(pid, _)| *pid == ours)
+        .collect();
+    assert!(left.is_empty(), "our box left {left:?}");
+    let unswept: Vec<_> = stale
+        .iter()
+        .filter(|(_, p)| p.exists() && p.parent().is_some_and(|d| parents.iter().any(|q| q == d)))
+        .collect();
+    assert!(
+        unswept.is_empty(),
+        "dead supervisors' cgroups not swept: {unswept:?}"
+    );
 }
 
 #[test]
