@@ -125,11 +125,13 @@ fn builtin_tool(cfg: &Config, name: &str, b: Builtin, network: bool) -> Tool {
 }
 
 /// Whether `name` may be offered to `session` at `now`: the grants give `allow` or `ask` to
-/// a clean session (a tool that no grant could ever let this session call is not offered to
-/// the model at all).
+/// a clean session for some arguments (a tool that no grant could ever let this session call
+/// is not offered to the model at all; a grant with argument conditions counts, a `deny`
+/// with conditions does not hide the tool).
 fn granted(cfg: &Config, session: &SessionId, name: &str, now: Timestamp) -> bool {
+    let some_call = policy::Arguments::Unknown;
     matches!(
-        policy::decide(&cfg.grants, session, name, Taint::CLEAN, now),
+        policy::decide_call(&cfg.grants, session, name, &some_call, Taint::CLEAN, now),
         Decision::Allow | Decision::Ask
     )
 }

@@ -124,7 +124,7 @@ impl Gate {
     /// Finishes a held call by its approval's state: approved → step 3 again and run;
     /// refused, expired → denied; withdrawn → failed.
     pub(super) fn resume(&self, approval: &str, held: Held) {
-        let Held { req, reply } = held;
+        let Held { req, args, reply } = held;
         let state = match lock(&self.store).approval(approval) {
             Ok(Some(row)) => Ok(row.state),
             Ok(None) => Err(GateError::ApprovalVanished {
@@ -136,26 +136,27 @@ impl Gate {
             Err(e) => failed(before("follow the approval")(e)),
             Ok(ApprovalState::Pending) => {
                 // Rung too early: hold it again.
-                self.park(approval.to_string(), Held { req, reply });
+                self.park(approval.to_string(), Held { req, args, reply });
                 return;
             }
             Ok(ApprovalState::Approved) => {
-                let cell = Arc::new(Mutex::new(Some((req, reply))));
+                let cell = Arc::new(Mutex::new(Some((req, args, reply))));
                 let spawned = self.me.upgrade().map(|gate| {
                     let (cell, approval) = (Arc::clone(&cell), approval.to_string());
                     std::thread::Builder::new()
                         .name("gate-approved".into())
                         .spawn(move || {
-                            if let Some((req, reply)) = lock(&cell).take() {
-                                let resp = gate.approved(&req, &approval).unwrap_or_else(failed);
+                            if let Some((req, args, reply)) = lock(&cell).take() {
+                                let resp =
+                                    gate.approved(&req, &args, &approval).unwrap_or_else(failed);
                                 reply.finish(resp);
                             }
                         })
                 });
                 if !matches!(spawned, Some(Ok(_)))
-                    && let Some((req, reply)) = lock(&cell).take()
+                    && let Some((req, args, reply)) = lock(&cell).take()
                 {
-                    reply.finish(self.approved(&req, approval).unwrap_or_else(failed));
+                    reply.finish(self.approved(&req, &args, approval).unwrap_or_else(failed));
                 }
                 return;
             }
@@ -174,10 +175,12 @@ impl Gate {
 
     /// An approved call: the approval is consumed, and steps 1–4 are decided **again** with
     /// the taint and time of this moment (the monitor's rule: the taint may have risen, a
-    /// grant may have expired or been revoked while a person looked); then it runs.
+    /// grant may have expired or been revoked while a person looked), on the same parsed
+    /// arguments; then it runs.
     pub(super) fn approved(
         &self,
         req: &ToolRequest,
+        args: &Arguments,
         approval: &str,
     ) -> Result<ToolResponse, CallError> {
         let now = self.now();
@@ -188,7 +191,7 @@ impl Gate {
             .taint(&req.session)
             .map_err(before("read the session's taint"))?;
         let grants = self.grants().map_err(before("build the grants"))?;
-        let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
+        let decision = policy::decide_call(&grants, &req.session, &req.tool, args, taint, now);
         self.make_durable(Durable {
             raise: None,
             events: vec![(
