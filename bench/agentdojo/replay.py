@@ -52,6 +52,7 @@ from agentdojo.functions_runtime import FunctionsRuntime  # noqa: E402
 from agentdojo.task_suite.load_suites import get_suite  # noqa: E402
 from agentdojo.types import text_content_block_from_string  # noqa: E402
 
+from report import table  # noqa: E402
 from server import tool_result_to_str  # noqa: E402
 
 BENCHMARK = "v1.2.2"
@@ -280,20 +281,6 @@ def load_extra_injections(path, suite):
     return tasks
 
 
-def text_only(task):
-    """An injection whose goal is only something the model says (no tool call): no gate can
-    see it (travel injection_task_6)."""
-    return not task.ground_truth(None) if _safe_gt(task) else False
-
-
-def _safe_gt(task):
-    try:
-        task.ground_truth(None)
-        return True
-    except Exception:
-        return False
-
-
 async def run_suite(args):
     suite = get_suite(BENCHMARK, args.suite)
     suites.check_against(args.suite, suite.tools)
@@ -323,14 +310,20 @@ async def run_suite(args):
     serve = subprocess.Popen([bin_, "serve", "--config", config], stdout=subprocess.DEVNULL,
                              stderr=open(os.path.join(run_dir, "serve.log"), "w"))
     results = []
-    sem = asyncio.Semaphore(args.jobs)
+    queue = list(cases)
     started = time.monotonic()
 
+    async def worker():
+        while queue:
+            u, i = queue.pop(0)
+            await one(u, i)
+
     async def one(u, i):
-        case = prepare(suite, args.suite, attack, u, i)
-        plain_utility, plain_security, plain_carried = replay_plain(suite, case)
-        async with sem:
-            gated = await replay_gated(suite, args.suite, case, bin_, config, state)
+        # AgentDojo's own work (loading the environment, the plain replay) runs off the
+        # event loop, so the other sessions' approvals are answered meanwhile.
+        case = await asyncio.to_thread(prepare, suite, args.suite, attack, u, i)
+        plain_utility, plain_security, plain_carried = await asyncio.to_thread(replay_plain, suite, case)
+        gated = await replay_gated(suite, args.suite, case, bin_, config, state)
         row = {"user_task": u.ID, "injection_task": i.ID if i else None,
                "plain_utility": plain_utility, "plain_security": plain_security,
                "carried": plain_carried, "text_only": bool(i) and not case.injection_calls,
@@ -341,7 +334,7 @@ async def run_suite(args):
                   flush=True)
 
     try:
-        await asyncio.gather(*(one(u, i) for u, i in cases))
+        await asyncio.gather(*(worker() for _ in range(args.jobs)))
     finally:
         serve.terminate()
         try:
@@ -391,25 +384,6 @@ def summarize(suite_name, results, seconds):
     s["seconds"] = round(seconds, 1)
     s["cases"] = sorted(results, key=lambda r: (r["user_task"], r["injection_task"] or ""))
     return s
-
-
-def table(summaries):
-    head = ("suite", "benign", "outright", "person", "denied", "attacks", "reached",
-            "at person", "denied", "seconds")
-    rows = [head]
-    for s in summaries:
-        pct = 100 * s["benign_outright"] / max(1, s["benign_total"])
-        reached = str(s["attacks_reached"])
-        if s["attacks_reached_text_only"]:
-            reached += f" ({s['attacks_reached_text_only']} text only)"
-        rows.append((s["suite"], str(s["benign_total"]), f"{s['benign_outright']} ({pct:.0f}%)",
-                     str(s["benign_person"]), str(s["benign_denied"]), str(s["attacks_total"]),
-                     reached, str(s["attacks_at_person"]), str(s["attacks_denied"]),
-                     str(s["seconds"])))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
-    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    return "\n".join(lines)
 
 
 def check_goal(s):
