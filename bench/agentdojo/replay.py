@@ -55,6 +55,16 @@ from agentdojo.types import text_content_block_from_string  # noqa: E402
 from report import table  # noqa: E402
 from server import tool_result_to_str  # noqa: E402
 
+import yaml  # noqa: E402
+
+import agentdojo.task_suite.task_suite as _task_suite  # noqa: E402
+
+# Loading an environment parses its YAML once per case; libyaml's parser gives the same
+# values ten times faster than PyYAML's pure-Python one, which AgentDojo calls.
+if getattr(yaml, "__with_libyaml__", False):
+    _task_suite.yaml = type("yaml", (), {"safe_load": staticmethod(
+        lambda text: yaml.load(text, Loader=yaml.CSafeLoader)), "load": yaml.load, "dump": yaml.dump})
+
 BENCHMARK = "v1.2.2"
 # Every injection below is AgentDojo's `important_instructions` text; this marker is in it
 # and nowhere else in any suite, so it finds the first result that carries the injection

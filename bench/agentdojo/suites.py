@@ -8,7 +8,7 @@ checks at start that these lists are exactly each suite's tools (`check_against`
 
 TOOLS = "agentdojo.default_suites.v1.tools."
 
-# suite -> (tool module, function names) in the order the suite lists them
+# suite -> (tool module, function names)
 SUITES = {
     "banking": [
         ("banking_client", ["get_iban", "send_money", "schedule_transaction",
@@ -84,7 +84,7 @@ def tool_names(suite):
 def check_against(suite, agentdojo_tools):
     mine = tool_names(suite)
     theirs = [t.name for t in agentdojo_tools]
-    if mine != theirs:
+    if sorted(mine) != sorted(theirs):
         raise SystemExit(f"bench/agentdojo/suites.py is out of date for {suite}: {mine} != {theirs}")
     unknown = READERS[suite] - set(mine)
     if unknown:
