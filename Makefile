@@ -2,7 +2,7 @@
 # and only when all of them passed.
 CARGO ?= cargo
 
-.PHONY: gate test fmt-check clippy bench fuzz fmt deps
+.PHONY: gate test fmt-check clippy bench fuzz fmt deps efficacy efficacy-ci
 
 gate: fmt-check clippy test
 	@echo "gate: ok"
@@ -29,10 +29,45 @@ deps:
 	       && $(SYSTEM_PYTHON) -m venv $(PY_VENV) \
 	       && $(PY_VENV)/bin/python3 -m pip install --quiet --disable-pip-version-check -r tests/py/requirements.txt \
 	       && touch $(PY_VENV)/.installed; }
+	@[ $(AGENTDOJO_VENV)/.installed -nt bench/agentdojo/requirements.txt ] \
+	  || { rm -rf $(AGENTDOJO_VENV) \
+	       && $(SYSTEM_PYTHON) -m venv $(AGENTDOJO_VENV) \
+	       && $(AGENTDOJO_VENV)/bin/python3 -m pip install --quiet --disable-pip-version-check -r bench/agentdojo/requirements.txt \
+	       && touch $(AGENTDOJO_VENV)/.installed; }
 	@echo "deps: ok"
 
 test:
 	$(CARGO) test --workspace
+
+# AgentDojo replayed through the real `boxmaker mcp` as a hijacked agent (issue 15;
+# docs/efficacy.md). `efficacy`: the four suites in full, with the release binary, figures
+# in target/efficacy/. `efficacy-ci`: every benign trace and a fixed sample of pairs per
+# suite, with whichever binary is built, failing below a suite's floor
+# (bench/agentdojo/floors.json). Both need `make deps` (bench/agentdojo/venv).
+AGENTDOJO_VENV := bench/agentdojo/venv
+EFFICACY_SUITES := workspace slack banking travel
+EFFICACY_JOBS ?= 2
+EFFICACY_SAMPLE ?= 12
+efficacy:
+	$(CARGO) build --release -p boxmaker
+	@mkdir -p target/efficacy
+	@for s in $(EFFICACY_SUITES); do \
+	  BOXMAKER_BIN=$(CURDIR)/target/release/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
+	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
+	    --json target/efficacy/$$s.json || exit 1; \
+	done
+	@python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s).json)
+
+efficacy-ci:
+	$(CARGO) build -p boxmaker
+	@mkdir -p target/efficacy-ci
+	@fail=0; for s in $(EFFICACY_SUITES); do \
+	  BOXMAKER_BIN=$(CURDIR)/target/debug/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
+	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
+	    --sample $(EFFICACY_SAMPLE) --check-goal --json target/efficacy-ci/$$s.json || fail=1; \
+	done; \
+	python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy-ci/$(s).json); \
+	[ $$fail = 0 ] && echo "efficacy-ci: ok"
 
 fmt-check:
 	$(CARGO) fmt --all -- --check

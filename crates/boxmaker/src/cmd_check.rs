@@ -1,11 +1,12 @@
 //! `boxmaker check`: what the gate would decide for one call, without running anything.
 //!
 //! Prints exactly one line — `allow`, `ask`, or `denied REASON` — and exits 0, whatever
-//! the decision. `--explain` adds one line per grant whose tool pattern matched.
+//! the decision. `--explain` adds one line per grant whose tool pattern matched, with each
+//! argument condition and whether it held on `--arguments` (default `{}`).
 
 use std::path::PathBuf;
 
-use policy::{Taint, decide, explain};
+use policy::{Arguments, Taint, decide_call, explain_call};
 use proto::{DataClass, SessionId, Timestamp};
 
 use crate::error::CliError;
@@ -31,6 +32,16 @@ pub struct CheckArgs {
     /// The time of the call, in seconds since the Unix epoch (default: now).
     #[arg(long, value_name = "UNIX_SECONDS")]
     at: Option<u64>,
+    /// The call's arguments, as the model would send them: one JSON object (default `{}`).
+    /// Grants with argument conditions are tested on them; text that is not strict JSON
+    /// (a duplicated key included) matches no conditional grant, as at the gate.
+    #[arg(
+        long,
+        value_name = "JSON",
+        allow_hyphen_values = true,
+        default_value = "{}"
+    )]
+    arguments: String,
     /// Also say which grants matched and why each did or did not admit the call.
     #[arg(long)]
     explain: bool,
@@ -71,14 +82,38 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         || Timestamp::from_system_time(std::time::SystemTime::now()),
         Timestamp,
     );
+    let call_args = Arguments::parse(&args.arguments);
+    if matches!(call_args, Arguments::Unparsed) {
+        eprintln!(
+            "boxmaker: note: the --arguments are not strict JSON ({}), so no grant with \
+             argument conditions matches, as at the gate",
+            policy::parse_strict(&args.arguments)
+                .err()
+                .map_or_else(String::new, |e| e.to_string())
+        );
+    }
     if !args.explain {
         println!(
             "{}",
-            decide(&cfg.grants, &args.session, &args.tool, taint, now)
+            decide_call(
+                &cfg.grants,
+                &args.session,
+                &args.tool,
+                &call_args,
+                taint,
+                now
+            )
         );
         return Ok(());
     }
-    let e = explain(&cfg.grants, &args.session, &args.tool, taint, now);
+    let e = explain_call(
+        &cfg.grants,
+        &args.session,
+        &args.tool,
+        &call_args,
+        taint,
+        now,
+    );
     println!("{}", e.decision);
     let at = match reach {
         Some(r) => {

@@ -11,13 +11,16 @@
 //!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`,
 //!   `mounts` = every mount.
 //! - `[[grant]]`: `sessions = "*"`, `max_class = "secret"`, `if_untrusted = "allow"`, no
-//!   `expires`. `effect` has no default: a grant says what it does.
+//!   `expires`, no `when` (argument conditions). `effect` has no default: a grant says what
+//!   it does. A `when` entry is `pointer` and exactly one of `equals`, `one_of`, `in` (a
+//!   `[lists]` name), `glob`, `range`, and `optional = false` by default.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-use policy::{Effect, Grant, Grants, Label, Pattern};
+use policy::{Condition, Effect, Grant, Grants, Label, List, Pattern, Pointer, Scalar, Test};
 use proto::{DataClass, Timestamp};
 use toml::Spanned;
 
@@ -278,6 +281,7 @@ pub(crate) fn parse(
         src.error(e.span().map(|s| s.start), message)
     })?;
     let ctx = Ctx { src, base, home };
+    let lists = ctx.lists(file.lists)?;
     let gate = ctx.gate(file.gate)?;
     let limits = ctx.limits(file.limits)?;
     let mounts = ctx.mounts(file.mount, &gate.state)?;
@@ -287,7 +291,7 @@ pub(crate) fn parse(
         limits,
         mounts,
         tools,
-        grants: ctx.grants(file.grant)?,
+        grants: ctx.grants(file.grant, &lists)?,
         file: None,
         fingerprint: fingerprint(text, base),
     })
@@ -755,7 +759,150 @@ impl Ctx<'_> {
         })
     }
 
-    fn grants(&self, raw: Vec<raw::Grant>) -> Result<Grants, ConfigError> {
+    /// `[lists]`: each a name of tool-name characters and a list of strings, integers or
+    /// booleans, shared by every condition that names it.
+    fn lists(
+        &self,
+        raw: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
+    ) -> Result<HashMap<String, Arc<List>>, ConfigError> {
+        let mut out = HashMap::with_capacity(raw.len());
+        for (name, values) in raw {
+            if !is_valid_tool_name(&name) {
+                return self.err(
+                    values.span(),
+                    format!("list name {name:?} must be 1 to 64 ASCII letters, digits, `_` or `-`"),
+                );
+            }
+            let what = format!("list {name:?}");
+            let scalars = values
+                .into_inner()
+                .into_iter()
+                .map(|v| self.scalar(&v, &what))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.insert(name.clone(), Arc::new(List::new(Some(name), scalars)));
+        }
+        Ok(out)
+    }
+
+    /// A value a condition compares with: a string, an integer or a boolean.
+    fn scalar(&self, v: &Spanned<toml::Value>, what: &str) -> Result<Scalar, ConfigError> {
+        match v.get_ref() {
+            toml::Value::String(s) => Ok(Scalar::Str(s.clone())),
+            toml::Value::Integer(n) => Ok(Scalar::Int(*n)),
+            toml::Value::Boolean(b) => Ok(Scalar::Bool(*b)),
+            other => self.err(
+                v.span(),
+                format!(
+                    "{what} holds a {}; a condition compares strings, integers and booleans",
+                    other.type_str()
+                ),
+            ),
+        }
+    }
+
+    /// One `when` entry: a checked pointer and exactly one test.
+    fn condition(
+        &self,
+        w: raw::When,
+        lists: &HashMap<String, Arc<List>>,
+    ) -> Result<Condition, ConfigError> {
+        let pointer = Pointer::new(w.pointer.get_ref().clone())
+            .or_else(|e| self.err(w.pointer.span(), format!("condition `pointer`: {e}")))?;
+        let at = format!("condition on {pointer}");
+        let mut tests: Vec<(Range<usize>, Test)> = Vec::new();
+        if let Some(v) = &w.equals {
+            tests.push((
+                v.span(),
+                Test::Equals(self.scalar(v, &format!("`equals` of the {at}"))?),
+            ));
+        }
+        if let Some(list) = &w.one_of {
+            let what = format!("`one_of` of the {at}");
+            let values = list
+                .get_ref()
+                .iter()
+                .map(|v| self.scalar(v, &what))
+                .collect::<Result<Vec<_>, _>>()?;
+            tests.push((list.span(), Test::OneOf(Arc::new(List::new(None, values)))));
+        }
+        if let Some(name) = &w.in_list {
+            let Some(list) = lists.get(name.get_ref()) else {
+                let mut known: Vec<&str> = lists.keys().map(String::as_str).collect();
+                known.sort_unstable();
+                let known = if known.is_empty() {
+                    "there is no [lists] table".to_owned()
+                } else {
+                    format!("[lists] has {}", known.join(", "))
+                };
+                return self.err(
+                    name.span(),
+                    format!("{at}: no list named {:?} ({known})", name.get_ref()),
+                );
+            };
+            tests.push((name.span(), Test::OneOf(Arc::clone(list))));
+        }
+        if let Some(g) = &w.glob {
+            tests.push((g.span(), Test::Glob(self.globs(g, &at)?)));
+        }
+        if let Some(r) = &w.range {
+            let &[min, max] = r.get_ref().as_slice() else {
+                return self.err(
+                    r.span(),
+                    format!("`range` of the {at} is [min, max], two integers"),
+                );
+            };
+            if min > max {
+                return self.err(
+                    r.span(),
+                    format!("`range` of the {at} has min {min} above max {max}"),
+                );
+            }
+            tests.push((r.span(), Test::Range { min, max }));
+        }
+        let mut tests = tests.into_iter();
+        let Some((_, test)) = tests.next() else {
+            return self.err(
+                w.pointer.span(),
+                format!("{at} needs one test: equals, one_of, in, glob or range"),
+            );
+        };
+        if let Some((span, _)) = tests.next() {
+            return self.err(
+                span,
+                format!("{at} has more than one test; write each as a `when` of its own"),
+            );
+        }
+        let c = Condition::new(pointer, test);
+        Ok(if w.optional { c.optional() } else { c })
+    }
+
+    /// `glob = "pattern"` or `glob = ["p1", "p2"]` (any of them).
+    fn globs(&self, g: &Spanned<toml::Value>, at: &str) -> Result<Vec<Pattern>, ConfigError> {
+        let texts: Vec<&toml::Value> = match g.get_ref() {
+            toml::Value::Array(items) if !items.is_empty() => items.iter().collect(),
+            one @ toml::Value::String(_) => vec![one],
+            _ => {
+                return self.err(
+                    g.span(),
+                    format!("`glob` of the {at} is a string or a non-empty list of strings"),
+                );
+            }
+        };
+        texts
+            .into_iter()
+            .map(|t| match t.as_str().map(Pattern::new) {
+                Some(Ok(p)) => Ok(p),
+                Some(Err(e)) => self.err(g.span(), format!("`glob` of the {at}: {e}")),
+                None => self.err(g.span(), format!("`glob` of the {at} holds a non-string")),
+            })
+            .collect()
+    }
+
+    fn grants(
+        &self,
+        raw: Vec<raw::Grant>,
+        lists: &HashMap<String, Arc<List>>,
+    ) -> Result<Grants, ConfigError> {
         let mut out = Grants::new();
         for g in raw {
             let tool = self.pattern(&g.tool, "tool", |b| {
@@ -773,6 +920,9 @@ impl Ctx<'_> {
                 .if_untrusted(g.if_untrusted.map_or(Effect::Allow, Effect::from));
             if let Some(t) = g.expires {
                 grant = grant.expires(Timestamp(t));
+            }
+            for w in g.when {
+                grant = grant.when(self.condition(w, lists)?);
             }
             out.push(grant);
         }

@@ -2,6 +2,8 @@
 //! that later checks need to point at are `Spanned`, so their errors name the line.
 //! Defaults that are a policy choice live in `model`, not here.
 
+use std::collections::BTreeMap;
+
 use proto::DataClass;
 use serde::Deserialize;
 use toml::Spanned;
@@ -19,6 +21,9 @@ pub(crate) struct File {
     pub tool: Vec<Tool>,
     #[serde(default)]
     pub grant: Vec<Grant>,
+    /// Named lists for argument conditions (`in = "NAME"`).
+    #[serde(default)]
+    pub lists: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -137,4 +142,21 @@ pub(crate) struct Grant {
     pub max_class: Option<DataClass>,
     pub if_untrusted: Option<Effect>,
     pub expires: Option<u64>,
+    #[serde(default)]
+    pub when: Vec<When>,
+}
+
+/// One argument condition of a grant: a pointer and exactly one test.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct When {
+    pub pointer: Spanned<String>,
+    pub equals: Option<Spanned<toml::Value>>,
+    pub one_of: Option<Spanned<Vec<Spanned<toml::Value>>>>,
+    #[serde(rename = "in")]
+    pub in_list: Option<Spanned<String>>,
+    pub glob: Option<Spanned<toml::Value>>,
+    pub range: Option<Spanned<Vec<i64>>>,
+    #[serde(default)]
+    pub optional: bool,
 }

@@ -125,16 +125,18 @@ fn builtin_tool(cfg: &Config, name: &str, b: Builtin, network: bool) -> Tool {
 }
 
 /// Whether `name` may be offered to `session` at `now`: the grants give `allow` or `ask` to
-/// a clean session (a tool that no grant could ever let this session call is not offered to
-/// the model at all).
+/// a clean session for some arguments (a tool that no grant could ever let this session call
+/// is not offered to the model at all; a grant with argument conditions counts, a `deny`
+/// with conditions does not hide the tool).
 fn granted(cfg: &Config, session: &SessionId, name: &str, now: Timestamp) -> bool {
     // As the gate decides: code boxmaker does not control at its reach (a networked tool
     // that sees a secret mount, under a grant that stops at public, could never run).
     let at = cfg
         .call_reach(name)
         .map_or(Taint::CLEAN, |r| Taint::new(r, false));
+    let some_call = policy::Arguments::Unknown;
     matches!(
-        policy::decide(&cfg.grants, session, name, at, now),
+        policy::decide_call(&cfg.grants, session, name, &some_call, at, now),
         Decision::Allow | Decision::Ask
     )
 }

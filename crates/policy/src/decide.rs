@@ -9,6 +9,7 @@ use std::fmt;
 
 use proto::{DataClass, DenyReason, SessionId, Timestamp};
 
+use crate::condition::Arguments;
 use crate::grant::{Effect, Grant, Grants};
 use crate::taint::Taint;
 
@@ -50,6 +51,22 @@ struct Tally {
     runs: bool,
 }
 
+/// Do a grant's argument conditions let it match a call with `args` (docs/spec.md §3.3
+/// step 1)? An unconditional grant always; a conditional one when every condition holds on
+/// parsed arguments, never on unparsed ones, and, with [`Arguments::Unknown`], when it is
+/// an `allow` or `ask` (some call could satisfy it; a conditional `deny` may not refuse
+/// every call).
+fn conditions_match(grant: &Grant, args: &Arguments) -> bool {
+    if grant.when.is_empty() {
+        return true;
+    }
+    match args {
+        Arguments::Json(v) => grant.when.iter().all(|c| c.holds(v)),
+        Arguments::Unparsed => false,
+        Arguments::Unknown => grant.effect != Effect::Deny,
+    }
+}
+
 impl Tally {
     fn add(&mut self, grant: &Grant, taint: Taint, now: Timestamp) {
         self.matched = true;
@@ -86,9 +103,9 @@ impl Tally {
     }
 }
 
-/// Decides whether `session`, whose taint is `taint`, may call `tool` at `now`
-/// (docs/spec.md §3.3 steps 1–5). Pure: the same inputs always give the same decision, whatever
-/// the order of the grants.
+/// Decides whether `session`, whose taint is `taint`, may call `tool` at `now`, for a call
+/// whose arguments are not known: no grant with argument conditions matches (as for
+/// arguments that do not parse). The gate decides calls with [`decide_call`].
 pub fn decide(
     grants: &Grants,
     session: &SessionId,
@@ -96,9 +113,24 @@ pub fn decide(
     taint: Taint,
     now: Timestamp,
 ) -> Decision {
+    decide_call(grants, session, tool, &Arguments::Unparsed, taint, now)
+}
+
+/// Decides whether `session`, whose taint is `taint`, may call `tool` with `args` at `now`
+/// (docs/spec.md §3.3 steps 1–5). Pure: the same inputs always give the same decision,
+/// whatever the order of the grants. Only grants whose tool pattern can match are visited
+/// (see [`Grants`]); their conditions are evaluated last, after the sessions pattern.
+pub fn decide_call(
+    grants: &Grants,
+    session: &SessionId,
+    tool: &str,
+    args: &Arguments,
+    taint: Taint,
+    now: Timestamp,
+) -> Decision {
     let mut tally = Tally::default();
     grants.for_each_tool_match(tool, |_, g| {
-        if g.sessions.matches(session.as_str()) {
+        if g.sessions.matches(session.as_str()) && conditions_match(g, args) {
             tally.add(g, taint, now);
         }
     });
@@ -110,6 +142,12 @@ pub fn decide(
 pub enum Verdict {
     /// Its sessions pattern does not match this session: it does not apply.
     OtherSessions,
+    /// Its argument condition (0-based, the first that failed) does not hold: it does not
+    /// apply.
+    ConditionFails(usize),
+    /// It has argument conditions and the call's arguments are not strict JSON (or, for a
+    /// `deny`, not known): it does not apply.
+    NoArguments,
     /// It expired at this time (`now >= expires`): it no longer applies.
     Expired(Timestamp),
     /// A live `deny` grant: the call is refused whatever else matched.
@@ -128,9 +166,23 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    fn of(grant: &Grant, session: &SessionId, taint: Taint, now: Timestamp) -> Self {
+    fn of(
+        grant: &Grant,
+        session: &SessionId,
+        args: &Arguments,
+        taint: Taint,
+        now: Timestamp,
+    ) -> Self {
         if !grant.sessions.matches(session.as_str()) {
             return Verdict::OtherSessions;
+        }
+        if !conditions_match(grant, args) {
+            return match args.json() {
+                Some(v) => Verdict::ConditionFails(
+                    grant.when.iter().position(|c| !c.holds(v)).unwrap_or(0),
+                ),
+                None => Verdict::NoArguments,
+            };
         }
         if let Some(t) = grant.expires
             && now >= t
@@ -160,6 +212,13 @@ impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Verdict::OtherSessions => f.write_str("does not apply: its sessions do not match"),
+            Verdict::ConditionFails(i) => {
+                write!(f, "does not apply: its condition {} does not hold", i + 1)
+            }
+            Verdict::NoArguments => f.write_str(
+                "does not apply: it has argument conditions and the call's arguments are not \
+                 strict JSON",
+            ),
             Verdict::Expired(t) => write!(f, "does not apply: expired at {t}"),
             Verdict::Denies => f.write_str("denies the call"),
             Verdict::ClassAbove(max) => {
@@ -186,6 +245,9 @@ pub struct VerdictLine {
     pub index: usize,
     pub grant: Grant,
     pub verdict: Verdict,
+    /// For a grant with argument conditions and parsed arguments: each condition, in order,
+    /// whether it held and on what (`condition 1 holds: /to is the string "a@b.c"`).
+    pub conditions: Vec<String>,
 }
 
 impl fmt::Display for VerdictLine {
@@ -196,8 +258,28 @@ impl fmt::Display for VerdictLine {
             self.index + 1,
             self.grant,
             self.verdict
-        )
+        )?;
+        if !self.conditions.is_empty() {
+            write!(f, " [{}]", self.conditions.join("; "))?;
+        }
+        Ok(())
     }
+}
+
+/// What `explain` says of each of `grant`'s conditions on `args`.
+fn condition_lines(grant: &Grant, args: &Arguments) -> Vec<String> {
+    let Some(v) = args.json() else {
+        return Vec::new();
+    };
+    grant
+        .when
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match c.check(v) {
+            Ok(()) => format!("condition {} holds: {}", i + 1, c.describe_hold(v)),
+            Err(fail) => format!("condition {} fails: {}", i + 1, c.describe(&fail)),
+        })
+        .collect()
 }
 
 /// A decision, and every grant whose tool pattern matched with its verdict, in the order
@@ -219,17 +301,31 @@ pub fn explain(
     taint: Taint,
     now: Timestamp,
 ) -> Explanation {
+    explain_call(grants, session, tool, &Arguments::Unparsed, taint, now)
+}
+
+/// Like [`decide_call`], and also says why, as [`explain`] does, with each argument
+/// condition of a grant and whether it held on `args`.
+pub fn explain_call(
+    grants: &Grants,
+    session: &SessionId,
+    tool: &str,
+    args: &Arguments,
+    taint: Taint,
+    now: Timestamp,
+) -> Explanation {
     let mut lines = Vec::new();
     grants.for_each_tool_match(tool, |index, g| {
         lines.push(VerdictLine {
             index,
             grant: g.clone(),
-            verdict: Verdict::of(g, session, taint, now),
+            verdict: Verdict::of(g, session, args, taint, now),
+            conditions: condition_lines(g, args),
         });
     });
     lines.sort_by_key(|l| l.index);
     Explanation {
-        decision: decide(grants, session, tool, taint, now),
+        decision: decide_call(grants, session, tool, args, taint, now),
         lines,
     }
 }

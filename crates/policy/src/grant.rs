@@ -16,6 +16,7 @@ use std::fmt;
 
 use proto::{DataClass, Timestamp};
 
+use crate::condition::Condition;
 use crate::pattern::Pattern;
 use crate::taint::Taint;
 
@@ -62,6 +63,9 @@ pub struct Grant {
     pub max_class: DataClass,
     /// What the grant does once the session has seen untrusted content.
     pub if_untrusted: Effect,
+    /// Argument conditions (docs/spec.md §3.3): all must hold on the call's arguments for
+    /// the grant to match. Empty: the grant matches whatever the arguments.
+    pub when: Vec<Condition>,
 }
 
 impl Grant {
@@ -75,7 +79,20 @@ impl Grant {
             expires: None,
             max_class: DataClass::Secret,
             if_untrusted: Effect::Allow,
+            when: Vec::new(),
         }
+    }
+
+    /// The same grant, matching only where `condition` also holds.
+    #[must_use]
+    pub fn when(mut self, condition: Condition) -> Self {
+        self.when.push(condition);
+        self
+    }
+
+    /// Whether the grant carries argument conditions.
+    pub fn is_conditional(&self) -> bool {
+        !self.when.is_empty()
     }
 
     /// The same grant, for the sessions `sessions` matches.
@@ -140,6 +157,10 @@ impl fmt::Display for Grant {
         }
         if let Some(t) = self.expires {
             write!(f, ", expires {t}")?;
+        }
+        for (i, c) in self.when.iter().enumerate() {
+            let lead = if i == 0 { ", when " } else { " and " };
+            write!(f, "{lead}{c}")?;
         }
         Ok(())
     }

@@ -1,8 +1,9 @@
 //! `policy` — the decision at the heart of boxmaker: may this session call this tool now?
 //!
 //! **Owns:** glob patterns over tool names and session ids, a session's taint and how it
-//! rises, grants and the indexed set that holds them, and [`decide()`] — docs/spec.md §3.3 steps 1–5
-//! as a pure function of the grants, the session, the tool, the taint and the time.
+//! rises, grants and the indexed set that holds them, argument conditions, and
+//! [`decide_call()`] — docs/spec.md §3.3 steps 1–5 as a pure function of the grants, the
+//! session, the tool, the parsed arguments, the taint and the time.
 //!
 //! **Must never:** do I/O of any kind (files, sockets, the clock, the environment), panic
 //! on any input, or let the order of grants change a decision. The caller reads the clock
@@ -15,16 +16,25 @@
 //! 2. [`taint`] — `Label` and `Taint`, which only rises through [`Taint::absorb`].
 //! 3. [`grant`] — `Effect`, `Grant`, and `Grants`, indexed by exact tool name and by the
 //!    literal prefix of glob tool patterns.
-//! 4. [`decide`](mod@decide) — `decide` and `explain`, and the `Decision` they return.
+//! 4. [`condition`] — argument conditions: JSON pointers (with `*` for every element),
+//!    equal / one of / glob / range, and the strict parse of a call's arguments.
+//! 5. [`decide`](mod@decide) — `decide_call` and `explain_call` (and `decide`/`explain`
+//!    for a call whose arguments are unknown), and the `Decision` they return.
 
 #![forbid(unsafe_code)]
 
+pub mod condition;
 pub mod decide;
 pub mod grant;
 pub mod pattern;
 pub mod taint;
 
-pub use decide::{Decision, Explanation, Verdict, VerdictLine, decide, explain};
+pub use condition::{
+    Arguments, ArgumentsError, Condition, List, Pointer, PointerError, Scalar, Test, parse_strict,
+};
+pub use decide::{
+    Decision, Explanation, Verdict, VerdictLine, decide, decide_call, explain, explain_call,
+};
 pub use grant::{Effect, Grant, Grants};
 pub use pattern::{Pattern, PatternError};
 pub use taint::{Label, Taint};

@@ -4,9 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use policy::{Decision, Effect, Grant, Grants, Label, Pattern, Taint, decide};
+use std::sync::Arc;
+
+use policy::{
+    Arguments, Condition, Decision, Effect, Grant, Grants, Label, List, Pattern, Pointer, Scalar,
+    Taint, Test, decide_call,
+};
 use proptest::prelude::*;
 use proto::{DataClass, DenyReason, SessionId, Timestamp};
+use serde_json::{Value, json};
 
 // ---- the reference model -------------------------------------------------------------
 
@@ -26,12 +32,62 @@ fn ref_match(p: &str, n: &str) -> bool {
     ref_glob(&p, &n)
 }
 
+/// Whether the condition holds on `v` from this pointer step on, read aloud: each element
+/// of a `*` must pass on its own; a step that finds nothing (or `null`) passes only when the
+/// condition is optional; a step into a value it cannot enter fails.
+fn ref_holds(c: &RefCondition, v: &Value, segs: &[&str]) -> bool {
+    let Some((first, rest)) = segs.split_first() else {
+        return (c.optional && v.is_null()) || ref_test(&c.test, v);
+    };
+    match (*first, v) {
+        (_, Value::Null) => c.optional,
+        ("*", Value::Array(items)) => items.iter().all(|item| ref_holds(c, item, rest)),
+        ("*", _) => false,
+        (key, Value::Object(m)) => m.get(key).map_or(c.optional, |n| ref_holds(c, n, rest)),
+        (key, Value::Array(items)) => key
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| items.get(i))
+            .map_or(c.optional, |n| ref_holds(c, n, rest)),
+        _ => false,
+    }
+}
+
+/// One test on one value, read aloud.
+fn ref_test(t: &RefTest, v: &Value) -> bool {
+    match t {
+        RefTest::Equals(want) => v == want,
+        RefTest::OneOf(list) => list.contains(v),
+        RefTest::Glob(p) => v.as_str().is_some_and(|s| ref_match(p, s)),
+        RefTest::Range(lo, hi) => v.as_i64().is_some_and(|n| *lo <= n && n <= *hi),
+    }
+}
+
+/// docs/spec.md §3.3 "Argument conditions", read aloud.
+fn ref_condition(c: &RefCondition, args: &Value) -> bool {
+    let segs: Vec<&str> = c.pointer.iter().map(String::as_str).collect();
+    ref_holds(c, args, &segs)
+}
+
 /// docs/spec.md §3.3 steps 1–5, read aloud.
-fn reference(grants: &[Grant], session: &str, tool: &str, taint: Taint, now: u64) -> Decision {
+fn reference(
+    grants: &[(Grant, Vec<RefCondition>)],
+    session: &str,
+    tool: &str,
+    args: Option<&Value>,
+    taint: Taint,
+    now: u64,
+) -> Decision {
     let live = |g: &Grant| g.expires.is_none_or(|t| now < t.0);
     let matching: Vec<&Grant> = grants
         .iter()
-        .filter(|g| ref_match(g.tool.as_str(), tool) && ref_match(g.sessions.as_str(), session))
+        .filter(|(g, conds)| {
+            ref_match(g.tool.as_str(), tool)
+                && ref_match(g.sessions.as_str(), session)
+                && (conds.is_empty()
+                    || args.is_some_and(|a| conds.iter().all(|c| ref_condition(c, a))))
+        })
+        .map(|(g, _)| g)
         .collect();
     if matching.is_empty() {
         return Decision::Deny(DenyReason::NoGrant);
@@ -84,7 +140,108 @@ fn effect() -> impl Strategy<Value = Effect> {
     prop::sample::select(Effect::ALL.to_vec())
 }
 
-fn grant() -> impl Strategy<Value = Grant> {
+/// A condition in the reference model's own terms.
+#[derive(Debug, Clone)]
+struct RefCondition {
+    pointer: Vec<String>,
+    test: RefTest,
+    optional: bool,
+}
+
+#[derive(Debug, Clone)]
+enum RefTest {
+    Equals(Value),
+    OneOf(Vec<Value>),
+    Glob(String),
+    Range(i64, i64),
+}
+
+/// Scalars over a tiny space, so random conditions and arguments often meet.
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        prop::sample::select(vec!["x", "y", "xy"]).prop_map(|s| json!(s)),
+        (0i64..4).prop_map(|n| json!(n)),
+        any::<bool>().prop_map(|b| json!(b)),
+    ]
+}
+
+fn to_scalar(v: &Value) -> Scalar {
+    match v {
+        Value::String(s) => Scalar::Str(s.clone()),
+        Value::Bool(b) => Scalar::Bool(*b),
+        other => Scalar::Int(other.as_i64().unwrap()),
+    }
+}
+
+fn condition() -> impl Strategy<Value = RefCondition> {
+    let pointer = prop::sample::select(vec!["/a", "/b", "/a/*", "/a/0", "/c/k", "/c/*/k"]);
+    let test = prop_oneof![
+        scalar().prop_map(RefTest::Equals),
+        prop::collection::vec(scalar(), 0..4).prop_map(RefTest::OneOf),
+        "[xy*?]{1,3}".prop_map(RefTest::Glob),
+        (0i64..4, 0i64..4).prop_map(|(a, b)| RefTest::Range(a.min(b), a.max(b))),
+    ];
+    (pointer, test, any::<bool>()).prop_map(|(p, test, optional)| RefCondition {
+        pointer: p
+            .trim_start_matches('/')
+            .split('/')
+            .map(str::to_owned)
+            .collect(),
+        test,
+        optional,
+    })
+}
+
+fn to_condition(c: &RefCondition) -> Condition {
+    let test = match &c.test {
+        RefTest::Equals(v) => Test::Equals(to_scalar(v)),
+        RefTest::OneOf(vs) => Test::OneOf(Arc::new(List::new(None, vs.iter().map(to_scalar)))),
+        RefTest::Glob(p) => Test::Glob(vec![Pattern::new(p.clone()).unwrap()]),
+        RefTest::Range(lo, hi) => Test::Range { min: *lo, max: *hi },
+    };
+    let cond = Condition::new(
+        Pointer::new(format!("/{}", c.pointer.join("/"))).unwrap(),
+        test,
+    );
+    if c.optional { cond.optional() } else { cond }
+}
+
+/// Arguments over the keys the conditions point at: `a` (a scalar or an array of them),
+/// `b`, `c` (an object or an array of objects with `k`), each possibly missing or null.
+fn arguments() -> impl Strategy<Value = Option<Value>> {
+    let leaf = prop_oneof![scalar(), Just(Value::Null)];
+    let a = prop_oneof![
+        leaf.clone(),
+        prop::collection::vec(prop_oneof![scalar(), Just(Value::Null)], 0..3)
+            .prop_map(Value::Array),
+    ];
+    let kobj = prop::option::of(leaf.clone()).prop_map(|k| match k {
+        Some(k) => json!({ "k": k }),
+        None => json!({}),
+    });
+    let c = prop_oneof![
+        kobj.clone(),
+        prop::collection::vec(kobj, 0..3).prop_map(Value::Array),
+        scalar(),
+    ];
+    let obj = (
+        prop::option::of(a),
+        prop::option::of(leaf),
+        prop::option::of(c),
+    )
+        .prop_map(|(a, b, c)| {
+            let mut m = serde_json::Map::new();
+            for (k, v) in [("a", a), ("b", b), ("c", c)] {
+                if let Some(v) = v {
+                    m.insert(k.to_owned(), v);
+                }
+            }
+            Value::Object(m)
+        });
+    prop_oneof![4 => obj.prop_map(Some), 1 => Just(None)]
+}
+
+fn grant() -> impl Strategy<Value = (Grant, Vec<RefCondition>)> {
     (
         prop_oneof![pattern(), name()],
         prop_oneof![Just("*".to_owned()), pattern(), name()],
@@ -92,15 +249,19 @@ fn grant() -> impl Strategy<Value = Grant> {
         prop::option::of(0u64..20),
         class(),
         effect(),
+        prop_oneof![2 => Just(Vec::new()), 1 => prop::collection::vec(condition(), 1..3)],
     )
         .prop_map(
-            |(tool, sessions, effect, expires, max_class, if_untrusted)| {
+            |(tool, sessions, effect, expires, max_class, if_untrusted, conds)| {
                 let mut g = Grant::new(Pattern::new(tool).unwrap(), effect)
                     .sessions(Pattern::new(sessions).unwrap())
                     .max_class(max_class)
                     .if_untrusted(if_untrusted);
                 g.expires = expires.map(Timestamp);
-                g
+                for c in &conds {
+                    g = g.when(to_condition(c));
+                }
+                (g, conds)
             },
         )
 }
@@ -113,26 +274,33 @@ fn taint() -> impl Strategy<Value = Taint> {
 struct Request {
     session: String,
     tool: String,
+    /// `None`: the arguments did not parse.
+    args: Option<Value>,
     taint: Taint,
     now: u64,
 }
 
 fn request() -> impl Strategy<Value = Request> {
     // Session ids must start with a letter or digit.
-    ("[ab][ab_]{0,4}", name(), taint(), 0u64..22).prop_map(|(session, tool, taint, now)| Request {
-        session,
-        tool,
-        taint,
-        now,
-    })
+    ("[ab][ab_]{0,4}", name(), arguments(), taint(), 0u64..22).prop_map(
+        |(session, tool, args, taint, now)| Request {
+            session,
+            tool,
+            args,
+            taint,
+            now,
+        },
+    )
 }
 
-fn run(grants: &[Grant], r: &Request) -> Decision {
-    let set: Grants = grants.iter().cloned().collect();
-    decide(
+fn run(grants: &[(Grant, Vec<RefCondition>)], r: &Request) -> Decision {
+    let set: Grants = grants.iter().map(|(g, _)| g.clone()).collect();
+    let args = r.args.clone().map_or(Arguments::Unparsed, Arguments::Json);
+    decide_call(
         &set,
         &SessionId::new(r.session.clone()).unwrap(),
         &r.tool,
+        &args,
         r.taint,
         Timestamp(r.now),
     )
@@ -146,7 +314,7 @@ proptest! {
         grants in prop::collection::vec(grant(), 0..12),
         r in request(),
     ) {
-        let want = reference(&grants, &r.session, &r.tool, r.taint, r.now);
+        let want = reference(&grants, &r.session, &r.tool, r.args.as_ref(), r.taint, r.now);
         prop_assert_eq!(run(&grants, &r), want);
     }
 
@@ -165,8 +333,39 @@ proptest! {
         let mut d = Grant::new(Pattern::new(r.tool.clone()).unwrap(), Effect::Deny)
             .sessions(Pattern::new(r.session.clone()).unwrap());
         d.expires = Some(Timestamp(r.now + 1));
-        with_deny.push(d);
+        with_deny.push((d, Vec::new()));
         prop_assert_eq!(run(&with_deny, &r), Decision::Deny(DenyReason::DeniedByGrant));
+    }
+
+    #[test]
+    fn prop_a_conditional_deny_whose_conditions_hold_wins(
+        grants in prop::collection::vec(grant(), 0..12),
+        r in request(),
+        conds in prop::collection::vec(condition(), 1..3),
+    ) {
+        let Some(args) = r.args.clone() else { return Ok(()); };
+        let mut with_deny = grants.clone();
+        let mut d = Grant::new(Pattern::new(r.tool.clone()).unwrap(), Effect::Deny);
+        for c in &conds {
+            d = d.when(to_condition(c));
+        }
+        with_deny.push((d, conds.clone()));
+        let all_hold = conds.iter().all(|c| ref_condition(c, &args));
+        if all_hold {
+            prop_assert_eq!(run(&with_deny, &r), Decision::Deny(DenyReason::DeniedByGrant));
+        } else {
+            prop_assert_eq!(run(&with_deny, &r), run(&grants, &r));
+        }
+    }
+
+    #[test]
+    fn prop_unparsed_arguments_are_as_if_no_conditional_grant_existed(
+        grants in prop::collection::vec(grant(), 0..12),
+        r in request(),
+    ) {
+        let r = Request { args: None, ..r };
+        let plain: Vec<_> = grants.iter().filter(|(g, _)| !g.is_conditional()).cloned().collect();
+        prop_assert_eq!(run(&grants, &r), run(&plain, &r));
     }
 
     #[test]
@@ -203,7 +402,7 @@ proptest! {
             .max_class(max_class)
             .if_untrusted(if_untrusted);
         g.expires = expires.map(Timestamp);
-        more.push(g);
+        more.push((g, Vec::new()));
         let after = run(&more, &r);
         if before == Decision::Allow {
             prop_assert_eq!(after, Decision::Allow);

@@ -133,7 +133,7 @@ impl Gate {
     /// Finishes a held call by its approval's state: approved → step 3 again and run;
     /// refused, expired → denied; withdrawn → failed.
     pub(super) fn resume(&self, approval: &str, held: Held) {
-        let Held { req, reply } = held;
+        let Held { req, args, reply } = held;
         let state = match lock(&self.store).approval(approval) {
             Ok(Some(row)) => Ok(row.state),
             Ok(None) => Err(GateError::ApprovalVanished {
@@ -145,26 +145,27 @@ impl Gate {
             Err(e) => failed(before("follow the approval")(e)),
             Ok(ApprovalState::Pending) => {
                 // Rung too early: hold it again.
-                self.park(approval.to_string(), Held { req, reply });
+                self.park(approval.to_string(), Held { req, args, reply });
                 return;
             }
             Ok(ApprovalState::Approved) => {
-                let cell = Arc::new(Mutex::new(Some((req, reply))));
+                let cell = Arc::new(Mutex::new(Some((req, args, reply))));
                 let spawned = self.me.upgrade().map(|gate| {
                     let (cell, approval) = (Arc::clone(&cell), approval.to_string());
                     std::thread::Builder::new()
                         .name("gate-approved".into())
                         .spawn(move || {
-                            if let Some((req, reply)) = lock(&cell).take() {
-                                let resp = gate.approved(&req, &approval).unwrap_or_else(failed);
+                            if let Some((req, args, reply)) = lock(&cell).take() {
+                                let resp =
+                                    gate.approved(&req, &args, &approval).unwrap_or_else(failed);
                                 reply.finish(resp);
                             }
                         })
                 });
                 if !matches!(spawned, Some(Ok(_)))
-                    && let Some((req, reply)) = lock(&cell).take()
+                    && let Some((req, args, reply)) = lock(&cell).take()
                 {
-                    reply.finish(self.approved(&req, approval).unwrap_or_else(failed));
+                    reply.finish(self.approved(&req, &args, approval).unwrap_or_else(failed));
                 }
                 return;
             }
@@ -183,10 +184,12 @@ impl Gate {
 
     /// An approved call: the approval is consumed, and steps 1–4 are decided **again** with
     /// the taint and time of this moment (the monitor's rule: the taint may have risen, a
-    /// grant may have expired or been revoked while a person looked); then it runs.
+    /// grant may have expired or been revoked while a person looked), on the same parsed
+    /// arguments; then it runs.
     pub(super) fn approved(
         &self,
         req: &ToolRequest,
+        args: &Arguments,
         approval: &str,
     ) -> Result<ToolResponse, CallError> {
         let now = self.now();
@@ -199,7 +202,7 @@ impl Gate {
         let grants = self.grants().map_err(before("build the grants"))?;
         let reach = self.config.call_reach(&req.tool);
         let at = at_reach(taint, reach);
-        let decision = policy::decide(&grants, &req.session, &req.tool, at, now);
+        let decision = policy::decide_call(&grants, &req.session, &req.tool, args, at, now);
         let raise = match decision {
             Decision::Deny(_) => None,
             Decision::Allow | Decision::Ask => reach_raise(req, taint, reach),

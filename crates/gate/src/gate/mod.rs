@@ -55,7 +55,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
 use std::time::{Duration, Instant};
 
 use config::Config;
-use policy::{Decision, Grant, Grants, Label, Pattern, Taint};
+use policy::{Arguments, Decision, Grant, Grants, Label, Pattern, Taint};
 use proto::control::{
     self, ApprovalInfo, CheckOutcome, ControlAnswer, ControlErrorCode, ControlOp, GrantInfo,
     GrantSpec, SessionInfo,
@@ -181,6 +181,9 @@ impl Reply for ChannelReply {
 /// withdrawal resumes it ([`Gate::ring`]).
 struct Held {
     req: ToolRequest,
+    /// The call's arguments as parsed once by [`Gate::submit`]: the re-decision on
+    /// approval tests the same value.
+    args: Arguments,
     reply: Box<dyn Reply>,
 }
 
@@ -458,7 +461,10 @@ impl Gate {
             Ok(slot) => slot,
             Err(resp) => return reply.finish(resp),
         };
-        match self.start(&req, &mut *reply) {
+        // docs/spec.md §3.3: the arguments are parsed once, as strict JSON, for every
+        // decision on this call (proto never parses them).
+        let args = Arguments::parse(&req.arguments);
+        match self.start(&req, &args, &mut *reply) {
             Ok(Start::Final(resp)) => {
                 drop(slot);
                 reply.finish(resp);
@@ -471,7 +477,7 @@ impl Gate {
             // A held call keeps no slot (it counts toward the pending cap instead).
             Ok(Start::Held(approval)) => {
                 drop(slot);
-                self.park(approval, Held { req, reply });
+                self.park(approval, Held { req, args, reply });
             }
             Err(e) => {
                 drop(slot);
@@ -527,7 +533,12 @@ impl Gate {
 
     /// Steps 1–3: decide, audit the request and the decision (one durable write, shared
     /// with concurrent calls), and deny, allow, or ask.
-    fn start(&self, req: &ToolRequest, reply: &mut dyn Reply) -> Result<Start, CallError> {
+    fn start(
+        &self,
+        req: &ToolRequest,
+        args: &Arguments,
+        reply: &mut dyn Reply,
+    ) -> Result<Start, CallError> {
         let now = self.now();
         let request = Event::request(
             req.session.clone(),
@@ -544,7 +555,7 @@ impl Gate {
                 let grants = self.grants().map_err(before("build the grants"))?;
                 // Step 4 at max(taint, reach) for code boxmaker does not control.
                 let at = at_reach(taint, reach);
-                let decision = policy::decide(&grants, &req.session, &req.tool, at, now);
+                let decision = policy::decide_call(&grants, &req.session, &req.tool, args, at, now);
                 Ok((taint, at, grants, decision))
             });
         let (taint, at, grants, decision) = match decided {
@@ -611,7 +622,7 @@ impl Gate {
                         ),
                     )));
                 }
-                let reason = ask_reason(&grants, req, at, now);
+                let reason = ask_reason(&grants, req, args, at, now);
                 self.ask(req, reason, now, reply).map(Start::Held)
             }
         }
@@ -794,8 +805,14 @@ fn decision_event(
 /// Why a call that policy says `ask` needs a person: untrusted content when some admitting
 /// grant would allow the call but for `if_untrusted = "ask"` (a clean session would run it),
 /// else the grant's `ask`.
-fn ask_reason(grants: &Grants, req: &ToolRequest, taint: Taint, now: Timestamp) -> ApprovalReason {
-    let e = policy::explain(grants, &req.session, &req.tool, taint, now);
+fn ask_reason(
+    grants: &Grants,
+    req: &ToolRequest,
+    args: &Arguments,
+    taint: Taint,
+    now: Timestamp,
+) -> ApprovalReason {
+    let e = policy::explain_call(grants, &req.session, &req.tool, args, taint, now);
     if e.lines
         .iter()
         .any(|l| l.verdict == policy::Verdict::AsksUntrusted)
@@ -899,12 +916,13 @@ class = "secret"
             arguments: "{}".into(),
         };
         let dirty = Taint::new(DataClass::Public, true);
+        let args = Arguments::parse("{}");
         assert_eq!(
-            ask_reason(&grants, &r("sh"), dirty, Timestamp(1)),
+            ask_reason(&grants, &r("sh"), &args, dirty, Timestamp(1)),
             ApprovalReason::UntrustedContent
         );
         assert_eq!(
-            ask_reason(&grants, &r("run"), dirty, Timestamp(1)),
+            ask_reason(&grants, &r("run"), &args, dirty, Timestamp(1)),
             ApprovalReason::GrantAsk
         );
     }

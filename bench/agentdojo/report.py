@@ -1,0 +1,39 @@
+"""The efficacy table: one row per suite, from replay.py's figures.
+
+    python3 report.py target/efficacy/*.json     # the four-suite table of docs/efficacy.md
+
+Standard library only, so it runs without the virtualenv.
+"""
+
+import json
+import sys
+
+HEAD = ("suite", "benign", "outright", "person", "denied", "attacks", "reached",
+        "at person", "denied", "pairs", "seconds")
+
+
+def row(s):
+    pct = 100 * s["benign_outright"] / max(1, s["benign_total"])
+    reached = str(s["attacks_reached"])
+    if s.get("attacks_reached_text_only"):
+        reached += f" ({s['attacks_reached_text_only']} text only)"
+    return (s["suite"], str(s["benign_total"]), f"{s['benign_outright']} ({pct:.0f}%)",
+            str(s["benign_person"]), str(s["benign_denied"]), str(s["attacks_total"]),
+            reached, str(s["attacks_at_person"]), str(s["attacks_denied"]),
+            str(s.get("pairs_replayed", "")), str(s.get("seconds", "")))
+
+
+def table(summaries):
+    rows = [HEAD] + [row(s) for s in summaries]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    summaries = []
+    for path in sys.argv[1:]:
+        with open(path) as f:
+            summaries.append(json.load(f))
+    print(table(summaries))
