@@ -1,7 +1,8 @@
 //! The checked configuration, and the checks that make it from the raw file.
 //!
 //! Defaults (each documented in the default file, `default.toml`):
-//! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`.
+//! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`,
+//!   `approve_in_client = false`.
 //! - `[box]`: `memory_bytes` 2 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
 //!   `timeout_seconds` 300. Every limit must be above 0.
 //! - `[[mount]]`: `class = "internal"` (a person's files are not public unless they say
@@ -71,6 +72,9 @@ pub struct Gate {
     pub approval_ttl: u64,
     /// Whether the audit log keeps tool arguments (otherwise only their hash).
     pub log_arguments: bool,
+    /// Whether a person may approve a call in the agent's own MCP client, through MCP
+    /// elicitation (docs/spec.md §5). A trust decision: whoever controls the client answers.
+    pub approve_in_client: bool,
 }
 
 /// Places inside the box that the box itself builds (system directories bound read-only,
@@ -362,6 +366,7 @@ impl Ctx<'_> {
             state,
             approval_ttl: self.positive(g.approval_ttl, "approval_ttl", 300)?,
             log_arguments: g.log_arguments,
+            approve_in_client: g.approve_in_client,
         })
     }
 

@@ -28,6 +28,8 @@ pub(crate) struct Gate {
     pub approval_ttl: Option<Spanned<u64>>,
     #[serde(default)]
     pub log_arguments: bool,
+    #[serde(default)]
+    pub approve_in_client: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
