@@ -13,7 +13,9 @@
 //! 2. [`wire`] — `Envelope`, `Message`, `ToolRequest`, `ToolResponse`, `WireError`, …
 //! 3. [`frame`] — `read_frame` / `write_frame` and `FrameError`.
 //! 4. [`control`] — the operator's channel to the gate, on the same codec.
-//! 5. `strict` — the deserializer adapter that refuses arrays in place of objects.
+//! 5. [`decide`] — the front's narrow channel to the gate: show and decide a pending
+//!    approval of its own session (a person's answer in the agent's client).
+//! 6. `strict` — the deserializer adapter that refuses arrays in place of objects.
 //!
 //! The JSON shape of every type is part of the format: field order, variant order and tag
 //! names are fixed by `docs/spec.md` §2 and pinned by the fixtures in `tests/fixtures/`.
@@ -21,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod control;
+pub mod decide;
 pub mod frame;
 pub mod ids;
 mod strict;

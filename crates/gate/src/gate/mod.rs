@@ -19,6 +19,10 @@
 //!    (one-shot, [`Store::mark_used`]) and steps 1–4 are decided **again** with the taint
 //!    and time of that moment, audited as a `decision` naming the approval (an `ask` then
 //!    counts as approved: the person just approved this exact call; a `deny` wins).
+//!    A *remembered approval* (a person chose "approve for this session", `remember.rs`)
+//!    answers an `ask` for exactly its session, tool and arguments without holding the
+//!    call: the decision is then `allow`, audited naming the grant; it never changes any
+//!    other decision.
 //!    Refused → `denied approval_refused`; expired → `denied approval_expired`; withdrawn
 //!    (the client cancelled, [`Gate::withdraw`]) → `failed: "the call was cancelled …"` —
 //!    `failed`, not `denied`, because no person refused it; nobody is usually left to read
@@ -46,9 +50,11 @@
 //! operator decides them, which runs nothing).
 //!
 //! [`Gate::control`] answers the operator's [`ControlOp`]s, allowlist style: every op has
-//! one handler and one typed answer, and every failure an `error` with a code and a detail.
+//! one handler and one typed answer, and every failure an `error` with a code and a detail
+//! (`operator.rs`; `watch.rs` for `watch_approvals`). [`Gate::decide_for_client`] answers
+//! the front's two requests on the decision socket (`client.rs`, docs/spec.md §2.5).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
@@ -57,8 +63,8 @@ use std::time::{Duration, Instant};
 use config::Config;
 use policy::{Decision, Grant, Grants, Label, Pattern, Taint};
 use proto::control::{
-    self, ApprovalInfo, CheckOutcome, ControlAnswer, ControlErrorCode, ControlOp, GrantInfo,
-    GrantSpec, SessionInfo,
+    self, ApprovalInfo, CheckOutcome, Choice, ControlAnswer, ControlErrorCode, ControlOp,
+    DecidedVia, GrantInfo, GrantSpec, SessionInfo, Shown,
 };
 use proto::{DataClass, DenyReason, MAX_FRAME, SessionId, Timestamp, ToolRequest, ToolResponse};
 
@@ -66,12 +72,18 @@ use crate::audit::{self, ApprovalOutcome, AuditError, AuditLog, Event, Outcome, 
 use crate::commit::GroupCommit;
 use crate::link::ToolRunner;
 use crate::store::{
-    self, ApprovalFilter, ApprovalReason, ApprovalRow, ApprovalState, GrantRow, NewApproval,
-    NewGrant, SessionRow, Store, StoreError, TaintRaise,
+    self, ApprovalFilter, ApprovalReason, ApprovalRow, ApprovalState, Decider, GrantRow,
+    NewApproval, NewGrant, SessionRow, Store, StoreError, TaintRaise,
 };
 
 mod approvals;
+mod client;
 mod operator;
+mod remember;
+mod watch;
+
+pub use approvals::call_sha256;
+pub use remember::{MAX_DEPTH, arguments_sha256, canonical_arguments};
 
 use operator::policy_grant;
 
@@ -241,6 +253,13 @@ pub struct Gate {
     clock: Clock,
     /// The effective grants; `None` after a run-time grant changed.
     grants: Mutex<Option<Arc<Grants>>>,
+    /// The remembered approvals (run-time grants scoped to exact arguments, never among
+    /// `grants`); `None` after a run-time grant changed.
+    remembered: Mutex<Option<Arc<Vec<remember::Remembered>>>>,
+    /// Pending approvals a call of this gate waits on (asked here, not yet resumed).
+    live: Mutex<HashSet<String>>,
+    /// Wakes `watch_approvals` after every write to an approval.
+    changes: watch::Changes,
     /// Held calls by approval id.
     held: Mutex<HashMap<String, Held>>,
     /// Held calls whose approval left `pending`, for the resume workers.
@@ -307,6 +326,9 @@ impl Gate {
             runner,
             clock,
             grants: Mutex::new(None),
+            remembered: Mutex::new(None),
+            live: Mutex::new(HashSet::new()),
+            changes: watch::Changes::default(),
             held: Mutex::new(HashMap::new()),
             resumes: Mutex::new(Resumes::default()),
             durable: GroupCommit::new(),
@@ -371,7 +393,9 @@ impl Gate {
         Ok(Taint::new(t.class, t.untrusted))
     }
 
-    /// The effective grants: the config's, then the run-time ones not revoked.
+    /// The effective grants: the config's, then the run-time ones not revoked — except the
+    /// remembered approvals, which answer only an `ask` for their exact call
+    /// (`remember.rs`) and are never grants for a whole tool.
     pub fn grants(&self) -> Result<Arc<Grants>, GateError> {
         let mut cache = lock(&self.grants);
         if let Some(g) = cache.as_ref() {
@@ -379,7 +403,7 @@ impl Gate {
         }
         let rows = lock(&self.store).grants()?;
         let mut grants = self.config.grants.clone();
-        for row in &rows {
+        for row in rows.iter().filter(|r| r.scope.is_none()) {
             grants.push(policy_grant(row)?);
         }
         let grants = Arc::new(grants);
@@ -389,6 +413,7 @@ impl Gate {
 
     fn invalidate_grants(&self) {
         *lock(&self.grants) = None;
+        *lock(&self.remembered) = None;
     }
 
     // --- the call path --------------------------------------------------------------------
@@ -442,10 +467,20 @@ impl Gate {
             .map_err(before("read the session's taint"))
             .and_then(|taint| {
                 let grants = self.grants().map_err(before("build the grants"))?;
-                let decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
-                Ok((taint, grants, decision))
+                let mut decision = policy::decide(&grants, &req.session, &req.tool, taint, now);
+                // A person approved exactly this call for the session: it answers the `ask`.
+                let mut remembered = None;
+                if decision == Decision::Ask {
+                    remembered = self
+                        .remembered_answer(req, taint, now)
+                        .map_err(before("look up the remembered approvals"))?;
+                    if remembered.is_some() {
+                        decision = Decision::Allow;
+                    }
+                }
+                Ok((taint, grants, decision, remembered))
             });
-        let (taint, grants, decision) = match decided {
+        let (taint, grants, decision, remembered) = match decided {
             Ok(d) => d,
             Err(e) => {
                 // Still log that the request came; the call does not run either way.
@@ -460,7 +495,16 @@ impl Gate {
             raise: None,
             events: vec![
                 (now, request),
-                (now, decision_event(req, taint, decision, None)),
+                (
+                    now,
+                    decision_event(
+                        req,
+                        taint,
+                        decision,
+                        None,
+                        remembered.map(|g| format!("rt-{g}")),
+                    ),
+                ),
             ],
         })
         .map_err(|f| before("audit the request and its decision")(f.into_gate()))?;
@@ -626,6 +670,7 @@ fn decision_event(
     taint: Taint,
     decision: Decision,
     approval: Option<String>,
+    grant: Option<String>,
 ) -> Event {
     let (verdict, reason) = match decision {
         Decision::Allow => (audit::Verdict::Allow, None),
@@ -641,6 +686,7 @@ fn decision_event(
         decision: verdict,
         reason,
         approval,
+        grant,
     }
 }
 
