@@ -385,3 +385,17 @@ fn bad_remember_requests_are_refused_and_decide_nothing() {
     handle.join().unwrap();
     let _ = ApprovalState::Refused;
 }
+
+#[test]
+fn the_label_the_approved_call_brings_itself_does_not_end_its_remembered_approval() {
+    let h = H::new();
+    // The person saw a clean session; the call they approved returns data at its tool's
+    // own class (internal), which raises the session to that.
+    let args = r#"{"class":"internal"}"#;
+    remember(&h, "s1", 1, "run", args, 600);
+    assert_eq!(h.taint("s1").0, DataClass::Internal);
+    runs_without_asking(&h, "s1", 2, "run", args);
+    // Data from elsewhere above that still ends it.
+    h.call("s1", 3, "secret_read", r#"{"class":"confidential"}"#);
+    asks_again(&h, "s1", 4, "run", args);
+}

@@ -39,7 +39,11 @@ impl Gate {
                 self.retiring.store(true, Ordering::SeqCst);
                 // Before the answer: once the client reads it, no new connection reaches
                 // this gate (the lock is still held, so these are this gate's sockets).
-                for sock in [statedir::AGENT_SOCKET, statedir::CONTROL_SOCKET] {
+                for sock in [
+                    statedir::AGENT_SOCKET,
+                    statedir::CONTROL_SOCKET,
+                    statedir::DECIDE_SOCKET,
+                ] {
                     let _ = std::fs::remove_file(self.config.gate.state.join(sock));
                 }
                 Ok(ControlAnswer::Retiring {})

@@ -12,8 +12,11 @@
 //!   string escapes; a number must be written the same way, and arguments that are not one
 //!   strict JSON text (a duplicated key, bad UTF-8 escapes, nesting past [`MAX_DEPTH`]) have
 //!   no canonical form and are never remembered;
-//! - it admits the session's taint only up to what the person saw: its `max_class` is the
-//!   class shown, and if the session was clean when shown, untrusted content ends it;
+//! - it admits the session's taint only up to what the person saw, raised by what the call
+//!   itself brings in ([`own_label`]: running the call they approved puts its own label in
+//!   the taint, and running it again brings nothing new): its `max_class` is the higher of
+//!   the class shown and the call's own class, and if the session was clean when shown and
+//!   the tool is trusted, untrusted content ends it;
 //! - it is checked at every call, at that call's taint and time, like every grant.
 
 use super::*;
@@ -316,6 +319,8 @@ impl Gate {
             Some((c, u)) => (c.min(current.class), u && current.untrusted),
             None => (current.class, current.untrusted),
         };
+        let own = own_label(&self.config, &row.tool);
+        let (class, untrusted) = (class.max(own.class), untrusted || own.untrusted);
         Ok(store::Remember {
             expires: now.plus(seconds),
             max_class: class,
@@ -326,6 +331,24 @@ impl Gate {
             },
             args_sha256,
         })
+    }
+}
+
+/// The label a call to `tool` puts in its session's taint by itself (docs/spec.md §3.4): for
+/// `run` and a downstream server, which can read their whole box, the tool's class raised to
+/// every mount's, and the tool's `untrusted`; for the file tools, the tool's own floor (what
+/// they read under a mount is on top, and is not covered).
+pub fn own_label(config: &Config, tool: &str) -> Label {
+    match config.tool(tool).map(|t| (t, &t.kind)) {
+        Some((t, config::ToolKind::Builtin(config::Builtin::Run))) => {
+            let class = config
+                .mounts
+                .iter()
+                .map(|m| m.class)
+                .fold(t.class, DataClass::max);
+            Label::new(class, t.untrusted)
+        }
+        _ => floor_label(config, tool),
     }
 }
 
