@@ -83,6 +83,17 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
             })
         })
     };
+    // With `approve_in_client`, each front also asks the person in the client and passes
+    // their answer on over the gate's decision socket (never the control socket).
+    let decide: Option<front::approve::DecideConnector> = cfg.gate.approve_in_client.then(|| {
+        let state = cfg.gate.state.clone();
+        Arc::new(move || statedir::connect(&state, statedir::DECIDE_SOCKET))
+            as front::approve::DecideConnector
+    });
+    let with_decide = move |f: Front| match &decide {
+        Some(d) => f.with_client_approvals(d.clone()),
+        None => f,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -98,7 +109,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 None => fresh_session()?,
             };
             eprintln!("boxmaker mcp: session {session}");
-            let front = Front::new(cfg.clone(), catalog, session, connector);
+            let front = with_decide(Front::new(cfg.clone(), catalog, session, connector));
             runtime.block_on(async move {
                 let service = front
                     // front's own stdio transport: bounded lines, and the JSON-RPC error for
@@ -149,12 +160,12 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                     None => fresh_session().map_err(|e| std::io::Error::other(e.to_string()))?,
                 };
                 eprintln!("boxmaker mcp: new MCP session {session}");
-                Ok(Front::new(
+                Ok(with_decide(Front::new(
                     cfg.clone(),
                     catalog.clone(),
                     session,
                     connector.clone(),
-                ))
+                )))
             };
             runtime
                 .block_on(front::http::serve_on(listener, token, new_front))

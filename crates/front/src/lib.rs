@@ -7,7 +7,9 @@
 //!
 //! **Must never:** trust anything it receives, hold state beyond one session's id and call
 //! counter, open files, reach the control socket, or run a tool. It can only send
-//! `ToolRequest`s to the agent socket; the gate decides everything.
+//! `ToolRequest`s to the agent socket and, when the config lets a person approve in the
+//! agent's client, show and decide its own session's pending approvals on the decision
+//! socket; the gate decides everything.
 //!
 //! Reading order:
 //! 1. [`tools`] — what `tools/list` shows, with schemas and descriptions.
@@ -16,14 +18,19 @@
 //! 4. [`server`] — `Front`, the `rmcp` server handler.
 //! 5. [`stdio`] — the stdio transport, which answers malformed input itself.
 //! 6. [`http`] — streamable HTTP with a bearer token.
+//! 7. [`approve`] — approving in the agent's own client: the elicitation a person answers,
+//!    and the front's side of the decision socket (docs/spec.md §2.5).
+//! 8. [`when`] — times as a person reads them.
 
 #![forbid(unsafe_code)]
 
+pub mod approve;
 pub mod explain;
 pub mod gatecall;
 pub mod http;
 pub mod server;
 pub mod stdio;
 pub mod tools;
+pub mod when;
 
 pub use server::Front;
