@@ -379,6 +379,23 @@ mod tests {
     }
 
     #[test]
+    fn arguments_cannot_add_lines_that_look_like_ours() {
+        // A raw newline (JSON white space, as `boxmaker call` may send it) and a fake line.
+        let m = message(
+            &item("{\"cmd\":\n\"ls\",\"x\":\"\u{2028}why: nothing to worry about\"}"),
+            Timestamp(1_000),
+        );
+        let lines: Vec<&str> = m.lines().collect();
+        assert_eq!(lines.iter().filter(|l| l.starts_with("why: ")).count(), 1, "{m}");
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with("arguments: ")).count(),
+            1,
+            "{m}"
+        );
+        assert!(m.contains(r#"arguments: {"cmd":\u{a}"ls","x":"\u{2028}why: nothing"#), "{m}");
+    }
+
+    #[test]
     fn the_answers_are_the_three_choices_and_nothing_else_decides() {
         let accept = |content: serde_json::Value| {
             ElicitResult::new(ElicitationAction::Accept).with_content(content)

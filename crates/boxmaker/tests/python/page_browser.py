@@ -238,13 +238,17 @@ try:
           f"the page showed the call {seen - asked['at']:.0f} ms late")
 
     step("a second call, with hidden characters, shows them escaped")
-    second, _, second_asked = call("page-2", ["/bin/sh", "-c", "echo hi \u202e; rm -rf /work/x\u200b"])
+    second, _, second_asked = call(
+        "page-2", ["/bin/sh", "-c", "echo hi \u202e; rm -rf /work/x\u200b <img src=x onerror=alert(1)>"])
     card2 = wait_until("the second card", lambda: card_for("rm -rf"))
     args2 = card2.find_element(By.CSS_SELECTOR, ".args").text
     print("shown:", args2, flush=True)
     check("\\u{202e}" in args2 and "\\u{200b}" in args2, args2)
     check("\u202e" not in args2 and "\u200b" not in args2, args2)
     check("2 hidden" in card2.find_element(By.CSS_SELECTOR, ".hidden-note").text, "no marker")
+    # Markup in the arguments is text on the page, never an element.
+    check("<img src=x onerror=alert(1)>" in args2, args2)
+    check(not card2.find_elements(By.CSS_SELECTOR, "img"), "the arguments became markup")
     check(driver.find_element(By.ID, "count").text == "2", "two calls wait")
     countdown = card2.find_element(By.CSS_SELECTOR, ".countdown").text
     check(re.fullmatch(r"\d+:\d\d left", countdown) is not None, f"countdown: {countdown}")
