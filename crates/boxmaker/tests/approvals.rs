@@ -109,7 +109,13 @@ fn python(script: &str, dir: &Path, env: &[(&str, &str)]) -> Run {
 #[test]
 fn test_the_person_approves_once_for_the_session_or_refuses_in_the_client() {
     let dir = config_dir("elicitation", "approve_in_client = true\napproval_ttl = 4");
-    let run = python("elicit_client.py", &dir, &[]);
+    // The 100 ms promise is measured on a release build by bench/approvals-latency.sh
+    // (docs/performance.md); this debug build on a shared machine checks a loose bound.
+    let run = python(
+        "elicit_client.py",
+        &dir,
+        &[("BOXMAKER_SEEN_BUDGET_MS", "1000")],
+    );
     for want in [
         "approve once",
         "a different argument asks again",

@@ -386,13 +386,23 @@ mod tests {
             Timestamp(1_000),
         );
         let lines: Vec<&str> = m.lines().collect();
-        assert_eq!(lines.iter().filter(|l| l.starts_with("why: ")).count(), 1, "{m}");
         assert_eq!(
-            lines.iter().filter(|l| l.starts_with("arguments: ")).count(),
+            lines.iter().filter(|l| l.starts_with("why: ")).count(),
             1,
             "{m}"
         );
-        assert!(m.contains(r#"arguments: {"cmd":\u{a}"ls","x":"\u{2028}why: nothing"#), "{m}");
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("arguments: "))
+                .count(),
+            1,
+            "{m}"
+        );
+        assert!(
+            m.contains(r#"arguments: {"cmd":\u{a}"ls","x":"\u{2028}why: nothing"#),
+            "{m}"
+        );
     }
 
     #[test]

@@ -1025,6 +1025,19 @@ impl Store {
             .collect()
     }
 
+    /// How many approvals are pending.
+    pub fn pending_count(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM approvals WHERE state = 'pending'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql("count pending approvals"))?;
+        count_from_sql(n)
+    }
+
     /// The number of the latest change to any approval (0 when there is none).
     pub fn approvals_head(&self) -> Result<u64, StoreError> {
         let head: i64 = self

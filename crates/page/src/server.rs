@@ -6,7 +6,8 @@
 //! | `GET /app.js`, `/app.css` | `Host` | the page's script and style, from the binary |
 //! | `POST /login` | `Host`, own `Origin`, the token | a login: cookie and CSRF token |
 //! | `POST /logout` | a login, CSRF, own `Origin` | ends the login |
-//! | `GET /api/snapshot` | a login | what waits now, the latest decisions, remembered approvals |
+//! | `GET /api/snapshot` | a login | the first calls that wait, how many in all, the latest decisions, remembered approvals |
+//! | `GET /api/pending?after=N` | a login | more calls that wait, after change `N` |
 //! | `GET /api/updates?after=N` | a login | changes after `N`, waiting up to 25 s for one |
 //! | `POST /api/decide` | a login, CSRF, own `Origin` | a person's decision |
 //! | `POST /api/revoke` | a login, CSRF, own `Origin` | revokes a remembered approval |
@@ -92,6 +93,7 @@ pub async fn serve_on(
         .route("/login", post(login))
         .route("/logout", post(logout))
         .route("/api/snapshot", get(snapshot))
+        .route("/api/pending", get(pending_page))
         .route("/api/updates", get(updates))
         .route("/api/decide", post(decide))
         .route("/api/revoke", post(revoke))
@@ -291,8 +293,9 @@ fn gate_error(e: &LinkError) -> Response<Body> {
     refused(status, &e.to_string())
 }
 
-/// What waits now (every pending approval, paged from the gate), the latest decisions, the
-/// remembered approvals, and the change to watch from.
+/// The start of the inbox: the first pending approvals, how many wait in all, the latest
+/// decisions, the remembered approvals, and the change to watch from. The page asks for the
+/// rest of the pending ones (`/api/pending`) once the first are on screen.
 async fn snapshot(State(page): State<Arc<Page>>, headers: HeaderMap) -> Response<Body> {
     if logged_in(&page, &headers).is_none() {
         return refused(StatusCode::UNAUTHORIZED, "log in first");
@@ -303,39 +306,43 @@ async fn snapshot(State(page): State<Arc<Page>>, headers: HeaderMap) -> Response
     }
 }
 
-async fn take_snapshot(page: &Page) -> Result<Value, LinkError> {
-    let watch = |after, limit, pending_only| ControlOp::WatchApprovals {
+/// The pending approvals in the first answer: enough for a screen and more.
+const FIRST_PAGE: u64 = 300;
+
+/// The pending approvals in each later answer.
+const PAGE: u64 = 2500;
+
+fn watch_op(after: u64, limit: u64, pending_only: bool) -> ControlOp {
+    ControlOp::WatchApprovals {
         after,
         limit,
         wait_ms: 0,
         pending_only,
-    };
-    let unexpected = |_| LinkError::Unexpected;
-    let mut pending = Vec::new();
-    let mut after = 0;
-    let mut first: Option<(u64, proto::Timestamp)> = None;
-    loop {
-        let ControlAnswer::ApprovalUpdates { items, head, now } =
-            page.gate.ask(watch(after, 2000, true)).await?
-        else {
-            return Err(unexpected(()));
-        };
-        first.get_or_insert((head, now));
-        let Some(last) = items.last() else {
-            break;
-        };
-        after = last.change;
-        pending.extend(items.iter().map(view::approval));
     }
-    let (head, now) = first.unwrap_or((0, proto::Timestamp(0)));
-    let ControlAnswer::ApprovalUpdates { items, .. } = page
+}
+
+async fn take_snapshot(page: &Page) -> Result<Value, LinkError> {
+    let ControlAnswer::ApprovalUpdates {
+        items,
+        head,
+        pending,
+        now,
+    } = page.gate.ask(watch_op(0, FIRST_PAGE, true)).await?
+    else {
+        return Err(LinkError::Unexpected);
+    };
+    let ControlAnswer::ApprovalUpdates { items: recent, .. } = page
         .gate
-        .ask(watch(head.saturating_sub(HISTORY * 2), HISTORY * 2, false))
+        .ask(watch_op(
+            head.saturating_sub(HISTORY * 2),
+            HISTORY * 2,
+            false,
+        ))
         .await?
     else {
-        return Err(unexpected(()));
+        return Err(LinkError::Unexpected);
     };
-    let mut history: Vec<Value> = items
+    let mut history: Vec<Value> = recent
         .iter()
         .filter(|u| u.item.state != ApprovalState::Pending)
         .map(view::approval)
@@ -349,10 +356,39 @@ async fn take_snapshot(page: &Page) -> Result<Value, LinkError> {
     Ok(json!({
         "head": head,
         "now": now.0,
-        "pending": pending,
+        "pending": items.iter().map(view::approval).collect::<Vec<_>>(),
+        "pending_total": pending,
+        "pending_after": items.last().map_or(0, |u| u.change),
+        "more": !items.is_empty(),
         "history": history,
         "remembered": remembered,
     }))
+}
+
+/// More pending approvals, after the change `after=N` (`more` until an answer is empty).
+async fn pending_page(
+    State(page): State<Arc<Page>>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response<Body> {
+    if logged_in(&page, &headers).is_none() {
+        return refused(StatusCode::UNAUTHORIZED, "log in first");
+    }
+    let Some(after) = after_of(&uri) else {
+        return refused(StatusCode::BAD_REQUEST, "say after=N");
+    };
+    match page.gate.ask(watch_op(after, PAGE, true)).await {
+        Ok(ControlAnswer::ApprovalUpdates { items, .. }) => json_reply(
+            StatusCode::OK,
+            &json!({
+                "items": items.iter().map(view::approval).collect::<Vec<_>>(),
+                "after": items.last().map_or(after, |u| u.change),
+                "more": !items.is_empty(),
+            }),
+        ),
+        Ok(_) => gate_error(&LinkError::Unexpected),
+        Err(e) => gate_error(&e),
+    }
 }
 
 /// `after=N` from the query.
@@ -388,7 +424,9 @@ async fn updates(State(page): State<Arc<Page>>, headers: HeaderMap, uri: Uri) ->
         })
         .await;
     match asked {
-        Ok(ControlAnswer::ApprovalUpdates { items, head, now }) => {
+        Ok(ControlAnswer::ApprovalUpdates {
+            items, head, now, ..
+        }) => {
             let next = items.last().map_or(head.max(after), |u| u.change);
             let remembered = if items.iter().any(|u| u.grant.is_some()) {
                 match page.gate.ask(ControlOp::ListGrants {}).await {

@@ -18,7 +18,7 @@ pub fn approval(u: &ApprovalUpdate) -> Value {
     let a = &u.item;
     let tool = for_person(&a.tool);
     let args = for_person(&a.arguments);
-    json!({
+    let mut v = json!({
         "id": a.id,
         "change": u.change,
         "call_sha256": u.call_sha256,
@@ -35,12 +35,22 @@ pub fn approval(u: &ApprovalUpdate) -> Value {
         "untrusted": a.untrusted,
         "created": a.created.0,
         "expires": a.expires.0,
-        "decided": u.decided.map(|t| t.0),
-        "via": u.via.map(|v| v.as_str()),
-        "by": u.by.as_deref().map(|b| for_person(b).text),
-        "note": u.note.as_deref().map(|n| for_person(n).text),
-        "grant": u.grant,
-    })
+    });
+    // What a pending approval does not have yet is left out (ten thousand of them are
+    // listed at once).
+    if let Value::Object(m) = &mut v {
+        let mut put = |k: &str, x: Option<Value>| {
+            if let Some(x) = x {
+                m.insert(k.to_string(), x);
+            }
+        };
+        put("decided", u.decided.map(|t| json!(t.0)));
+        put("via", u.via.map(|v| json!(v.as_str())));
+        put("by", u.by.as_deref().map(|b| json!(for_person(b).text)));
+        put("note", u.note.as_deref().map(|n| json!(for_person(n).text)));
+        put("grant", u.grant.as_ref().map(|g| json!(g)));
+    }
+    v
 }
 
 /// Why the call needs a person, in a sentence.

@@ -185,10 +185,12 @@ pub enum ControlAnswer {
     },
     /// `watch_approvals`: the changes, oldest first; `head` is the number of the newest
     /// change the gate has made (ask again with `after` = the last item's `change`, or
-    /// `head` when there are none); `now` is the gate's clock, for countdowns.
+    /// `head` when there are none); `pending` how many approvals are pending now; `now` is
+    /// the gate's clock, for countdowns.
     ApprovalUpdates {
         items: Vec<ApprovalUpdate>,
         head: u64,
+        pending: u64,
         now: Timestamp,
     },
     Error {

@@ -177,6 +177,7 @@ fn every_answer() -> Vec<ControlAnswer> {
         ControlAnswer::ApprovalUpdates {
             items: vec![update()],
             head: 12,
+            pending: 1,
             now: Timestamp(30),
         },
         ControlAnswer::Error {

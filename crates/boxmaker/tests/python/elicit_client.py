@@ -23,6 +23,9 @@ import mcp.types as types
 BIN = os.environ["BOXMAKER_BIN"]
 CONFIG = os.environ["BOXMAKER_CONFIG"]
 APPROVAL_ID = re.compile(r"\bap-[0-9a-f]{16}\b")
+# The promise is 100 ms (docs/performance.md, measured on a release build by
+# bench/approvals-latency.sh); the test suite runs a debug build on a shared machine.
+SEEN_BUDGET_MS = float(os.environ.get("BOXMAKER_SEEN_BUDGET_MS", "100"))
 
 
 def step(what: str) -> None:
@@ -188,8 +191,10 @@ async def main() -> None:
                 f"min {gap[0]:.1f} ms, median {gap[len(gap) // 2]:.1f} ms, max {gap[-1]:.1f} ms",
                 flush=True,
             )
-            check(gap[-1] < 100, f"an elicitation came {gap[-1]:.1f} ms after the call asked")
-            check(lat[len(lat) // 2] < 100, f"median from tools/call: {lat[len(lat) // 2]:.1f} ms")
+            check(gap[-1] < SEEN_BUDGET_MS,
+                  f"an elicitation came {gap[-1]:.1f} ms after the call asked")
+            check(lat[len(lat) // 2] < SEEN_BUDGET_MS,
+                  f"median from tools/call: {lat[len(lat) // 2]:.1f} ms")
     print("ok", flush=True)
 
 

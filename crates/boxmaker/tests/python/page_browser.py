@@ -319,24 +319,21 @@ try:
         wait_until(
             "every card",
             lambda: driver.execute_script(
-                "return window.__ready === true && "
+                "return window.__listed === true && window.__timing.all > 0 && "
                 "document.querySelectorAll('#pending .card').length"
             ) == MANY,
             60,
         )
         took = (time.monotonic() - t0) * 1000
-        timing = wait_until(
-            "the first frame", lambda: driver.execute_script(
-                "return window.__timing.shown && window.__timing"))
+        timing = driver.execute_script("return window.__timing")
         count = driver.find_element(By.ID, "count").text
         print(f"{MANY} pending approvals listed {took:.0f} ms after the page was asked for "
-              f"(in the page: asked at {timing['asked']:.0f} ms, fetched "
-              f"{timing['fetched'] - timing['asked']:.0f} ms later, built in "
-              f"{timing['built'] - timing['fetched']:.0f} ms, on screen at "
-              f"{timing['shown']:.0f} ms)", flush=True)
+              f"(in the page: snapshot asked at {timing['asked']:.0f} ms, the first screen "
+              f"with the count at {timing['first']:.0f} ms, all {MANY} at "
+              f"{timing['all']:.0f} ms)", flush=True)
         check(count == str(MANY), f"count: {count}")
-        check(timing["shown"] < MANY_BUDGET_MS,
-              f"{MANY} approvals took {timing['shown']:.0f} ms to list")
+        check(timing["all"] < MANY_BUDGET_MS,
+              f"{MANY} approvals took {timing['all']:.0f} ms to list")
         last = driver.find_elements(By.CSS_SELECTOR, "#pending .card")[-1]
         driver.execute_script("arguments[0].scrollIntoView()", last)
         wait_until("the last card in full", lambda: driver.execute_script(

@@ -45,9 +45,11 @@ impl Gate {
             };
             let now = Instant::now();
             if !rows.is_empty() || now >= deadline {
+                let pending = lock(&self.store).pending_count().map_err(internal)?;
                 return Ok(ControlAnswer::ApprovalUpdates {
                     items: fit_in_a_frame(rows.into_iter().map(|(r, t)| approval_update(r, t))),
                     head,
+                    pending,
                     now: self.now(),
                 });
             }

@@ -15,6 +15,8 @@
   const histT = $("history-t").content.firstElementChild;
   const HISTORY = 200;
   const cards = new Map(); // approval id -> {item, el, cd, busy}
+  const latest = new Map(); // approval id -> the number of its latest change applied
+  let listing = 0; // while the first listing loads: how many wait in all
   let offset = 0; // the gate's clock less ours, in seconds
   let next = 0; // the last change seen
   // When each approval was first on screen (ms since the epoch), for measuring.
@@ -42,11 +44,35 @@
   // waiting calls list at once as their tool and exact arguments, and each gets its facts
   // and buttons when a person can see it.
   const FULL_AT_ONCE = 50;
-  // Cards are `content-visibility: auto`: the browser says when one comes near the screen
-  // (the event does not bubble; a capturing listener sees it).
+  // Cards sit in chunks of a hundred, each `content-visibility: auto`: the browser styles
+  // and lays out only the chunks near the screen, and says when one comes near (the event
+  // does not bubble; a capturing listener sees it).
+  const CHUNK = 100;
   pendingEl.addEventListener("contentvisibilityautostatechange", (e) => {
-    if (!e.skipped) fill(cards.get(e.target.dataset.id));
+    if (e.skipped || !e.target.classList.contains("chunk")) return;
+    for (const el of e.target.children) fill(cards.get(el.dataset.id));
   }, { capture: true });
+
+  function place(el, target) {
+    let chunk = target.lastElementChild;
+    if (!chunk || chunk.childElementCount >= CHUNK) {
+      chunk = document.createElement("div");
+      chunk.className = "chunk";
+      target.appendChild(chunk);
+    }
+    chunk.appendChild(el);
+  }
+
+  // The card after (`dir` 1) or before (-1) `card`, across chunks.
+  function beside(card, dir) {
+    const step = (el) => (dir > 0 ? el.nextElementSibling : el.previousElementSibling);
+    const near = step(card);
+    if (near) return near;
+    let chunk = step(card.parentElement);
+    while (chunk && chunk.childElementCount === 0) chunk = step(chunk);
+    if (!chunk) return null;
+    return dir > 0 ? chunk.firstElementChild : chunk.lastElementChild;
+  }
 
   function makeLight(item) {
     const el = document.createElement("article");
@@ -100,8 +126,9 @@
   }
 
   function counted() {
-    $("count").textContent = String(cards.size);
-    $("empty").hidden = cards.size > 0;
+    const n = Math.max(cards.size, listing);
+    $("count").textContent = String(n);
+    $("empty").hidden = n > 0;
   }
 
   const histories = new Map(); // approval id -> {li, change}
@@ -132,23 +159,29 @@
   }
 
   // Applies changes, oldest first: a pending one gets a card, a decided one leaves the
-  // inbox for the history. `into` (the first listing) builds all but the first cards light.
+  // inbox for the history. A change older than one already applied to the same approval
+  // (a page of the listing that crossed a decision) is dropped. `into` (the listing) builds
+  // all but the first cards light.
   function apply(items, into) {
     const target = into || pendingEl;
-    let n = 0;
+    let n = cards.size;
     for (const item of items) {
+      if ((latest.get(item.id) || 0) >= item.change) continue;
+      latest.set(item.id, item.change);
       const had = cards.get(item.id);
       if (item.state === "pending") {
         if (had) continue;
         const c = into && n++ >= FULL_AT_ONCE ? makeLight(item) : makeCard(item);
         cards.set(item.id, c);
-        target.appendChild(c.el);
+        place(c.el, target);
         if (!(item.id in window.__seen)) window.__seen[item.id] = Date.now();
       } else {
         if (had) {
           const focused = had.el.contains(document.activeElement);
-          const after = had.el.nextElementSibling || had.el.previousElementSibling;
+          const after = beside(had.el, 1) || beside(had.el, -1);
+          const chunk = had.el.parentElement;
           had.el.remove();
+          if (chunk && chunk.childElementCount === 0) chunk.remove();
           cards.delete(item.id);
           if (focused && after) after.focus();
         }
@@ -256,11 +289,9 @@
     const active = document.activeElement;
     const card = active && active.closest ? active.closest("#pending .card") : null;
     if (e.key === "j" || e.key === "k") {
-      const list = pendingEl.children;
-      if (list.length === 0) return;
-      let to;
-      if (!card) to = list[0];
-      else to = e.key === "j" ? (card.nextElementSibling || card) : (card.previousElementSibling || card);
+      const first = pendingEl.querySelector(".card");
+      if (!first) return;
+      const to = card ? (beside(card, e.key === "j" ? 1 : -1) || card) : first;
       to.focus();
       e.preventDefault();
       return;
@@ -289,36 +320,71 @@
     }
   }, 1000);
 
-  // How long the first listing took, in ms from the page's start (for measuring).
+  const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  async function getJSON(path) {
+    const r = await fetch(path, { credentials: "same-origin" });
+    if (r.status === 401) { location.reload(); throw new Error("logged out"); }
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error || `${r.status}`);
+    return body;
+  }
+
+  // When the listing reached the screen, in ms from the page's start (for measuring).
   window.__timing = {};
   async function start() {
+    let s;
     for (;;) {
       try {
         window.__timing.asked = performance.now();
-        const r = await fetch("/api/snapshot", { credentials: "same-origin" });
-        if (r.status === 401) { location.reload(); return; }
-        const s = await r.json();
-        window.__timing.fetched = performance.now();
-        if (!r.ok) { status(s.error); await sleep(1000); continue; }
-        offset = s.now - Date.now() / 1000;
-        next = s.head;
-        for (const item of s.history.slice().reverse()) addHistory(item);
-        const frag = document.createDocumentFragment();
-        apply(s.pending, frag);
-        window.__timing.built = performance.now();
-        pendingEl.appendChild(frag);
-        renderRemembered(s.remembered);
-        counted();
-        window.__ready = true;
-        // The first frame with the list on screen.
-        requestAnimationFrame(() => setTimeout(() => { window.__timing.shown = performance.now(); }, 0));
-        status("live: calls appear here as they ask");
-        return;
+        s = await getJSON("/api/snapshot");
+        break;
       } catch (e) {
-        status("the page's server is not answering; trying again");
+        status(`the gate is not answering (${e.message}); trying again`);
         await sleep(1000);
       }
     }
+    window.__timing.fetched = performance.now();
+    offset = s.now - Date.now() / 1000;
+    next = s.head;
+    listing = s.pending_total;
+    for (const item of s.history.slice().reverse()) addHistory(item);
+    let frag = document.createDocumentFragment();
+    apply(s.pending, frag);
+    pendingEl.appendChild(frag);
+    renderRemembered(s.remembered);
+    counted();
+    window.__ready = true;
+    status("live: calls appear here as they ask");
+    await frame();
+    window.__timing.first = performance.now();
+    // Changes from now on, while the rest of the listing comes in.
+    poll();
+    // Each page is asked for before the one before it is built, so the gate and the
+    // browser work at the same time.
+    const ask = (after) => getJSON(`/api/pending?after=${after}`);
+    let after = s.pending_after;
+    let coming = s.more ? ask(after) : null;
+    while (coming) {
+      let page;
+      try {
+        page = await coming;
+      } catch (e) {
+        status(`the gate is not answering (${e.message}); trying again`);
+        await sleep(1000);
+        coming = ask(after);
+        continue;
+      }
+      after = page.after;
+      coming = page.more ? ask(after) : null;
+      frag = document.createDocumentFragment();
+      apply(page.items, frag);
+      pendingEl.appendChild(frag);
+    }
+    listing = 0;
+    counted();
+    window.__listed = true;
+    await frame();
+    window.__timing.all = performance.now();
   }
 
   async function poll() {
@@ -340,5 +406,5 @@
     }
   }
 
-  start().then(poll);
+  start();
 })();
