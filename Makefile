@@ -13,15 +13,20 @@ gate: fmt-check clippy test
 # runs inside boxes: the npm ones (server-filesystem, server-everything) in the same
 # tests/node/, the PyPI ones (tests/py/requirements.txt) in a virtualenv of the SYSTEM python
 # at tests/py/venv, since a box sees /usr, /bin and /lib but not a python under $HOME.
+# Selenium (pinned) drives Debian's headless Chromium against the approvals page
+# (crates/boxmaker/tests/approvals.rs; `.ci/run` installs chromium and chromium-driver).
 # Does nothing when all of them are already in place.
 PYTHON ?= python3
 SYSTEM_PYTHON ?= /usr/bin/python3
 NPM ?= npm
 MCP_PY_VERSION := 2.3.0
+SELENIUM_VERSION := 4.38.0
 PY_VENV := tests/py/venv
 deps:
 	@$(PYTHON) -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PY_VERSION)")' 2>/dev/null \
 	  || $(PYTHON) -m pip install --quiet --disable-pip-version-check 'mcp==$(MCP_PY_VERSION)'
+	@$(PYTHON) -c 'import importlib.metadata as m, sys; sys.exit(m.version("selenium") != "$(SELENIUM_VERSION)")' 2>/dev/null \
+	  || $(PYTHON) -m pip install --quiet --disable-pip-version-check 'selenium==$(SELENIUM_VERSION)'
 	@[ tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ] \
 	  || (cd tests/node && $(NPM) install --no-audit --no-fund --loglevel=error)
 	@[ $(PY_VENV)/.installed -nt tests/py/requirements.txt ] \

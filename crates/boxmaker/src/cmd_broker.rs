@@ -3,7 +3,7 @@
 //! — starting an on-demand gate when none answers, or when a changed config retired the old
 //! one — and hands the front a connection to the gate's agent socket (`front::channel`).
 //! It is the only thing the confined front can ask, and all it can give is that one kind of
-//! connection. It ends when the front closes the channel.
+//! connection (and, with `[gate] approve_in_client`, one to the gate's decision socket). It ends when the front closes the channel.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,8 +24,17 @@ pub fn run(args: &BrokerArgs) -> Result<u8, CliError> {
     // A gate now, so the front's first call does not wait for one to start; and a config
     // that changed since a running gate read it replaces that gate once, here.
     let _ = host::reach(&args.config, &cfg, host::Channel::Agent, true);
-    front::channel::serve(std::io::stdin(), || {
-        host::reach(&args.config, &cfg, host::Channel::Agent, false).map_err(|e| e.to_string())
+    front::channel::serve(std::io::stdin(), |kind| match kind {
+        front::channel::Kind::Agent => {
+            host::reach(&args.config, &cfg, host::Channel::Agent, false).map_err(|e| e.to_string())
+        }
+        // The decision socket only where the config lets a person approve in the client.
+        front::channel::Kind::Decide if cfg.gate.approve_in_client => {
+            host::reach(&args.config, &cfg, host::Channel::Decide, false).map_err(|e| e.to_string())
+        }
+        front::channel::Kind::Decide => {
+            Err("approving in the client is off (`[gate] approve_in_client = false`)".to_string())
+        }
     });
     Ok(0)
 }

@@ -90,10 +90,26 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
     let _presence = host::Presence::take(&cfg.gate.state)?;
     // The broker finds (or starts) a gate for every call and hands this process the
     // connection: once confined, this process can make none itself.
-    let connector = start_broker(&args.config)?;
+    let channel = start_broker(&args.config)?;
+    let connector = front::channel::connector(channel.clone());
     let http = match args.http {
         None => None,
         Some(addr) => Some(http_setup(&cfg, addr)?),
+    };
+    // With `approve_in_client`, each front also asks the person in the client and passes
+    // their answer on over the gate's decision socket (never the control socket), a
+    // connection the broker hands it like the others.
+    let decide: Option<front::approve::DecideConnector> = cfg.gate.approve_in_client.then(|| {
+        let channel = channel.clone();
+        Arc::new(move || {
+            channel
+                .ask(front::channel::Kind::Decide)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        }) as front::approve::DecideConnector
+    });
+    let with_decide = move |f: Front| match &decide {
+        Some(d) => f.with_client_approvals(d.clone()),
+        None => f,
     };
     // Before the first byte from the agent, and on the process's only thread (the
     // runtime's threads start after, confined too).
@@ -116,7 +132,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 None => fresh_session()?,
             };
             front::note!("boxmaker mcp: session {session}");
-            let front = Front::new(cfg.clone(), catalog, session, connector);
+            let front = with_decide(Front::new(cfg.clone(), catalog, session, connector));
             runtime.block_on(async move {
                 let service = front
                     // front's own stdio transport: bounded lines, and the JSON-RPC error for
@@ -151,12 +167,12 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                     None => fresh_session().map_err(|e| std::io::Error::other(e.to_string()))?,
                 };
                 front::note!("boxmaker mcp: new MCP session {session}");
-                Ok(Front::new(
+                Ok(with_decide(Front::new(
                     cfg.clone(),
                     catalog.clone(),
                     session,
                     connector.clone(),
-                ))
+                )))
             };
             runtime
                 .block_on(front::http::serve_on(
@@ -173,7 +189,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
 
 /// Starts `boxmaker __broker` with one end of a socketpair as its standard input, and
 /// returns the connector that asks it for gate connections over the other end.
-fn start_broker(config: &std::path::Path) -> Result<front::gatecall::Connector, CliError> {
+fn start_broker(config: &std::path::Path) -> Result<front::channel::Channel, CliError> {
     let (ours, theirs) = UnixStream::pair()
         .map_err(|e| CliError::Local(format!("cannot make the broker's channel: {e}")))?;
     let exe = std::env::current_exe()
@@ -191,7 +207,7 @@ fn start_broker(config: &std::path::Path) -> Result<front::gatecall::Connector, 
         .stdout(std::process::Stdio::null())
         .spawn()
         .map_err(|e| CliError::Local(format!("cannot start the broker: {e}")))?;
-    Ok(front::channel::connector(ours))
+    Ok(front::channel::Channel::new(ours))
 }
 
 /// The HTTP front's listener (bound now, before confinement), its token, and the token

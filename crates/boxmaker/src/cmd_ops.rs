@@ -1,13 +1,18 @@
-//! The operator's commands: `approvals`, `approve`, `refuse`, `sessions`, `sessions reset`,
-//! `grants`, `audit tail`, `audit verify`. Each sends one control request to the gate over
-//! `control.sock` (hosting an embedded gate if none runs) and prints the answer, as text or,
-//! with `--json`, as the control reply's JSON.
+//! The operator's commands: `approvals [--watch]`, `approve [--for D]`, `refuse`,
+//! `sessions`, `sessions reset`, `grants`, `grants revoke`, `audit tail`, `audit verify`.
+//! Each sends control requests to the gate over `control.sock` (starting an on-demand gate
+//! if none runs) and prints the answer, as text or, with `--json`, as the control reply's
+//! JSON. `approve` and `refuse` say where the decision comes from (`via: cli`), which the
+//! history of approvals and the audit log keep.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use proto::SessionId;
-use proto::control::{ApprovalInfo, ControlAnswer, ControlOp, GrantInfo, SessionInfo};
+use proto::control::{
+    ApprovalInfo, ApprovalState, ApprovalUpdate, Choice, ControlAnswer, ControlOp, DecidedVia,
+    GrantInfo, REMEMBER_MAX_SECONDS, SessionInfo,
+};
 
 use crate::client::control;
 use crate::error::CliError;
@@ -30,8 +35,12 @@ pub struct ApprovalsArgs {
     #[command(flatten)]
     common: Common,
     /// Every approval, decided ones too.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "watch")]
     all: bool,
+    /// Keep watching: show each call that asks as it arrives (with the terminal bell), and
+    /// each decision, until interrupted.
+    #[arg(long)]
+    watch: bool,
 }
 
 /// Approve a pending call: it runs (after the gate decides again with the taint of now).
@@ -41,6 +50,44 @@ pub struct ApproveArgs {
     common: Common,
     /// The approval id (`ap-…`).
     id: String,
+    /// Also approve this exact call (same session, tool and arguments) for this long: it
+    /// then runs again without asking (e.g. `10m`, `90s`, `2h`; at most 24h).
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    remember: Option<u64>,
+}
+
+/// `10m`, `90s`, `2h`, `1h30m` as seconds (1 s to 24 h).
+fn parse_duration(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "`{text}` is not a duration: write it like 10m, 90s or 2h (at most {}h)",
+            REMEMBER_MAX_SECONDS / 3600
+        )
+    };
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            _ => return Err(bad()),
+        };
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+        number.clear();
+    }
+    if !number.is_empty() || total == 0 || total > REMEMBER_MAX_SECONDS {
+        return Err(bad());
+    }
+    Ok(total)
 }
 
 /// Refuse a pending call: it ends `denied approval_refused`.
@@ -74,11 +121,23 @@ enum SessionsCommand {
     },
 }
 
-/// List the grants in force (from the config, and added at run time).
+/// List the grants in force (from the config, added at run time, and remembered
+/// approvals), or revoke a run-time one.
 #[derive(Debug, clap::Args)]
 pub struct GrantsArgs {
     #[command(flatten)]
     common: Common,
+    #[command(subcommand)]
+    command: Option<GrantsCommand>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum GrantsCommand {
+    /// Revoke a run-time grant or a remembered approval (`rt-N`; audited).
+    Revoke {
+        /// The grant id, as `boxmaker grants` lists it.
+        id: String,
+    },
 }
 
 /// Read or check the audit log.
@@ -156,6 +215,27 @@ fn session_line(s: &SessionInfo) -> String {
 
 fn grant_line(g: &GrantInfo) -> String {
     let s = &g.grant;
+    if let Some(scope) = &g.scope {
+        // A remembered approval: exactly this call, in this session, as the person saw it.
+        let args = front::explain::for_person(&scope.arguments);
+        return format!(
+            "{}  remembered approval {} (approve for this session)  {} {}{}  session {}  \
+             up to taint {}{}  expires {}",
+            g.id,
+            front::explain::for_person(&scope.approval).text,
+            front::explain::for_person(&s.tool).text,
+            args.text,
+            args.marker(),
+            front::explain::for_person(&s.sessions).text,
+            s.max_class,
+            if s.if_untrusted == proto::control::Effect::Allow {
+                "+untrusted"
+            } else {
+                ""
+            },
+            s.expires.map_or("never".into(), crate::when::at)
+        );
+    }
     format!(
         "{}  {} {}  sessions {}  max_class {}  if_untrusted {}  expires {}",
         g.id,
@@ -168,11 +248,40 @@ fn grant_line(g: &GrantInfo) -> String {
     )
 }
 
+/// A decided approval's line: the approval, then who decided it and from where.
+fn update_line(u: &ApprovalUpdate) -> String {
+    let mut line = approval_line(&u.item);
+    if let Some(by) = &u.by {
+        line.push_str(&format!(
+            "  decided {}by {}{}",
+            u.decided
+                .map_or(String::new(), |t| format!("{} ", crate::when::at(t))),
+            front::explain::for_person(by).text,
+            u.via.map_or(String::new(), |v| format!(" ({v})"))
+        ));
+    }
+    if let Some(g) = &u.grant {
+        line.push_str(&format!("  remembered as {g}"));
+    }
+    line
+}
+
+/// Who decides from this command line, in the history's words.
+fn cli_decider() -> String {
+    match std::env::var("USER").or_else(|_| std::env::var("LOGNAME")) {
+        Ok(user) if !user.is_empty() => format!("{user}, at the command line"),
+        _ => "a person at the command line".into(),
+    }
+}
+
 fn unexpected(a: ControlAnswer) -> CliError {
     CliError::Unexpected(format!("{a:?}"))
 }
 
 pub fn approvals(args: &ApprovalsArgs) -> Result<u8, CliError> {
+    if args.watch {
+        return watch(&args.common);
+    }
     let answer = ask(&args.common, ControlOp::ListApprovals { all: args.all })?;
     if args.common.json {
         print_json(&answer)?;
@@ -193,8 +302,18 @@ pub fn approvals(args: &ApprovalsArgs) -> Result<u8, CliError> {
 pub fn approve(args: &ApproveArgs) -> Result<u8, CliError> {
     decided(
         &args.common,
-        ControlOp::Approve {
+        ControlOp::DecideApproval {
             approval: args.id.clone(),
+            choice: if args.remember.is_some() {
+                Choice::ApproveForSession
+            } else {
+                Choice::ApproveOnce
+            },
+            remember_seconds: args.remember,
+            reason: None,
+            shown: None,
+            via: DecidedVia::Cli,
+            by: cli_decider(),
         },
     )
 }
@@ -202,9 +321,14 @@ pub fn approve(args: &ApproveArgs) -> Result<u8, CliError> {
 pub fn refuse(args: &RefuseArgs) -> Result<u8, CliError> {
     decided(
         &args.common,
-        ControlOp::Refuse {
+        ControlOp::DecideApproval {
             approval: args.id.clone(),
+            choice: Choice::Refuse,
+            remember_seconds: None,
             reason: args.reason.clone(),
+            shown: None,
+            via: DecidedVia::Cli,
+            by: cli_decider(),
         },
     )
 }
@@ -215,11 +339,93 @@ fn decided(common: &Common, op: ControlOp) -> Result<u8, CliError> {
         print_json(&answer)?;
         return Ok(0);
     }
-    let ControlAnswer::Approval { item } = answer else {
+    let ControlAnswer::Decided { item } = answer else {
         return Err(unexpected(answer));
     };
-    println!("{}", approval_line(&item));
+    println!("{}", update_line(&item));
     Ok(0)
+}
+
+/// `approvals --watch`: what waits now, then every call that asks as it arrives (with the
+/// terminal bell) and every decision, until interrupted. A gate that goes away is reached
+/// again (or started) and the watch goes on from the change it had reached: change numbers
+/// are kept in the state database.
+fn watch(common: &Common) -> Result<u8, CliError> {
+    use std::io::Write;
+    const PAGE: u64 = 1000;
+    let cfg = Arc::new(config::load(&common.config)?);
+    let mut conn = connect(&common.config, cfg.clone(), Channel::Control)?;
+    let mut out = std::io::stdout();
+    if !common.json {
+        let _ = writeln!(
+            out,
+            "watching the approvals of {} (interrupt to stop)",
+            cfg.gate.state.display()
+        );
+    }
+    // Pending ones already shown, so a call is announced (and rung) once.
+    let mut shown = std::collections::HashSet::new();
+    // `None` while the pending list is read (from its start, page by page); then the
+    // number of the last change seen.
+    let mut after = 0;
+    let mut first_head: Option<u64> = None;
+    let mut cursor: Option<u64> = None;
+    loop {
+        let op = match cursor {
+            None => ControlOp::WatchApprovals {
+                after,
+                limit: PAGE,
+                wait_ms: 0,
+                pending_only: true,
+            },
+            Some(c) => ControlOp::WatchApprovals {
+                after: c,
+                limit: PAGE,
+                wait_ms: 25_000,
+                pending_only: false,
+            },
+        };
+        let (items, head) = match control(&conn.stream, op) {
+            Ok(ControlAnswer::ApprovalUpdates { items, head, .. }) => (items, head),
+            Ok(other) => return Err(unexpected(other)),
+            Err(CliError::GateGone | CliError::Frame(_)) => {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                conn = connect(&common.config, cfg.clone(), Channel::Control)?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if cursor.is_none() && first_head.is_none() {
+            first_head = Some(head);
+        }
+        let mut rang = false;
+        for u in &items {
+            if common.json {
+                let text =
+                    serde_json::to_string(u).map_err(|e| CliError::Unexpected(e.to_string()))?;
+                let _ = writeln!(out, "{text}");
+            } else if u.item.state == ApprovalState::Pending {
+                if shown.insert(u.item.id.clone()) {
+                    let bell = if rang { "" } else { "\x07" };
+                    rang = true;
+                    let _ = writeln!(out, "{bell}waiting: {}", approval_line(&u.item));
+                }
+            } else {
+                shown.remove(&u.item.id);
+                let _ = writeln!(out, "{}", update_line(u));
+            }
+        }
+        let _ = out.flush();
+        match (cursor, items.last()) {
+            // More pending ones than a page: read on from the last one.
+            (None, Some(last)) if items.len() as u64 >= PAGE => after = last.change,
+            // The pending list is read: every change from the head of its first page on
+            // comes next (those already shown are not announced twice).
+            (None, _) => cursor = Some(first_head.unwrap_or(head)),
+            (Some(_), Some(last)) => cursor = Some(last.change),
+            (Some(_), None) => {}
+        }
+    }
 }
 
 pub fn sessions(args: &SessionsArgs) -> Result<u8, CliError> {
@@ -250,6 +456,18 @@ pub fn sessions(args: &SessionsArgs) -> Result<u8, CliError> {
 }
 
 pub fn grants(args: &GrantsArgs) -> Result<u8, CliError> {
+    if let Some(GrantsCommand::Revoke { id }) = &args.command {
+        let answer = ask(&args.common, ControlOp::RevokeGrant { grant: id.clone() })?;
+        if args.common.json {
+            print_json(&answer)?;
+            return Ok(0);
+        }
+        let ControlAnswer::Grant { item } = answer else {
+            return Err(unexpected(answer));
+        };
+        println!("revoked: {}", grant_line(&item));
+        return Ok(0);
+    }
     let answer = ask(&args.common, ControlOp::ListGrants {})?;
     if args.common.json {
         print_json(&answer)?;

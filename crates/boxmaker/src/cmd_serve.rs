@@ -6,6 +6,10 @@
 //! starts it again (calls in flight lose their connection; nothing the gate acknowledged is
 //! lost: it is in SQLite and the audit log). On SIGINT or SIGTERM the supervisor stops the
 //! gate, removes the sockets, and exits 0.
+//!
+//! With `--approvals ADDR` the supervisor also serves the approvals page (crate `page`): a
+//! client of the control socket, like the CLI, with a login token made at start, printed
+//! once and kept `0600` in `STATE/approvals.token`.
 
 use std::path::PathBuf;
 use std::process::{Child, Command};
@@ -22,6 +26,69 @@ pub struct ServeArgs {
     /// The config file.
     #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
     config: PathBuf,
+    /// Also serve the approvals page at this address (e.g. 127.0.0.1:8700; port 0 picks
+    /// one): pending calls appear as they ask, to approve or refuse in the browser.
+    #[arg(long, value_name = "ADDR")]
+    approvals: Option<std::net::SocketAddr>,
+    /// Allow `--approvals` on an address other than loopback (the page is then reachable
+    /// from other machines, over plain HTTP).
+    #[arg(long, requires = "approvals")]
+    allow_remote: bool,
+}
+
+/// The approvals page's login token, in the state directory.
+pub const APPROVALS_TOKEN: &str = "approvals.token";
+
+/// Starts the approvals page on a thread of its own: binds `addr` (which `serve` checked is
+/// loopback, or allowed), writes a fresh login token `0600` to the state directory, and
+/// prints where the page is and the token, once.
+fn start_page(addr: std::net::SocketAddr, state: &std::path::Path) -> Result<(), CliError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    crate::host::create_state_dir(state)?;
+    let token = page::auth::random_token()
+        .map_err(|e| CliError::Unexpected(format!("no randomness: {e}")))?;
+    let path = state.join(APPROVALS_TOKEN);
+    let _ = std::fs::remove_file(&path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| f.write_all(token.as_bytes()))
+        .map_err(|source| CliError::State {
+            path: path.clone(),
+            source,
+        })?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|source| CliError::State {
+            path: state.to_path_buf(),
+            source,
+        })?;
+    let listener = runtime
+        .block_on(page::bind(addr))
+        .map_err(|e| CliError::Local(e.to_string()))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    eprintln!(
+        "boxmaker: approvals page at http://{bound}/ — log in with the token {token} (also in {})",
+        path.display()
+    );
+    let state = state.to_path_buf();
+    std::thread::Builder::new()
+        .name("approvals-page".into())
+        .spawn(move || {
+            if let Err(e) = runtime.block_on(page::serve_on(listener, state, token)) {
+                eprintln!("boxmaker: {e}");
+            }
+        })
+        .map_err(|source| CliError::State {
+            path: path.clone(),
+            source,
+        })?;
+    Ok(())
 }
 
 /// The gate role (started by `serve`, or by a client on demand).
@@ -42,6 +109,15 @@ const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
 pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
     let cfg = config::load(&args.config)?;
+    if let Some(addr) = args.approvals
+        && !addr.ip().is_loopback()
+        && !args.allow_remote
+    {
+        return Err(CliError::Local(format!(
+            "{addr} is not a loopback address; pass --allow-remote to serve the approvals page \
+             to other machines"
+        )));
+    }
     let state = cfg.gate.state.clone();
     let config_path = std::path::absolute(&args.config).unwrap_or(args.config.clone());
     let stop = Arc::new(AtomicBool::new(false));
@@ -73,6 +149,13 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
         state.join(gate::serve::AGENT_SOCKET).display(),
         state.join(gate::serve::CONTROL_SOCKET).display()
     );
+    if let Some(addr) = args.approvals
+        && let Err(e) = start_page(addr, &state)
+    {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
     let code = loop {
         if stop.load(Ordering::SeqCst) {
             let _ = child.kill();
@@ -105,7 +188,11 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
             }
         }
     };
-    for sock in [gate::serve::AGENT_SOCKET, gate::serve::CONTROL_SOCKET] {
+    for sock in [
+        gate::serve::AGENT_SOCKET,
+        gate::serve::CONTROL_SOCKET,
+        statedir::DECIDE_SOCKET,
+    ] {
         let _ = std::fs::remove_file(state.join(sock));
     }
     Ok(code)

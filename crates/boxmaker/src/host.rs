@@ -176,7 +176,11 @@ impl HostedGate {
     /// (the lock is still held, so no other gate has bound them). Connections already
     /// accepted are served to their end.
     pub fn unlink_sockets(&self) {
-        for sock in [statedir::AGENT_SOCKET, statedir::CONTROL_SOCKET] {
+        for sock in [
+            statedir::AGENT_SOCKET,
+            statedir::CONTROL_SOCKET,
+            statedir::DECIDE_SOCKET,
+        ] {
             let _ = std::fs::remove_file(self.state.join(sock));
         }
     }
@@ -240,16 +244,25 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
     }
     let agent = bind_agent_socket(&state).map_err(CliError::Socket)?;
     let control = bind_control_socket(&state).map_err(CliError::Socket)?;
+    let mut listeners = vec![(agent, Socket::Agent), (control, Socket::Control)];
+    // The front's decision socket exists only when the config lets a person approve in the
+    // agent's client (docs/spec.md §2.5); a stale one from an earlier config goes.
+    if gate.config().gate.approve_in_client {
+        let decide = gate::serve_decide::bind_decide_socket(&state).map_err(CliError::Socket)?;
+        listeners.push((decide, Socket::Decide));
+    } else {
+        let _ = std::fs::remove_file(state.join(statedir::DECIDE_SOCKET));
+    }
     let active = Arc::new(AtomicUsize::new(0));
-    for (listener, is_control) in [(agent, false), (control, true)] {
+    for (listener, which) in listeners {
         let g = gate.clone();
         let active = active.clone();
         std::thread::Builder::new()
             .name(
-                if is_control {
-                    "gate-control"
-                } else {
-                    "gate-agent"
+                match which {
+                    Socket::Agent => "gate-agent",
+                    Socket::Control => "gate-control",
+                    Socket::Decide => "gate-decide",
                 }
                 .into(),
             )
@@ -258,10 +271,10 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
                 let err = accept_loop(listener, move |stream| {
                     let _active = Active::new(&active);
                     let g = g2.clone();
-                    let _ = if is_control {
-                        gate::serve::serve_control_stream(g, stream)
-                    } else {
-                        gate::serve::serve_agent_stream(g, stream)
+                    let _ = match which {
+                        Socket::Agent => gate::serve::serve_agent_stream(g, stream),
+                        Socket::Control => gate::serve::serve_control_stream(g, stream),
+                        Socket::Decide => gate::serve_decide::serve_decide_stream(g, stream),
                     };
                 });
                 eprintln!("boxmaker: the gate stopped accepting connections: {err}");
@@ -277,6 +290,14 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
         _lock: lock,
         active,
     }))
+}
+
+/// The sockets a hosted gate serves.
+#[derive(Debug, Clone, Copy)]
+enum Socket {
+    Agent,
+    Control,
+    Decide,
 }
 
 /// This process is a client of a state directory: a shared lock on `clients.lock`, held
@@ -325,6 +346,7 @@ impl Presence {
 pub enum Channel {
     Agent,
     Control,
+    Decide,
 }
 
 impl Channel {
@@ -332,6 +354,7 @@ impl Channel {
         match self {
             Channel::Agent => statedir::AGENT_SOCKET,
             Channel::Control => statedir::CONTROL_SOCKET,
+            Channel::Decide => statedir::DECIDE_SOCKET,
         }
     }
 }

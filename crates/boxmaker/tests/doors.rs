@@ -182,13 +182,16 @@ fn a_mount_that_reaches_the_state_directory_through_a_symlink_shows_it_empty() {
 }
 
 #[test]
-fn a_peer_in_other_namespaces_is_refused_by_both_sockets_and_audited() {
-    let env = Env::new("peer", As::Me, &runner_config(""));
+fn a_peer_in_other_namespaces_is_refused_by_every_socket_and_audited() {
+    // With `approve_in_client` the gate binds its decision socket too.
+    let cfg = runner_config("").replace("[gate]\n", "[gate]\napprove_in_client = true\n");
+    let env = Env::new("peer", As::Me, &cfg);
     // A gate to talk to.
     let o = env.run(&["sessions"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let state = env.dir.join("state");
-    for sock in ["agent.sock", "control.sock"] {
+    assert!(state.join("decide.sock").exists(), "no decision socket");
+    for sock in ["agent.sock", "control.sock", "decide.sock"] {
         // A process in a user and pid namespace of its own (as a box's command is), same uid.
         // (By its name, from the state directory: the whole path may not fit `sun_path`.)
         let script = format!(
@@ -231,7 +234,7 @@ fn a_peer_in_other_namespaces_is_refused_by_both_sockets_and_audited() {
         .collect();
     assert_eq!(
         refused.len(),
-        2,
+        3,
         "one auth_failed per refused peer: {refused:?}"
     );
     assert!(

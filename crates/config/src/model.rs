@@ -2,7 +2,7 @@
 //!
 //! Defaults (each documented in the default file, `default.toml`):
 //! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`,
-//!   `max_calls_per_session = 16`, `max_pending_per_session = 32`.
+//!   `max_calls_per_session = 16`, `max_pending_per_session = 32`, `approve_in_client = false`.
 //! - `[box]`: `memory_bytes` 2 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
 //!   `timeout_seconds` 300, `max_servers_per_session` 8. Every limit must be above 0.
 //! - `[[mount]]`: `class = "internal"` (a person's files are not public unless they say
@@ -81,6 +81,9 @@ pub struct Gate {
     pub max_calls_per_session: u64,
     /// The most approvals one session may have waiting for a person at once.
     pub max_pending_per_session: u64,
+    /// Whether a person may approve a call in the agent's own MCP client, through MCP
+    /// elicitation (docs/spec.md §5). A trust decision: whoever controls the client answers.
+    pub approve_in_client: bool,
 }
 
 /// Places inside the box that the box itself builds (system directories bound read-only,
@@ -420,6 +423,7 @@ impl Ctx<'_> {
                 "max_pending_per_session",
                 DEFAULT_PENDING_PER_SESSION,
             )?,
+            approve_in_client: g.approve_in_client,
         })
     }
 

@@ -35,6 +35,8 @@ pub(crate) struct Gate {
     pub log_arguments: bool,
     pub max_calls_per_session: Option<Spanned<u64>>,
     pub max_pending_per_session: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub approve_in_client: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -57,6 +57,10 @@ fn test_default_config_parses_and_says_what_init_promises() {
     assert_eq!(c.gate.approval_ttl, 300);
     assert!(!c.gate.log_arguments);
     assert!(
+        !c.gate.approve_in_client,
+        "approving in the agent's client is a trust decision: off unless asked for"
+    );
+    assert!(
         c.mounts.is_empty(),
         "the default box shows only the workspace"
     );
@@ -124,6 +128,7 @@ fn test_full_file_gives_every_value() {
 state = "/var/lib/bm"
 approval_ttl = 60
 log_arguments = true
+approve_in_client = true
 
 [box]
 memory_bytes = 1000
@@ -158,6 +163,7 @@ expires = 100
     assert_eq!(c.gate.state, PathBuf::from("/var/lib/bm"));
     assert_eq!(c.gate.approval_ttl, 60);
     assert!(c.gate.log_arguments);
+    assert!(c.gate.approve_in_client);
     assert_eq!(
         (
             c.limits.memory_bytes,
@@ -331,6 +337,7 @@ fn test_bad_types_and_syntax() {
     bad("[gate]\napproval_ttl = 0\n", 2);
     bad("[box]\ntimeout_seconds = 0\n", 2);
     bad("[gate]\nlog_arguments = \"yes\"\n", 2);
+    bad("[gate]\napprove_in_client = 1\n", 2);
     bad(
         "[[grant]]\ntool = \"a\"\neffect = \"allow\"\nexpires = \"2027\"\n",
         4,

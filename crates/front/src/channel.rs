@@ -8,6 +8,7 @@
 //! ```text
 //! front ── 'c' ──────────────────────────────▶ launcher: finds (or starts) a gate, connects
 //! front ◀── 'k' + SCM_RIGHTS(agent connection) ─┘  (or 'e' + one line: why not)
+//! front ── 'd' ─▶ the same, for the gate's decision socket (only with `approve_in_client`)
 //! ```
 //!
 //! Both halves live here, so the protocol is written once.
@@ -35,13 +36,50 @@ fn broken(e: impl std::fmt::Display) -> GateCallError {
     }
 }
 
-/// The front's side: asks the launcher on `channel` for one connection to the gate. One
-/// request at a time (calls run on several threads).
-pub fn connector(channel: UnixStream) -> Connector {
-    let channel = Arc::new(Mutex::new(channel));
-    Arc::new(move || {
+/// Which of the gate's sockets a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The agent socket (`'c'`): every tool call.
+    Agent,
+    /// The decision socket (`'d'`): showing and deciding the session's own approvals.
+    Decide,
+}
+
+impl Kind {
+    fn byte(self) -> u8 {
+        match self {
+            Kind::Agent => b'c',
+            Kind::Decide => b'd',
+        }
+    }
+}
+
+/// The front's side of the channel, shared by every connector made from it.
+#[derive(Debug, Clone)]
+pub struct Channel(Arc<Mutex<UnixStream>>);
+
+impl Channel {
+    pub fn new(stream: UnixStream) -> Self {
+        Channel(Arc::new(Mutex::new(stream)))
+    }
+
+    /// Asks the launcher for one connection of `kind`. One request at a time (calls run on
+    /// several threads).
+    pub fn ask(&self, kind: Kind) -> Result<UnixStream, GateCallError> {
+        ask(&self.0, kind)
+    }
+}
+
+/// The front's side: asks the launcher on `channel` for one connection to the gate's agent
+/// socket.
+pub fn connector(channel: Channel) -> Connector {
+    Arc::new(move || channel.ask(Kind::Agent))
+}
+
+fn ask(channel: &Mutex<UnixStream>, kind: Kind) -> Result<UnixStream, GateCallError> {
+    {
         let ch = channel.lock().unwrap_or_else(PoisonError::into_inner);
-        rustix::net::send(&*ch, b"c", SendFlags::NOSIGNAL).map_err(broken)?;
+        rustix::net::send(&*ch, &[kind.byte()], SendFlags::NOSIGNAL).map_err(broken)?;
         let mut byte = [0u8; 1 + MAX_REASON];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -68,22 +106,23 @@ pub fn connector(channel: UnixStream) -> Connector {
             }),
             _ => Err(broken("the launcher answered out of turn")),
         }
-    })
+    }
 }
 
 /// The launcher's side: answers each request on `channel` with a connection from
 /// `connect` (or why there is none), until the front closes it.
-pub fn serve(channel: impl AsFd, connect: impl Fn() -> Result<UnixStream, String>) {
+pub fn serve(channel: impl AsFd, connect: impl Fn(Kind) -> Result<UnixStream, String>) {
     let channel = channel.as_fd();
     let mut byte = [0u8; 1];
     loop {
-        match rustix::net::recv(channel, &mut byte, RecvFlags::empty()) {
+        let kind = match rustix::net::recv(channel, &mut byte, RecvFlags::empty()) {
             Ok((0, _)) | Err(_) => return,
-            Ok(_) if byte[0] == b'c' => {}
+            Ok(_) if byte[0] == b'c' => Kind::Agent,
+            Ok(_) if byte[0] == b'd' => Kind::Decide,
             // Anything else is not the front speaking as it should: stop serving it.
             Ok(_) => return,
-        }
-        let sent = match connect() {
+        };
+        let sent = match connect(kind) {
             Ok(stream) => {
                 let fds = [stream.as_fd()];
                 let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
@@ -120,7 +159,10 @@ mod tests {
         let (front, launcher) = UnixStream::pair().unwrap();
         let t = std::thread::spawn(move || {
             let n = std::sync::atomic::AtomicUsize::new(0);
-            serve(&launcher, || {
+            serve(&launcher, |kind| {
+                if kind == Kind::Decide {
+                    return Err("approving in the client is off".into());
+                }
                 if n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
                     let (mine, theirs) = UnixStream::pair().unwrap();
                     std::thread::spawn(move || {
@@ -133,7 +175,10 @@ mod tests {
                 }
             });
         });
-        let connect = connector(front);
+        let channel = Channel::new(front);
+        let connect = connector(channel.clone());
+        let e = channel.ask(Kind::Decide).unwrap_err().to_string();
+        assert!(e.contains("approving in the client is off"), "{e}");
         let mut s = connect().unwrap();
         let mut got = String::new();
         s.read_to_string(&mut got).unwrap();
@@ -141,6 +186,7 @@ mod tests {
         let e = connect().unwrap_err().to_string();
         assert!(e.contains("no gate answered"), "{e}");
         drop(connect);
+        drop(channel);
         t.join().unwrap();
     }
 }

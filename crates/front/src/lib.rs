@@ -7,8 +7,10 @@
 //!
 //! **Must never:** trust anything it receives, hold state beyond one session's id and call
 //! counter, open files, reach the control socket, or run a tool. It can only send
-//! `ToolRequest`s to the agent socket; the gate decides everything. Once serving it is
-//! confined (no file, no exec, no socket or connect of its own: [`confine`]).
+//! `ToolRequest`s to the agent socket and, when the config lets a person approve in the
+//! agent's client, show and decide its own session's pending approvals on the decision
+//! socket; the gate decides everything. Once serving it is confined (no file, no exec, no
+//! socket or connect of its own: [`confine`]).
 //!
 //! Reading order:
 //! 1. [`tools`] — what `tools/list` shows, with schemas and descriptions.
@@ -19,9 +21,13 @@
 //! 6. [`http`] — streamable HTTP with a bearer token and an `Origin` check.
 //! 7. [`confine`] — how the front confines itself before it reads the agent's first byte;
 //!    [`channel`] — the one way it then has to the gate: connections the launcher hands it.
+//! 8. [`approve`] — approving in the agent's own client: the elicitation a person answers,
+//!    and the front's side of the decision socket (docs/spec.md §2.5).
+//! 9. [`when`] — times as a person reads them.
 
 #![forbid(unsafe_code)]
 
+pub mod approve;
 pub mod channel;
 pub mod confine;
 pub mod explain;
@@ -30,6 +36,7 @@ pub mod http;
 pub mod server;
 pub mod stdio;
 pub mod tools;
+pub mod when;
 
 pub use server::Front;
 

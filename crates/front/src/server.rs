@@ -41,6 +41,8 @@ struct Inner {
     catalog: Arc<Catalog>,
     session: SessionId,
     connector: gatecall::Connector,
+    /// The decision socket, when the config lets a person approve in the agent's client.
+    decide: std::sync::OnceLock<crate::approve::DecideConnector>,
     next_call: AtomicU64,
     seen: Mutex<(DataClass, bool)>,
 }
@@ -73,10 +75,21 @@ impl Front {
                 catalog,
                 session,
                 connector,
+                decide: std::sync::OnceLock::new(),
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
             }),
         }
+    }
+
+    /// The same front, also asking a person in the agent's client (an elicitation) when a
+    /// call waits for approval and the client can show one; their answer goes to the gate
+    /// over `decide` (docs/spec.md §2.5). Give it only when the config says
+    /// `[gate] approve_in_client = true`: the gate refuses otherwise.
+    #[must_use]
+    pub fn with_client_approvals(self, decide: crate::approve::DecideConnector) -> Self {
+        let _ = self.inner.decide.set(decide);
+        self
     }
 
     /// The boxmaker session this MCP session is.
@@ -304,11 +317,16 @@ impl ServerHandler for Front {
         let progress = context.meta.get_progress_token();
         let peer = context.peer.clone();
         let mut step = 0.0;
+        // Dropped when the call has its final answer: an elicitation still open is withdrawn.
+        let mut ended: Option<tokio::sync::oneshot::Sender<()>> = None;
         let resp = loop {
             tokio::select! {
                 done = &mut call => break done,
                 Some(p) = rx.recv() => {
                     if let ToolResponse::PendingApproval { approval, expires } = p {
+                        if ended.is_none() {
+                            ended = self.ask_in_client(&peer, &approval);
+                        }
                         let (approve, refuse) =
                             crate::explain::approval_commands(&self.inner.config, &approval);
                         let text = format!(
@@ -339,10 +357,48 @@ impl ServerHandler for Front {
                 }
             }
         };
+        drop(ended);
         let resp = resp
             .map_err(|e| McpError::internal_error(format!("the call did not finish: {e}"), None))?
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(self.answer(&name, resp).into())
+    }
+}
+
+impl Front {
+    /// Starts asking the person in the client about `approval`, when this front may and the
+    /// client can; returns what ends the question early (drop it when the call ends).
+    fn ask_in_client(
+        &self,
+        peer: &rmcp::Peer<RoleServer>,
+        approval: &str,
+    ) -> Option<tokio::sync::oneshot::Sender<()>> {
+        let decide = self.inner.decide.get()?.clone();
+        if !crate::approve::client_can_ask(peer) {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (peer, session, approval) = (
+            peer.clone(),
+            self.inner.session.clone(),
+            approval.to_string(),
+        );
+        tokio::spawn(async move {
+            let asked =
+                crate::approve::ask_in_client(peer, decide, session, approval.clone(), rx).await;
+            match asked {
+                Ok(crate::approve::Asked::Decided(answer)) => {
+                    eprintln!(
+                        "boxmaker mcp: {approval}: the person answered {answer:?} in the client"
+                    );
+                }
+                Ok(crate::approve::Asked::NoAnswer(why)) => {
+                    eprintln!("boxmaker mcp: {approval}: no answer in the client ({why})");
+                }
+                Err(e) => eprintln!("boxmaker mcp: {approval}: could not ask in the client: {e}"),
+            }
+        });
+        Some(tx)
     }
 }
 

@@ -56,7 +56,7 @@ use proto::{CallId, DataClass, DenyReason, SessionId, Timestamp};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::store::{ApprovalReason, Effect};
+use crate::store::{ApprovalReason, DecidedVia, Effect};
 
 /// The log's file name inside the state directory.
 pub const AUDIT_FILE: &str = "audit.log";
@@ -272,6 +272,10 @@ pub enum Event {
         /// started.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reach: Option<DataClass>,
+        /// The remembered approval (`rt-N`) that answered this call's `ask`: the policy
+        /// said ask, and a person had approved exactly this call for the session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<String>,
     },
     ApprovalAsked {
         session: SessionId,
@@ -290,6 +294,17 @@ pub enum Event {
         /// The refuser's reason, if given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// Where the decision came from: `cli`, `page`, `client` (the agent's MCP client,
+        /// through elicitation) or `control`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<DecidedVia>,
+        /// Who decided, in the decider's words.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// The run-time grant that remembers the approval for the session
+        /// (`approve_for_session`); its own `grant_added` record follows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<i64>,
     },
     ApprovalExpired {
         session: SessionId,
@@ -337,6 +352,12 @@ pub enum Event {
         if_untrusted: Option<Effect>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expires: Option<Timestamp>,
+        /// A remembered approval covers only arguments with this canonical SHA-256.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        args_sha256: Option<String>,
+        /// The approval it remembers.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<String>,
     },
     GrantRevoked {
         grant: i64,

@@ -32,6 +32,8 @@
 //!   control requests in `gate/operator.rs`.
 //! - [`serve`] — the connection loops over any stream ([`serve::serve_agent`],
 //!   [`serve::serve_control`]), and the `0600` sockets in the state directory.
+//! - [`serve_decide`] — the decision socket's loop: a front shows and decides a pending
+//!   approval of its own session (a person's answer in the agent's client), nothing else.
 //!
 //! A gate opens both stores at start: `Gate::open(config, runner)` (or `Store::open(dir)`
 //! and `AuditLog::open(dir)` then `Gate::new`; log the returned `Repaired` notice if there
@@ -43,6 +45,7 @@ mod commit;
 pub mod gate;
 pub mod link;
 pub mod serve;
+pub mod serve_decide;
 pub mod store;
 
 pub use gate::{Gate, GateError, Reply};

@@ -342,7 +342,7 @@ impl<W: Write + Send + 'static> Reply for ConnReply<W> {
 
 /// Refuses (and audits) a peer [`check_peer`] does not accept: nothing is read from it,
 /// nothing is answered, the connection is closed.
-fn admit(gate: &Gate, socket: &str, stream: &UnixStream) -> Result<(), ServeError> {
+pub(crate) fn admit(gate: &Gate, socket: &str, stream: &UnixStream) -> Result<(), ServeError> {
     check_peer(stream).map_err(|(uid, why)| {
         gate.refuse_peer(socket, uid, &why);
         ServeError::Peer(why)
@@ -465,7 +465,7 @@ pub fn bind_control_socket(state_dir: &Path) -> Result<UnixListener, SocketError
 /// or a socket another process still serves; removes a stale one. The socket is bound in a
 /// fresh `0700` directory, made `0600`, then renamed into place; the bind goes through
 /// [`statedir::bind`], so the directory's path may be of any length.
-fn bind_private(state_dir: &Path, name: &str) -> Result<UnixListener, SocketError> {
+pub(crate) fn bind_private(state_dir: &Path, name: &str) -> Result<UnixListener, SocketError> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)

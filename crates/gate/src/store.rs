@@ -8,6 +8,14 @@
 //!   `expired` | `withdrawn`, and an approved one is consumed once ([`Store::mark_used`]),
 //!   like a one-shot permission in OpenSSH's monitor.
 //! - **grants added at run time**, kept after revocation with the time they were revoked.
+//!   A *remembered approval* (`approve_for_session`) is one of them with an argument scope
+//!   (`args_sha256`, `arguments`, `approval`): written in the same transaction as the
+//!   decision it comes from ([`Store::decide_as`]), and never read as a grant for its whole
+//!   tool ([`GrantRow::scope`]).
+//!
+//! Every write to an approval takes the next **change number** (`changed`, one above every
+//! approval's), so [`Store::approval_changes`] answers "what happened since N" for the
+//! approvals page and `approvals --watch`; a decision keeps who made it ([`Decider`]).
 //!
 //! # Durability
 //! The database runs in WAL mode with `synchronous=FULL`: a transaction is on disk when its
@@ -86,6 +94,19 @@ pub const MIGRATIONS: &[&str] = &[
         added        INTEGER NOT NULL,
         revoked      INTEGER
     ) STRICT;",
+    // v2 (issue 16): every change of an approval is numbered (`changed`, for watchers); a
+    // decision keeps where it came from; a remembered approval is a run-time grant scoped
+    // to exact arguments (their canonical SHA-256) and names the approval it came from.
+    "ALTER TABLE approvals ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE approvals ADD COLUMN via TEXT
+        CHECK (via IN ('cli','page','client','control'));
+    ALTER TABLE approvals ADD COLUMN decided_by TEXT;
+    ALTER TABLE approvals ADD COLUMN grant_id INTEGER;
+    UPDATE approvals SET changed = rowid;
+    CREATE INDEX approvals_by_change ON approvals (changed);
+    ALTER TABLE grants ADD COLUMN args_sha256 TEXT;
+    ALTER TABLE grants ADD COLUMN arguments TEXT;
+    ALTER TABLE grants ADD COLUMN approval TEXT;",
 ];
 
 /// What can go wrong in the state store.
@@ -165,6 +186,8 @@ pub enum StoreError {
     GrantNotFound { id: i64 },
     #[error("run-time grant {id} was already revoked at {revoked}")]
     GrantAlreadyRevoked { id: i64, revoked: Timestamp },
+    #[error("approval {id} was refused; only an approval can be remembered")]
+    RememberRefusal { id: String },
 }
 
 fn sql(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
@@ -250,9 +273,9 @@ pub enum Decision {
     },
 }
 
-/// Why a call needs approval, and a grant's effect: the wire's own types (`proto::control`),
-/// stored under the same snake_case names.
-pub use proto::control::{ApprovalReason, Effect};
+/// Why a call needs approval, a grant's effect, and where a decision came from: the wire's
+/// own types (`proto::control`), stored under the same snake_case names.
+pub use proto::control::{ApprovalReason, DecidedVia, Effect};
 
 impl From<proto::UnknownName> for StoreError {
     fn from(e: proto::UnknownName) -> Self {
@@ -327,6 +350,46 @@ pub struct ApprovalRow {
     pub note: Option<String>,
     /// When the gate consumed it to run the call ([`Store::mark_used`]).
     pub used: Option<Timestamp>,
+    /// The number of its latest change: every write to an approval takes the next number
+    /// above every approval's, so `changed > N` is "what happened since N".
+    pub change: u64,
+    /// Who decided it, and through what (`None` for an expiry, a withdrawal, or a decision
+    /// older than schema version 2).
+    pub decider: Option<Decider>,
+    /// The remembered approval (run-time grant) an `approve_for_session` made.
+    pub grant: Option<i64>,
+}
+
+/// Who decided an approval: through what, and in the decider's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decider {
+    pub via: DecidedVia,
+    pub by: String,
+}
+
+/// An approval remembered for its session (`approve_for_session`): written as a run-time
+/// grant for the approval's session and tool, scoped to arguments with this canonical
+/// SHA-256, in the same transaction as the decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remember {
+    pub expires: Timestamp,
+    /// The highest taint class it admits (the one the person saw).
+    pub max_class: DataClass,
+    /// `allow` when the person saw an untrusted session, else `ask`: once the session has
+    /// seen untrusted content the remembered approval no longer answers.
+    pub if_untrusted: Effect,
+    pub args_sha256: String,
+}
+
+/// A run-time grant's scope, for a remembered approval: only calls whose arguments have
+/// this canonical SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantScope {
+    pub args_sha256: String,
+    /// The arguments as the person saw them.
+    pub arguments: String,
+    /// The approval it was remembered from.
+    pub approval: String,
 }
 
 /// A grant added at run time, before it has an id.
@@ -357,6 +420,8 @@ pub struct GrantRow {
     pub expires: Option<Timestamp>,
     pub added: Timestamp,
     pub revoked: Option<Timestamp>,
+    /// Set for a remembered approval: it covers only these arguments.
+    pub scope: Option<GrantScope>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,8 +524,8 @@ impl RawSession {
     }
 }
 
-const APPROVAL_COLS: &str =
-    "id, session, call, tool, arguments, reason, state, created, expires, decided, note, used";
+const APPROVAL_COLS: &str = "id, session, call, tool, arguments, reason, state, created, \
+     expires, decided, note, used, changed, via, decided_by, grant_id";
 
 struct RawApproval {
     id: String,
@@ -475,6 +540,10 @@ struct RawApproval {
     decided: Option<i64>,
     note: Option<String>,
     used: Option<i64>,
+    changed: i64,
+    via: Option<String>,
+    decided_by: Option<String>,
+    grant_id: Option<i64>,
 }
 
 fn raw_approval(r: &Row<'_>) -> rusqlite::Result<RawApproval> {
@@ -491,6 +560,10 @@ fn raw_approval(r: &Row<'_>) -> rusqlite::Result<RawApproval> {
         decided: r.get(9)?,
         note: r.get(10)?,
         used: r.get(11)?,
+        changed: r.get(12)?,
+        via: r.get(13)?,
+        decided_by: r.get(14)?,
+        grant_id: r.get(15)?,
     })
 }
 
@@ -509,12 +582,21 @@ impl RawApproval {
             decided: opt_ts_from_sql(self.decided)?,
             note: self.note,
             used: opt_ts_from_sql(self.used)?,
+            change: count_from_sql(self.changed)?,
+            decider: match (self.via, self.decided_by) {
+                (Some(via), Some(by)) => Some(Decider {
+                    via: via.parse()?,
+                    by,
+                }),
+                _ => None,
+            },
+            grant: self.grant_id,
         })
     }
 }
 
-const GRANT_COLS: &str =
-    "id, tool, sessions, effect, max_class, if_untrusted, expires, added, revoked";
+const GRANT_COLS: &str = "id, tool, sessions, effect, max_class, if_untrusted, expires, added, \
+     revoked, args_sha256, arguments, approval";
 
 struct RawGrant {
     id: i64,
@@ -526,6 +608,9 @@ struct RawGrant {
     expires: Option<i64>,
     added: i64,
     revoked: Option<i64>,
+    args_sha256: Option<String>,
+    arguments: Option<String>,
+    approval: Option<String>,
 }
 
 fn raw_grant(r: &Row<'_>) -> rusqlite::Result<RawGrant> {
@@ -539,6 +624,9 @@ fn raw_grant(r: &Row<'_>) -> rusqlite::Result<RawGrant> {
         expires: r.get(6)?,
         added: r.get(7)?,
         revoked: r.get(8)?,
+        args_sha256: r.get(9)?,
+        arguments: r.get(10)?,
+        approval: r.get(11)?,
     })
 }
 
@@ -554,6 +642,20 @@ impl RawGrant {
             expires: opt_ts_from_sql(self.expires)?,
             added: ts_from_sql(self.added)?,
             revoked: opt_ts_from_sql(self.revoked)?,
+            scope: match (self.args_sha256, self.arguments, self.approval) {
+                (None, None, None) => None,
+                (Some(args_sha256), Some(arguments), Some(approval)) => Some(GrantScope {
+                    args_sha256,
+                    arguments,
+                    approval,
+                }),
+                // Half a scope must never read as no scope (a grant for every argument).
+                _ => {
+                    return Err(StoreError::Corrupt {
+                        what: format!("the argument scope of run-time grant {}", self.id),
+                    });
+                }
+            },
         })
     }
 }
@@ -808,10 +910,11 @@ impl Store {
     pub fn create_approval(&mut self, new: NewApproval) -> Result<ApprovalRow, StoreError> {
         let id = new_approval_id()?;
         let tx = self.write("record an approval")?;
+        let change = next_change(&tx)?;
         tx.execute(
             "INSERT INTO approvals (id, session, call, tool, arguments, reason, state,
-                                    created, expires)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8)",
+                                    created, expires, changed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9)",
             rusqlite::params![
                 id,
                 new.session.as_str(),
@@ -821,6 +924,7 @@ impl Store {
                 new.reason.as_str(),
                 ts_to_sql(new.created),
                 ts_to_sql(new.expires),
+                change,
             ],
         )
         .map_err(sql("record an approval"))?;
@@ -839,6 +943,9 @@ impl Store {
             decided: None,
             note: None,
             used: None,
+            change: count_from_sql(change)?,
+            decider: None,
+            grant: None,
         })
     }
 
@@ -866,6 +973,82 @@ impl Store {
         raws.into_iter().map(RawApproval::convert).collect()
     }
 
+    /// Approvals whose latest change is numbered above `after`, by change number, at most
+    /// `limit`, each with its session's taint now; only pending ones with `pending_only`.
+    pub fn approval_changes(
+        &self,
+        after: u64,
+        limit: u64,
+        pending_only: bool,
+    ) -> Result<Vec<(ApprovalRow, StoredTaint)>, StoreError> {
+        let cols: String = APPROVAL_COLS
+            .split(", ")
+            .map(|c| format!("a.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let cond = if pending_only {
+            "AND a.state = 'pending'"
+        } else {
+            ""
+        };
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {cols}, s.class, s.untrusted FROM approvals a
+                 LEFT JOIN sessions s ON s.id = a.session
+                 WHERE a.changed > ?1 {cond} ORDER BY a.changed LIMIT ?2"
+            ))
+            .map_err(sql("list approval changes"))?;
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let raws = stmt
+            .query_map(rusqlite::params![after, limit], |r| {
+                Ok((
+                    raw_approval(r)?,
+                    r.get::<_, Option<String>>(16)?,
+                    r.get::<_, Option<i64>>(17)?,
+                ))
+            })
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(sql("list approval changes"))?;
+        raws.into_iter()
+            .map(|(raw, class, untrusted)| {
+                let taint = match class {
+                    None => StoredTaint::START,
+                    Some(c) => StoredTaint {
+                        class: class_from_sql(&c)?,
+                        untrusted: untrusted.unwrap_or(0) != 0,
+                    },
+                };
+                Ok((raw.convert()?, taint))
+            })
+            .collect()
+    }
+
+    /// How many approvals are pending.
+    pub fn pending_count(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM approvals WHERE state = 'pending'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql("count pending approvals"))?;
+        count_from_sql(n)
+    }
+
+    /// The number of the latest change to any approval (0 when there is none).
+    pub fn approvals_head(&self) -> Result<u64, StoreError> {
+        let head: i64 = self
+            .conn
+            .query_row("SELECT COALESCE(MAX(changed), 0) FROM approvals", [], |r| {
+                r.get(0)
+            })
+            .map_err(sql("read the latest approval change"))?;
+        count_from_sql(head)
+    }
+
     /// A person's decision: `pending` → `approved` or `refused`, atomically, only if the
     /// approval is still pending and `now < expires`.
     ///
@@ -879,6 +1062,24 @@ impl Store {
         decision: Decision,
         now: Timestamp,
     ) -> Result<ApprovalRow, StoreError> {
+        self.decide_as(id, decision, None, None, now)
+    }
+
+    /// [`Store::decide`], keeping who decided (`by`) and, for an approval remembered for
+    /// its session, writing its run-time grant in the same transaction (the grant exists
+    /// exactly when the decision does). Remembering a refusal is
+    /// [`StoreError::RememberRefusal`].
+    pub fn decide_as(
+        &mut self,
+        id: &str,
+        decision: Decision,
+        by: Option<&Decider>,
+        remember: Option<&Remember>,
+        now: Timestamp,
+    ) -> Result<ApprovalRow, StoreError> {
+        if remember.is_some() && decision != Decision::Approve {
+            return Err(StoreError::RememberRefusal { id: id.to_string() });
+        }
         let tx = self.write("decide an approval")?;
         let mut row = pending_approval(&tx, id)?;
         if now >= row.expires {
@@ -892,16 +1093,53 @@ impl Store {
             Decision::Approve => (ApprovalState::Approved, None),
             Decision::Refuse { reason } => (ApprovalState::Refused, reason),
         };
+        let grant = match remember {
+            None => None,
+            Some(r) => {
+                tx.execute(
+                    "INSERT INTO grants (tool, sessions, effect, max_class, if_untrusted,
+                                         expires, added, args_sha256, arguments, approval)
+                     VALUES (?1, ?2, 'allow', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    rusqlite::params![
+                        row.tool,
+                        row.session.as_str(),
+                        r.max_class.as_str(),
+                        r.if_untrusted.as_str(),
+                        ts_to_sql(r.expires),
+                        ts_to_sql(now),
+                        r.args_sha256,
+                        row.arguments,
+                        row.id,
+                    ],
+                )
+                .map_err(sql("remember an approval"))?;
+                Some(tx.last_insert_rowid())
+            }
+        };
+        let change = next_change(&tx)?;
         tx.execute(
-            "UPDATE approvals SET state = ?2, decided = ?3, note = ?4
+            "UPDATE approvals SET state = ?2, decided = ?3, note = ?4, changed = ?5,
+                                  via = ?6, decided_by = ?7, grant_id = ?8
              WHERE id = ?1 AND state = 'pending'",
-            rusqlite::params![id, state.as_str(), ts_to_sql(now), note],
+            rusqlite::params![
+                id,
+                state.as_str(),
+                ts_to_sql(now),
+                note,
+                change,
+                by.map(|d| d.via.as_str()),
+                by.map(|d| d.by.as_str()),
+                grant,
+            ],
         )
         .map_err(sql("decide an approval"))?;
         tx.commit().map_err(sql("commit a decision"))?;
         row.state = state;
         row.decided = Some(now);
         row.note = note;
+        row.change = count_from_sql(change)?;
+        row.decider = by.cloned();
+        row.grant = grant;
         Ok(row)
     }
 
@@ -929,17 +1167,26 @@ impl Store {
         if rows.is_empty() {
             return Ok(rows);
         }
-        tx.execute(
-            "UPDATE approvals SET state = 'expired', decided = ?1
-             WHERE state = 'pending' AND expires <= ?1",
-            [now_sql],
-        )
-        .map_err(sql("expire approvals"))?;
-        tx.commit().map_err(sql("commit expired approvals"))?;
-        for row in &mut rows {
-            row.state = ApprovalState::Expired;
-            row.decided = Some(now);
+        // One change number each, in the order listed, so a watcher that pages through
+        // them by number misses none.
+        let first = next_change(&tx)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "UPDATE approvals SET state = 'expired', decided = ?2, changed = ?3
+                     WHERE id = ?1 AND state = 'pending'",
+                )
+                .map_err(sql("expire approvals"))?;
+            for (i, row) in rows.iter_mut().enumerate() {
+                let change = first.saturating_add(i64::try_from(i).unwrap_or(i64::MAX));
+                stmt.execute(rusqlite::params![row.id, now_sql, change])
+                    .map_err(sql("expire approvals"))?;
+                row.state = ApprovalState::Expired;
+                row.decided = Some(now);
+                row.change = count_from_sql(change)?;
+            }
         }
+        tx.commit().map_err(sql("commit expired approvals"))?;
         Ok(rows)
     }
 
@@ -947,15 +1194,17 @@ impl Store {
     pub fn withdraw(&mut self, id: &str, now: Timestamp) -> Result<ApprovalRow, StoreError> {
         let tx = self.write("withdraw an approval")?;
         let mut row = pending_approval(&tx, id)?;
+        let change = next_change(&tx)?;
         tx.execute(
-            "UPDATE approvals SET state = 'withdrawn', decided = ?2
+            "UPDATE approvals SET state = 'withdrawn', decided = ?2, changed = ?3
              WHERE id = ?1 AND state = 'pending'",
-            rusqlite::params![id, ts_to_sql(now)],
+            rusqlite::params![id, ts_to_sql(now), change],
         )
         .map_err(sql("withdraw an approval"))?;
         tx.commit().map_err(sql("commit a withdrawal"))?;
         row.state = ApprovalState::Withdrawn;
         row.decided = Some(now);
+        row.change = count_from_sql(change)?;
         Ok(row)
     }
 
@@ -980,13 +1229,15 @@ impl Store {
                 used,
             });
         }
+        let change = next_change(&tx)?;
         tx.execute(
-            "UPDATE approvals SET used = ?2 WHERE id = ?1 AND used IS NULL",
-            rusqlite::params![id, ts_to_sql(now)],
+            "UPDATE approvals SET used = ?2, changed = ?3 WHERE id = ?1 AND used IS NULL",
+            rusqlite::params![id, ts_to_sql(now), change],
         )
         .map_err(sql("use an approval"))?;
         tx.commit().map_err(sql("commit the use of an approval"))?;
         row.used = Some(now);
+        row.change = count_from_sql(change)?;
         Ok(row)
     }
 
@@ -1114,6 +1365,16 @@ fn check_not_newer(path: &Path, found: i64) -> Result<(), StoreError> {
         });
     }
     Ok(())
+}
+
+/// The number the next change to an approval takes: one above every approval's (inside the
+/// caller's write transaction, so two writers never take the same number).
+fn next_change(tx: &Transaction<'_>) -> Result<i64, StoreError> {
+    let head: i64 = tx
+        .prepare_cached("SELECT COALESCE(MAX(changed), 0) FROM approvals")
+        .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+        .map_err(sql("number an approval's change"))?;
+    Ok(head.saturating_add(1))
 }
 
 fn get_approval(conn: &Connection, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
@@ -1252,7 +1513,7 @@ mod tests {
             .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
             .unwrap();
         assert_eq!(fk, 1);
-        assert_eq!(store.schema_version().unwrap(), 1);
+        assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len() as i64);
     }
 
     #[test]
@@ -1265,7 +1526,7 @@ mod tests {
             Err(
                 e @ StoreError::TooNew {
                     found: 99,
-                    supported: 1,
+                    supported: 2,
                     ..
                 },
             ) => {

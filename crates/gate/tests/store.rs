@@ -427,3 +427,107 @@ fn two_handles_raising_concurrently_lose_no_raise() {
         assert_eq!(row.results, 2, "{}", row.session);
     }
 }
+
+#[test]
+fn a_version_1_database_is_migrated_with_its_approvals_and_grants_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        // What a boxmaker before issue 16 left: schema version 1, a decided approval, a
+        // pending one, and a run-time grant.
+        let conn = rusqlite::Connection::open(dir.path().join(gate::store::DB_FILE)).unwrap();
+        conn.execute_batch(gate::store::MIGRATIONS[0]).unwrap();
+        conn.execute_batch(
+            "PRAGMA user_version = 1;
+             INSERT INTO approvals (id, session, call, tool, arguments, reason, state, created,
+                                    expires, decided)
+             VALUES ('ap-00000000000000a1', 's1', 1, 'run', '{}', 'grant_ask', 'refused', 10,
+                     310, 20),
+                    ('ap-00000000000000a2', 's1', 2, 'run', '{}', 'grant_ask', 'pending', 30,
+                     330, NULL);
+             INSERT INTO grants (tool, sessions, effect, added) VALUES ('run', '*', 'allow', 5);",
+        )
+        .unwrap();
+    }
+    let mut store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        gate::store::MIGRATIONS.len() as i64
+    );
+    let old = store.approval("ap-00000000000000a1").unwrap().unwrap();
+    assert_eq!(old.state, ApprovalState::Refused);
+    assert_eq!(old.decider, None);
+    assert_eq!(old.grant, None);
+    // Old rows are numbered in the order they were written; new changes come after them.
+    let changes = store.approval_changes(0, 10, false).unwrap();
+    assert_eq!(changes.len(), 2);
+    assert!(changes[0].0.change < changes[1].0.change);
+    let head = store.approvals_head().unwrap();
+    let decided = store
+        .decide("ap-00000000000000a2", Decision::Approve, Timestamp(40))
+        .unwrap();
+    assert!(decided.change > head);
+    let grants = store.grants().unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(
+        grants[0].scope, None,
+        "an old grant is a grant for its whole tool"
+    );
+}
+
+#[test]
+fn a_remembered_grant_is_written_with_its_decision_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let ap = store.create_approval(approval("s1", 1, 100, 60)).unwrap();
+    let by = gate::store::Decider {
+        via: gate::store::DecidedVia::Page,
+        by: "the approvals page".into(),
+    };
+    let remember = gate::store::Remember {
+        expires: Timestamp(700),
+        max_class: DataClass::Internal,
+        if_untrusted: Effect::Ask,
+        args_sha256: "ab".repeat(32),
+    };
+    // Too late: neither the decision nor the grant is written.
+    assert!(matches!(
+        store.decide_as(
+            &ap.id,
+            Decision::Approve,
+            Some(&by),
+            Some(&remember),
+            Timestamp(160)
+        ),
+        Err(StoreError::ApprovalExpired { .. })
+    ));
+    assert!(store.grants().unwrap().is_empty());
+    // A refusal is never remembered.
+    assert!(matches!(
+        store.decide_as(
+            &ap.id,
+            Decision::Refuse { reason: None },
+            Some(&by),
+            Some(&remember),
+            Timestamp(110)
+        ),
+        Err(StoreError::RememberRefusal { .. })
+    ));
+    let row = store
+        .decide_as(
+            &ap.id,
+            Decision::Approve,
+            Some(&by),
+            Some(&remember),
+            Timestamp(110),
+        )
+        .unwrap();
+    assert_eq!(row.decider, Some(by));
+    let grants = store.grants().unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(row.grant, Some(grants[0].id));
+    let scope = grants[0].scope.as_ref().unwrap();
+    assert_eq!(scope.approval, ap.id);
+    assert_eq!(scope.arguments, ap.arguments);
+    assert_eq!(grants[0].sessions, "s1");
+    assert_eq!(store.approval(&ap.id).unwrap().unwrap(), row);
+}

@@ -82,6 +82,36 @@ pub enum ControlOp {
         n: u64,
     },
     AuditVerify {},
+    /// A person's decision on a pending approval, saying where it comes from (`via`, `by`:
+    /// kept with the approval and audited) and, when the person was shown the call, what
+    /// they were shown: the gate refuses the decision (`conflict`) when the approval is not
+    /// that call. `approve_for_session` also remembers the approval for
+    /// `remember_seconds` (1 … [`REMEMBER_MAX_SECONDS`]): a run-time grant for this
+    /// session, this tool and these exact arguments. `via` may not be `client`: only the
+    /// gate writes that, for decisions that come through the decision socket
+    /// (`proto::decide`).
+    DecideApproval {
+        approval: String,
+        choice: Choice,
+        #[serde(deserialize_with = "Option::deserialize")]
+        remember_seconds: Option<u64>,
+        #[serde(deserialize_with = "Option::deserialize")]
+        reason: Option<String>,
+        #[serde(deserialize_with = "Option::deserialize")]
+        shown: Option<Shown>,
+        via: DecidedVia,
+        by: String,
+    },
+    /// Approvals whose latest change is numbered above `after`, oldest change first, at
+    /// most `limit` (capped at [`WATCH_LIMIT_MAX`]) and as many as fit a frame; only
+    /// pending ones with `pending_only`. When there are none yet, the gate waits up to
+    /// `wait_ms` (capped at [`WATCH_WAIT_MAX_MS`]) for one before it answers.
+    WatchApprovals {
+        after: u64,
+        limit: u64,
+        wait_ms: u64,
+        pending_only: bool,
+    },
 }
 
 /// The gate's answer: `{"v":1,"id":N,"reply":{"kind":...,"body":{...}}}`.
@@ -149,6 +179,20 @@ pub enum ControlAnswer {
         first_bad: Option<u64>,
         detail: String,
     },
+    /// The approval as decided (`decide_approval`).
+    Decided {
+        item: ApprovalUpdate,
+    },
+    /// `watch_approvals`: the changes, oldest first; `head` is the number of the newest
+    /// change the gate has made (ask again with `after` = the last item's `change`, or
+    /// `head` when there are none); `pending` how many approvals are pending now; `now` is
+    /// the gate's clock, for countdowns.
+    ApprovalUpdates {
+        items: Vec<ApprovalUpdate>,
+        head: u64,
+        pending: u64,
+        now: Timestamp,
+    },
     Error {
         code: ControlErrorCode,
         detail: String,
@@ -173,6 +217,109 @@ pub struct ApprovalInfo {
     pub expires: Timestamp,
     pub state: ApprovalState,
 }
+
+/// An approval and what happened to it: what the history of approvals shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct ApprovalUpdate {
+    pub item: ApprovalInfo,
+    /// The number of the approval's latest change (every ask, decision, expiry, withdrawal
+    /// and use gets the next number).
+    pub change: u64,
+    /// The SHA-256 (hex) of what a person decides on — the approval's id, session, call,
+    /// tool and exact arguments — to send back in [`Shown`].
+    pub call_sha256: String,
+    /// `item.arguments` was shortened to fit a frame: decide on the whole text elsewhere.
+    pub cut: bool,
+    /// When it left `pending`.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub decided: Option<Timestamp>,
+    /// Where the decision came from (none for an expiry or a withdrawal).
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub via: Option<DecidedVia>,
+    /// Who decided, in the decider's words (`the approvals page, from 127.0.0.1:50312`).
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub by: Option<String>,
+    /// The refuser's reason.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub note: Option<String>,
+    /// The remembered approval (`rt-N`) that an `approve_for_session` made.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub grant: Option<String>,
+}
+
+/// What a person was shown when they decided. `call_sha256` is [`ApprovalUpdate::call_sha256`]
+/// of the approval shown; `class` and `untrusted` the session's taint as shown, which bound
+/// an approval remembered for the session (never broader than what the person saw).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct Shown {
+    pub call_sha256: String,
+    pub class: DataClass,
+    pub untrusted: bool,
+}
+
+/// A person's answer to an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", try_from = "String")]
+pub enum Choice {
+    /// This call runs, once.
+    ApproveOnce,
+    /// This call runs, and the same call (this session, this tool, these exact arguments)
+    /// runs without asking until the remembered approval expires or is revoked.
+    ApproveForSession,
+    /// This call is denied `approval_refused`.
+    Refuse,
+}
+
+wire_names!(Choice, "choice", "approve_once, approve_for_session or refuse", {
+    ApproveOnce => "approve_once",
+    ApproveForSession => "approve_for_session",
+    Refuse => "refuse",
+});
+
+/// Where a decision came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", try_from = "String")]
+pub enum DecidedVia {
+    /// `boxmaker approve` / `refuse`.
+    Cli,
+    /// The approvals page (`boxmaker serve --approvals`).
+    Page,
+    /// The agent's own MCP client, through elicitation (the decision socket).
+    Client,
+    /// Another client of the control socket (the `approve` and `refuse` ops).
+    Control,
+}
+
+wire_names!(DecidedVia, "decided via", "cli, page, client or control", {
+    Cli => "cli",
+    Page => "page",
+    Client => "client",
+    Control => "control",
+});
+
+/// What a remembered approval covers beyond its tool and session: exactly these arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct GrantScope {
+    /// The arguments as the person saw them.
+    pub arguments: String,
+    /// SHA-256 (hex) of their canonical form (keys sorted, no white space): a call matches
+    /// only when its arguments have the same canonical form.
+    pub arguments_sha256: String,
+    /// The approval the person decided.
+    pub approval: String,
+}
+
+/// The longest a remembered approval lasts: 24 hours.
+pub const REMEMBER_MAX_SECONDS: u64 = 86_400;
+
+/// The longest `watch_approvals` waits: 30 s.
+pub const WATCH_WAIT_MAX_MS: u64 = 30_000;
+
+/// The most items one `watch_approvals` answer carries.
+pub const WATCH_LIMIT_MAX: u64 = 5_000;
 
 /// Why a call needs a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -243,6 +390,10 @@ pub struct GrantInfo {
     /// `config:N` for the N-th `[[grant]]` of the file, `rt-N` for one added at run time.
     pub id: String,
     pub grant: GrantSpec,
+    /// For a remembered approval (`approve_for_session`): the exact arguments it covers.
+    /// It answers only an `ask` for its session and tool with these arguments.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub scope: Option<GrantScope>,
 }
 
 /// A grant's effect, and what `if_untrusted` turns it into.
@@ -307,6 +458,9 @@ strict_object!(
     SessionInfo,
     GrantSpec,
     GrantInfo,
+    ApprovalUpdate,
+    Shown,
+    GrantScope,
 );
 
 impl Versioned for ControlRequest {

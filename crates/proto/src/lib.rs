@@ -15,7 +15,9 @@
 //! 4. [`control`] — the operator's channel to the gate, on the same codec.
 //! 5. [`run`] — the gate's channel to its runner: a call with the session's taint, or a
 //!    session to clear.
-//! 6. `strict` — the deserializer adapter that refuses arrays in place of objects.
+//! 6. [`decide`] — the front's narrow channel to the gate: show and decide a pending
+//!    approval of its own session (a person's answer in the agent's client).
+//! 7. `strict` — the deserializer adapter that refuses arrays in place of objects.
 //!
 //! The JSON shape of every type is part of the format: field order, variant order and tag
 //! names are fixed by `docs/spec.md` §2 and pinned by the fixtures in `tests/fixtures/`.
@@ -23,6 +25,7 @@
 #![forbid(unsafe_code)]
 
 pub mod control;
+pub mod decide;
 pub mod frame;
 pub mod ids;
 pub mod run;

@@ -71,7 +71,53 @@ fn every_op() -> Vec<ControlOp> {
         },
         ControlOp::AuditTail { n: 20 },
         ControlOp::AuditVerify {},
+        ControlOp::DecideApproval {
+            approval: "ap-1".into(),
+            choice: Choice::ApproveForSession,
+            remember_seconds: Some(600),
+            reason: None,
+            shown: Some(shown()),
+            via: DecidedVia::Page,
+            by: "the approvals page, from 127.0.0.1:5000".into(),
+        },
+        ControlOp::DecideApproval {
+            approval: "ap-1".into(),
+            choice: Choice::Refuse,
+            remember_seconds: None,
+            reason: Some("no".into()),
+            shown: None,
+            via: DecidedVia::Cli,
+            by: "the command line".into(),
+        },
+        ControlOp::WatchApprovals {
+            after: 7,
+            limit: 100,
+            wait_ms: 25_000,
+            pending_only: false,
+        },
     ]
+}
+
+fn shown() -> Shown {
+    Shown {
+        call_sha256: "ab".repeat(32),
+        class: DataClass::Internal,
+        untrusted: false,
+    }
+}
+
+fn update() -> ApprovalUpdate {
+    ApprovalUpdate {
+        item: approval(),
+        change: 12,
+        call_sha256: "cd".repeat(32),
+        cut: false,
+        decided: Some(Timestamp(20)),
+        via: Some(DecidedVia::Client),
+        by: Some("the MCP client of session s1".into()),
+        note: None,
+        grant: Some("rt-3".into()),
+    }
 }
 
 fn every_answer() -> Vec<ControlAnswer> {
@@ -97,10 +143,22 @@ fn every_answer() -> Vec<ControlAnswer> {
             }],
         },
         ControlAnswer::Grants {
-            items: vec![GrantInfo {
-                id: "config:0".into(),
-                grant: grant(),
-            }],
+            items: vec![
+                GrantInfo {
+                    id: "config:0".into(),
+                    grant: grant(),
+                    scope: None,
+                },
+                GrantInfo {
+                    id: "rt-3".into(),
+                    grant: grant(),
+                    scope: Some(GrantScope {
+                        arguments: r#"{"argv":["make"]}"#.into(),
+                        arguments_sha256: "ef".repeat(32),
+                        approval: "ap-0123456789abcdef".into(),
+                    }),
+                },
+            ],
         },
         ControlAnswer::Decision {
             decision: CheckOutcome::Denied,
@@ -114,6 +172,13 @@ fn every_answer() -> Vec<ControlAnswer> {
             records: 9,
             first_bad: Some(4),
             detail: "hash mismatch".into(),
+        },
+        ControlAnswer::Decided { item: update() },
+        ControlAnswer::ApprovalUpdates {
+            items: vec![update()],
+            head: 12,
+            pending: 1,
+            now: Timestamp(30),
         },
         ControlAnswer::Error {
             code: ControlErrorCode::Conflict,
@@ -197,6 +262,22 @@ fn strictness_holds_on_the_control_channel() {
         (
             r#"{"v":1,"id":3,"op":{"kind":"add_grant","body":{"grant":{"tool":"*","sessions":"*","effect":"maybe","max_class":"secret","if_untrusted":"allow","expires":null}}}}"#,
             "unknown effect",
+        ),
+        (
+            r#"{"v":1,"id":3,"op":{"kind":"decide_approval","body":{"approval":"a","choice":"approve_forever","remember_seconds":null,"reason":null,"shown":null,"via":"cli","by":"me"}}}"#,
+            "unknown choice",
+        ),
+        (
+            r#"{"v":1,"id":3,"op":{"kind":"decide_approval","body":{"approval":"a","choice":"refuse","reason":null,"shown":null,"via":"cli","by":"me"}}}"#,
+            "missing field `remember_seconds`",
+        ),
+        (
+            r#"{"v":1,"id":3,"op":{"kind":"decide_approval","body":{"approval":"a","choice":"refuse","remember_seconds":null,"reason":null,"shown":{"call_sha256":"x","class":"public","untrusted":false,"tool":"run"},"via":"cli","by":"me"}}}"#,
+            "unknown field",
+        ),
+        (
+            r#"{"v":1,"id":3,"op":{"kind":"decide_approval","body":{"approval":"a","choice":"refuse","remember_seconds":null,"reason":null,"shown":null,"via":"root","by":"me"}}}"#,
+            "unknown decided via",
         ),
     ] {
         let e = serde_json::from_str::<ControlRequest>(bad).unwrap_err();

@@ -27,6 +27,10 @@ pub const AGENT_SOCKET: &str = "agent.sock";
 /// The control socket's file name in the state directory.
 pub const CONTROL_SOCKET: &str = "control.sock";
 
+/// The decision socket's file name in the state directory: a front shows and decides a
+/// pending approval of its own session there (bound only with `approve_in_client`).
+pub const DECIDE_SOCKET: &str = "decide.sock";
+
 /// The lock that makes one process the gate of a state directory.
 pub const LOCK_FILE: &str = "gate.lock";
 

@@ -48,8 +48,13 @@ impl Gate {
         if let Err(e) = asked {
             // Nobody may approve what the log does not show: take it back.
             let _ = lock(&self.store).withdraw(&row.id, now);
+            self.changed();
             return Err(before("audit the approval")(e));
         }
+        // A call of this gate waits on it from now on (the decision socket answers only
+        // for such approvals), and watchers see it at once.
+        lock(&self.live).insert(row.id.clone());
+        self.changed();
         reply.progress(ToolResponse::PendingApproval {
             approval: row.id.clone(),
             expires: row.expires,
@@ -141,6 +146,9 @@ impl Gate {
             }),
             Err(e) => Err(e.into()),
         };
+        if !matches!(state, Ok(ApprovalState::Pending)) {
+            lock(&self.live).remove(approval);
+        }
         let resp = match state {
             Err(e) => failed(before("follow the approval")(e)),
             Ok(ApprovalState::Pending) => {
@@ -193,9 +201,9 @@ impl Gate {
         approval: &str,
     ) -> Result<ToolResponse, CallError> {
         let now = self.now();
-        lock(&self.store)
-            .mark_used(approval, now)
-            .map_err(before("use the approval"))?;
+        let used = lock(&self.store).mark_used(approval, now);
+        self.changed();
+        used.map_err(before("use the approval"))?;
         let taint = self
             .taint(&req.session)
             .map_err(before("read the session's taint"))?;
@@ -211,7 +219,7 @@ impl Gate {
             raise,
             events: vec![(
                 now,
-                decision_event(req, at, decision, Some(approval.to_string()), reach),
+                decision_event(req, at, decision, Some(approval.to_string()), reach, None),
             )],
         })
         .map_err(|f| before("record the decision and its reach")(f.into_gate()))?;
@@ -229,6 +237,7 @@ impl Gate {
         if rows.is_empty() {
             return Ok(0);
         }
+        self.changed();
         let audited = lock(&self.audit).append_batch(rows.iter().map(|r| {
             (
                 now,
@@ -253,6 +262,7 @@ impl Gate {
     pub fn withdraw(&self, approval: &str) -> Result<(), GateError> {
         let now = self.now();
         let row = lock(&self.store).withdraw(approval, now)?;
+        self.changed();
         let audited = self.audit(
             now,
             Event::ApprovalWithdrawn {
@@ -266,14 +276,96 @@ impl Gate {
         Ok(())
     }
 
-    /// A person's decision on an approval, audited, and the held call woken.
+    /// A person's decision on an approval, audited, and the held call woken (the
+    /// `approve` and `refuse` control ops: `via` is `control`).
     pub fn decide_approval(
         &self,
         approval: &str,
         decision: store::Decision,
     ) -> Result<ApprovalRow, GateError> {
+        let decider = Decider {
+            via: DecidedVia::Control,
+            by: "a client of the control socket".into(),
+        };
+        self.decide_recorded(approval, decision, &decider, None)
+    }
+
+    /// A person's decision, from anywhere: checked against what they were shown, with the
+    /// approval remembered for the session when they chose so (docs/spec.md §3.3 step 6).
+    /// Errors are the control channel's code and sentence; the decision socket maps them.
+    pub(super) fn decide_with(
+        &self,
+        approval: &str,
+        choice: Choice,
+        remember_seconds: Option<u64>,
+        reason: Option<String>,
+        shown: Option<&Shown>,
+        decider: &Decider,
+    ) -> Result<ApprovalRow, (ControlErrorCode, String)> {
+        let bad = |why: String| Err((ControlErrorCode::BadMessage, why));
+        match (choice, remember_seconds) {
+            (Choice::ApproveForSession, None) => {
+                return bad("approve_for_session needs remember_seconds".into());
+            }
+            (Choice::ApproveOnce | Choice::Refuse, Some(_)) => {
+                return bad(format!(
+                    "remember_seconds goes with approve_for_session, not {choice}"
+                ));
+            }
+            _ => {}
+        }
+        if reason.is_some() && choice != Choice::Refuse {
+            return bad("a reason goes with refuse only".into());
+        }
+        let row = lock(&self.store)
+            .approval(approval)
+            .map_err(|e| (ControlErrorCode::Internal, e.to_string()))?
+            .ok_or_else(|| {
+                (
+                    ControlErrorCode::NotFound,
+                    format!("there is no approval {approval}"),
+                )
+            })?;
+        if let Some(shown) = shown
+            && shown.call_sha256 != call_sha256(&row)
+        {
+            return Err((
+                ControlErrorCode::Conflict,
+                format!(
+                    "approval {approval} is not the call that was shown (its digest differs); \
+                     nothing was decided"
+                ),
+            ));
+        }
         let now = self.now();
-        let result = lock(&self.store).decide(approval, decision, now);
+        let remember = match remember_seconds {
+            Some(secs) => {
+                Some(self.remember_for(&row, secs, shown.map(|s| (s.class, s.untrusted)), now)?)
+            }
+            None => None,
+        };
+        let decision = match choice {
+            Choice::Refuse => store::Decision::Refuse { reason },
+            Choice::ApproveOnce | Choice::ApproveForSession => store::Decision::Approve,
+        };
+        match self.decide_recorded(approval, decision, decider, remember.as_ref()) {
+            Ok(row) => Ok(row),
+            Err(GateError::Store(e)) => Err(super::operator::store_error_code(e)),
+            Err(e) => Err((ControlErrorCode::Internal, e.to_string())),
+        }
+    }
+
+    /// Records a decision (and its remembered approval) in one transaction, audits both,
+    /// tells watchers, and wakes the held call.
+    fn decide_recorded(
+        &self,
+        approval: &str,
+        decision: store::Decision,
+        decider: &Decider,
+        remember: Option<&store::Remember>,
+    ) -> Result<ApprovalRow, GateError> {
+        let now = self.now();
+        let result = lock(&self.store).decide_as(approval, decision, Some(decider), remember, now);
         let row = match result {
             Ok(row) => row,
             Err(e @ StoreError::ApprovalExpired { .. }) => {
@@ -283,22 +375,59 @@ impl Gate {
             }
             Err(e) => return Err(e.into()),
         };
+        if row.grant.is_some() {
+            self.invalidate_grants();
+        }
+        self.changed();
         let (outcome, note) = match row.state {
             ApprovalState::Approved => (ApprovalOutcome::Approved, None),
             _ => (ApprovalOutcome::Refused, row.note.clone()),
         };
-        let audited = self.audit(
-            now,
-            Event::ApprovalDecided {
-                session: row.session.clone(),
-                call: row.call,
-                approval: row.id.clone(),
-                decision: outcome,
-                note,
-            },
-        );
+        let mut events = vec![Event::ApprovalDecided {
+            session: row.session.clone(),
+            call: row.call,
+            approval: row.id.clone(),
+            decision: outcome,
+            note,
+            via: Some(decider.via),
+            by: Some(decider.by.clone()),
+            grant: row.grant,
+        }];
+        if let (Some(grant), Some(r)) = (row.grant, remember) {
+            events.push(Event::GrantAdded {
+                grant,
+                tool: row.tool.clone(),
+                sessions: row.session.to_string(),
+                effect: store::Effect::Allow,
+                max_class: Some(r.max_class),
+                if_untrusted: Some(r.if_untrusted),
+                expires: Some(r.expires),
+                args_sha256: Some(r.args_sha256.clone()),
+                approval: Some(row.id.clone()),
+            });
+        }
+        let audited = lock(&self.audit).append_batch(events.into_iter().map(|e| (now, e)));
         self.ring(&row.id);
         audited?;
         Ok(row)
     }
+}
+
+/// The SHA-256 (hex) of what a person decides on: the approval's id, session, call, tool
+/// and exact arguments, each length-prefixed so no two calls share a digest. A decision
+/// that names what was shown is refused unless it matches (the page, the client).
+pub fn call_sha256(row: &ApprovalRow) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    for part in [
+        row.id.as_bytes(),
+        row.session.as_str().as_bytes(),
+        &row.call.0.to_be_bytes(),
+        row.tool.as_bytes(),
+        row.arguments.as_bytes(),
+    ] {
+        h.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_be_bytes());
+        h.update(part);
+    }
+    audit::Digest(h.finalize().into()).to_hex()
 }

@@ -19,6 +19,10 @@
 //!    (one-shot, [`Store::mark_used`]) and steps 1–4 are decided **again** with the taint
 //!    and time of that moment, audited as a `decision` naming the approval (an `ask` then
 //!    counts as approved: the person just approved this exact call; a `deny` wins).
+//!    A *remembered approval* (a person chose "approve for this session", `remember.rs`)
+//!    answers an `ask` for exactly its session, tool and arguments without holding the
+//!    call: the decision is then `allow`, audited naming the grant; it never changes any
+//!    other decision.
 //!    Refused → `denied approval_refused`; expired → `denied approval_expired`; withdrawn
 //!    (the client cancelled, [`Gate::withdraw`]) → `failed: "the call was cancelled …"` —
 //!    `failed`, not `denied`, because no person refused it; nobody is usually left to read
@@ -46,9 +50,11 @@
 //! operator decides them, which runs nothing).
 //!
 //! [`Gate::control`] answers the operator's [`ControlOp`]s, allowlist style: every op has
-//! one handler and one typed answer, and every failure an `error` with a code and a detail.
+//! one handler and one typed answer, and every failure an `error` with a code and a detail
+//! (`operator.rs`; `watch.rs` for `watch_approvals`). [`Gate::decide_for_client`] answers
+//! the front's two requests on the decision socket (`client.rs`, docs/spec.md §2.5).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
@@ -57,8 +63,8 @@ use std::time::{Duration, Instant};
 use config::Config;
 use policy::{Arguments, Decision, Grant, Grants, Label, Pattern, Taint};
 use proto::control::{
-    self, ApprovalInfo, CheckOutcome, ControlAnswer, ControlErrorCode, ControlOp, GrantInfo,
-    GrantSpec, SessionInfo,
+    self, ApprovalInfo, CheckOutcome, Choice, ControlAnswer, ControlErrorCode, ControlOp,
+    DecidedVia, GrantInfo, GrantSpec, SessionInfo, Shown,
 };
 use proto::{DataClass, DenyReason, MAX_FRAME, SessionId, Timestamp, ToolRequest, ToolResponse};
 
@@ -66,12 +72,18 @@ use crate::audit::{self, ApprovalOutcome, AuditError, AuditLog, Event, Outcome, 
 use crate::commit::GroupCommit;
 use crate::link::ToolRunner;
 use crate::store::{
-    self, ApprovalFilter, ApprovalReason, ApprovalRow, ApprovalState, GrantRow, NewApproval,
-    NewGrant, SessionRow, Store, StoreError, TaintRaise,
+    self, ApprovalFilter, ApprovalReason, ApprovalRow, ApprovalState, Decider, GrantRow,
+    NewApproval, NewGrant, SessionRow, Store, StoreError, TaintRaise,
 };
 
 mod approvals;
+mod client;
 mod operator;
+mod remember;
+mod watch;
+
+pub use approvals::call_sha256;
+pub use remember::{MAX_DEPTH, arguments_sha256, canonical_arguments};
 
 use operator::policy_grant;
 
@@ -244,6 +256,13 @@ pub struct Gate {
     clock: Clock,
     /// The effective grants; `None` after a run-time grant changed.
     grants: Mutex<Option<Arc<Grants>>>,
+    /// The remembered approvals (run-time grants scoped to exact arguments, never among
+    /// `grants`); `None` after a run-time grant changed.
+    remembered: Mutex<Option<Arc<Vec<remember::Remembered>>>>,
+    /// Pending approvals a call of this gate waits on (asked here, not yet resumed).
+    live: Mutex<HashSet<String>>,
+    /// Wakes `watch_approvals` after every write to an approval.
+    changes: watch::Changes,
     /// Held calls by approval id.
     held: Mutex<HashMap<String, Held>>,
     /// Held calls whose approval left `pending`, for the resume workers.
@@ -330,6 +349,9 @@ impl Gate {
             runner,
             clock,
             grants: Mutex::new(None),
+            remembered: Mutex::new(None),
+            live: Mutex::new(HashSet::new()),
+            changes: watch::Changes::default(),
             held: Mutex::new(HashMap::new()),
             resumes: Mutex::new(Resumes::default()),
             durable: GroupCommit::new(),
@@ -408,7 +430,9 @@ impl Gate {
         Ok(Taint::new(t.class, t.untrusted))
     }
 
-    /// The effective grants: the config's, then the run-time ones not revoked.
+    /// The effective grants: the config's, then the run-time ones not revoked — except the
+    /// remembered approvals, which answer only an `ask` for their exact call
+    /// (`remember.rs`) and are never grants for a whole tool.
     pub fn grants(&self) -> Result<Arc<Grants>, GateError> {
         let mut cache = lock(&self.grants);
         if let Some(g) = cache.as_ref() {
@@ -416,7 +440,7 @@ impl Gate {
         }
         let rows = lock(&self.store).grants()?;
         let mut grants = self.config.grants.clone();
-        for row in &rows {
+        for row in rows.iter().filter(|r| r.scope.is_none()) {
             grants.push(policy_grant(row)?);
         }
         let grants = Arc::new(grants);
@@ -426,6 +450,7 @@ impl Gate {
 
     fn invalidate_grants(&self) {
         *lock(&self.grants) = None;
+        *lock(&self.remembered) = None;
     }
 
     // --- the call path --------------------------------------------------------------------
@@ -555,10 +580,21 @@ impl Gate {
                 let grants = self.grants().map_err(before("build the grants"))?;
                 // Step 4 at max(taint, reach) for code boxmaker does not control.
                 let at = at_reach(taint, reach);
-                let decision = policy::decide_call(&grants, &req.session, &req.tool, args, at, now);
-                Ok((taint, at, grants, decision))
+                let mut decision =
+                    policy::decide_call(&grants, &req.session, &req.tool, args, at, now);
+                // A person approved exactly this call for the session: it answers the `ask`.
+                let mut remembered = None;
+                if decision == Decision::Ask {
+                    remembered = self
+                        .remembered_answer(req, at, now)
+                        .map_err(before("look up the remembered approvals"))?;
+                    if remembered.is_some() {
+                        decision = Decision::Allow;
+                    }
+                }
+                Ok((taint, at, grants, decision, remembered))
             });
-        let (taint, at, grants, decision) = match decided {
+        let (taint, at, grants, decision, remembered) = match decided {
             Ok(d) => d,
             Err(e) => {
                 // Still log that the request came; the call does not run either way.
@@ -571,7 +607,17 @@ impl Gate {
         };
         let mut events = vec![
             (now, request),
-            (now, decision_event(req, at, decision, None, reach)),
+            (
+                now,
+                decision_event(
+                    req,
+                    at,
+                    decision,
+                    None,
+                    reach,
+                    remembered.map(|g| format!("rt-{g}")),
+                ),
+            ),
         ];
         // A call that can never run is refused now, in the decoder's own words, before any
         // person is asked to approve it (and before its reach enters the taint).
@@ -783,6 +829,7 @@ fn decision_event(
     decision: Decision,
     approval: Option<String>,
     reach: Option<DataClass>,
+    grant: Option<String>,
 ) -> Event {
     let (verdict, reason) = match decision {
         Decision::Allow => (audit::Verdict::Allow, None),
@@ -799,6 +846,7 @@ fn decision_event(
         reason,
         approval,
         reach,
+        grant,
     }
 }
 

@@ -39,7 +39,11 @@ impl Gate {
                 self.retiring.store(true, Ordering::SeqCst);
                 // Before the answer: once the client reads it, no new connection reaches
                 // this gate (the lock is still held, so these are this gate's sockets).
-                for sock in [statedir::AGENT_SOCKET, statedir::CONTROL_SOCKET] {
+                for sock in [
+                    statedir::AGENT_SOCKET,
+                    statedir::CONTROL_SOCKET,
+                    statedir::DECIDE_SOCKET,
+                ] {
                     let _ = std::fs::remove_file(self.config.gate.state.join(sock));
                 }
                 Ok(ControlAnswer::Retiring {})
@@ -134,13 +138,11 @@ impl Gate {
                     .map(|(i, g)| GrantInfo {
                         id: format!("config:{}", i + 1),
                         grant: spec_of_policy(g),
+                        scope: None,
                     })
                     .collect();
                 let rows = lock(&self.store).grants().map_err(|e| internal(&e))?;
-                items.extend(rows.iter().map(|r| GrantInfo {
-                    id: format!("rt-{}", r.id),
-                    grant: spec_of_row(r),
-                }));
+                items.extend(rows.iter().map(grant_info_of_row));
                 Ok(ControlAnswer::Grants { items })
             }
             ControlOp::AddGrant { grant } => self.add_grant(grant),
@@ -192,6 +194,45 @@ impl Gate {
                 lines.reverse();
                 Ok(ControlAnswer::AuditRecords { lines })
             }
+            ControlOp::DecideApproval {
+                approval,
+                choice,
+                remember_seconds,
+                reason,
+                shown,
+                via,
+                by,
+            } => {
+                if via == DecidedVia::Client {
+                    return Err((
+                        ControlErrorCode::BadMessage,
+                        "`via: client` is the gate's to write, for decisions through the \
+                         decision socket; say cli, page or control"
+                            .into(),
+                    ));
+                }
+                let decider = Decider { via, by };
+                let row = self.decide_with(
+                    &approval,
+                    choice,
+                    remember_seconds,
+                    reason,
+                    shown.as_ref(),
+                    &decider,
+                )?;
+                let taint = lock(&self.store)
+                    .taint(&row.session)
+                    .map_err(|e| internal(&e))?;
+                Ok(ControlAnswer::Decided {
+                    item: watch::approval_update(row, taint),
+                })
+            }
+            ControlOp::WatchApprovals {
+                after,
+                limit,
+                wait_ms,
+                pending_only,
+            } => self.watch_approvals(after, limit, wait_ms, pending_only),
             ControlOp::AuditVerify {} => {
                 let path = self.audit_path();
                 let verified = {
@@ -266,6 +307,8 @@ impl Gate {
                 max_class: new.max_class,
                 if_untrusted: new.if_untrusted,
                 expires: new.expires,
+                args_sha256: None,
+                approval: None,
             },
         )
         .map_err(|e| (ControlErrorCode::Internal, e.to_string()))?;
@@ -273,6 +316,7 @@ impl Gate {
             item: GrantInfo {
                 id: format!("rt-{id}"),
                 grant: spec,
+                scope: None,
             },
         })
     }
@@ -304,10 +348,7 @@ impl Gate {
         self.audit(now, Event::GrantRevoked { grant: id })
             .map_err(|e| (ControlErrorCode::Internal, e.to_string()))?;
         Ok(ControlAnswer::Grant {
-            item: GrantInfo {
-                id: grant.to_string(),
-                grant: spec_of_row(&row),
-            },
+            item: grant_info_of_row(&row),
         })
     }
 
@@ -315,14 +356,7 @@ impl Gate {
     /// keep the taint at the moment of asking).
     pub(super) fn approval_info(&self, r: ApprovalRow) -> Result<ApprovalInfo, StoreError> {
         let taint = lock(&self.store).taint(&r.session)?;
-        let state = match r.state {
-            ApprovalState::Pending => control::ApprovalState::Pending,
-            ApprovalState::Approved if r.used.is_some() => control::ApprovalState::Used,
-            ApprovalState::Approved => control::ApprovalState::Approved,
-            ApprovalState::Refused => control::ApprovalState::Refused,
-            ApprovalState::Expired => control::ApprovalState::Expired,
-            ApprovalState::Withdrawn => control::ApprovalState::Withdrawn,
-        };
+        let state = watch::wire_state(&r);
         Ok(ApprovalInfo {
             id: r.id,
             session: r.session,
@@ -400,6 +434,19 @@ pub(super) fn spec_of_row(r: &GrantRow) -> GrantSpec {
     }
 }
 
+/// A run-time grant as `grants` lists it: a remembered approval with its exact arguments.
+pub(super) fn grant_info_of_row(r: &GrantRow) -> GrantInfo {
+    GrantInfo {
+        id: format!("rt-{}", r.id),
+        grant: spec_of_row(r),
+        scope: r.scope.as_ref().map(|s| control::GrantScope {
+            arguments: s.arguments.clone(),
+            arguments_sha256: s.args_sha256.clone(),
+            approval: s.approval.clone(),
+        }),
+    }
+}
+
 pub(super) fn session_info(r: SessionRow) -> SessionInfo {
     SessionInfo {
         id: r.session,
@@ -421,6 +468,7 @@ pub(super) fn store_error_code(e: StoreError) -> (ControlErrorCode, String) {
         | StoreError::ApprovalNotApproved { .. }
         | StoreError::ApprovalAlreadyUsed { .. }
         | StoreError::GrantAlreadyRevoked { .. } => ControlErrorCode::Conflict,
+        StoreError::RememberRefusal { .. } => ControlErrorCode::BadMessage,
         _ => ControlErrorCode::Internal,
     };
     (code, e.to_string())

@@ -1,0 +1,47 @@
+#!/bin/sh
+# Issue 16's promises (docs/performance.md, "Approvals: seen at once, listed at once"), on a
+# release build with the real clients the tests use:
+#   - a call that asks is on the approvals page (headless Chromium) and in the agent's
+#     client (the Python SDK's elicitation callback) within 100 ms;
+#   - 10,000 pending approvals list on the page in under 1 s.
+#
+#   bench/approvals-latency.sh                 # 5 page runs and 3 client runs
+#   RUNS=10 bench/approvals-latency.sh
+#   SCREENSHOT=docs/approvals.png bench/approvals-latency.sh   # also the README's picture
+#
+# Needs what `make deps` and .ci/run install (the Python SDK, Selenium, chromium,
+# chromium-driver).
+set -eu
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+cargo build --release -p boxmaker
+BIN="$CARGO_TARGET_DIR/release/boxmaker"
+RUNS="${RUNS:-5}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+config() { # DIR GATE-LINES
+    "$BIN" init "$1" >/dev/null
+    printf '%s\n' "$2" | sed -i '/^\[gate\]$/r /dev/stdin' "$1/boxmaker.toml"
+    sed -i 's/^approval_ttl = 300 /# approval_ttl = 300 /' "$1/boxmaker.toml"
+}
+echo "# $(date -u +%FT%TZ) $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+i=1
+while [ "$i" -le "$RUNS" ]; do
+    config "$work/page$i" "approval_ttl = 120"
+    shot="$work/page$i/approvals.png"
+    [ "$i" = 1 ] && [ -n "${SCREENSHOT:-}" ] && shot="$PWD/$SCREENSHOT"
+    BOXMAKER_BIN="$BIN" BOXMAKER_CONFIG="$work/page$i/boxmaker.toml" BOXMAKER_MANY=10000 \
+        BOXMAKER_SCREENSHOT="$shot" python3 crates/boxmaker/tests/python/page_browser.py \
+        | grep -E '^on the page|pending approvals listed|^ok$' | sed "s/^/page run $i: /"
+    i=$((i + 1))
+done
+i=1
+while [ "$i" -le 3 ]; do
+    config "$work/client$i" "approve_in_client = true
+approval_ttl = 4"
+    BOXMAKER_BIN="$BIN" BOXMAKER_CONFIG="$work/client$i/boxmaker.toml" \
+        python3 crates/boxmaker/tests/python/elicit_client.py \
+        | grep -E 'latency|after the call|^ok$' | sed "s/^/client run $i: /"
+    i=$((i + 1))
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
