@@ -364,11 +364,24 @@ fn two_mcp_clients_on_one_config_never_strand_each_other() {
     std::thread::sleep(Duration::from_millis(500));
     let r = b.call("list_dir", json!({"path": "/work"}));
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
-    // Even if the gate itself dies, the next call finds (starts) one.
-    for pid in gate_pids(&config) {
+    // Even if the gate itself dies, the next call finds (starts) one. (Once it is dead: a
+    // call racing the kill may reach the dying gate and fail, which is right — it cannot
+    // know whether the call ran.)
+    let killed = gate_pids(&config);
+    for pid in &killed {
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
             .status();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while killed.iter().any(|p| {
+        std::path::Path::new(&format!("/proc/{p}/status")).exists()
+            && !std::fs::read_to_string(format!("/proc/{p}/status"))
+                .unwrap_or_default()
+                .contains("State:\tZ")
+    }) {
+        assert!(Instant::now() < deadline, "the gate outlived SIGKILL");
+        std::thread::sleep(Duration::from_millis(20));
     }
     let r = b.call("list_dir", json!({"path": "/work"}));
     assert_eq!(r["result"]["isError"], json!(false), "{r}");

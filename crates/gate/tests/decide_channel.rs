@@ -21,7 +21,7 @@ fn allowing() -> String {
     CONFIG.replace(
         "log_arguments = false",
         "log_arguments = false\napprove_in_client = true",
-    )
+    ) + JOB
 }
 
 fn h_allowing() -> H {
@@ -118,10 +118,10 @@ fn pending(h: &H, ap: &str) -> bool {
 fn the_client_shows_the_call_as_the_gate_holds_it_and_approves_it_once() {
     let h = h_allowing();
     let args = "{\"cmd\":\"echo \\u001b[2J hi\"}";
-    let (ap, _, handle) = h.call_held("s1", 1, "run", args);
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", args);
     let mut f = Front::connect(&h.gate);
     let (item, s) = shown(&mut f, "s1", &ap);
-    assert_eq!(item.tool, "run");
+    assert_eq!(item.tool, "job_run");
     assert_eq!(item.arguments, args, "the exact arguments that run");
     assert_eq!(item.state, ApprovalState::Pending);
     assert_eq!(item.expires.0, h.now() + TTL);
@@ -146,7 +146,7 @@ fn the_client_shows_the_call_as_the_gate_holds_it_and_approves_it_once() {
 #[test]
 fn the_client_approves_for_the_session_and_the_same_call_runs_without_asking() {
     let h = h_allowing();
-    let (ap, _, handle) = h.call_held("s1", 1, "run", r#"{"cmd":"ls"}"#);
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", r#"{"cmd":"ls"}"#);
     let mut f = Front::connect(&h.gate);
     let (_, s) = shown(&mut f, "s1", &ap);
     let DecideAnswer::Decided { grant, .. } =
@@ -157,7 +157,7 @@ fn the_client_approves_for_the_session_and_the_same_call_runs_without_asking() {
     assert!(grant.unwrap().starts_with("rt-"));
     handle.join().unwrap();
     assert!(matches!(
-        h.call("s1", 2, "run", r#"{"cmd":"ls"}"#),
+        h.call("s1", 2, "job_run", r#"{"cmd":"ls"}"#),
         ToolResponse::Result { .. }
     ));
 }
@@ -165,7 +165,7 @@ fn the_client_approves_for_the_session_and_the_same_call_runs_without_asking() {
 #[test]
 fn the_client_refuses() {
     let h = h_allowing();
-    let (ap, _, handle) = h.call_held("s1", 1, "run", "{}");
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", "{}");
     let mut f = Front::connect(&h.gate);
     let (_, s) = shown(&mut f, "s1", &ap);
     assert!(matches!(
@@ -185,8 +185,11 @@ fn the_client_refuses() {
 
 #[test]
 fn nothing_is_answered_unless_the_config_allows_approving_in_the_client() {
-    let h = H::new();
-    let (ap, _, handle) = h.call_held("s1", 1, "run", "{}");
+    let (gate_end, runner_end) = UnixStream::pair().unwrap();
+    spawn_fake_runner(runner_end);
+    let link = gate::RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
+    let h = H::with_config(&format!("{CONFIG}{JOB}"), Box::new(link));
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", "{}");
     let mut f = Front::connect(&h.gate);
     assert_eq!(code(f.show("s1", &ap)), DecideErrorCode::NotAllowed);
     let s = Shown {
@@ -209,7 +212,7 @@ fn nothing_is_answered_unless_the_config_allows_approving_in_the_client() {
 #[test]
 fn a_front_cannot_see_or_decide_another_sessions_approval() {
     let h = h_allowing();
-    let (ap, _, handle) = h.call_held("victim", 1, "run", r#"{"cmd":"deploy"}"#);
+    let (ap, _, handle) = h.call_held("victim", 1, "job_run", r#"{"cmd":"deploy"}"#);
     let mut f = Front::connect(&h.gate);
     // Another session's approval reads exactly like one that does not exist.
     let other = f.show("attacker", &ap);
@@ -245,8 +248,8 @@ fn a_front_cannot_see_or_decide_another_sessions_approval() {
 #[test]
 fn a_decision_on_a_call_other_than_the_one_shown_is_refused() {
     let h = h_allowing();
-    let (shown_ap, _, h1) = h.call_held("s1", 1, "run", r#"{"cmd":"ls"}"#);
-    let (other_ap, _, h2) = h.call_held("s1", 2, "run", r#"{"cmd":"rm -rf ~"}"#);
+    let (shown_ap, _, h1) = h.call_held("s1", 1, "job_run", r#"{"cmd":"ls"}"#);
+    let (other_ap, _, h2) = h.call_held("s1", 2, "job_run", r#"{"cmd":"rm -rf ~"}"#);
     let mut f = Front::connect(&h.gate);
     let (_, s) = shown(&mut f, "s1", &shown_ap);
     assert_eq!(
@@ -272,7 +275,7 @@ fn a_decision_on_a_call_other_than_the_one_shown_is_refused() {
 #[test]
 fn a_decided_approval_cannot_be_decided_again_by_the_client() {
     let h = h_allowing();
-    let (ap, _, handle) = h.call_held("s1", 1, "run", "{}");
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", "{}");
     let mut f = Front::connect(&h.gate);
     let (_, s) = shown(&mut f, "s1", &ap);
     h.control(ControlOp::Refuse {
@@ -296,7 +299,7 @@ fn an_approval_no_call_of_this_gate_waits_on_is_not_the_clients_to_decide() {
         .create_approval(gate::store::NewApproval {
             session: sid("s1"),
             call: proto::CallId(9),
-            tool: "run".into(),
+            tool: "job_run".into(),
             arguments: "{}".into(),
             reason: gate::store::ApprovalReason::GrantAsk,
             created: proto::Timestamp(h.now()),
@@ -310,7 +313,7 @@ fn an_approval_no_call_of_this_gate_waits_on_is_not_the_clients_to_decide() {
 #[test]
 fn remembering_through_the_client_is_bounded_like_everywhere() {
     let h = h_allowing();
-    let (ap, _, handle) = h.call_held("s1", 1, "run", "{}");
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", "{}");
     let mut f = Front::connect(&h.gate);
     let (_, s) = shown(&mut f, "s1", &ap);
     assert_eq!(
@@ -335,7 +338,7 @@ fn remembering_through_the_client_is_bounded_like_everywhere() {
 #[test]
 fn an_operators_request_on_the_decision_socket_is_refused_and_the_connection_closed() {
     let h = h_allowing();
-    let (ap, _, handle) = h.call_held("s1", 1, "run", "{}");
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", "{}");
     let mut f = Front::connect(&h.gate);
     for op in [
         ControlOp::Approve {
@@ -394,7 +397,7 @@ fn watchers_see_an_approval_the_moment_it_is_asked() {
     });
     std::thread::sleep(Duration::from_millis(200));
     let asked = Instant::now();
-    let (ap, _, handle) = h.call_held("s1", 1, "run", r#"{"cmd":"ls"}"#);
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", r#"{"cmd":"ls"}"#);
     let (answer, seen) = watcher.join().unwrap();
     let ControlAnswer::ApprovalUpdates { items, head, .. } = answer else {
         panic!("{answer:?}")
@@ -446,7 +449,7 @@ fn watching_pages_through_many_approvals_in_change_order() {
     let h = h_allowing();
     let mut held = Vec::new();
     for i in 0..25 {
-        held.push(h.call_held("s1", i + 1, "run", &format!(r#"{{"i":{i}}}"#)));
+        held.push(h.call_held("s1", i + 1, "job_run", &format!(r#"{{"i":{i}}}"#)));
     }
     let mut after = 0;
     let mut seen = Vec::new();

@@ -13,6 +13,14 @@ use proto::control::{
 };
 use proto::{DataClass, DenyReason, ToolResponse};
 
+/// The gate of every test here: the common config plus a server whose tools ask.
+fn h_job() -> H {
+    let (gate_end, runner_end) = std::os::unix::net::UnixStream::pair().unwrap();
+    spawn_fake_runner(runner_end);
+    let link = gate::RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
+    H::with_config(&format!("{CONFIG}{JOB}"), Box::new(link))
+}
+
 fn decide(h: &H, approval: &str, choice: Choice, secs: Option<u64>) -> ControlAnswer {
     h.control(ControlOp::DecideApproval {
         approval: approval.into(),
@@ -85,14 +93,16 @@ const ARGS: &str = r#"{"cmd":"make test","n":1}"#;
 
 #[test]
 fn the_same_call_runs_without_asking_and_says_which_grant_let_it() {
-    let h = H::new();
-    let grant = remember(&h, "s1", 1, "run", ARGS, 600);
-    runs_without_asking(&h, "s1", 2, "run", ARGS);
+    let h = h_job();
+    let grant = remember(&h, "s1", 1, "job_run", ARGS, 600);
+    runs_without_asking(&h, "s1", 2, "job_run", ARGS);
     // The same value written another way is the same call.
-    runs_without_asking(&h, "s1", 3, "run", r#"{ "n": 1, "cmd": "make test" }"#);
+    runs_without_asking(&h, "s1", 3, "job_run", r#"{ "n": 1, "cmd": "make test" }"#);
     let audit = h.audit_text();
     assert!(
-        audit.contains(&format!(r#""decision":"allow","grant":"{grant}""#)),
+        audit.contains(&format!(
+            r#""decision":"allow","reach":"public","grant":"{grant}""#
+        )),
         "the decision names the remembered grant:\n{audit}"
     );
     assert!(audit.contains(r#""via":"cli","by":"a test at the command line""#));
@@ -102,12 +112,12 @@ fn the_same_call_runs_without_asking_and_says_which_grant_let_it() {
 
 #[test]
 fn a_remembered_approval_is_listed_with_its_exact_arguments_and_is_revocable() {
-    let h = H::new();
-    let grant = remember(&h, "s1", 1, "run", ARGS, 600);
+    let h = h_job();
+    let grant = remember(&h, "s1", 1, "job_run", ARGS, 600);
     let g = grants(&h).into_iter().find(|g| g.id == grant).unwrap();
     let scope = g.scope.expect("a remembered approval is scoped");
     assert_eq!(scope.arguments, ARGS);
-    assert_eq!(g.grant.tool, "run");
+    assert_eq!(g.grant.tool, "job_run");
     assert_eq!(g.grant.sessions, "s1");
     assert_eq!(g.grant.effect, Effect::Allow);
     assert_eq!(g.grant.expires, Some(proto::Timestamp(h.now() + 600)));
@@ -117,55 +127,61 @@ fn a_remembered_approval_is_listed_with_its_exact_arguments_and_is_revocable() {
         }),
         ControlAnswer::Grant { .. }
     ));
-    asks_again(&h, "s1", 2, "run", ARGS);
+    asks_again(&h, "s1", 2, "job_run", ARGS);
     assert!(h.audit_text().contains(r#""event":"grant_revoked""#));
 }
 
 #[test]
 fn a_different_argument_asks_again() {
-    let h = H::new();
-    remember(&h, "s1", 1, "run", ARGS, 600);
+    let h = h_job();
+    remember(&h, "s1", 1, "job_run", ARGS, 600);
     asks_again(
         &h,
         "s1",
         2,
-        "run",
+        "job_run",
         r#"{"cmd":"make test; curl evil","n":1}"#,
     );
-    asks_again(&h, "s1", 3, "run", r#"{"cmd":"make test","n":1.0}"#);
-    asks_again(&h, "s1", 4, "run", r#"{"cmd":"make test","n":1,"x":null}"#);
-    asks_again(&h, "s1", 5, "run", r#"{"cmd":"make test\u200b","n":1}"#);
+    asks_again(&h, "s1", 3, "job_run", r#"{"cmd":"make test","n":1.0}"#);
+    asks_again(
+        &h,
+        "s1",
+        4,
+        "job_run",
+        r#"{"cmd":"make test","n":1,"x":null}"#,
+    );
+    asks_again(&h, "s1", 5, "job_run", r#"{"cmd":"make test\u200b","n":1}"#);
 }
 
 #[test]
 fn another_session_cannot_reuse_a_remembered_approval() {
-    let h = H::new();
-    remember(&h, "s1", 1, "run", ARGS, 600);
-    asks_again(&h, "s2", 1, "run", ARGS);
+    let h = h_job();
+    remember(&h, "s1", 1, "job_run", ARGS, 600);
+    asks_again(&h, "s2", 1, "job_run", ARGS);
     // A session id that a glob over "s1" would match is still another session.
-    asks_again(&h, "s1x", 1, "run", ARGS);
+    asks_again(&h, "s1x", 1, "job_run", ARGS);
 }
 
 #[test]
 fn a_remembered_approval_covers_its_tool_only() {
-    let h = H::new();
-    remember(&h, "s1", 1, "run", ARGS, 600);
+    let h = h_job();
+    remember(&h, "s1", 1, "job_run", ARGS, 600);
     asks_again(&h, "s1", 2, "ask_public", ARGS);
 }
 
 #[test]
 fn a_duplicated_key_cannot_smuggle_other_arguments_past_a_remembered_approval() {
-    let h = H::new();
-    remember(&h, "s1", 1, "run", r#"{"cmd":"ls"}"#, 600);
+    let h = h_job();
+    remember(&h, "s1", 1, "job_run", r#"{"cmd":"ls"}"#, 600);
     // Which `cmd` would a tool read? Not remembered, whichever.
-    asks_again(&h, "s1", 2, "run", r#"{"cmd":"ls","cmd":"rm -rf /"}"#);
-    asks_again(&h, "s1", 3, "run", r#"{"cmd":"rm -rf /","cmd":"ls"}"#);
+    asks_again(&h, "s1", 2, "job_run", r#"{"cmd":"ls","cmd":"rm -rf /"}"#);
+    asks_again(&h, "s1", 3, "job_run", r#"{"cmd":"rm -rf /","cmd":"ls"}"#);
 }
 
 #[test]
 fn arguments_without_a_canonical_form_cannot_be_remembered_and_stay_pending() {
-    let h = H::new();
-    let (ap, _, handle) = h.call_held("s1", 1, "run", r#"{"cmd":"a","cmd":"b"}"#);
+    let h = h_job();
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", r#"{"cmd":"a","cmd":"b"}"#);
     assert_eq!(
         error_code(decide(&h, &ap, Choice::ApproveForSession, Some(60))),
         ControlErrorCode::Conflict
@@ -184,44 +200,44 @@ fn arguments_without_a_canonical_form_cannot_be_remembered_and_stay_pending() {
 
 #[test]
 fn it_expires_when_the_person_said() {
-    let h = H::new();
-    remember(&h, "s1", 1, "run", ARGS, 120);
+    let h = h_job();
+    remember(&h, "s1", 1, "job_run", ARGS, 120);
     h.advance(119);
-    runs_without_asking(&h, "s1", 2, "run", ARGS);
+    runs_without_asking(&h, "s1", 2, "job_run", ARGS);
     h.advance(1);
-    asks_again(&h, "s1", 3, "run", ARGS);
+    asks_again(&h, "s1", 3, "job_run", ARGS);
 }
 
 #[test]
 fn a_taint_above_what_the_person_saw_asks_again() {
-    let h = H::new();
-    remember(&h, "s1", 1, "run", ARGS, 600);
+    let h = h_job();
+    remember(&h, "s1", 1, "job_run", ARGS, 600);
     // The person saw a clean, public session. It reads a secret...
     assert!(matches!(
-        h.call("s1", 2, "secret_read", r#"{"class":"secret"}"#),
+        h.call("s1", 2, "secret_read", r#"{"path":"class=secret"}"#),
         ToolResponse::Result { .. }
     ));
-    asks_again(&h, "s1", 3, "run", ARGS);
+    asks_again(&h, "s1", 3, "job_run", ARGS);
 }
 
 #[test]
 fn untrusted_content_after_a_clean_approval_asks_again() {
-    let h = H::new();
-    remember(&h, "s1", 1, "run", ARGS, 600);
+    let h = h_job();
+    remember(&h, "s1", 1, "job_run", ARGS, 600);
     assert!(matches!(
         h.call("s1", 2, "fetch_page", r#"{"untrusted":true}"#),
         ToolResponse::Result { .. }
     ));
     assert!(h.taint("s1").1);
-    asks_again(&h, "s1", 3, "run", ARGS);
+    asks_again(&h, "s1", 3, "job_run", ARGS);
 }
 
 #[test]
 fn a_remembered_approval_never_overrides_a_deny() {
-    let h = H::new();
-    remember(&h, "s1", 1, "run", ARGS, 600);
+    let h = h_job();
+    remember(&h, "s1", 1, "job_run", ARGS, 600);
     let deny = GrantSpec {
-        tool: "run".into(),
+        tool: "job_run".into(),
         sessions: "*".into(),
         effect: Effect::Deny,
         max_class: DataClass::Secret,
@@ -233,7 +249,7 @@ fn a_remembered_approval_never_overrides_a_deny() {
         ControlAnswer::Grant { .. }
     ));
     assert_eq!(
-        h.call("s1", 2, "run", ARGS),
+        h.call("s1", 2, "job_run", ARGS),
         ToolResponse::Denied {
             reason: DenyReason::DeniedByGrant
         }
@@ -242,12 +258,12 @@ fn a_remembered_approval_never_overrides_a_deny() {
 
 #[test]
 fn a_remembered_approval_is_not_a_grant_for_the_tool() {
-    let h = H::new();
-    remember(&h, "s1", 1, "run", ARGS, 600);
+    let h = h_job();
+    remember(&h, "s1", 1, "job_run", ARGS, 600);
     // `check` decides from the grants: a remembered approval is not one of them.
     match h.control(ControlOp::Check {
         session: sid("s1"),
-        tool: "run".into(),
+        tool: "job_run".into(),
         class: DataClass::Public,
         untrusted: false,
         at: None,
@@ -268,9 +284,9 @@ fn a_remembered_approval_is_not_a_grant_for_the_tool() {
 
 #[test]
 fn a_decision_names_what_was_shown_or_it_is_refused() {
-    let h = H::new();
-    let (a, _, ha) = h.call_held("s1", 1, "run", r#"{"cmd":"ls"}"#);
-    let (b, _, hb) = h.call_held("s1", 2, "run", r#"{"cmd":"rm -rf ~"}"#);
+    let h = h_job();
+    let (a, _, ha) = h.call_held("s1", 1, "job_run", r#"{"cmd":"ls"}"#);
+    let (b, _, hb) = h.call_held("s1", 2, "job_run", r#"{"cmd":"rm -rf ~"}"#);
     let digest_of = |id: &str| {
         let row = h.store().approval(id).unwrap().unwrap();
         gate::gate::call_sha256(&row)
@@ -312,10 +328,10 @@ fn a_decision_names_what_was_shown_or_it_is_refused() {
 
 #[test]
 fn a_remembered_approval_is_bounded_by_the_taint_the_person_saw() {
-    let h = H::new();
+    let h = h_job();
     // The session has read internal data; the page showed it as public (it asked earlier).
-    h.call("s1", 1, "read", r#"{"class":"internal"}"#);
-    let (ap, _, handle) = h.call_held("s1", 2, "run", ARGS);
+    h.call("s1", 1, "read", r#"{"path":"class=internal"}"#);
+    let (ap, _, handle) = h.call_held("s1", 2, "job_run", ARGS);
     let row = h.store().approval(&ap).unwrap().unwrap();
     let answer = h.control(ControlOp::DecideApproval {
         approval: ap.clone(),
@@ -345,8 +361,8 @@ fn a_remembered_approval_is_bounded_by_the_taint_the_person_saw() {
 
 #[test]
 fn bad_remember_requests_are_refused_and_decide_nothing() {
-    let h = H::new();
-    let (ap, _, handle) = h.call_held("s1", 1, "run", ARGS);
+    let h = h_job();
+    let (ap, _, handle) = h.call_held("s1", 1, "job_run", ARGS);
     for (choice, secs) in [
         (Choice::ApproveForSession, None),
         (Choice::ApproveForSession, Some(0)),
@@ -388,14 +404,14 @@ fn bad_remember_requests_are_refused_and_decide_nothing() {
 
 #[test]
 fn the_label_the_approved_call_brings_itself_does_not_end_its_remembered_approval() {
-    let h = H::new();
+    let h = h_job();
     // The person saw a clean session; the call they approved returns data at its tool's
     // own class (internal), which raises the session to that.
     let args = r#"{"class":"internal"}"#;
-    remember(&h, "s1", 1, "run", args, 600);
+    remember(&h, "s1", 1, "job_run", args, 600);
     assert_eq!(h.taint("s1").0, DataClass::Internal);
-    runs_without_asking(&h, "s1", 2, "run", args);
+    runs_without_asking(&h, "s1", 2, "job_run", args);
     // Data from elsewhere above that still ends it.
-    h.call("s1", 3, "secret_read", r#"{"class":"confidential"}"#);
-    asks_again(&h, "s1", 4, "run", args);
+    h.call("s1", 3, "secret_read", r#"{"path":"class=confidential"}"#);
+    asks_again(&h, "s1", 4, "job_run", args);
 }

@@ -28,6 +28,19 @@ use proto::{
 pub const T0: u64 = 10_000;
 pub const TTL: u64 = 60;
 
+/// A downstream server whose every tool asks (`job_run`, `job_…`): arguments of any shape
+/// reach the gate's decision (a builtin's are checked against its schema first).
+pub const JOB: &str = r#"
+[[tool]]
+name = "job"
+mcp = ["job-server"]
+class = "internal"
+
+[[grant]]
+tool = "job_*"
+effect = "ask"
+"#;
+
 pub const CONFIG: &str = r#"
 [gate]
 state = "state"
@@ -282,9 +295,15 @@ impl H {
                 tx.send(p).unwrap();
             })
         });
-        match rx.recv_timeout(Duration::from_secs(10)).unwrap() {
-            ToolResponse::PendingApproval { approval, expires } => (approval, expires.0, handle),
-            other => panic!("expected pending_approval, got {other:?}"),
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(ToolResponse::PendingApproval { approval, expires }) => {
+                (approval, expires.0, handle)
+            }
+            Ok(other) => panic!("expected pending_approval, got {other:?}"),
+            Err(e) => panic!(
+                "no pending_approval ({e}); the call ended {:?}",
+                handle.join()
+            ),
         }
     }
 
