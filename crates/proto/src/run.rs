@@ -1,4 +1,4 @@
-//! The gate's channel to its runner (docs/spec.md §2.5): the gate sends a [`RunnerRequest`]
+//! The gate's channel to its runner (docs/spec.md §2.6): the gate sends a [`RunnerRequest`]
 //! — run this call, at this taint; or clear what a session left behind — and the runner
 //! answers each with one [`RunnerReply`].
 //!
