@@ -46,4 +46,4 @@ pub mod serve;
 pub mod store;
 
 pub use gate::{Gate, GateError, Reply};
-pub use link::{RunnerHandle, RunnerLink, ToolRunner};
+pub use link::{EventSink, RunnerEvents, RunnerHandle, RunnerLink, ToolRunner};

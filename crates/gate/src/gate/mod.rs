@@ -71,6 +71,7 @@ use crate::store::{
 };
 
 mod approvals;
+mod egress;
 mod operator;
 
 use operator::policy_grant;
