@@ -67,9 +67,10 @@ pub use helper::{Report, Status, helper_main};
 pub use mounts::{MountEntry, MountKind, describe as describe_mounts, mount_table};
 pub use run::{
     BoxProcess, HELPER_ARG, HelperCommand, Outcome, enter_helper_if_requested, run, run_in_process,
-    spawn,
+    run_with_listener, spawn,
 };
 pub use spec::{
-    BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, Requirements, Spec,
+    BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, PROXY_ADDR, Requirements,
+    Spec,
 };
 pub use sys::seal_inherited_descriptors;

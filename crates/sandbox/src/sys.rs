@@ -845,7 +845,7 @@ const MAX_PASSED_FDS: usize = 4;
 struct CmsgBuf([u8; 64]);
 
 /// Sends a one-byte message on `sock`, with `fds` attached (`SCM_RIGHTS`) if not empty.
-pub(crate) fn send_with_fds(sock: &OwnedFd, fds: &[OwnedFd]) -> io::Result<()> {
+pub(crate) fn send_with_fds(sock: &impl AsRawFd, fds: &[OwnedFd]) -> io::Result<()> {
     if fds.len() > MAX_PASSED_FDS {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -898,7 +898,7 @@ pub(crate) fn send_with_fds(sock: &OwnedFd, fds: &[OwnedFd]) -> io::Result<()> {
 
 /// Receives one message sent by [`send_with_fds`]: `None` at end of file (the peer is
 /// gone), else the descriptors it carried (close-on-exec).
-pub(crate) fn recv_with_fds(sock: &OwnedFd) -> io::Result<Option<Vec<OwnedFd>>> {
+pub(crate) fn recv_with_fds(sock: &impl AsRawFd) -> io::Result<Option<Vec<OwnedFd>>> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr().cast(),
