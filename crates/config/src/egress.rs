@@ -372,9 +372,10 @@ fn forbidden_v4(v: Ipv4Addr) -> Option<&'static str> {
 fn embedded_v4(v: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = v.segments();
     let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-    if s[..5].iter().all(|x| *x == 0) && (s[5] == 0xffff || (s[5] == 0 && u32::from(low) > 1)) {
-        Some(low)
-    } else if s[0] == 0x64 && s[1] == 0xff9b && s[2..6].iter().all(|x| *x == 0) {
+    let mapped_or_compatible =
+        s[..5].iter().all(|x| *x == 0) && (s[5] == 0xffff || (s[5] == 0 && u32::from(low) > 1));
+    let nat64 = s[0] == 0x64 && s[1] == 0xff9b && s[2..6].iter().all(|x| *x == 0);
+    if mapped_or_compatible || nat64 {
         Some(low)
     } else if s[0] == 0x2002 {
         Some(Ipv4Addr::new(

@@ -686,7 +686,7 @@ impl Ctx<'_> {
                         return self.err(
                             n.span(),
                             format!(
-                                "egress name {name:?} must be 1 to 64 ASCII letters, digits,                                  `_` or `-`"
+                                "egress name {name:?} must be 1 to 64 ASCII letters, digits, `_` or `-`"
                             ),
                         );
                     }
@@ -756,7 +756,7 @@ impl Ctx<'_> {
             return self.err(
                 list.span(),
                 format!(
-                    "tool {tool:?} names egress rules but has no `network = true`: its box                      reaches nothing"
+                    "tool {tool:?} names egress rules but has no `network = true`: its box reaches nothing"
                 ),
             );
         }
@@ -770,7 +770,7 @@ impl Ctx<'_> {
                 return self.err(
                     n.span(),
                     format!(
-                        "tool {tool:?} names the egress rule {name:?}, but no [[egress]] has                          that `name` or `host`"
+                        "tool {tool:?} names the egress rule {name:?}, but no [[egress]] has that `name` or `host`"
                     ),
                 );
             }

@@ -16,12 +16,15 @@
 //! 5. [`run`] — `Runner`: one call, one box, a labelled answer.
 //! 6. [`downstream`] — MCP servers in the session's box: start, call, label, stop,
 //!    discovery.
-//! 7. [`serve`] — the connection loop: frames in, answers out, many calls at once.
+//! 7. [`egress`] — the egress proxy: a networked box's only way out, decided by the
+//!    config's egress rules at the call's label, and reported to the gate.
+//! 8. [`serve`] — the connection loop: frames in, answers out, many calls at once.
 
 #![forbid(unsafe_code)]
 
 pub use config::args as builtin;
 pub mod downstream;
+pub mod egress;
 pub mod fit;
 pub mod inbox;
 pub mod label;

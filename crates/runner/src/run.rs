@@ -76,6 +76,8 @@ pub struct Runner {
     /// its calls, raised by every label this runner gave its answers (the gate raises the
     /// taint by the same). An operator's reset clears it.
     floors: Arc<Mutex<HashMap<SessionId, DataClass>>>,
+    /// The egress proxy every networked box of this runner goes out through.
+    egress: Arc<crate::egress::Egress>,
 }
 
 impl Runner {
@@ -102,6 +104,8 @@ impl Runner {
             args: vec![sandbox::HELPER_ARG.into()],
         };
         let hosts = Arc::new(Hosts::resolve(config.clone()));
+        let floors: Arc<Mutex<HashMap<SessionId, DataClass>>> = Arc::default();
+        let egress = Arc::new(crate::egress::Egress::new(config.clone(), floors.clone()));
         Ok(Self {
             config,
             state_dir: state_dir.to_path_buf(),
@@ -110,7 +114,8 @@ impl Runner {
             binary,
             hub: Arc::default(),
             hosts,
-            floors: Arc::default(),
+            floors,
+            egress,
         })
     }
 
@@ -181,7 +186,18 @@ impl Runner {
     fn raise_floor(&self, session: &SessionId, class: DataClass) {
         let mut f = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
         let e = f.entry(session.clone()).or_insert(DataClass::Public);
+        let rose = class > *e;
         *e = (*e).max(class);
+        drop(f);
+        // The connections this session's boxes hold open go by the new label at once.
+        if rose {
+            self.egress.label_rose(session, class);
+        }
+    }
+
+    /// The egress proxy (the connection loop gives it where to report).
+    pub fn egress(&self) -> &Arc<crate::egress::Egress> {
+        &self.egress
     }
 
     /// An operator reset `session` (docs/spec.md §3.2): its servers are stopped, its
@@ -334,11 +350,25 @@ impl Runner {
         let mut spec = Spec::new(argv, self.workspace(session));
         spec.mounts = self.box_mounts(None, None);
         spec.masks = self.masks(&spec.mounts);
-        spec.network = network;
+        // A networked box goes out only through the egress proxy: its own network
+        // namespace, the listener its init makes, and the variables that name it.
+        spec.proxy = network;
         spec.env = env
             .iter()
             .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
             .collect::<BTreeMap<_, _>>();
+        if network {
+            let proxy = format!("http://{}", sandbox::PROXY_ADDR);
+            for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+                spec.env.insert(name.into(), proxy.clone());
+                spec.env.insert(name.to_ascii_lowercase(), proxy.clone());
+            }
+            for name in ["NO_PROXY", "no_proxy"] {
+                spec.env
+                    .insert(name.into(), "localhost,127.0.0.1,::1".into());
+            }
+            spec.env.insert("NODE_USE_ENV_PROXY".into(), "1".into());
+        }
         let l = &self.config.limits;
         spec.limits = Limits {
             memory_bytes: l.memory_bytes,
@@ -409,7 +439,13 @@ impl Runner {
     ) -> Result<i32, sandbox::Error> {
         self.ensure_workspace(session)
             .map_err(|e| sandbox::Error::InvalidSpec(e.to_string()))?;
-        let spec = self.box_spec(session, network, &[], argv, Io::Inherit);
+        let mut spec = self.box_spec(session, network, &[], argv, Io::Inherit);
+        // The operator's own command: `--network` shares the host's network (no proxy
+        // serves a box run outside the runner).
+        if network {
+            spec.proxy = false;
+            spec.network = true;
+        }
         Ok(sandbox::run_in_process(&spec, &self.helper)?
             .status
             .exit_code())
@@ -508,6 +544,7 @@ impl Runner {
         });
         // A file tool needs no network, whatever the tool's config says.
         spec.network = false;
+        spec.proxy = false;
         let outcome = match sandbox::run(&spec, &self.helper) {
             Ok(o) => o,
             Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
@@ -558,7 +595,17 @@ impl Runner {
             Some(self.box_label(&req.session, tool)),
         );
         spec.limits.timeout = timeout;
-        let outcome = match sandbox::run(&spec, &self.helper) {
+        let mut proxy = None;
+        let ctx = crate::egress::BoxCtx {
+            session: req.session.clone(),
+            tool: tool.name.clone(),
+            call: Some(req.call),
+        };
+        let outcome = sandbox::run_with_listener(&spec, &self.helper, &mut |l| {
+            proxy = self.egress.serve(l, ctx.clone());
+        });
+        drop(proxy);
+        let outcome = match outcome {
             Ok(o) => o,
             Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
         };

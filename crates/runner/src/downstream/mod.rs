@@ -100,6 +100,9 @@ struct Instance {
     idle: Duration,
     /// The label its box was built at: writable mounts above it are writable in its box.
     label: proto::DataClass,
+    /// The egress proxy serving its box's listener (a networked server), for as long as it
+    /// runs.
+    _egress: Option<crate::egress::Guard>,
 }
 
 impl Instance {
@@ -662,6 +665,20 @@ impl Runner {
             .await
             .map_err(|e| format!("cannot start its box: {e}"))?
             .map_err(|e| format!("cannot start its box: {e}"))?;
+        // Discovery gets no way out (its box's listener is closed: connections there are
+        // refused); a server of a session goes out through the proxy.
+        let listener = boxed.listener.take();
+        let egress = match (listener, label) {
+            (Some(l), Some(_)) => self.egress().serve(
+                l,
+                crate::egress::BoxCtx {
+                    session: session.clone(),
+                    tool: tool.name.clone(),
+                    call: None,
+                },
+            ),
+            _ => None,
+        };
         let stderr = Arc::new(Mutex::new(Vec::new()));
         if let Some(err) = boxed.stderr.take() {
             drain_stderr(err, stderr.clone());
@@ -699,6 +716,7 @@ impl Runner {
             in_flight: AtomicUsize::new(0),
             idle: Duration::from_secs(idle_timeout.unwrap_or(catalog::DEFAULT_IDLE_TIMEOUT)),
             label: label.unwrap_or(proto::DataClass::Public),
+            _egress: egress,
         })
     }
 
