@@ -201,14 +201,18 @@ fn node_fetch_goes_through_the_proxy() {
 fn pip_download_and_git_ls_remote_go_through_the_proxy() {
     let lab = Lab::new("pipgit");
     let cfg = lab.config("c", BASE);
-    let pip = format!("{PYVENV_AT}/bin/pip");
+    // `python3 -m pip`: the venv's `bin/pip` script names the host path of its python in its
+    // `#!` line, which the box does not show.
+    let py = format!("{PYVENV_AT}/bin/python3");
     let dl = |index: &str| {
         lab.run_in_box(
             &cfg,
             "s1",
             "net",
             &[
-                &pip,
+                &py,
+                "-m",
+                "pip",
                 "download",
                 "--no-deps",
                 "--disable-pip-version-check",
@@ -298,6 +302,11 @@ network = true
 untrusted = true
 mounts = ["pyvenv", "lab"]
 env = ["SSL_CERT_FILE"]
+
+# A name the config allows that resolves to the metadata address: refused by where it
+# resolves.
+[[egress]]
+host = "meta.test"
 "#;
 
 #[test]

@@ -36,15 +36,22 @@ def text_of(res):
 
 
 async def fetch(session, url):
-    res = await session.call_tool("fetch_fetch", {"url": url})
+    # raw: the page as the origin sent it. Simplified markdown goes through readabilipy,
+    # which runs `npm install` on first use when a `node` is on the PATH: a destination
+    # (registry.npmjs.org) this config does not allow, so it fails before any page would.
+    res = await session.call_tool("fetch_fetch", {"url": url, "raw": True})
     text = text_of(res)
     print(f"-- fetch {url}: is_error={res.is_error}: {text[:400]}", flush=True)
     return res, text
 
 
 async def main():
+    # The SDK passes a server only a few variables (HOME, PATH, ...) unless told: boxmaker
+    # needs the lab's SSL_CERT_FILE to hand to the fetch server's box (`env = [...]`).
     params = StdioServerParameters(
-        command=BIN, args=["mcp", "--config", CONFIG, "--session", SESSION]
+        command=BIN,
+        args=["mcp", "--config", CONFIG, "--session", SESSION],
+        env=dict(os.environ),
     )
     async with stdio_client(params) as (r, w):
         async with ClientSession(r, w) as session:
