@@ -348,3 +348,64 @@ fn require_python_sdk() {
         String::from_utf8_lossy(&o.stderr).trim()
     );
 }
+
+#[test]
+fn box_show_prints_a_tools_egress_rules_and_doctor_says_networked_boxes_are_confined() {
+    let lab = Lab::new("show");
+    let cfg = lab.config(
+        "c",
+        &format!(
+            "{BASE}\n[[tool]]\nname = \"pinned\"\nbuiltin = \"run\"\nnetwork = true\n\
+             egress = [\"cleared\"]\n\n[[tool]]\nname = \"lonely\"\nbuiltin = \"run\"\n\
+             network = true\negress = []\n"
+        ),
+    );
+    let show = lab.boxmaker(&cfg, &["box", "show", "--tool", "net"]);
+    assert!(show.ok(), "{}", show.show());
+    for line in [
+        "network: only through boxmaker's egress proxy (127.0.0.1:3128 in the box",
+        "allowed.test ports 443, 80 cleared for public",
+        "*.allowed.test ports 443, 80 cleared for public",
+        "cleared.test (cleared) ports 443, 80 cleared for confidential",
+        "192.0.2.2 port 80 cleared for public",
+    ] {
+        assert!(
+            show.stdout.contains(line),
+            "no {line:?} in:\n{}",
+            show.show()
+        );
+    }
+    let pinned = lab.boxmaker(&cfg, &["box", "show", "--tool", "pinned"]);
+    assert!(
+        pinned.stdout.contains("cleared.test (cleared)"),
+        "{}",
+        pinned.show()
+    );
+    assert!(
+        !pinned.stdout.contains("allowed.test ports"),
+        "{}",
+        pinned.show()
+    );
+    let lonely = lab.boxmaker(&cfg, &["box", "show", "--tool", "lonely"]);
+    assert!(
+        lonely.stdout.contains("it reaches nothing"),
+        "{}",
+        lonely.show()
+    );
+
+    let doctor = lab.boxmaker(&cfg, &["doctor"]);
+    assert!(
+        doctor
+            .stdout
+            .contains("networked boxes: confined: each has its own network namespace"),
+        "{}",
+        doctor.show()
+    );
+    assert!(
+        doctor
+            .stdout
+            .contains("tool lonely has network = true but no [[egress]] rule"),
+        "{}",
+        doctor.show()
+    );
+}

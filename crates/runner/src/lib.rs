@@ -62,5 +62,17 @@ pub fn enter_box_modes_if_requested() {
 /// `limits`' requirements, and whether boxes can run here.
 pub fn doctor(limits: &config::BoxLimits) -> (String, bool) {
     let report = sandbox::doctor(&run::requirements(limits));
-    (report.to_string(), report.missing().is_empty())
+    let netns = report
+        .checks
+        .iter()
+        .any(|c| c.name == "network namespace" && c.enforced);
+    let egress = if netns {
+        format!(
+            "networked boxes: confined: each has its own network namespace with only lo, and reaches out only through boxmaker's egress proxy ({} in the box), as the [[egress]] rules allow\n",
+            sandbox::PROXY_ADDR
+        )
+    } else {
+        "networked boxes: NOT confined: no network namespaces here, so no box can run\n".into()
+    };
+    (format!("{report}{egress}"), report.missing().is_empty())
 }

@@ -483,19 +483,47 @@ impl Runner {
         }
         let table = sandbox::mount_table(&spec)?;
         let l = &spec.limits;
+        let network = if !network {
+            "none (only lo)".to_string()
+        } else {
+            self.describe_egress(tool)
+        };
         Ok(format!(
             "{}{reach}network: {}\nlimits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock\n",
             sandbox::describe_mounts(&table),
-            if network {
-                "the host's"
-            } else {
-                "none (only lo)"
-            },
+            network,
             l.memory_bytes,
             l.processes,
             l.file_size_bytes,
             l.timeout.as_secs()
         ))
+    }
+
+    /// What a networked box of `tool` may reach: the proxy, the label its connections are
+    /// decided at, and each egress rule it may use with its clearance.
+    fn describe_egress(&self, tool: Option<&Tool>) -> String {
+        let mut out = format!(
+            "only through boxmaker's egress proxy ({} in the box; own network namespace, only lo)",
+            sandbox::PROXY_ADDR
+        );
+        let Some(t) = tool else {
+            out.push_str(" (`box exec --network` shares the host's network instead)");
+            return out;
+        };
+        let rules: Vec<&config::EgressRule> = self.config.egress_rules_of(t).collect();
+        if rules.is_empty() {
+            out.push_str("\negress: no [[egress]] rule it may use: it reaches nothing");
+            return out;
+        }
+        out.push_str(&format!(
+            "\negress: a connection is decided at max(session taint, reach {}) and refused \
+             where that is above the rule's clearance",
+            self.config.reach(t)
+        ));
+        for r in rules {
+            out.push_str(&format!("\n  {}", r.describe()));
+        }
+        out
     }
 
     /// Refuses to serve where a protection the config requires is missing (docs/spec.md §4: the
