@@ -328,13 +328,16 @@ fn mcp_server_fetch_is_allowed_refused_and_cleared_as_the_config_says() {
         "{:?}",
         lab.requests("canary")
     );
-    lab.wait_egress(&cfg, "refused meta.test", |r| {
+    let meta = lab.wait_egress(&cfg, "refused meta.test", |r| {
         r["outcome"] == "refused"
             && r["host"] == "meta.test"
             && r["reason"]
                 .as_str()
                 .is_some_and(|w| w.contains("169.254.169.254"))
     });
+    // A server's connection names the one call in flight on it.
+    assert_eq!(meta["tool"], "fetch", "{meta}");
+    assert!(meta["call"].as_u64().is_some(), "{meta}");
 }
 
 fn require_python_sdk() {

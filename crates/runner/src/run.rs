@@ -628,6 +628,7 @@ impl Runner {
             session: req.session.clone(),
             tool: tool.name.clone(),
             call: Some(req.call),
+            calls: None,
         };
         let outcome = sandbox::run_with_listener(&spec, &self.helper, &mut |l| {
             proxy = self.egress.serve(l, ctx.clone());

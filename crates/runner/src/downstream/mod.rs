@@ -103,6 +103,8 @@ struct Instance {
     /// The egress proxy serving its box's listener (a networked server), for as long as it
     /// runs.
     _egress: Option<crate::egress::Guard>,
+    /// The calls in flight on it, for its egress records (the one call, when one).
+    calls: Arc<Mutex<Vec<proto::CallId>>>,
 }
 
 impl Instance {
@@ -345,10 +347,15 @@ async fn reap(hub: std::sync::Weak<Hub>) {
 }
 
 /// Decrements a server's in-flight count and marks it used when a call ends.
-struct InFlight(Arc<Instance>);
+struct InFlight(Arc<Instance>, proto::CallId);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        self.0
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|c| *c != self.1);
         *self
             .0
             .last_used
@@ -482,9 +489,13 @@ impl Runner {
             // Counted in flight from here, under the slot's lock, so the idle reaper (which
             // takes that lock) never stops a server a call has just picked.
             i.in_flight.fetch_add(1, Ordering::SeqCst);
+            i.calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(req.call);
             i
         };
-        let guard = InFlight(instance.clone());
+        let guard = InFlight(instance.clone(), req.call);
         // The running server's own word, checked again: a pinned tool whose definition
         // changed since it was accepted does not run, whatever discovery said. A pinned
         // server is asked again before every call (it may change its list while it runs).
@@ -668,6 +679,7 @@ impl Runner {
         // Discovery gets no way out (its box's listener is closed: connections there are
         // refused); a server of a session goes out through the proxy.
         let listener = boxed.listener.take();
+        let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
         let egress = match (listener, label) {
             (Some(l), Some(_)) => self.egress().serve(
                 l,
@@ -675,6 +687,7 @@ impl Runner {
                     session: session.clone(),
                     tool: tool.name.clone(),
                     call: None,
+                    calls: Some(calls.clone()),
                 },
             ),
             _ => None,
@@ -717,6 +730,7 @@ impl Runner {
             idle: Duration::from_secs(idle_timeout.unwrap_or(catalog::DEFAULT_IDLE_TIMEOUT)),
             label: label.unwrap_or(proto::DataClass::Public),
             _egress: egress,
+            calls,
         })
     }
 

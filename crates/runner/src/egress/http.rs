@@ -398,6 +398,45 @@ mod tests {
         assert!(Chunked::default().feed(b"zz\r\n").is_err());
     }
 
+    /// Hostile heads: bytes from a box never panic the parser or the chunk follower
+    /// (mutations of valid heads, and noise; a fixed xorshift, so a failure repeats).
+    #[test]
+    fn any_bytes_from_a_box_are_parsed_or_refused_never_a_panic() {
+        let seeds: [&[u8]; 4] = [
+            b"CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\n\r\n",
+            b"GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\n\r\n",
+            b"POST http://[::1]:8080/ HTTP/1.1\r\nContent-Length: 4\r\n\r\n",
+            b"5\r\nhello\r\n0\r\nX: y\r\n\r\n",
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..20_000 {
+            let mut b = seeds[round % seeds.len()].to_vec();
+            for _ in 0..(next() % 6) {
+                let at = usize::try_from(next()).unwrap_or(0) % (b.len() + 1);
+                match next() % 4 {
+                    0 => b.insert(at, (next() & 0xff) as u8),
+                    1 if at < b.len() => {
+                        b.remove(at);
+                    }
+                    2 if at < b.len() => {
+                        let table = b"\r\n:[]@/ %0-9aZ\xff";
+                        b[at] = table[usize::try_from(next()).unwrap_or(0) % table.len()];
+                    }
+                    _ => b.truncate(at),
+                }
+            }
+            let _ = parse(&b);
+            let _ = Chunked::default().feed(&b);
+            let _ = head_end(&b);
+        }
+    }
+
     #[test]
     fn a_response_is_one_line_whatever_the_reason() {
         let r = String::from_utf8(response(403, "a\r\nb")).unwrap();

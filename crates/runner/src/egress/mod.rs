@@ -58,6 +58,9 @@ pub struct BoxCtx {
     pub tool: String,
     /// The call it runs (a `run`), or `None` (a long-running server).
     pub call: Option<CallId>,
+    /// A long-running server's calls in flight: a record names the call when there is
+    /// exactly one.
+    pub calls: Option<Arc<Mutex<Vec<CallId>>>>,
 }
 
 /// A connection the proxy holds open, to cut when the session's label rises past its
@@ -244,9 +247,17 @@ impl Egress {
     }
 
     fn record(&self, ctx: &BoxCtx, conn: u64, host: &str, port: u16) -> EgressRecord {
+        let call = ctx.call.or_else(|| {
+            let calls = ctx.calls.as_ref()?;
+            let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+            match calls.as_slice() {
+                [one] => Some(*one),
+                _ => None,
+            }
+        });
         EgressRecord {
             session: ctx.session.clone(),
-            call: ctx.call,
+            call,
             tool: ctx.tool.clone(),
             conn,
             host: host.to_string(),
