@@ -14,11 +14,12 @@
 # downloads of BYTES through one connection. The client is the same Python program in all
 # columns, so what differs is the path.
 #
-# Usage: bench/egress.sh [CONNS] [BYTES]   (default 300 connections, 100 MB)
+# Usage: bench/egress.sh [CONNS] [BYTES] [ROUNDS]   (default 300 connections, 100 MB, 5 rounds)
 set -euo pipefail
 
 conns="${1:-300}"
 bytes="${2:-100000000}"
+rounds="${3:-5}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 echo "egress: building the release binary..." >&2
@@ -62,35 +63,52 @@ ports = [$port]
 TOML
 
 client=(/usr/bin/python3 /opt/bench/egress_client.py)
-echo "egress: direct" >&2
-direct="$(python3 "$here/bench/egress_client.py" direct "$port" "$conns" "$bytes")"
-echo "egress: boxmaker" >&2
 args="$(python3 -c 'import json,sys; print(json.dumps({"argv": sys.argv[1:]}))' \
     "${client[@]}" proxy "$port" "$conns" "$bytes")"
-boxed="$("$boxmaker" call --json --config "$out/boxmaker.toml" --session bench net "$args" \
-    | python3 -c 'import json,sys; r=json.load(sys.stdin); c=json.loads(r["content"]); print(c["stdout"].strip() or c)')"
-
 srt="$here/bench/.srt/node_modules/.bin/srt"
-srt_line="srt: not run (install: npm install --prefix bench/.srt @anthropic-ai/sandbox-runtime; apt-get install bubblewrap socat)"
-if [[ -x "$srt" ]] && command -v bwrap >/dev/null && command -v socat >/dev/null; then
+have_srt=""
+if [[ -x "$srt" ]] && command -v bwrap >/dev/null && command -v socat >/dev/null \
+    && command -v rg >/dev/null; then
+    have_srt=1
     cat > "$out/srt.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$port"], "deniedDomains": []},
  "filesystem": {"denyRead": [], "allowWrite": ["$out"], "denyWrite": []}}
 JSON
-    echo "egress: srt" >&2
-    if s="$("$srt" -s "$out/srt.json" -c "python3 $here/bench/egress_client.py proxy $port $conns $bytes" 2>"$out/srt.err")"; then
-        srt_line="$s"
-    else
-        srt_line="srt: failed ($(tail -n 3 "$out/srt.err" | tr '\n' ' '))"
-    fi
 fi
 
-echo "direct:   $direct"
-echo "boxmaker: $boxed"
-echo "srt:      $srt_line"
-python3 - "$direct" "$boxed" <<'PY'
-import json, sys
-d, b = (json.loads(a) for a in sys.argv[1:3])
-print(f"added per connection (p50): {b['ttfb_p50_ms'] - d['ttfb_p50_ms']:.3f} ms; "
-      f"throughput: {b['bulk_mb_per_s'] / d['bulk_mb_per_s'] * 100:.0f}% of direct")
+# Rounds in turn (direct, boxmaker, srt, direct, ...), so a machine whose speed drifts
+# moves every column alike; the summary takes each column's median.
+: > "$out/results"
+for round in $(seq "$rounds"); do
+    echo "egress: round $round/$rounds" >&2
+    echo "direct $(python3 "$here/bench/egress_client.py" direct "$port" "$conns" "$bytes")" >> "$out/results"
+    echo "boxmaker $("$boxmaker" call --json --config "$out/boxmaker.toml" --session bench net "$args" \
+        | python3 -c 'import json,sys; r=json.load(sys.stdin); c=json.loads(r["content"]); print(c["stdout"].strip() or c)')" >> "$out/results"
+    if [[ -n "$have_srt" ]]; then
+        if s="$("$srt" -s "$out/srt.json" -c "python3 $here/bench/egress_client.py proxy $port $conns $bytes" 2>"$out/srt.err")"; then
+            echo "srt $s" >> "$out/results"
+        else
+            echo "egress: srt failed: $(tail -n 3 "$out/srt.err" | tr '\n' ' ')" >&2
+        fi
+    fi
+done
+[[ -n "$have_srt" ]] || echo "egress: srt not run (npm install --prefix bench/.srt @anthropic-ai/sandbox-runtime; apt-get install bubblewrap socat ripgrep)" >&2
+cat "$out/results"
+python3 - "$out/results" <<'PY'
+import json, statistics, sys
+cols = {}
+for line in open(sys.argv[1]):
+    name, _, js = line.partition(" ")
+    try:
+        cols.setdefault(name, []).append(json.loads(js))
+    except ValueError:
+        print(f"{name}: not a result: {js.strip()}")
+med = {n: {k: statistics.median(r[k] for r in rs) for k in ("ttfb_p50_ms", "ttfb_p90_ms", "bulk_mb_per_s")}
+       for n, rs in cols.items()}
+d = med.get("direct")
+print(f"{'':10} {'ttfb p50 ms':>12} {'ttfb p90 ms':>12} {'MB/s':>8} {'added p50 ms':>13} {'of direct':>10}")
+for n, m in med.items():
+    added = m["ttfb_p50_ms"] - d["ttfb_p50_ms"]
+    share = m["bulk_mb_per_s"] / d["bulk_mb_per_s"] * 100
+    print(f"{n:10} {m['ttfb_p50_ms']:12.3f} {m['ttfb_p90_ms']:12.3f} {m['bulk_mb_per_s']:8.0f} {added:13.3f} {share:9.0f}%")
 PY

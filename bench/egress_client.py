@@ -6,25 +6,32 @@ Usage: egress_client.py direct|proxy ORIGIN_PORT CONNECTIONS BULK_BYTES
 (proxy: the one HTTPS_PROXY names.)
 """
 
+import base64
 import json
 import os
 import socket
 import sys
 import time
+import urllib.parse
 
 mode, port, conns, bulk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 ORIGIN = ("127.0.0.1", port)
 # The proxy the box names in its environment (boxmaker: 127.0.0.1:3128; srt: its own).
 _proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or "http://127.0.0.1:3128"
-_hostport = _proxy.split("://", 1)[-1].rstrip("/").rsplit(":", 1)
-PROXY = (_hostport[0], int(_hostport[1]))
+_url = urllib.parse.urlsplit(_proxy)
+PROXY = (_url.hostname, _url.port or 80)
+# srt's proxy wants the credentials its URL carries.
+AUTH = b""
+if _url.username:
+    _cred = "%s:%s" % (urllib.parse.unquote(_url.username), urllib.parse.unquote(_url.password or ""))
+    AUTH = b"Proxy-Authorization: Basic " + base64.b64encode(_cred.encode()) + b"\r\n"
 
 
 def open_conn():
     if mode == "direct":
         return socket.create_connection(ORIGIN)
     s = socket.create_connection(PROXY)
-    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (port, port))
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\n" % (port, port, AUTH))
     head = b""
     while b"\r\n\r\n" not in head:
         b = s.recv(4096)

@@ -45,7 +45,7 @@ const CONNECT_SECONDS: u64 = 10;
 /// told why (more are closed at once).
 const OVER_CAP_WAITING: u64 = 64;
 /// Bytes read at once each way.
-const CHUNK: usize = 64 * 1024;
+const CHUNK: usize = 256 * 1024;
 
 /// Where the runner's egress records go (the gate, through the runner's connection).
 pub type EventSink = Arc<dyn Fn(EgressRecord) + Send + Sync>;
