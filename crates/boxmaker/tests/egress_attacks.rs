@@ -232,6 +232,13 @@ GET /echo HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n'))",
         "{:?}",
         lab.requests("origin")
     );
+    // A refused head is audited too, though it named no destination the proxy took.
+    lab.wait_egress(&cfg, "refused for its Host header", |r| {
+        r["outcome"] == "refused"
+            && r["reason"]
+                .as_str()
+                .is_some_and(|w| w.contains("Host header"))
+    });
 }
 
 #[test]

@@ -108,6 +108,77 @@ impl Drop for Guard {
     }
 }
 
+/// Why the proxy answered a box's request with an error rather than a connection: one
+/// sentence, sent as the reason phrase and body of the answer and kept in the audit record.
+#[derive(Debug, thiserror::Error)]
+pub enum EgressError {
+    /// The config's rules refuse it (`403`).
+    #[error(transparent)]
+    Refused(#[from] config::Refusal),
+    /// Not a request the proxy takes (`400`, or `403` for a Host header naming another host).
+    #[error("{}", .0.reason)]
+    BadRequest(#[from] http::Reject),
+    #[error("boxmaker refused {dest}:{port}: that is not a host name ({why})")]
+    NotAName {
+        dest: String,
+        port: u16,
+        why: String,
+    },
+    #[error("boxmaker refused {dest}:{port}: the box belongs to no tool the config has")]
+    NoTool { dest: String, port: u16 },
+    #[error(
+        "boxmaker refused {dest}:{port}: this session already has {cap} connections open \
+         through the proxy (max_connections_per_session in [box])"
+    )]
+    Capped { dest: String, port: u16, cap: u64 },
+    #[error("boxmaker could not resolve {name}: {detail}")]
+    Resolve { name: String, detail: String },
+    #[error("boxmaker could not connect to {dest}:{port} ({detail})")]
+    Connect {
+        dest: String,
+        port: u16,
+        detail: String,
+    },
+    #[error(
+        "boxmaker's proxy waited {HEAD_SECONDS} s for the request head and closed the connection"
+    )]
+    HeadTimeout,
+    #[error("the request head is over {} bytes", http::MAX_HEAD)]
+    HeadTooLarge,
+}
+
+impl EgressError {
+    /// The HTTP status the box is answered with.
+    pub fn status(&self) -> u16 {
+        match self {
+            EgressError::Refused(_) | EgressError::NoTool { .. } => 403,
+            EgressError::BadRequest(r) => r.status,
+            EgressError::NotAName { .. } => 400,
+            EgressError::Capped { .. } => 429,
+            EgressError::Resolve { .. } | EgressError::Connect { .. } => 502,
+            EgressError::HeadTimeout => 408,
+            EgressError::HeadTooLarge => 431,
+        }
+    }
+
+    /// Refused (the rules, a bound) or failed (allowed, but not reachable).
+    fn outcome(&self) -> EgressOutcome {
+        match self {
+            EgressError::Resolve { .. } | EgressError::Connect { .. } => EgressOutcome::Failed,
+            _ => EgressOutcome::Refused,
+        }
+    }
+}
+
+/// What reading a head came to.
+enum HeadRead {
+    /// It ends there.
+    End(usize),
+    /// The box closed the connection first (or it broke).
+    Closed,
+    TooLarge,
+}
+
 /// How a connection ended, for its `closed` record.
 enum End {
     Done,
@@ -316,43 +387,36 @@ impl Egress {
             read_head(&mut client, &mut buf),
         )
         .await;
+        // A head that never makes a request is audited too, with no host (port 0).
+        let unknown = self.record(ctx, conn, "", 0);
         let end = match head {
             Err(_) => {
-                let why = format!(
-                    "boxmaker's proxy waited {HEAD_SECONDS} s for the request head and closed the connection"
-                );
-                let _ = client.write_all(&http::response(408, &why)).await;
-                return;
+                return self
+                    .refuse(&mut client, unknown, EgressError::HeadTimeout)
+                    .await;
             }
-            Ok(Err(())) => {
-                let why = format!("the request head is over {} bytes", http::MAX_HEAD);
-                let _ = client.write_all(&http::response(431, &why)).await;
-                return;
+            Ok(HeadRead::TooLarge) => {
+                return self
+                    .refuse(&mut client, unknown, EgressError::HeadTooLarge)
+                    .await;
             }
-            Ok(Ok(None)) => return,
-            Ok(Ok(Some(end))) => end,
+            Ok(HeadRead::Closed) => return,
+            Ok(HeadRead::End(end)) => end,
         };
         let head = match http::parse(&buf[..end]) {
             Ok(h) => h,
-            Err(r) => {
-                let _ = client.write_all(&http::response(r.status, &r.reason)).await;
-                return;
-            }
+            Err(r) => return self.refuse(&mut client, unknown, r.into()).await,
         };
         let leftover = buf.split_off(end);
         let mut rec = self.record(ctx, conn, &head.host, head.port);
 
         if !admitted {
-            let why = format!(
-                "boxmaker refused {}:{}: this session already has {cap} connections open through \
-                 the proxy (max_connections_per_session in [box])",
-                shown(&head.host),
-                head.port
-            );
-            rec.reason = Some(why.clone());
-            self.emit(rec);
-            let _ = client.write_all(&http::response(429, &why)).await;
-            return;
+            let e = EgressError::Capped {
+                dest: shown(&head.host),
+                port: head.port,
+                cap,
+            };
+            return self.refuse(&mut client, rec, e).await;
         }
 
         // Decide, resolve, check, connect.
@@ -360,21 +424,10 @@ impl Egress {
             session: self.floor(&ctx.session),
             reach,
         };
-        let addrs = match self.decide(tool, &head, label).await {
+        let (clearance, addrs) = match self.decide(tool, &head, label).await {
             Ok(a) => a,
-            Err((status, why)) => {
-                rec.outcome = if status == 502 {
-                    EgressOutcome::Failed
-                } else {
-                    EgressOutcome::Refused
-                };
-                rec.reason = Some(why.clone());
-                self.emit(rec);
-                let _ = client.write_all(&http::response(status, &why)).await;
-                return;
-            }
+            Err(e) => return self.refuse(&mut client, rec, e).await,
         };
-        let (clearance, addrs) = addrs;
         let mut upstream = None;
         let mut last_err = String::new();
         for a in &addrs {
@@ -390,16 +443,12 @@ impl Egress {
             }
         }
         let Some((mut upstream, addr)) = upstream else {
-            let why = format!(
-                "boxmaker could not connect to {}:{} ({last_err})",
-                shown(&head.host),
-                head.port
-            );
-            rec.outcome = EgressOutcome::Failed;
-            rec.reason = Some(why.clone());
-            self.emit(rec);
-            let _ = client.write_all(&http::response(502, &why)).await;
-            return;
+            let e = EgressError::Connect {
+                dest: shown(&head.host),
+                port: head.port,
+                detail: last_err,
+            };
+            return self.refuse(&mut client, rec, e).await;
         };
         let _ = upstream.set_nodelay(true);
         let _ = client.set_nodelay(true);
@@ -450,8 +499,8 @@ impl Egress {
                     match first {
                         Err(e) => e,
                         Ok(()) => {
-                            let up = pump(cr, uw, &counters, true, None);
-                            let down = pump(ur, cw, &counters, false, None);
+                            let up = pump(cr, uw, &counters, true);
+                            let down = pump(ur, cw, &counters, false);
                             let both = async {
                                 match tokio::try_join!(up, down) {
                                     Ok(_) => End::Done,
@@ -480,7 +529,7 @@ impl Egress {
                         }
                     };
                     let down = async {
-                        match pump(ur, cw, &counters, false, None).await {
+                        match pump(ur, cw, &counters, false).await {
                             Ok(()) => End::Done,
                             Err(e) => e,
                         }
@@ -513,75 +562,71 @@ impl Egress {
         self.emit(rec);
     }
 
+    /// Answers the box with `e`, and audits it.
+    async fn refuse(&self, client: &mut TcpStream, mut rec: EgressRecord, e: EgressError) {
+        let why = e.to_string();
+        rec.outcome = e.outcome();
+        rec.reason = Some(why.clone());
+        self.emit(rec);
+        let _ = client.write_all(&http::response(e.status(), &why)).await;
+    }
+
     /// Whether `head` may go out at `label`, and to which addresses: the clearance of the
-    /// rule that allows it and the addresses checked, or the status and reason to refuse.
+    /// rule that allows it and the addresses checked.
     async fn decide(
         &self,
         tool: Option<&config::Tool>,
         head: &Head,
         label: CallLabel,
-    ) -> Result<(DataClass, Vec<SocketAddr>), (u16, String)> {
+    ) -> Result<(DataClass, Vec<SocketAddr>), EgressError> {
         let port = head.port;
-        let name;
+        let normal;
         let dest = match http::literal(&head.host) {
             Some(ip) => Destination::Address(ip),
             None => {
-                name = config::egress::normal_name(&head.host).map_err(|why| {
-                    (
-                        400,
-                        format!(
-                            "boxmaker refused {}:{port}: not a host name ({why})",
-                            head.host
-                        ),
-                    )
+                normal = config::egress::normal_name(&head.host).map_err(|why| {
+                    EgressError::NotAName {
+                        dest: head.host.clone(),
+                        port,
+                        why,
+                    }
                 })?;
-                Destination::Name(&name)
+                Destination::Name(&normal)
             }
         };
-        // A tool the config does not know (a box of no tool) may use no rule.
+        // A box of no tool the config has (the runner starts boxes only for its tools) may
+        // use no rule.
         let Some(tool) = tool else {
-            return Err((
-                403,
-                format!("boxmaker refused {dest}:{port}: the box belongs to no tool"),
-            ));
+            return Err(EgressError::NoTool {
+                dest: dest.to_string(),
+                port,
+            });
         };
-        let rule = self
-            .config
-            .clearance(Some(tool), dest, port, label)
-            .map_err(|r| (403, r.to_string()))?;
-        let clearance = rule.class;
-        let Destination::Name(name) = dest else {
-            let Destination::Address(ip) = dest else {
-                return Err((400, "unreachable".into()));
-            };
-            return Ok((clearance, vec![SocketAddr::new(ip, port)]));
+        let clearance = self.config.clearance(Some(tool), dest, port, label)?.class;
+        let name = match dest {
+            // An IP literal a rule names by address: that address, as it is.
+            Destination::Address(ip) => return Ok((clearance, vec![SocketAddr::new(ip, port)])),
+            Destination::Name(n) => n,
         };
-        let resolved = tokio::time::timeout(
+        let failed = |detail: String| EgressError::Resolve {
+            name: name.to_string(),
+            detail,
+        };
+        let addrs: Vec<SocketAddr> = tokio::time::timeout(
             Duration::from_secs(CONNECT_SECONDS),
             tokio::net::lookup_host((name, port)),
         )
-        .await;
-        let addrs: Vec<SocketAddr> = match resolved {
-            Ok(Ok(a)) => a.collect(),
-            Ok(Err(e)) => return Err((502, format!("boxmaker could not resolve {name}: {e}"))),
-            Err(_) => {
-                return Err((
-                    502,
-                    format!("boxmaker could not resolve {name} in {CONNECT_SECONDS} s"),
-                ));
-            }
-        };
+        .await
+        .map_err(|_| failed(format!("no answer in {CONNECT_SECONDS} s")))?
+        .map_err(|e| failed(e.to_string()))?
+        .collect();
         if addrs.is_empty() {
-            return Err((
-                502,
-                format!("boxmaker could not resolve {name}: no address"),
-            ));
+            return Err(failed("no address".into()));
         }
         let own = self.own_addresses();
         for a in &addrs {
             self.config
-                .clear_address(Some(tool), name, a.ip(), port, label, &own)
-                .map_err(|r| (403, r.to_string()))?;
+                .clear_address(Some(tool), name, a.ip(), port, label, &own)?;
         }
         Ok((clearance, addrs))
     }
@@ -650,23 +695,15 @@ impl Counters<'_> {
 }
 
 /// Copies `r` to `w` until `r` ends (then shuts `w` down); `up` counts against the upload
-/// cap. `limit`: at most that many bytes (then stops, leaving `w` open).
-async fn pump<R, W>(
-    mut r: R,
-    mut w: W,
-    c: &Counters<'_>,
-    up: bool,
-    limit: Option<u64>,
-) -> Result<(), End>
+/// cap.
+async fn pump<R, W>(mut r: R, mut w: W, c: &Counters<'_>, up: bool) -> Result<(), End>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let mut buf = vec![0u8; CHUNK];
-    let mut left = limit.unwrap_or(u64::MAX);
-    while left > 0 {
-        let want = usize::try_from(left).unwrap_or(CHUNK).min(CHUNK);
-        let n = match r.read(&mut buf[..want]).await {
+    loop {
+        let n = match r.read(&mut buf).await {
             Ok(0) => {
                 let _ = w.shutdown().await;
                 return Ok(());
@@ -674,7 +711,6 @@ where
             Ok(n) => n,
             Err(_) => return Err(End::Broken),
         };
-        left -= n as u64;
         if up {
             c.upload(&mut w, &buf[..n]).await?;
         } else {
@@ -683,7 +719,6 @@ where
             c.touch();
         }
     }
-    Ok(())
 }
 
 /// Sends a forwarded request's body (what was read with the head first), exactly as long
@@ -757,22 +792,21 @@ async fn watchdog(c: &Counters<'_>, idle: Duration) {
     }
 }
 
-/// Reads until the end of the head: `Ok(Some(end))`, `Ok(None)` if the box closed first,
-/// `Err` past [`http::MAX_HEAD`].
-async fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Option<usize>, ()> {
+/// Reads until the end of the head, at most [`http::MAX_HEAD`] bytes.
+async fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> HeadRead {
     let mut chunk = [0u8; 4096];
     loop {
-        let n = s.read(&mut chunk).await.map_err(|_| ())?;
-        if n == 0 {
-            return Ok(None);
-        }
+        let n = match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return HeadRead::Closed,
+            Ok(n) => n,
+        };
         let from = buf.len().saturating_sub(3);
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = http::head_end(&buf[from..]) {
-            return Ok(Some(from + end));
+            return HeadRead::End(from + end);
         }
         if buf.len() > http::MAX_HEAD {
-            return Err(());
+            return HeadRead::TooLarge;
         }
     }
 }
@@ -829,6 +863,44 @@ fn local_addresses() -> Vec<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_refusal_has_its_status_and_one_sentence() {
+        let capped = EgressError::Capped {
+            dest: "a.test".into(),
+            port: 443,
+            cap: 4,
+        };
+        assert_eq!(capped.status(), 429);
+        assert_eq!(
+            capped.to_string(),
+            "boxmaker refused a.test:443: this session already has 4 connections open through \
+             the proxy (max_connections_per_session in [box])"
+        );
+        let e = EgressError::from(config::Refusal::NotListed {
+            dest: "b.test".into(),
+            port: 80,
+        });
+        assert_eq!((e.status(), e.outcome()), (403, EgressOutcome::Refused));
+        assert!(
+            e.to_string()
+                .starts_with("boxmaker refused b.test:80: it is not in"),
+            "{e}"
+        );
+        let e = EgressError::Resolve {
+            name: "c.test".into(),
+            detail: "no address".into(),
+        };
+        assert_eq!((e.status(), e.outcome()), (502, EgressOutcome::Failed));
+        for e in [
+            &capped,
+            &e,
+            &EgressError::HeadTimeout,
+            &EgressError::HeadTooLarge,
+        ] {
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+    }
 
     #[test]
     fn this_machine_has_its_loopback_among_its_own_addresses() {
