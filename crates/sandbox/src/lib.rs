@@ -43,6 +43,8 @@
 //! - `run` — the caller's side: [`run`], [`Outcome`], output capture; [`spawn`] and
 //!   [`BoxProcess`] for a box that keeps running (a server on the command's stdio).
 //! - `doctor` — [`doctor`] and its [`DoctorReport`].
+//! - `splice` — [`SplicePipe`]: zero-copy relaying between two sockets, for the runner's
+//!   egress proxy (here only because this is the crate with `unsafe`).
 //! - `floor` — `bench_floor`, the bare namespace + landlock + seccomp calls with this
 //!   crate's data, the floor `bench/box-startup.sh` compares boxes with (not a sandbox).
 
@@ -57,6 +59,7 @@ mod mounts;
 mod run;
 mod seccomp;
 mod spec;
+mod splice;
 mod sys;
 
 pub use doctor::{Check, DoctorReport, doctor};
@@ -73,4 +76,5 @@ pub use spec::{
     BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, PROXY_ADDR, Requirements,
     Spec,
 };
+pub use splice::{SPLICE_PIPE_BYTES, SplicePipe};
 pub use sys::seal_inherited_descriptors;

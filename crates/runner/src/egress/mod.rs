@@ -354,7 +354,7 @@ impl Egress {
             let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
             let conns = live.entry(ctx.session.clone()).or_default();
             if (conns.len() as u64) < cap {
-                let sockets = std_copy(&mut client).into_iter().collect();
+                let sockets = std_copy(&client).into_iter().collect();
                 conns.insert(
                     conn,
                     Live {
@@ -456,7 +456,7 @@ impl Egress {
             let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(l) = live.get_mut(&ctx.session).and_then(|c| c.get_mut(&conn)) {
                 l.clearance = Some(clearance);
-                l.sockets.extend(std_copy(&mut upstream));
+                l.sockets.extend(std_copy(&upstream));
             }
         }
         rec.address = Some(addr.to_string());
@@ -476,8 +476,6 @@ impl Egress {
         let last = AtomicU64::new(self.now_ms());
         let up_cap = self.config.limits.max_upload_bytes;
         let idle = Duration::from_secs(self.config.limits.egress_idle_seconds);
-        let (cr, mut cw) = client.into_split();
-        let (ur, mut uw) = upstream.into_split();
         let counters = Counters {
             sent: &sent,
             received: &received,
@@ -486,36 +484,10 @@ impl Egress {
             cap: up_cap,
         };
         let ended = match head.kind {
-            Kind::Connect => {
-                let ok = b"HTTP/1.1 200 Connection established\r\n\r\n";
-                if cw.write_all(ok).await.is_err() {
-                    End::Broken
-                } else {
-                    let first = if leftover.is_empty() {
-                        Ok(())
-                    } else {
-                        counters.upload(&mut uw, &leftover).await
-                    };
-                    match first {
-                        Err(e) => e,
-                        Ok(()) => {
-                            let up = pump(cr, uw, &counters, true);
-                            let down = pump(ur, cw, &counters, false);
-                            let both = async {
-                                match tokio::try_join!(up, down) {
-                                    Ok(_) => End::Done,
-                                    Err(e) => e,
-                                }
-                            };
-                            tokio::select! {
-                                e = both => e,
-                                () = watchdog(&counters, idle) => End::Idle,
-                            }
-                        }
-                    }
-                }
-            }
+            Kind::Connect => tunnel(&mut client, &mut upstream, &leftover, &counters, idle).await,
             Kind::Forward { head: out, body } => {
+                let (cr, cw) = client.into_split();
+                let (ur, mut uw) = upstream.into_split();
                 let sent_head = uw.write_all(&out).await;
                 if sent_head.is_err() {
                     End::Broken
@@ -694,6 +666,98 @@ impl Counters<'_> {
     }
 }
 
+/// A CONNECT tunnel: the `200`, what the box sent behind its head, then both ways at once
+/// until both ends are done, the upload cap, or `idle` with no byte either way.
+async fn tunnel(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    leftover: &[u8],
+    c: &Counters<'_>,
+    idle: Duration,
+) -> End {
+    if client
+        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .await
+        .is_err()
+    {
+        return End::Broken;
+    }
+    if !leftover.is_empty()
+        && let Err(e) = c.upload(upstream, leftover).await
+    {
+        return e;
+    }
+    let relayed = async {
+        // Zero-copy where the kernel splices (it always does for TCP); else through a
+        // buffer of ours.
+        let r = match (sandbox::SplicePipe::new(), sandbox::SplicePipe::new()) {
+            (Ok(up), Ok(down)) => {
+                let (client, upstream) = (&*client, &*upstream);
+                tokio::try_join!(
+                    splice_pump(client, upstream, &up, c, true),
+                    splice_pump(upstream, client, &down, c, false)
+                )
+            }
+            _ => {
+                let (cr, cw) = client.split();
+                let (ur, uw) = upstream.split();
+                tokio::try_join!(pump(cr, uw, c, true), pump(ur, cw, c, false))
+            }
+        };
+        r.map_or_else(|e| e, |_| End::Done)
+    };
+    tokio::select! {
+        e = relayed => e,
+        () = watchdog(c, idle) => End::Idle,
+    }
+}
+
+/// As [`pump`], by `splice(2)` through `pipe`: from `from` until it ends (then `to` is shut
+/// for writing).
+async fn splice_pump(
+    from: &TcpStream,
+    to: &TcpStream,
+    pipe: &sandbox::SplicePipe,
+    c: &Counters<'_>,
+    up: bool,
+) -> Result<(), End> {
+    use std::os::fd::AsFd;
+    use tokio::io::Interest;
+    loop {
+        let n = loop {
+            from.readable().await.map_err(|_| End::Broken)?;
+            match from.try_io(Interest::READABLE, || {
+                pipe.fill(from.as_fd(), sandbox::SPLICE_PIPE_BYTES)
+            }) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return Err(End::Broken),
+            }
+        };
+        if n == 0 {
+            if let Some(s) = std_copy(to) {
+                let _ = s.shutdown(std::net::Shutdown::Write);
+            }
+            return Ok(());
+        }
+        if up && c.sent.load(Ordering::Relaxed).saturating_add(n as u64) > c.cap {
+            return Err(End::Cap);
+        }
+        let mut left = n;
+        while left > 0 {
+            to.writable().await.map_err(|_| End::Broken)?;
+            match to.try_io(Interest::WRITABLE, || pipe.drain(to.as_fd(), left)) {
+                Ok(m) => left -= m.min(left),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return Err(End::Broken),
+            }
+        }
+        let counter = if up { c.sent } else { c.received };
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+        c.touch();
+    }
+}
+
 /// Copies `r` to `w` until `r` ends (then shuts `w` down); `up` counts against the upload
 /// cap.
 async fn pump<R, W>(mut r: R, mut w: W, c: &Counters<'_>, up: bool) -> Result<(), End>
@@ -812,7 +876,7 @@ async fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> HeadRead {
 }
 
 /// A second handle on a tokio stream's socket (to shut it down from elsewhere).
-fn std_copy(s: &mut TcpStream) -> Option<std::net::TcpStream> {
+fn std_copy(s: &TcpStream) -> Option<std::net::TcpStream> {
     use std::os::fd::AsFd;
     s.as_fd()
         .try_clone_to_owned()
