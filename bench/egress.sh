@@ -77,15 +77,16 @@ JSON
 fi
 
 # Rounds in turn (direct, boxmaker, srt, direct, ...), so a machine whose speed drifts
-# moves every column alike; the summary takes each column's median.
+# moves every column alike; the summary takes each column's median, and pairs each round
+# with its direct run for the differences and ratios.
 : > "$out/results"
 for round in $(seq "$rounds"); do
     echo "egress: round $round/$rounds" >&2
-    echo "direct $(python3 "$here/bench/egress_client.py" direct "$port" "$conns" "$bytes")" >> "$out/results"
+    echo "direct $(/usr/bin/python3 "$here/bench/egress_client.py" direct "$port" "$conns" "$bytes")" >> "$out/results"
     echo "boxmaker $("$boxmaker" call --json --config "$out/boxmaker.toml" --session bench net "$args" \
         | python3 -c 'import json,sys; r=json.load(sys.stdin); c=json.loads(r["content"]); print(c["stdout"].strip() or c)')" >> "$out/results"
     if [[ -n "$have_srt" ]]; then
-        if s="$("$srt" -s "$out/srt.json" -c "python3 $here/bench/egress_client.py proxy $port $conns $bytes" 2>"$out/srt.err")"; then
+        if s="$("$srt" -s "$out/srt.json" -c "/usr/bin/python3 $here/bench/egress_client.py proxy $port $conns $bytes" 2>"$out/srt.err")"; then
             echo "srt $s" >> "$out/results"
         else
             echo "egress: srt failed: $(tail -n 3 "$out/srt.err" | tr '\n' ' ')" >&2
@@ -105,10 +106,13 @@ for line in open(sys.argv[1]):
         print(f"{name}: not a result: {js.strip()}")
 med = {n: {k: statistics.median(r[k] for r in rs) for k in ("ttfb_p50_ms", "ttfb_p90_ms", "bulk_mb_per_s")}
        for n, rs in cols.items()}
-d = med.get("direct")
+# "added" and "of direct" pair each round with the direct run just before it (the machine
+# drifts between rounds), then take the median of the pairs.
+d = cols["direct"]
 print(f"{'':10} {'ttfb p50 ms':>12} {'ttfb p90 ms':>12} {'MB/s':>8} {'added p50 ms':>13} {'of direct':>10}")
 for n, m in med.items():
-    added = m["ttfb_p50_ms"] - d["ttfb_p50_ms"]
-    share = m["bulk_mb_per_s"] / d["bulk_mb_per_s"] * 100
+    rs = cols[n]
+    added = statistics.median(r["ttfb_p50_ms"] - x["ttfb_p50_ms"] for r, x in zip(rs, d))
+    share = statistics.median(r["bulk_mb_per_s"] / x["bulk_mb_per_s"] * 100 for r, x in zip(rs, d))
     print(f"{n:10} {m['ttfb_p50_ms']:12.3f} {m['ttfb_p90_ms']:12.3f} {m['bulk_mb_per_s']:8.0f} {added:13.3f} {share:9.0f}%")
 PY
