@@ -1,7 +1,8 @@
 //! # sandbox — the box every tool runs in (docs/spec.md §4)
 //!
 //! **Owns:** building a Linux box around one command and running it there: user, mount, pid,
-//! ipc, uts, cgroup and (unless `network`) network namespaces; `pivot_root` into a fresh,
+//! ipc, uts, cgroup and (unless `network`) network namespaces, the last with only `lo` and,
+//! for a `proxy` box, a listener on it handed to the caller (the box's one way out); `pivot_root` into a fresh,
 //! read-only tmpfs root holding read-only binds of the system, the workspace at `/work`, the
 //! extra mounts, a private `/tmp`, a fresh `/proc` and a minimal `/dev`; an unprivileged box
 //! user (uid 1000, never host root); all capabilities dropped; `no_new_privs`; a seccomp
