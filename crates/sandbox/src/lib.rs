@@ -78,4 +78,4 @@ pub use spec::{
     Spec,
 };
 pub use splice::{SPLICE_PIPE_BYTES, SplicePipe};
-pub use sys::seal_inherited_descriptors;
+pub use sys::{raise_open_files_limit, seal_inherited_descriptors};

@@ -318,6 +318,27 @@ pub(crate) fn setrlimit(
     Ok(())
 }
 
+/// Raises this process's soft `RLIMIT_NOFILE` to its hard limit (a proxy holds several
+/// descriptors per connection); returns the new soft limit. Boxes set their own.
+pub fn raise_open_files_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit struct for getrlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: `lim` is a valid rlimit struct; the soft limit is at most the hard one.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(lim.rlim_cur)
+}
+
 const CAP_VERSION_3: u32 = 0x2008_0522;
 
 #[repr(C)]
