@@ -34,6 +34,10 @@ pub mod serve;
 pub use run::{Runner, RunnerError};
 /// Why a box could not be built (for `box exec` and `box show`).
 pub use sandbox::Error as BoxError;
+/// Raises the soft open-files limit to the hard one: the runner role's egress proxy holds
+/// up to eight descriptors a tunnel (two sockets, the copies that let a rising label cut
+/// it, two splice pipes). Only for the runner role's own process.
+pub use sandbox::raise_open_files_limit;
 /// Marks every descriptor this process inherited (from 3 up) close-on-exec, so none passes
 /// into the roles, helpers and boxes it starts (docs/spec.md §4).
 pub use sandbox::seal_inherited_descriptors;

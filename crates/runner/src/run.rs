@@ -104,9 +104,6 @@ impl Runner {
             args: vec![sandbox::HELPER_ARG.into()],
         };
         let hosts = Arc::new(Hosts::resolve(config.clone()));
-        // The egress proxy holds up to eight descriptors a tunnel (two sockets, copies of
-        // them to cut it, two pipes): a soft limit of 1024 would run out at a few sessions.
-        let _ = sandbox::raise_open_files_limit();
         let floors: Arc<Mutex<HashMap<SessionId, DataClass>>> = Arc::default();
         let egress = Arc::new(crate::egress::Egress::new(config.clone(), floors.clone()));
         Ok(Self {
