@@ -15,6 +15,9 @@ gate: fmt-check clippy test
 # at tests/py/venv, since a box sees /usr, /bin and /lib but not a python under $HOME.
 # Selenium (pinned) drives Debian's headless Chromium against the approvals page
 # (crates/boxmaker/tests/approvals.rs; `.ci/run` installs chromium and chromium-driver).
+# The egress tests' clients: mcp-server-fetch and requests (tests/py/requirements.txt, the
+# same virtualenv) and a Node that honours NODE_USE_ENV_PROXY (tests/node-proxy/, apart from
+# tests/node so the inspector keeps the system Node).
 # Does nothing when all of them are already in place.
 PYTHON ?= python3
 SYSTEM_PYTHON ?= /usr/bin/python3
@@ -29,6 +32,8 @@ deps:
 	  || $(PYTHON) -m pip install --quiet --disable-pip-version-check 'selenium==$(SELENIUM_VERSION)'
 	@[ tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ] \
 	  || (cd tests/node && $(NPM) install --no-audit --no-fund --loglevel=error)
+	@[ tests/node-proxy/node_modules/.package-lock.json -nt tests/node-proxy/package-lock.json ] \
+	  || (cd tests/node-proxy && $(NPM) install --no-audit --no-fund --loglevel=error)
 	@[ $(PY_VENV)/.installed -nt tests/py/requirements.txt ] \
 	  || { rm -rf $(PY_VENV) \
 	       && $(SYSTEM_PYTHON) -m venv $(PY_VENV) \

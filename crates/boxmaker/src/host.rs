@@ -65,6 +65,8 @@ const GATE_LOG_MAX: u64 = 1 << 20;
 pub struct ChildRunner {
     config_path: PathBuf,
     current: Mutex<Option<(Child, Arc<RunnerLink>)>>,
+    /// Where every link it makes delivers the runner's events (the gate's audit log).
+    events: gate::EventSink,
 }
 
 impl std::fmt::Debug for ChildRunner {
@@ -80,7 +82,13 @@ impl ChildRunner {
         Self {
             config_path,
             current: Mutex::new(None),
+            events: gate::EventSink::default(),
         }
+    }
+
+    /// The sink its links deliver the runner's events to; set it once the gate exists.
+    pub fn events(&self) -> gate::EventSink {
+        self.events.clone()
     }
 
     /// The live link, starting a runner if there is none or the last one died.
@@ -112,7 +120,7 @@ impl ChildRunner {
         let reader = ours
             .try_clone()
             .map_err(|e| format!("cannot clone a socket: {e}"))?;
-        let link = Arc::new(RunnerLink::new(reader, ours));
+        let link = Arc::new(RunnerLink::with_events(reader, ours, self.events.clone()));
         *cur = Some((child, link.clone()));
         Ok(link)
     }
@@ -238,7 +246,10 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
         }
     }
     let runner = ChildRunner::new(std::path::absolute(config_path).unwrap_or(config_path.into()));
+    let events = runner.events();
     let (gate, repaired) = Gate::open(cfg, Box::new(runner)).map_err(CliError::Gate)?;
+    // The runner's egress records go to this gate's audit log.
+    events.set(gate.runner_events());
     if let Some(notice) = repaired {
         eprintln!("boxmaker: {notice}");
     }

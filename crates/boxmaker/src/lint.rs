@@ -45,6 +45,15 @@ pub fn lint(cfg: &Config) -> Vec<Finding> {
             }),
         }
     }
+    for t in cfg.unserved_network_tools() {
+        out.push(Finding {
+            blocks_boxes: false,
+            text: format!(
+                "tool {} has network = true but no [[egress]] rule it may use: its box can reach nothing (add an [[egress]] rule, or name one in its `egress = [...]`)",
+                t.name
+            ),
+        });
+    }
     for (i, j) in cfg.overlapping_mounts() {
         let (a, b) = (&cfg.mounts[i], &cfg.mounts[j]);
         out.push(Finding {

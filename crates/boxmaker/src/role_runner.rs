@@ -22,6 +22,8 @@ pub fn run(args: &RunnerArgs) -> Result<(), CliError> {
     let cfg = config::load(&args.config)?;
     Runner::check_machine(&cfg)?;
     let state = cfg.gate.state.clone();
+    // Its egress proxy holds several descriptors a connection; best effort.
+    let _ = runner::raise_open_files_limit();
     let runner = Arc::new(Runner::new(Arc::new(cfg), &state)?);
     // Ended connection sessions' workspaces (see `Runner::sweep_workspaces`).
     runner.sweep_workspaces();

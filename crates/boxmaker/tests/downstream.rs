@@ -1425,9 +1425,10 @@ effect = "allow"
     );
 }
 
-/// A server's box has no network but `lo` unless its `[[tool]]` says `network = true`.
+/// A server's box has no network but `lo`; with `network = true` (issue 14) still only `lo`
+/// of its own, and a way out only through boxmaker's proxy on 127.0.0.1:3128 there.
 #[test]
-fn test_network_only_where_the_config_gives_it() {
+fn test_network_only_through_the_proxy_where_the_config_gives_it() {
     let env = Env::new("network");
     let m = marker("network");
     env.append(&servers_mount());
@@ -1467,10 +1468,24 @@ effect = "allow"
         listener.accept().is_err(),
         "the offline server's box reached the host's listener"
     );
-    // With network = true the same connection works: the check above can fail.
+    // With network = true the host's loopback is no nearer: the box has its own.
     let on = env.text("s1", "online_connect", to_host);
-    assert_eq!(on, "connected");
-    assert!(listener.accept().is_ok(), "the listener saw no connection");
+    assert!(
+        on.starts_with("error:"),
+        "the online server connected: {on}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the online server's box reached the host's listener"
+    );
+    // What it has is the proxy, which the offline box lacks: the checks above can fail.
+    let proxy = json!({"host": "127.0.0.1", "port": 3128});
+    assert_eq!(env.text("s1", "online_connect", proxy.clone()), "connected");
+    let off = env.text("s1", "offline_connect", proxy);
+    assert!(
+        off.starts_with("error:"),
+        "the offline box has a proxy: {off}"
+    );
 }
 
 #[test]

@@ -106,6 +106,12 @@ builtin = "run"
 network = true
 mounts = ["pub"]
 
+# The listener the networked tools post to, on the host's loopback: reached only through
+# boxmaker's egress proxy, and only because a rule names it by address.
+[[egress]]
+host = "127.0.0.1"
+ports = [LISTENER_PORT]
+
 # A way out that sees every mount.
 [[tool]]
 name = "leaky_post"
@@ -167,14 +173,13 @@ impl Env {
         std::fs::write(dir.join("pub/readme.txt"), "public words\n").unwrap();
         let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers");
         let marker = format!("reach-marker-{name}-{}", std::process::id());
+        let listener = Listener::start();
         let text = BASE
             .replace("SERVERS", &servers.display().to_string())
-            .replace("MARKER", &marker);
+            .replace("MARKER", &marker)
+            .replace("LISTENER_PORT", &listener.port.to_string());
         std::fs::write(dir.join("boxmaker.toml"), format!("{text}{extra}")).unwrap();
-        Self {
-            dir,
-            listener: Listener::start(),
-        }
+        Self { dir, listener }
     }
 
     fn config(&self) -> PathBuf {
@@ -222,8 +227,12 @@ impl Env {
 
     /// `post` (or `leaky_post`) sending `file` to the listener.
     fn post(&self, session: &str, tool: &str, file: &str) -> (i32, Value) {
+        // Through the box's egress proxy (its only way out): a CONNECT tunnel to the
+        // listener, then the file.
         let script = format!(
-            "import socket,sys; s=socket.create_connection(('127.0.0.1',{})); \
+            "import socket,sys; s=socket.create_connection(('127.0.0.1',3128)); \
+             s.sendall(b'CONNECT 127.0.0.1:{0} HTTP/1.1\\r\\n\\r\\n'); \
+             h=s.recv(4096); assert h.startswith(b'HTTP/1.1 200'), h; \
              s.sendall(open(sys.argv[1],'rb').read()); s.close()",
             self.listener.port
         );

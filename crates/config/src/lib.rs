@@ -1,7 +1,8 @@
 //! `config` — `boxmaker.toml`, the file a person writes to say what an agent may do
 //! (docs/spec.md §3.1), parsed strictly and checked before anything uses it.
 //!
-//! **Owns:** the file format (`[gate]`, `[box]`, `[[mount]]`, `[[tool]]`, `[[grant]]`),
+//! **Owns:** the file format (`[gate]`, `[box]`, `[[mount]]`, `[[tool]]`, `[[grant]]`,
+//! `[[egress]]`),
 //! the commented default that `boxmaker init` writes ([`DEFAULT_CONFIG`]), and the
 //! conversion of the file's grants into [`policy::Grants`].
 //!
@@ -17,12 +18,15 @@
 //!    the checks that turn a raw file into one.
 //! 4. [`reach`] — what a call's box can read and where it may write; the floor label of
 //!    every answer (one rule for the gate and the runner).
-//! 5. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
+//! 5. [`egress`] — where a networked box may connect, and at which label: the clearance
+//!    rule the runner's proxy decides every connection by.
+//! 6. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
 //!    before it asks anyone; the runner decodes with it before it runs).
 
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod egress;
 pub mod error;
 pub mod model;
 mod raw;
@@ -30,6 +34,7 @@ pub mod reach;
 
 use std::path::Path;
 
+pub use egress::{CallLabel, Destination, EgressRule, HostPattern, Refusal};
 pub use error::ConfigError;
 pub use model::{BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name};
 pub use reach::box_label;

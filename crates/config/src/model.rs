@@ -4,12 +4,15 @@
 //! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`,
 //!   `max_calls_per_session = 16`, `max_pending_per_session = 32`, `approve_in_client = false`.
 //! - `[box]`: `memory_bytes` 2 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
-//!   `timeout_seconds` 300, `max_servers_per_session` 8. Every limit must be above 0.
+//!   `timeout_seconds` 300, `max_servers_per_session` 8, `max_connections_per_session` 32,
+//!   `egress_idle_seconds` 120, `max_upload_bytes` 1 GiB. Every limit must be above 0.
 //! - `[[mount]]`: `class = "internal"` (a person's files are not public unless they say
 //!   so), `write = false`, no `name` (then no tool can name it in `mounts`).
 //! - `[[tool]]`: `class = "public"`, `untrusted = false`, `network = false`, `env = []`,
 //!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`,
-//!   `mounts` = every mount.
+//!   `mounts` = every mount, `egress` = every egress rule.
+//! - `[[egress]]`: `ports = [443, 80]`, `class = "public"`, no `name`. `host` has no
+//!   default: a rule says what it names.
 //! - `[[grant]]`: `sessions = "*"`, `max_class = "secret"`, `if_untrusted = "allow"`, no
 //!   `expires`, no `when` (argument conditions). `effect` has no default: a grant says what
 //!   it does. A `when` entry is `pointer` and exactly one of `equals`, `one_of`, `in` (a
@@ -24,6 +27,7 @@ use policy::{Condition, Effect, Grant, Grants, Label, List, Pattern, Pointer, Sc
 use proto::{DataClass, Timestamp};
 use toml::Spanned;
 
+use crate::egress::{DEFAULT_PORTS, EgressRule, HostPattern};
 use crate::error::{ConfigError, Source};
 use crate::raw;
 
@@ -41,6 +45,8 @@ pub struct Config {
     pub tools: Vec<Tool>,
     /// In file order (as `boxmaker check --explain` numbers them).
     pub grants: Grants,
+    /// The `[[egress]]` rules, in file order: where networked boxes may connect.
+    pub egress: Vec<EgressRule>,
     /// The file this config was read from (absolute), if it came from a file.
     pub file: Option<PathBuf>,
     /// SHA-256 (hex) of the config's text and the directory its relative paths start from:
@@ -108,6 +114,15 @@ pub struct BoxLimits {
     pub require_cgroups: bool,
     /// The most downstream servers one session may have running at once.
     pub max_servers_per_session: u64,
+    /// The most connections one session's boxes may have open through the egress proxy at
+    /// once (docs/spec.md §4: fair to every session).
+    pub max_connections_per_session: u64,
+    /// A connection through the egress proxy with no byte either way for this long is
+    /// closed.
+    pub egress_idle_seconds: u64,
+    /// The most bytes one connection may send out through the egress proxy; then it is
+    /// closed.
+    pub max_upload_bytes: u64,
 }
 
 /// `[gate] max_calls_per_session` when the config does not say: enough for an agent's
@@ -118,6 +133,13 @@ pub const DEFAULT_CALLS_PER_SESSION: u64 = 16;
 pub const DEFAULT_PENDING_PER_SESSION: u64 = 32;
 /// `[box] max_servers_per_session` when the config does not say.
 pub const DEFAULT_SERVERS_PER_SESSION: u64 = 8;
+/// `[box] max_connections_per_session` when the config does not say: more than a browser
+/// opens to one site (6) times a few sites, far below what starves the proxy.
+pub const DEFAULT_CONNECTIONS_PER_SESSION: u64 = 32;
+/// `[box] egress_idle_seconds` when the config does not say.
+pub const DEFAULT_EGRESS_IDLE_SECONDS: u64 = 120;
+/// `[box] max_upload_bytes` when the config does not say: 1 GiB.
+pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 1 << 30;
 
 impl Default for BoxLimits {
     fn default() -> Self {
@@ -129,6 +151,9 @@ impl Default for BoxLimits {
             require_landlock: true,
             require_cgroups: false,
             max_servers_per_session: DEFAULT_SERVERS_PER_SESSION,
+            max_connections_per_session: DEFAULT_CONNECTIONS_PER_SESSION,
+            egress_idle_seconds: DEFAULT_EGRESS_IDLE_SECONDS,
+            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
         }
     }
 }
@@ -216,12 +241,16 @@ pub struct Tool {
     pub class: DataClass,
     /// Whether what it returns comes from outside.
     pub untrusted: bool,
-    /// Whether its box gets a network (otherwise only `lo`).
+    /// Whether its box reaches out, through boxmaker's egress proxy (otherwise only `lo`,
+    /// and nothing beyond it).
     pub network: bool,
     /// Names of the caller's environment variables passed into its box.
     pub env: Vec<String>,
     /// The mounts its box is given, by name; `None` is every mount (`[[tool]] mounts`).
     pub mounts: Option<Vec<String>>,
+    /// The egress rules it may use, by a rule's `name` or `host` as written; `None` is
+    /// every rule (`[[tool]] egress`).
+    pub egress: Option<Vec<String>>,
 }
 
 impl Tool {
@@ -288,13 +317,15 @@ pub(crate) fn parse(
     let gate = ctx.gate(file.gate)?;
     let limits = ctx.limits(file.limits)?;
     let mounts = ctx.mounts(file.mount, &gate.state)?;
-    let tools = ctx.tools(file.tool, &mounts)?;
+    let egress = ctx.egress(file.egress)?;
+    let tools = ctx.tools(file.tool, &mounts, &egress)?;
     Ok(Config {
         gate,
         limits,
         mounts,
         tools,
         grants: ctx.grants(file.grant, &lists)?,
+        egress,
         file: None,
         fingerprint: fingerprint(text, base),
     })
@@ -448,6 +479,21 @@ impl Ctx<'_> {
                 b.max_servers_per_session,
                 "max_servers_per_session",
                 d.max_servers_per_session,
+            )?,
+            max_connections_per_session: self.positive(
+                b.max_connections_per_session,
+                "max_connections_per_session",
+                d.max_connections_per_session,
+            )?,
+            egress_idle_seconds: self.positive(
+                b.egress_idle_seconds,
+                "egress_idle_seconds",
+                d.egress_idle_seconds,
+            )?,
+            max_upload_bytes: self.positive(
+                b.max_upload_bytes,
+                "max_upload_bytes",
+                d.max_upload_bytes,
             )?,
         })
     }
@@ -630,7 +676,129 @@ impl Ctx<'_> {
         Ok(Some(out))
     }
 
-    fn tools(&self, raw: Vec<raw::Tool>, mounts: &[Mount]) -> Result<Vec<Tool>, ConfigError> {
+    /// The `[[egress]]` rules: each `host` a name, a `*.suffix` glob, `*` or an address or
+    /// CIDR; `ports` 1 to 65535, none twice; names unique.
+    fn egress(&self, raw: Vec<raw::Egress>) -> Result<Vec<EgressRule>, ConfigError> {
+        let mut names: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::with_capacity(raw.len());
+        for e in raw {
+            let written = e.host.get_ref().clone();
+            let host = HostPattern::parse(&written)
+                .or_else(|why| self.err(e.host.span(), format!("egress `host` {why}")))?;
+            let line = self.src.line_of(e.host.span().start);
+            let name = match e.name {
+                None => None,
+                Some(n) => {
+                    let name = n.get_ref().clone();
+                    if !is_valid_tool_name(&name) {
+                        return self.err(
+                            n.span(),
+                            format!(
+                                "egress name {name:?} must be 1 to 64 ASCII letters, digits, `_` or `-`"
+                            ),
+                        );
+                    }
+                    let at = self.src.line_of(n.span().start);
+                    if let Some(first) = names.insert(name.clone(), at) {
+                        return self.err(
+                            n.span(),
+                            format!("egress name {name:?} is used twice (first on line {first})"),
+                        );
+                    }
+                    Some(name)
+                }
+            };
+            let ports = match e.ports {
+                None => DEFAULT_PORTS.to_vec(),
+                Some(list) => {
+                    let span = list.span();
+                    let mut ports: Vec<u16> = Vec::new();
+                    for p in list.into_inner() {
+                        let port = match u16::try_from(*p.get_ref()) {
+                            Ok(port) if port > 0 => port,
+                            _ => {
+                                return self.err(
+                                    p.span(),
+                                    format!("port {} is not from 1 to 65535", p.get_ref()),
+                                );
+                            }
+                        };
+                        if ports.contains(&port) {
+                            return self.err(p.span(), format!("port {port} is listed twice"));
+                        }
+                        ports.push(port);
+                    }
+                    if ports.is_empty() {
+                        return self.err(
+                            span,
+                            "`ports` may not be empty (leave it out for 443 and 80)",
+                        );
+                    }
+                    ports
+                }
+            };
+            out.push(EgressRule {
+                name,
+                host,
+                ports,
+                class: e.class.unwrap_or(DataClass::Public),
+                written,
+                line,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A tool's `egress = [...]`: each a rule's `name` or `host` as written, none twice.
+    fn tool_egress(
+        &self,
+        tool: &str,
+        network: bool,
+        list: Option<Spanned<Vec<Spanned<String>>>>,
+        rules: &[EgressRule],
+    ) -> Result<Option<Vec<String>>, ConfigError> {
+        let Some(list) = list else {
+            return Ok(None);
+        };
+        if !network {
+            return self.err(
+                list.span(),
+                format!(
+                    "tool {tool:?} names egress rules but has no `network = true`: its box reaches nothing"
+                ),
+            );
+        }
+        let mut out: Vec<String> = Vec::new();
+        for n in list.into_inner() {
+            let name = n.get_ref();
+            if !rules
+                .iter()
+                .any(|r| r.name.as_deref() == Some(name.as_str()) || r.written == *name)
+            {
+                return self.err(
+                    n.span(),
+                    format!(
+                        "tool {tool:?} names the egress rule {name:?}, but no [[egress]] has that `name` or `host`"
+                    ),
+                );
+            }
+            if out.contains(name) {
+                return self.err(
+                    n.span(),
+                    format!("tool {tool:?} names the egress rule {name:?} twice"),
+                );
+            }
+            out.push(name.clone());
+        }
+        Ok(Some(out))
+    }
+
+    fn tools(
+        &self,
+        raw: Vec<raw::Tool>,
+        mounts: &[Mount],
+        egress: &[EgressRule],
+    ) -> Result<Vec<Tool>, ConfigError> {
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut out = Vec::with_capacity(raw.len());
         for t in raw {
@@ -696,6 +864,7 @@ impl Ctx<'_> {
                 env.push(v.into_inner());
             }
             let tool_mounts = self.tool_mounts(&name, t.mounts, mounts)?;
+            let tool_egress = self.tool_egress(&name, t.network, t.egress, egress)?;
             out.push(Tool {
                 name,
                 kind,
@@ -704,6 +873,7 @@ impl Ctx<'_> {
                 network: t.network,
                 env,
                 mounts: tool_mounts,
+                egress: tool_egress,
             });
         }
         Ok(out)

@@ -24,6 +24,8 @@ pub(crate) struct File {
     /// Named lists for argument conditions (`in = "NAME"`).
     #[serde(default)]
     pub lists: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
+    #[serde(default)]
+    pub egress: Vec<Egress>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -49,6 +51,9 @@ pub(crate) struct Limits {
     pub require_landlock: Option<bool>,
     pub require_cgroups: Option<bool>,
     pub max_servers_per_session: Option<Spanned<u64>>,
+    pub max_connections_per_session: Option<Spanned<u64>>,
+    pub egress_idle_seconds: Option<Spanned<u64>>,
+    pub max_upload_bytes: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -88,6 +93,16 @@ pub(crate) struct Tool {
     pub pin: Option<Spanned<bool>>,
     pub idle_timeout: Option<Spanned<u64>>,
     pub mounts: Option<Spanned<Vec<Spanned<String>>>>,
+    pub egress: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Egress {
+    pub name: Option<Spanned<String>>,
+    pub host: Spanned<String>,
+    pub ports: Option<Spanned<Vec<Spanned<u64>>>>,
+    pub class: Option<DataClass>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]

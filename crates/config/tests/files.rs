@@ -493,3 +493,74 @@ fn test_box_requirements_default_to_landlock_required_and_can_be_relaxed() {
     let msg = bad("[box]\nrequire_landlock = \"no\"\n", 2);
     assert!(msg.contains("boolean") || msg.contains("bool"), "{msg}");
 }
+
+#[test]
+fn test_egress_rules_default_to_https_and_http_at_public() {
+    let cfg = ok(r#"
+[[egress]]
+host = "API.github.com"
+
+[[egress]]
+name = "pypi"
+host = "*.pythonhosted.org"
+ports = [443]
+class = "internal"
+
+[[egress]]
+host = "192.0.2.0/24"
+
+[[tool]]
+name = "fetch"
+mcp = ["f"]
+network = true
+egress = ["pypi", "API.github.com"]
+"#);
+    assert_eq!(cfg.egress.len(), 3);
+    assert_eq!(cfg.egress[0].ports, vec![443, 80]);
+    assert_eq!(cfg.egress[0].class, DataClass::Public);
+    assert_eq!(
+        cfg.egress[0].host,
+        config::HostPattern::Name("api.github.com".into())
+    );
+    assert_eq!(cfg.egress[1].class, DataClass::Internal);
+    assert_eq!(cfg.egress[1].line, 7);
+    let fetch = cfg.tool("fetch").unwrap();
+    let used: Vec<&str> = cfg
+        .egress_rules_of(fetch)
+        .map(|r| r.written.as_str())
+        .collect();
+    assert_eq!(used, ["API.github.com", "*.pythonhosted.org"]);
+    assert_eq!(cfg.limits.max_connections_per_session, 32);
+    assert_eq!(cfg.limits.egress_idle_seconds, 120);
+    assert_eq!(cfg.limits.max_upload_bytes, 1 << 30);
+}
+
+#[test]
+fn test_bad_egress_rules_name_their_line() {
+    let msg = bad("\n[[egress]]\nhost = \"a.*.com\"\n", 3);
+    assert!(msg.contains("glob"), "{msg}");
+    let msg = bad("[[egress]]\nhost = \"10.0.0.1/8\"\n", 2);
+    assert!(msg.contains("first address"), "{msg}");
+    let msg = bad("[[egress]]\nhost = \"a.com\"\nports = [0]\n", 3);
+    assert!(msg.contains("1 to 65535"), "{msg}");
+    let msg = bad("[[egress]]\nhost = \"a.com\"\nports = [443, 443]\n", 3);
+    assert!(msg.contains("twice"), "{msg}");
+    let msg = bad("[[egress]]\nhost = \"a.com\"\nports = []\n", 3);
+    assert!(msg.contains("empty"), "{msg}");
+    let msg = bad("[[egress]]\nhost = \"a.com\"\nclass = \"top\"\n", 3);
+    assert!(msg.contains("public"), "{msg}");
+    let msg = bad("[[egress]]\nhost = \"a.com\"\nverb = \"GET\"\n", 3);
+    assert!(msg.contains("verb"), "{msg}");
+    let msg = bad(
+        "[[egress]]\nhost = \"a.com\"\n[[tool]]\nname = \"f\"\nmcp = [\"f\"]\nnetwork = true\negress = [\"b.com\"]\n",
+        7,
+    );
+    assert!(msg.contains("b.com"), "{msg}");
+    let msg = bad(
+        "[[egress]]\nhost = \"a.com\"\n[[tool]]\nname = \"f\"\nmcp = [\"f\"]\negress = [\"a.com\"]\n",
+        6,
+    );
+    assert!(msg.contains("network = true"), "{msg}");
+    let msg = bad("[box]\nmax_connections_per_session = 0\n", 2);
+    assert!(msg.contains("above 0"), "{msg}");
+}

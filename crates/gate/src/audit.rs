@@ -52,6 +52,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use proto::run::{EgressOutcome, EgressRecord};
 use proto::{CallId, DataClass, DenyReason, SessionId, Timestamp};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -380,6 +381,29 @@ pub enum Event {
         uid: Option<u32>,
         detail: String,
     },
+    /// A box's connection through the egress proxy (docs/spec.md §3.5), as the runner
+    /// reported it: refused (why), failed, opened (the address used), or closed (bytes each
+    /// way, and why it ended). Build it with [`Event::egress`].
+    Egress {
+        session: SessionId,
+        /// The call its box was running, when there was exactly one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<CallId>,
+        tool: String,
+        /// The runner's number for the connection: `opened` and `closed` share it.
+        conn: u64,
+        host: String,
+        port: u16,
+        outcome: EgressOutcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        address: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default)]
+        sent: u64,
+        #[serde(default)]
+        received: u64,
+    },
 }
 
 impl Event {
@@ -427,6 +451,23 @@ impl Event {
         }
     }
 
+    /// An `egress` record from the runner's report of one connection.
+    pub fn egress(r: EgressRecord) -> Event {
+        Event::Egress {
+            session: r.session,
+            call: r.call,
+            tool: r.tool,
+            conn: r.conn,
+            host: r.host,
+            port: r.port,
+            outcome: r.outcome,
+            address: r.address,
+            reason: r.reason,
+            sent: r.sent,
+            received: r.received,
+        }
+    }
+
     /// The snake_case name written in the record's `event` field.
     pub fn name(&self) -> &'static str {
         match self {
@@ -442,6 +483,7 @@ impl Event {
             Event::GrantRevoked { .. } => "grant_revoked",
             Event::CapReached { .. } => "cap_reached",
             Event::AuthFailed { .. } => "auth_failed",
+            Event::Egress { .. } => "egress",
         }
     }
 }

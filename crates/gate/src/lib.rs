@@ -49,4 +49,4 @@ pub mod serve_decide;
 pub mod store;
 
 pub use gate::{Gate, GateError, Reply};
-pub use link::{RunnerHandle, RunnerLink, ToolRunner};
+pub use link::{EventSink, RunnerEvents, RunnerHandle, RunnerLink, ToolRunner};

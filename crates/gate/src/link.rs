@@ -3,7 +3,10 @@
 //!
 //! The gate trusts the runner to run tools, not to speak well. The link is an allowlist in
 //! the monitor's sense: the runner may answer only an id the gate asked, only once, only
-//! `final: true`, and only `result` or `failed`. Anything else — an unknown or repeated id, a
+//! `final: true`, and only `result` or `failed`; besides answers it may send one kind of
+//! **event**, `egress` with id 0 (a box's connection through the egress proxy, docs/spec.md
+//! §2.5), which goes to the link's [`EventSink`] — the gate's audit log — and is never taken
+//! for an answer. Anything else — an unknown or repeated id, an event with another id, a
 //! `pending_approval` or `denied` (those are the gate's words, not the runner's), an `error`
 //! envelope, a bad frame, the stream ending — means the runner is broken: the link goes
 //! **dead**, and every call waiting on it, and every later one, gets
@@ -19,11 +22,55 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use policy::Taint;
-use proto::run::{Order, RunnerAnswer, RunnerRequest, read_runner_reply, write_runner_request};
+use proto::run::{
+    EgressRecord, Order, RunnerAnswer, RunnerRequest, read_runner_reply, write_runner_request,
+};
 use proto::{FrameError, SessionId, ToolRequest, ToolResponse};
+
+/// What the gate does with the events a runner reports beside its answers.
+pub trait RunnerEvents: Send + Sync {
+    /// A box's connection through the egress proxy was refused, failed, opened or ended.
+    /// Must not block for long: the link's reader, which delivers every answer too, waits.
+    fn egress(&self, record: EgressRecord);
+}
+
+/// Where a link delivers runner events: set once the gate exists (the gate is made after
+/// its runner), shared by every link a supervisor makes. Until it is set, events are
+/// dropped. (The receiver should hold the gate weakly: the gate holds its runner.)
+#[derive(Clone, Default)]
+pub struct EventSink(Arc<RwLock<Option<Arc<dyn RunnerEvents>>>>);
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        f.debug_struct("EventSink").field("set", &set).finish()
+    }
+}
+
+impl EventSink {
+    /// From now on, events go to `to`.
+    pub fn set(&self, to: Arc<dyn RunnerEvents>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(to);
+    }
+
+    fn egress(&self, record: EgressRecord) {
+        let to = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(to) = to {
+            to.egress(record);
+        }
+    }
+}
 
 /// What a runner cleared of a session an operator reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -166,12 +213,21 @@ impl RunnerLink {
         R: Read + Send + 'static,
         W: Write + Send + 'static,
     {
+        Self::with_events(reader, writer, EventSink::default())
+    }
+
+    /// As [`RunnerLink::new`], delivering the runner's events to `events`.
+    pub fn with_events<R, W>(reader: R, writer: W, events: EventSink) -> RunnerLink
+    where
+        R: Read + Send + 'static,
+        W: Write + Send + 'static,
+    {
         let state = Arc::new(Mutex::new(LinkState {
             next_id: 1,
             ..LinkState::default()
         }));
         let for_reader = Arc::clone(&state);
-        std::thread::spawn(move || read_answers(reader, &for_reader));
+        std::thread::spawn(move || read_answers(reader, &for_reader, &events));
         RunnerLink {
             writer: Mutex::new(Box::new(writer)),
             state,
@@ -271,7 +327,7 @@ fn lock(state: &Mutex<LinkState>) -> std::sync::MutexGuard<'_, LinkState> {
 
 /// The reader thread: dispatches each answer to its caller; on the first fault, kills the
 /// link and returns.
-fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>) {
+fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>, events: &EventSink) {
     let why = loop {
         let reply = match read_runner_reply(&mut reader) {
             Ok(reply) => reply,
@@ -279,6 +335,14 @@ fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>) {
             Err(e) => break format!("it sent a bad frame: {e}"),
         };
         let id = reply.id;
+        // An event answers no request: id 0 only, and never taken for an answer.
+        if let RunnerAnswer::Egress { record } = reply.reply {
+            if id != 0 {
+                break format!("it sent an egress event with id {id} (events carry id 0)");
+            }
+            events.egress(record);
+            continue;
+        }
         let mut st = lock(state);
         let Some((wants, tx)) = st.waiting.remove(&id) else {
             break format!(

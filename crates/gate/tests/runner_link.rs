@@ -185,3 +185,75 @@ fn test_gate_with_dead_runner_answers_failed_and_raises_by_the_floor() {
     // A failed answer may carry data: the floor label of the tool is applied.
     assert_eq!(h.taint("s1"), (DataClass::Secret, false));
 }
+
+fn egress_record(outcome: proto::run::EgressOutcome) -> proto::run::EgressRecord {
+    proto::run::EgressRecord {
+        session: proto::SessionId::new("s1").unwrap(),
+        call: Some(proto::CallId(1)),
+        tool: "fetch".into(),
+        conn: 7,
+        host: "evil.example".into(),
+        port: 443,
+        address: None,
+        outcome,
+        reason: Some("boxmaker refused evil.example:443: it is not listed".into()),
+        sent: 0,
+        received: 0,
+    }
+}
+
+#[test]
+fn test_link_an_egress_event_reaches_the_audit_log_and_is_not_an_answer() {
+    let (gate_end, mut runner) = UnixStream::pair().unwrap();
+    runner
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let sink = gate::EventSink::default();
+    let link = RunnerLink::with_events(gate_end.try_clone().unwrap(), gate_end, sink.clone());
+    let h = H::with_runner(Box::new(link));
+    sink.set(h.gate.runner_events());
+    let gate = h.gate.clone();
+    let call = std::thread::spawn(move || {
+        let mut progress = |_| {};
+        gate.call(req("s1", 1, "read", r#"{"path":"x"}"#), &mut progress)
+    });
+    let r = read_frame(&mut runner).unwrap();
+    // Events carry id 0, come before the answer, and the call still waits for its answer.
+    let event = RunnerAnswer::Egress {
+        record: egress_record(proto::run::EgressOutcome::Refused),
+    };
+    write_runner_reply(&mut runner, &RunnerReply::new(0, event)).unwrap();
+    answer(&mut runner, r.id, result());
+    assert_eq!(call.join().unwrap(), result());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = std::fs::read_to_string(h.state.join("audit.log")).unwrap();
+        if let Some(line) = log.lines().find(|l| l.contains(r#""event":"egress""#)) {
+            assert!(
+                line.contains(r#""host":"evil.example","port":443,"outcome":"refused""#),
+                "{line}"
+            );
+            assert!(line.contains(r#""call":1"#), "{line}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no egress record in {log}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(gate::audit::verify(&h.state.join("audit.log")).is_ok());
+}
+
+#[test]
+fn test_link_an_egress_event_with_a_call_id_kills_the_link() {
+    let (link, mut runner) = new_link();
+    let a = start_call(&link, 1);
+    let r = read_frame(&mut runner).unwrap();
+    let event = RunnerAnswer::Egress {
+        record: egress_record(proto::run::EgressOutcome::Opened),
+    };
+    write_runner_reply(&mut runner, &RunnerReply::new(r.id, event)).unwrap();
+    assert_stopped(&a.join().unwrap());
+    assert!(link.dead_reason().unwrap().contains("egress event with id"));
+}

@@ -12,14 +12,19 @@
 //! ```text
 //! {"v":1,"id":7,"order":{"kind":"call","body":{"request":{…},"class":"secret","untrusted":false}}}
 //! {"v":1,"id":7,"reply":{"kind":"answer","body":{"response":{"status":"result",…}}}}
+//! {"v":1,"id":0,"reply":{"kind":"egress","body":{"record":{"session":"s1","call":3,…}}}}
 //! ```
+//!
+//! Besides answers, the runner sends **events**, always with id 0 (they answer no request):
+//! `egress`, one per connection attempt a box made through the egress proxy, and one more
+//! when an allowed connection ends (docs/spec.md §3.5). The gate audits them.
 
 use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
 use crate::frame::{FrameError, Versioned, read_framed, write_framed};
-use crate::ids::{DataClass, SessionId};
+use crate::ids::{CallId, DataClass, SessionId};
 use crate::strict::strict_object;
 use crate::wire::{ErrorCode, ToolRequest, ToolResponse};
 
@@ -80,9 +85,70 @@ pub enum RunnerAnswer {
     Reset { servers: u32, workspace: bool },
     /// The runner could not accept a frame or an order.
     Error { code: ErrorCode, detail: String },
+    /// An event, not an answer (the reply's id is 0): a box's connection through the egress
+    /// proxy was refused, opened or ended.
+    Egress { record: EgressRecord },
 }
 
-strict_object!(RunnerRequest, Order, RunnerReply, RunnerAnswer);
+/// One connection attempt through the egress proxy, or the end of one (docs/spec.md §3.5).
+/// Optional fields are present, `null` when empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct EgressRecord {
+    pub session: SessionId,
+    /// The call the box was running when it connected: a `run`'s own call; for a
+    /// long-running server, the one call in flight on it, `null` between calls (or with
+    /// several in flight).
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub call: Option<CallId>,
+    /// The `[[tool]]` whose box connected.
+    pub tool: String,
+    /// The connection's number in this runner: an `opened` and its `closed` share it.
+    pub conn: u64,
+    /// Where the box asked to go: a host name, or an address.
+    pub host: String,
+    pub port: u16,
+    /// The address connected to (`ip:port`), once there is one.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub address: Option<String>,
+    pub outcome: EgressOutcome,
+    /// Why it was refused, failed or ended; the label and the rule that allowed it for
+    /// `opened`.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub reason: Option<String>,
+    /// Bytes the box sent out, and received, through this connection (0 until `closed`).
+    pub sent: u64,
+    pub received: u64,
+}
+
+/// What became of a connection attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", try_from = "String")]
+pub enum EgressOutcome {
+    /// The destination is not allowed at the call's label (or the session is at its cap).
+    Refused,
+    /// Allowed, but boxmaker could not resolve or reach it.
+    Failed,
+    /// Allowed and connected.
+    Opened,
+    /// An opened connection ended.
+    Closed,
+}
+
+crate::strict::wire_names!(EgressOutcome, "egress outcome", "refused, failed, opened or closed", {
+    Refused => "refused",
+    Failed => "failed",
+    Opened => "opened",
+    Closed => "closed",
+});
+
+strict_object!(
+    RunnerRequest,
+    Order,
+    RunnerReply,
+    RunnerAnswer,
+    EgressRecord
+);
 
 impl Versioned for RunnerRequest {
     fn version(&self) -> u32 {
@@ -197,6 +263,45 @@ mod tests {
             "{text}"
         );
         assert_eq!(read_runner_request(&mut buf.as_slice())?, r);
+        Ok(())
+    }
+
+    #[test]
+    fn an_egress_event_round_trips_and_is_strict() -> Result<(), FrameError> {
+        let record = EgressRecord {
+            session: SessionId::new("s1").unwrap(),
+            call: Some(CallId(3)),
+            tool: "fetch".into(),
+            conn: 9,
+            host: "api.example.com".into(),
+            port: 443,
+            address: None,
+            outcome: EgressOutcome::Refused,
+            reason: Some("boxmaker refused api.example.com:443: …".into()),
+            sent: 0,
+            received: 0,
+        };
+        let r = RunnerReply::new(0, RunnerAnswer::Egress { record });
+        let mut buf = Vec::new();
+        write_runner_reply(&mut buf, &r)?;
+        let text = String::from_utf8_lossy(buf.get(4..).unwrap_or_default()).into_owned();
+        assert!(
+            text.starts_with(r#"{"v":1,"id":0,"reply":{"kind":"egress","body":{"record":{"session":"s1","call":3,"tool":"fetch","conn":9"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""address":null,"outcome":"refused""#),
+            "{text}"
+        );
+        assert_eq!(read_runner_reply(&mut buf.as_slice())?, r);
+        for bad in [
+            text.replace(r#""address":null,"#, ""),
+            text.replace(r#""refused""#, r#""maybe""#),
+            text.replace(r#""port":443"#, r#""port":70000"#),
+            text.replace(r#""sent":0"#, r#""sent":0,"extra":1"#),
+        ] {
+            assert!(serde_json::from_str::<RunnerReply>(&bad).is_err(), "{bad}");
+        }
         Ok(())
     }
 

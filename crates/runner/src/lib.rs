@@ -16,12 +16,15 @@
 //! 5. [`run`] — `Runner`: one call, one box, a labelled answer.
 //! 6. [`downstream`] — MCP servers in the session's box: start, call, label, stop,
 //!    discovery.
-//! 7. [`serve`] — the connection loop: frames in, answers out, many calls at once.
+//! 7. [`egress`] — the egress proxy: a networked box's only way out, decided by the
+//!    config's egress rules at the call's label, and reported to the gate.
+//! 8. [`serve`] — the connection loop: frames in, answers out, many calls at once.
 
 #![forbid(unsafe_code)]
 
 pub use config::args as builtin;
 pub mod downstream;
+pub mod egress;
 pub mod fit;
 pub mod inbox;
 pub mod label;
@@ -31,6 +34,10 @@ pub mod serve;
 pub use run::{Runner, RunnerError};
 /// Why a box could not be built (for `box exec` and `box show`).
 pub use sandbox::Error as BoxError;
+/// Raises the soft open-files limit to the hard one: the runner role's egress proxy holds
+/// up to eight descriptors a tunnel (two sockets, the copies that let a rising label cut
+/// it, two splice pipes). Only for the runner role's own process.
+pub use sandbox::raise_open_files_limit;
 /// Marks every descriptor this process inherited (from 3 up) close-on-exec, so none passes
 /// into the roles, helpers and boxes it starts (docs/spec.md §4).
 pub use sandbox::seal_inherited_descriptors;
@@ -59,5 +66,17 @@ pub fn enter_box_modes_if_requested() {
 /// `limits`' requirements, and whether boxes can run here.
 pub fn doctor(limits: &config::BoxLimits) -> (String, bool) {
     let report = sandbox::doctor(&run::requirements(limits));
-    (report.to_string(), report.missing().is_empty())
+    let netns = report
+        .checks
+        .iter()
+        .any(|c| c.name == "network namespace" && c.enforced);
+    let egress = if netns {
+        format!(
+            "networked boxes: confined: each has its own network namespace with only lo, and reaches out only through boxmaker's egress proxy ({} in the box), as the [[egress]] rules allow\n",
+            sandbox::PROXY_ADDR
+        )
+    } else {
+        "networked boxes: NOT confined: no network namespaces here, so no box can run\n".into()
+    };
+    (format!("{report}{egress}"), report.missing().is_empty())
 }

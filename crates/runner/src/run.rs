@@ -76,6 +76,8 @@ pub struct Runner {
     /// its calls, raised by every label this runner gave its answers (the gate raises the
     /// taint by the same). An operator's reset clears it.
     floors: Arc<Mutex<HashMap<SessionId, DataClass>>>,
+    /// The egress proxy every networked box of this runner goes out through.
+    egress: Arc<crate::egress::Egress>,
 }
 
 impl Runner {
@@ -102,6 +104,8 @@ impl Runner {
             args: vec![sandbox::HELPER_ARG.into()],
         };
         let hosts = Arc::new(Hosts::resolve(config.clone()));
+        let floors: Arc<Mutex<HashMap<SessionId, DataClass>>> = Arc::default();
+        let egress = Arc::new(crate::egress::Egress::new(config.clone(), floors.clone()));
         Ok(Self {
             config,
             state_dir: state_dir.to_path_buf(),
@@ -110,7 +114,8 @@ impl Runner {
             binary,
             hub: Arc::default(),
             hosts,
-            floors: Arc::default(),
+            floors,
+            egress,
         })
     }
 
@@ -181,7 +186,18 @@ impl Runner {
     fn raise_floor(&self, session: &SessionId, class: DataClass) {
         let mut f = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
         let e = f.entry(session.clone()).or_insert(DataClass::Public);
+        let rose = class > *e;
         *e = (*e).max(class);
+        drop(f);
+        // The connections this session's boxes hold open go by the new label at once.
+        if rose {
+            self.egress.label_rose(session, class);
+        }
+    }
+
+    /// The egress proxy (the connection loop gives it where to report).
+    pub fn egress(&self) -> &Arc<crate::egress::Egress> {
+        &self.egress
     }
 
     /// An operator reset `session` (docs/spec.md §3.2): its servers are stopped, its
@@ -334,11 +350,25 @@ impl Runner {
         let mut spec = Spec::new(argv, self.workspace(session));
         spec.mounts = self.box_mounts(None, None);
         spec.masks = self.masks(&spec.mounts);
-        spec.network = network;
+        // A networked box goes out only through the egress proxy: its own network
+        // namespace, the listener its init makes, and the variables that name it.
+        spec.proxy = network;
         spec.env = env
             .iter()
             .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
             .collect::<BTreeMap<_, _>>();
+        if network {
+            let proxy = format!("http://{}", sandbox::PROXY_ADDR);
+            for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+                spec.env.insert(name.into(), proxy.clone());
+                spec.env.insert(name.to_ascii_lowercase(), proxy.clone());
+            }
+            for name in ["NO_PROXY", "no_proxy"] {
+                spec.env
+                    .insert(name.into(), "localhost,127.0.0.1,::1".into());
+            }
+            spec.env.insert("NODE_USE_ENV_PROXY".into(), "1".into());
+        }
         let l = &self.config.limits;
         spec.limits = Limits {
             memory_bytes: l.memory_bytes,
@@ -409,7 +439,13 @@ impl Runner {
     ) -> Result<i32, sandbox::Error> {
         self.ensure_workspace(session)
             .map_err(|e| sandbox::Error::InvalidSpec(e.to_string()))?;
-        let spec = self.box_spec(session, network, &[], argv, Io::Inherit);
+        let mut spec = self.box_spec(session, network, &[], argv, Io::Inherit);
+        // The operator's own command: `--network` shares the host's network (no proxy
+        // serves a box run outside the runner).
+        if network {
+            spec.proxy = false;
+            spec.network = true;
+        }
         Ok(sandbox::run_in_process(&spec, &self.helper)?
             .status
             .exit_code())
@@ -447,19 +483,47 @@ impl Runner {
         }
         let table = sandbox::mount_table(&spec)?;
         let l = &spec.limits;
+        let network = if !network {
+            "none (only lo)".to_string()
+        } else {
+            self.describe_egress(tool)
+        };
         Ok(format!(
             "{}{reach}network: {}\nlimits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock\n",
             sandbox::describe_mounts(&table),
-            if network {
-                "the host's"
-            } else {
-                "none (only lo)"
-            },
+            network,
             l.memory_bytes,
             l.processes,
             l.file_size_bytes,
             l.timeout.as_secs()
         ))
+    }
+
+    /// What a networked box of `tool` may reach: the proxy, the label its connections are
+    /// decided at, and each egress rule it may use with its clearance.
+    fn describe_egress(&self, tool: Option<&Tool>) -> String {
+        let mut out = format!(
+            "only through boxmaker's egress proxy ({} in the box; own network namespace, only lo)",
+            sandbox::PROXY_ADDR
+        );
+        let Some(t) = tool else {
+            out.push_str(" (`box exec --network` shares the host's network instead)");
+            return out;
+        };
+        let rules: Vec<&config::EgressRule> = self.config.egress_rules_of(t).collect();
+        if rules.is_empty() {
+            out.push_str("\negress: no [[egress]] rule it may use: it reaches nothing");
+            return out;
+        }
+        out.push_str(&format!(
+            "\negress: a connection is decided at max(session taint, reach {}) and refused \
+             where that is above the rule's clearance",
+            self.config.reach(t)
+        ));
+        for r in rules {
+            out.push_str(&format!("\n  {}", r.describe()));
+        }
+        out
     }
 
     /// Refuses to serve where a protection the config requires is missing (docs/spec.md §4: the
@@ -508,6 +572,7 @@ impl Runner {
         });
         // A file tool needs no network, whatever the tool's config says.
         spec.network = false;
+        spec.proxy = false;
         let outcome = match sandbox::run(&spec, &self.helper) {
             Ok(o) => o,
             Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
@@ -558,7 +623,18 @@ impl Runner {
             Some(self.box_label(&req.session, tool)),
         );
         spec.limits.timeout = timeout;
-        let outcome = match sandbox::run(&spec, &self.helper) {
+        let mut proxy = None;
+        let ctx = crate::egress::BoxCtx {
+            session: req.session.clone(),
+            tool: tool.name.clone(),
+            call: Some(req.call),
+            calls: None,
+        };
+        let outcome = sandbox::run_with_listener(&spec, &self.helper, &mut |l| {
+            proxy = self.egress.serve(l, ctx.clone());
+        });
+        drop(proxy);
+        let outcome = match outcome {
             Ok(o) => o,
             Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
         };

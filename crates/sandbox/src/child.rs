@@ -172,6 +172,20 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
     if !c.spec.network {
         sys::loopback_up()?;
     }
+    // 9b. The proxy's listener, made here because only a process in this network
+    //     namespace can bind its loopback; it goes out to the helper (and on to the caller,
+    //     which accepts on it from outside) and is closed here in 12b, so the command never
+    //     holds it. While the caller keeps it open nobody in the box can bind that port.
+    if c.spec.proxy {
+        let listener = std::net::TcpListener::bind(crate::spec::PROXY_ADDR).map_err(|e| {
+            Error::Setup(format!(
+                "cannot listen on {} in the box: {e}",
+                crate::spec::PROXY_ADDR
+            ))
+        })?;
+        sys::send_with_fds(&c.sync, &[OwnedFd::from(listener)])
+            .map_err(|e| Error::Setup(format!("cannot hand out the proxy listener: {e}")))?;
+    }
 
     // 10. Freeze the skeleton: the root tmpfs and /dev become read-only (/work, /tmp,
     //     /dev/shm and the `write` mounts are separate mounts and stay writable).

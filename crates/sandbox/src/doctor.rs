@@ -95,7 +95,7 @@ pub fn doctor(require: &Requirements) -> DoctorReport {
     probe(
         "network namespace",
         user | libc::CLONE_NEWNET,
-        "only lo unless network = true",
+        "only lo; a network = true box too, its way out only boxmaker's egress proxy",
     );
     probe(
         "cgroup namespace",

@@ -99,7 +99,14 @@ pub fn helper_main() -> ! {
 fn serve(control: &UnixStream) -> Result<()> {
     sys::set_cloexec(control.as_raw_fd())?;
     let spec: Spec = read_frame(control)?;
-    let report = match run_box(&spec, Some(control)) {
+    // A proxy box's caller reads one message before the report: the listener, or nothing
+    // when the box failed before it had one.
+    let mut handed = false;
+    let mut hand = |fds: Vec<OwnedFd>| {
+        handed = true;
+        let _ = sys::send_with_fds(control, &fds);
+    };
+    let report = match run_box(&spec, Some(control), &mut hand) {
         Ok(r) => r,
         Err(e) => Report {
             result: Err(e.to_string()),
@@ -107,6 +114,12 @@ fn serve(control: &UnixStream) -> Result<()> {
             cgroup_limits: false,
         },
     };
+    if spec.proxy && !handed {
+        sys::send_with_fds(control, &[]).map_err(|source| Error::HelperIo {
+            context: "hand out the proxy listener",
+            source,
+        })?;
+    }
     write_frame(control, &report)
 }
 
@@ -150,7 +163,13 @@ pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(mut r: &UnixStream) -> Re
 /// Builds, runs and supervises one box; the helper's whole job. `control` is the socket to
 /// the caller (a hang-up kills the box); `None` when the caller runs this itself
 /// ([`crate::run_in_process`]), which must then be single-threaded.
-pub(crate) fn run_box(spec: &Spec, control: Option<&UnixStream>) -> Result<Report> {
+/// A [`Spec::proxy`] box's listener goes to `hand` once init has made it (before the
+/// command starts).
+pub(crate) fn run_box(
+    spec: &Spec,
+    control: Option<&UnixStream>,
+    hand: &mut dyn FnMut(Vec<OwnedFd>),
+) -> Result<Report> {
     // Everything that can fail without a namespace fails here, first.
     spec.validate()?;
     let table = crate::mounts::mount_table(spec)?;
@@ -283,6 +302,24 @@ pub(crate) fn run_box(spec: &Spec, control: Option<&UnixStream>) -> Result<Repor
         let _ = sys::kill(pid, libc::SIGKILL);
         let _ = sys::waitpid(pid, 0);
         return Err(e);
+    }
+
+    // The proxy's listener: init sends it once it has built the root and brought `lo` up,
+    // before it waits for the second go-ahead (already sent), so this never waits on us.
+    // End of file means init failed first; its report says why.
+    if spec.proxy {
+        match sys::recv_with_fds(&sync) {
+            Ok(Some(fds)) => hand(fds),
+            Ok(None) => {}
+            Err(e) => {
+                let _ = sys::kill(pid, libc::SIGKILL);
+                let _ = sys::waitpid(pid, 0);
+                return Err(Error::HelperIo {
+                    context: "receive the proxy listener",
+                    source: e,
+                });
+            }
+        }
     }
 
     // While the box runs (we are idle): remove cgroups that killed supervisors left behind.

@@ -1,7 +1,8 @@
 //! # sandbox — the box every tool runs in (docs/spec.md §4)
 //!
 //! **Owns:** building a Linux box around one command and running it there: user, mount, pid,
-//! ipc, uts, cgroup and (unless `network`) network namespaces; `pivot_root` into a fresh,
+//! ipc, uts, cgroup and (unless `network`) network namespaces, the last with only `lo` and,
+//! for a `proxy` box, a listener on it handed to the caller (the box's one way out); `pivot_root` into a fresh,
 //! read-only tmpfs root holding read-only binds of the system, the workspace at `/work`, the
 //! extra mounts, a private `/tmp`, a fresh `/proc` and a minimal `/dev`; an unprivileged box
 //! user (uid 1000, never host root); all capabilities dropped; `no_new_privs`; a seccomp
@@ -43,6 +44,8 @@
 //! - `run` — the caller's side: [`run`], [`Outcome`], output capture; [`spawn`] and
 //!   [`BoxProcess`] for a box that keeps running (a server on the command's stdio).
 //! - `doctor` — [`doctor`] and its [`DoctorReport`].
+//! - `splice` — [`SplicePipe`]: zero-copy relaying between two sockets, for the runner's
+//!   egress proxy (here only because this is the crate with `unsafe`).
 //! - `floor` — `bench_floor`, the bare namespace + landlock + seccomp calls with this
 //!   crate's data, the floor `bench/box-startup.sh` compares boxes with (not a sandbox).
 
@@ -57,6 +60,7 @@ mod mounts;
 mod run;
 mod seccomp;
 mod spec;
+mod splice;
 mod sys;
 
 pub use doctor::{Check, DoctorReport, doctor};
@@ -67,9 +71,11 @@ pub use helper::{Report, Status, helper_main};
 pub use mounts::{MountEntry, MountKind, describe as describe_mounts, mount_table};
 pub use run::{
     BoxProcess, HELPER_ARG, HelperCommand, Outcome, enter_helper_if_requested, run, run_in_process,
-    spawn,
+    run_with_listener, spawn,
 };
 pub use spec::{
-    BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, Requirements, Spec,
+    BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, PROXY_ADDR, Requirements,
+    Spec,
 };
-pub use sys::seal_inherited_descriptors;
+pub use splice::{SPLICE_PIPE_BYTES, SplicePipe};
+pub use sys::{raise_open_files_limit, seal_inherited_descriptors};

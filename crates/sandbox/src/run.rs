@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -70,6 +71,18 @@ pub struct Outcome {
 /// Runs `spec` in a new box and waits for it. A box that could not be built is an `Err`
 /// with the reason; a command that failed is an `Ok` whose status says so.
 pub fn run(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
+    run_with_listener(spec, helper, &mut drop)
+}
+
+/// As [`run`]; for a [`Spec::proxy`] box, `serve` gets the box's listener (inside the
+/// box, [`crate::PROXY_ADDR`]) once the box is built and before its command starts, and
+/// may accept on it from this process while the box runs. Without `serve` keeping it, the
+/// box's connections there are refused.
+pub fn run_with_listener(
+    spec: &Spec,
+    helper: &HelperCommand,
+    serve: &mut dyn FnMut(TcpListener),
+) -> Result<Outcome> {
     spec.validate()?;
     let started = Instant::now();
     let capture = match &spec.io {
@@ -94,7 +107,14 @@ pub fn run(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
         }
     }
 
-    let sent = write_frame(&ours, spec);
+    let sent = write_frame(&ours, spec).and_then(|()| {
+        if spec.proxy
+            && let Some(listener) = take_listener(&ours)?
+        {
+            serve(listener);
+        }
+        Ok(())
+    });
     let report: Result<Report> = sent.and_then(|()| read_frame(&ours));
     let _ = child.wait();
     let mut outputs = readers.into_iter().map(|h| h.join().unwrap_or_default());
@@ -112,6 +132,19 @@ pub fn run(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
         cgroup_limits: report.cgroup_limits,
         elapsed: started.elapsed(),
     })
+}
+
+/// The one message a proxy box's helper sends before its report: the listener, if the box
+/// got that far.
+fn take_listener(control: &UnixStream) -> Result<Option<TcpListener>> {
+    let io = |source| Error::HelperIo {
+        context: "receive the proxy listener",
+        source,
+    };
+    let fds = crate::sys::recv_with_fds(control)
+        .map_err(io)?
+        .ok_or_else(|| Error::Helper("the helper ended before the box was built".into()))?;
+    Ok(fds.into_iter().next().map(TcpListener::from))
 }
 
 /// Starts the helper with our end of a fresh socketpair on its fd 3, and its stdio piped
@@ -154,12 +187,12 @@ fn start_helper(helper: &HelperCommand, piped: bool) -> Result<(std::process::Ch
 /// other children with `wait(-1)` meanwhile.
 pub fn run_in_process(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
     // Only this thread can start another, so "one thread" stays true until the clone.
-    if spec.io != Io::Inherit || crate::sys::thread_count() != Some(1) {
+    if spec.io != Io::Inherit || spec.proxy || crate::sys::thread_count() != Some(1) {
         return run(spec, helper);
     }
     spec.validate()?;
     let started = Instant::now();
-    let report = crate::helper::run_box(spec, None)?;
+    let report = crate::helper::run_box(spec, None, &mut drop)?;
     let status = report.result.map_err(Error::Setup)?;
     Ok(Outcome {
         status,
@@ -190,6 +223,9 @@ pub struct BoxProcess {
     pub stdout: Option<std::process::ChildStdout>,
     /// The command's stderr; the same holds.
     pub stderr: Option<std::process::ChildStderr>,
+    /// A [`Spec::proxy`] box's listener (inside the box, [`crate::PROXY_ADDR`]), for the
+    /// caller to accept on; `None` when the box failed before it had one.
+    pub listener: Option<TcpListener>,
 }
 
 /// Starts `spec` in a new box and returns at once, with pipes to the command's standard
@@ -198,12 +234,23 @@ pub struct BoxProcess {
 pub fn spawn(spec: &Spec, helper: &HelperCommand) -> Result<BoxProcess> {
     spec.validate()?;
     let (mut child, ours) = start_helper(helper, true)?;
-    if let Err(e) = write_frame(&ours, spec) {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(e);
-    }
+    let listener = write_frame(&ours, spec).and_then(|()| {
+        if spec.proxy {
+            take_listener(&ours)
+        } else {
+            Ok(None)
+        }
+    });
+    let listener = match listener {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
     Ok(BoxProcess {
+        listener,
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),

@@ -15,6 +15,9 @@ pub const BOX_UID: u32 = 1000;
 /// Host uid the box user maps to when the caller is root (and [`Spec::host_id`] is unset):
 /// a dedicated high id that owns nothing else on the machine. Never 0.
 pub const DEFAULT_ROOT_HOST_ID: u32 = 1_879_048_192;
+/// Where a [`Spec::proxy`] box finds its way out, inside its own network namespace.
+pub const PROXY_ADDR: std::net::SocketAddrV4 =
+    std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 3128);
 /// Largest spec (JSON bytes) the helper accepts.
 pub const MAX_SPEC_BYTES: usize = 1 << 20;
 
@@ -42,6 +45,12 @@ pub struct Spec {
     /// Share the host's network (no network namespace). Default: only `lo`.
     #[serde(default)]
     pub network: bool,
+    /// A network namespace of its own with only `lo`, and on it a listener at
+    /// [`PROXY_ADDR`] that init creates and hands to the caller (`SCM_RIGHTS`, through the
+    /// helper): the box's only way out is whatever the caller serves on it (the runner's
+    /// egress proxy). Not with `network`.
+    #[serde(default)]
+    pub proxy: bool,
     #[serde(default)]
     pub limits: Limits,
     /// Which protections must be enforced; one that is required but missing is an error.
@@ -141,6 +150,7 @@ impl Spec {
             mounts: Vec::new(),
             masks: Vec::new(),
             network: false,
+            proxy: false,
             limits: Limits::default(),
             require: Requirements::default(),
             host_id: None,
@@ -187,6 +197,9 @@ impl Spec {
             || l.timeout.is_zero()
         {
             return bad(format!("limits too small to run anything: {l:?}"));
+        }
+        if self.network && self.proxy {
+            return bad("a box either shares the host's network or has the proxy, not both".into());
         }
         if self.host_id == Some(0) {
             return bad("host_id 0 would make the box user host root".into());

@@ -318,6 +318,27 @@ pub(crate) fn setrlimit(
     Ok(())
 }
 
+/// Raises this process's soft `RLIMIT_NOFILE` to its hard limit (a proxy holds several
+/// descriptors per connection); returns the new soft limit. Boxes set their own.
+pub fn raise_open_files_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit struct for getrlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: `lim` is a valid rlimit struct; the soft limit is at most the hard one.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(lim.rlim_cur)
+}
+
 const CAP_VERSION_3: u32 = 0x2008_0522;
 
 #[repr(C)]
@@ -845,7 +866,7 @@ const MAX_PASSED_FDS: usize = 4;
 struct CmsgBuf([u8; 64]);
 
 /// Sends a one-byte message on `sock`, with `fds` attached (`SCM_RIGHTS`) if not empty.
-pub(crate) fn send_with_fds(sock: &OwnedFd, fds: &[OwnedFd]) -> io::Result<()> {
+pub(crate) fn send_with_fds(sock: &impl AsRawFd, fds: &[OwnedFd]) -> io::Result<()> {
     if fds.len() > MAX_PASSED_FDS {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -898,7 +919,7 @@ pub(crate) fn send_with_fds(sock: &OwnedFd, fds: &[OwnedFd]) -> io::Result<()> {
 
 /// Receives one message sent by [`send_with_fds`]: `None` at end of file (the peer is
 /// gone), else the descriptors it carried (close-on-exec).
-pub(crate) fn recv_with_fds(sock: &OwnedFd) -> io::Result<Option<Vec<OwnedFd>>> {
+pub(crate) fn recv_with_fds(sock: &impl AsRawFd) -> io::Result<Option<Vec<OwnedFd>>> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr().cast(),

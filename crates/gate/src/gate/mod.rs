@@ -78,6 +78,7 @@ use crate::store::{
 
 mod approvals;
 mod client;
+mod egress;
 mod operator;
 mod remember;
 mod watch;

@@ -100,6 +100,11 @@ struct Instance {
     idle: Duration,
     /// The label its box was built at: writable mounts above it are writable in its box.
     label: proto::DataClass,
+    /// The egress proxy serving its box's listener (a networked server), for as long as it
+    /// runs.
+    _egress: Option<crate::egress::Guard>,
+    /// The calls in flight on it, for its egress records (the one call, when one).
+    calls: Arc<Mutex<Vec<proto::CallId>>>,
 }
 
 impl Instance {
@@ -342,10 +347,15 @@ async fn reap(hub: std::sync::Weak<Hub>) {
 }
 
 /// Decrements a server's in-flight count and marks it used when a call ends.
-struct InFlight(Arc<Instance>);
+struct InFlight(Arc<Instance>, proto::CallId);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        self.0
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|c| *c != self.1);
         *self
             .0
             .last_used
@@ -479,9 +489,13 @@ impl Runner {
             // Counted in flight from here, under the slot's lock, so the idle reaper (which
             // takes that lock) never stops a server a call has just picked.
             i.in_flight.fetch_add(1, Ordering::SeqCst);
+            i.calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(req.call);
             i
         };
-        let guard = InFlight(instance.clone());
+        let guard = InFlight(instance.clone(), req.call);
         // The running server's own word, checked again: a pinned tool whose definition
         // changed since it was accepted does not run, whatever discovery said. A pinned
         // server is asked again before every call (it may change its list while it runs).
@@ -662,6 +676,22 @@ impl Runner {
             .await
             .map_err(|e| format!("cannot start its box: {e}"))?
             .map_err(|e| format!("cannot start its box: {e}"))?;
+        // Discovery gets no way out (its box's listener is closed: connections there are
+        // refused); a server of a session goes out through the proxy.
+        let listener = boxed.listener.take();
+        let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
+        let egress = match (listener, label) {
+            (Some(l), Some(_)) => self.egress().serve(
+                l,
+                crate::egress::BoxCtx {
+                    session: session.clone(),
+                    tool: tool.name.clone(),
+                    call: None,
+                    calls: Some(calls.clone()),
+                },
+            ),
+            _ => None,
+        };
         let stderr = Arc::new(Mutex::new(Vec::new()));
         if let Some(err) = boxed.stderr.take() {
             drain_stderr(err, stderr.clone());
@@ -699,6 +729,8 @@ impl Runner {
             in_flight: AtomicUsize::new(0),
             idle: Duration::from_secs(idle_timeout.unwrap_or(catalog::DEFAULT_IDLE_TIMEOUT)),
             label: label.unwrap_or(proto::DataClass::Public),
+            _egress: egress,
+            calls,
         })
     }
 

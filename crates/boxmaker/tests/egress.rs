@@ -1,0 +1,414 @@
+//! Issue 14, the ordinary clients: real programs in real boxes (`network = true`) reach an
+//! allowed destination through boxmaker's egress proxy, and are refused an unlisted one —
+//! curl, Python's urllib and requests, Node's fetch, `pip download`, `git ls-remote`, over
+//! HTTPS (CONNECT) and plain HTTP (absolute-form) — and `mcp-server-fetch` behind boxmaker,
+//! driven by the official Python MCP SDK, fetches an allowed page, is refused an unlisted
+//! one and the metadata address, and is refused a public destination once the session has
+//! read a confidential file (while one cleared for confidential still works).
+//!
+//! Everything runs in the test's own network (`netlab`): two network namespaces it made,
+//! the origin servers it started there, a CA it generated.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod netlab;
+
+use std::process::Command;
+
+use netlab::*;
+use serde_json::{Value, json};
+
+const REFUSED_OTHER: &str =
+    "boxmaker refused other.test:443: it is not in the config's egress rules";
+
+fn stdout(v: &Value) -> &str {
+    v["stdout"].as_str().unwrap_or_default()
+}
+
+fn stderr(v: &Value) -> &str {
+    v["stderr"].as_str().unwrap_or_default()
+}
+
+fn exit(v: &Value) -> i64 {
+    v["exit"].as_i64().unwrap_or(-1)
+}
+
+#[test]
+fn curl_reaches_an_allowed_destination_and_is_refused_an_unlisted_one() {
+    let lab = Lab::new("curl");
+    let cfg = lab.config("c", BASE);
+    let ok = lab.run_in_box(&cfg, "s1", "net", &["curl", "-sS", "https://allowed.test/"]);
+    assert_eq!(exit(&ok), 0, "{ok}");
+    assert!(
+        stdout(&ok).contains("origin page for allowed.test over https"),
+        "{ok}"
+    );
+    // Plain HTTP goes as an absolute-form request, rewritten to origin-form.
+    let plain = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &["curl", "-sS", "http://allowed.test/echo"],
+    );
+    assert_eq!(exit(&plain), 0, "{plain}");
+    assert!(stdout(&plain).starts_with("GET /echo HTTP/1.1"), "{plain}");
+    assert!(stdout(&plain).contains("Host: allowed.test"), "{plain}");
+    // A name under a *.suffix rule.
+    let sub = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &["curl", "-sS", "https://www.allowed.test/"],
+    );
+    assert!(
+        stdout(&sub).contains("origin page for www.allowed.test"),
+        "{sub}"
+    );
+
+    let no = lab.run_in_box(&cfg, "s1", "net", &["curl", "-sSv", "https://other.test/"]);
+    assert_ne!(exit(&no), 0, "{no}");
+    assert!(stderr(&no).contains(REFUSED_OTHER), "{no}");
+    let no_plain = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &["curl", "-sS", "-i", "http://other.test/"],
+    );
+    assert!(stdout(&no_plain).starts_with("HTTP/1.1 403"), "{no_plain}");
+    assert!(
+        stdout(&no_plain)
+            .contains("boxmaker refused other.test:80: it is not in the config's egress rules"),
+        "{no_plain}"
+    );
+    assert!(
+        !lab.origin_saw_host("other.test"),
+        "a refused request reached the origin"
+    );
+
+    // Every attempt is in the gate's audit log: where, the address used, why, bytes.
+    let opened = lab.wait_egress(&cfg, "opened allowed.test", |r| {
+        r["outcome"] == "opened" && r["host"] == "allowed.test" && r["port"] == 443
+    });
+    assert_eq!(opened["address"], format!("{ORIGIN}:443"));
+    assert_eq!(opened["session"], "s1");
+    assert_eq!(opened["tool"], "net");
+    assert!(opened["call"].as_u64().is_some(), "{opened}");
+    let closed = lab.wait_egress(&cfg, "closed allowed.test", |r| {
+        r["outcome"] == "closed" && r["conn"] == opened["conn"]
+    });
+    assert!(closed["received"].as_u64().unwrap() > 0, "{closed}");
+    assert!(closed["sent"].as_u64().unwrap() > 0, "{closed}");
+    let refused = lab.wait_egress(&cfg, "refused other.test", |r| {
+        r["outcome"] == "refused" && r["host"] == "other.test"
+    });
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with(REFUSED_OTHER),
+        "{refused}"
+    );
+    // `boxmaker audit tail` shows them.
+    let tail = lab.boxmaker(&cfg, &["audit", "tail", "-n", "50"]);
+    assert!(tail.ok(), "{}", tail.show());
+    assert!(tail.stdout.contains("egress"), "{}", tail.show());
+    assert!(tail.stdout.contains("other.test"), "{}", tail.show());
+}
+
+#[test]
+fn python_urllib_and_requests_go_through_the_proxy() {
+    let lab = Lab::new("python");
+    let cfg = lab.config("c", BASE);
+    let fetch = "import sys, urllib.request\n\
+                 try:\n    print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())\n\
+                 except Exception as e:\n    print('ERROR', e, file=sys.stderr); sys.exit(3)\n";
+    for url in ["https://allowed.test/", "http://allowed.test/"] {
+        let v = lab.run_in_box(&cfg, "s1", "net", &["/usr/bin/python3", "-c", fetch, url]);
+        assert_eq!(exit(&v), 0, "{url}: {v}");
+        assert!(stdout(&v).contains("origin page for allowed.test"), "{v}");
+    }
+    let v = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &["/usr/bin/python3", "-c", fetch, "https://other.test/"],
+    );
+    assert_eq!(exit(&v), 3, "{v}");
+    assert!(stderr(&v).contains("403"), "{v}");
+
+    let req = "import sys, requests\n\
+               try:\n    r = requests.get(sys.argv[1], timeout=20); print(r.status_code); print(r.text)\n\
+               except Exception as e:\n    print('ERROR', e, file=sys.stderr); sys.exit(3)\n";
+    let py = format!("{PYVENV_AT}/bin/python3");
+    let v = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &[&py, "-c", req, "https://allowed.test/"],
+    );
+    assert_eq!(exit(&v), 0, "{v}");
+    assert!(
+        stdout(&v).contains("origin page for allowed.test over https"),
+        "{v}"
+    );
+    let v = lab.run_in_box(&cfg, "s1", "net", &[&py, "-c", req, "https://other.test/"]);
+    assert_eq!(exit(&v), 3, "{v}");
+    assert!(
+        stderr(&v).contains("boxmaker refused other.test:443"),
+        "{v}"
+    );
+    assert!(!lab.origin_saw_host("other.test"));
+}
+
+#[test]
+fn node_fetch_goes_through_the_proxy() {
+    let lab = Lab::new("node");
+    let cfg = lab.config("c", BASE);
+    let node = format!("{NODE_AT}/node/bin/node");
+    let js = "fetch(process.argv[1]).then(r => r.text()).then(t => console.log(t), \
+              e => { console.error('ERROR', e.cause ? e.cause.message || String(e.cause) : e.message); process.exit(3); })";
+    let v = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &[&node, "-e", js, "https://allowed.test/"],
+    );
+    assert_eq!(exit(&v), 0, "{v}");
+    assert!(
+        stdout(&v).contains("origin page for allowed.test over https"),
+        "{v}"
+    );
+    let v = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &[&node, "-e", js, "http://allowed.test/"],
+    );
+    assert_eq!(exit(&v), 0, "{v}");
+    assert!(
+        stdout(&v).contains("origin page for allowed.test over http"),
+        "{v}"
+    );
+    let v = lab.run_in_box(&cfg, "s1", "net", &[&node, "-e", js, "https://other.test/"]);
+    assert_eq!(exit(&v), 3, "{v}");
+    assert!(!lab.origin_saw_host("other.test"));
+    lab.wait_egress(&cfg, "refused other.test", |r| {
+        r["outcome"] == "refused" && r["host"] == "other.test"
+    });
+}
+
+#[test]
+fn pip_download_and_git_ls_remote_go_through_the_proxy() {
+    let lab = Lab::new("pipgit");
+    let cfg = lab.config("c", BASE);
+    // `python3 -m pip`: the venv's `bin/pip` script names the host path of its python in its
+    // `#!` line, which the box does not show.
+    let py = format!("{PYVENV_AT}/bin/python3");
+    let dl = |index: &str| {
+        lab.run_in_box(
+            &cfg,
+            "s1",
+            "net",
+            &[
+                &py,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--disable-pip-version-check",
+                "--no-cache-dir",
+                "-d",
+                "/tmp/dl",
+                "--index-url",
+                index,
+                "--retries",
+                "0",
+                "--timeout",
+                "20",
+                "tinypkg",
+            ],
+        )
+    };
+    let v = dl("https://allowed.test/static/simple/");
+    assert_eq!(exit(&v), 0, "{v}");
+    assert!(stdout(&v).contains("tinypkg-0.1-py3-none-any.whl"), "{v}");
+    let v = dl("https://other.test/static/simple/");
+    assert_ne!(exit(&v), 0, "{v}");
+
+    let v = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &["git", "ls-remote", "https://allowed.test/static/repo.git"],
+    );
+    assert_eq!(exit(&v), 0, "{v}");
+    assert!(stdout(&v).contains("refs/heads/main"), "{v}");
+    let v = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &["git", "ls-remote", "http://allowed.test/static/repo.git"],
+    );
+    assert_eq!(exit(&v), 0, "{v}");
+    let v = lab.run_in_box(
+        &cfg,
+        "s1",
+        "net",
+        &["git", "ls-remote", "https://other.test/static/repo.git"],
+    );
+    assert_ne!(exit(&v), 0, "{v}");
+    assert!(stderr(&v).contains("403"), "{v}");
+    assert!(!lab.origin_saw_host("other.test"));
+}
+
+#[test]
+fn clearance_a_session_that_read_confidential_data_reaches_only_confidential_destinations() {
+    let lab = Lab::new("clearance");
+    let cfg = lab.config("c", BASE);
+    let curl =
+        |session: &str, url: &str| lab.run_in_box(&cfg, session, "net", &["curl", "-sSv", url]);
+    assert_eq!(exit(&curl("s1", "https://allowed.test/")), 0);
+    let read = lab.call(
+        &cfg,
+        "s1",
+        "read_file",
+        &json!({"path": "/data/secrets/plan.txt"}),
+    );
+    assert!(read.ok(), "{}", read.show());
+    let v = curl("s1", "https://allowed.test/");
+    assert_ne!(exit(&v), 0, "{v}");
+    assert!(
+        stderr(&v).contains(
+            "boxmaker refused allowed.test:443: this session holds confidential data and that \
+             destination is cleared for public"
+        ),
+        "{v}"
+    );
+    let v = curl("s1", "https://cleared.test/");
+    assert_eq!(exit(&v), 0, "{v}");
+    assert!(stdout(&v).contains("origin page for cleared.test"), "{v}");
+    // Another session is not affected.
+    assert_eq!(exit(&curl("s2", "https://allowed.test/")), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// mcp-server-fetch behind boxmaker, through the official Python SDK.
+
+const FETCH: &str = r#"
+[[tool]]
+name = "fetch"
+mcp = ["/opt/pyvenv/bin/python3", "-m", "mcp_server_fetch", "--ignore-robots-txt", "--allow-private-ips"]
+network = true
+untrusted = true
+mounts = ["pyvenv", "lab"]
+env = ["SSL_CERT_FILE"]
+
+# A name the config allows that resolves to the metadata address: refused by where it
+# resolves.
+[[egress]]
+host = "meta.test"
+"#;
+
+#[test]
+fn mcp_server_fetch_is_allowed_refused_and_cleared_as_the_config_says() {
+    let lab = Lab::new("fetch");
+    let cfg = lab.config("c", &format!("{BASE}{FETCH}"));
+    require_python_sdk();
+    let mut c = lab.cmd("python3");
+    c.arg(python_dir().join("egress_fetch_client.py"))
+        .env("BOXMAKER_BIN", BIN)
+        .env("BOXMAKER_CONFIG", &cfg)
+        .env("FETCH_SESSION", "mcp-fetch");
+    let r = run_to_end(c, &lab.dir, "egress_fetch_client", DEADLINE);
+    assert!(r.ok(), "{}", r.show());
+    assert!(r.stdout.contains("fetch client: ok"), "{}", r.show());
+    assert!(!lab.origin_saw_host("other.test"));
+    assert!(
+        lab.requests("canary").is_empty(),
+        "{:?}",
+        lab.requests("canary")
+    );
+    let meta = lab.wait_egress(&cfg, "refused meta.test", |r| {
+        r["outcome"] == "refused"
+            && r["host"] == "meta.test"
+            && r["reason"]
+                .as_str()
+                .is_some_and(|w| w.contains("169.254.169.254"))
+    });
+    // A server's connection names the one call in flight on it.
+    assert_eq!(meta["tool"], "fetch", "{meta}");
+    assert!(meta["call"].as_u64().is_some(), "{meta}");
+}
+
+fn require_python_sdk() {
+    let o = Command::new("python3")
+        .args(["-c", "import mcp.client.stdio"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "the Python MCP SDK is missing: run `make deps` ({})",
+        String::from_utf8_lossy(&o.stderr).trim()
+    );
+}
+
+#[test]
+fn box_show_prints_a_tools_egress_rules_and_doctor_says_networked_boxes_are_confined() {
+    let lab = Lab::new("show");
+    let cfg = lab.config(
+        "c",
+        &format!(
+            "{BASE}\n[[tool]]\nname = \"pinned\"\nbuiltin = \"run\"\nnetwork = true\n\
+             egress = [\"cleared\"]\n\n[[tool]]\nname = \"lonely\"\nbuiltin = \"run\"\n\
+             network = true\negress = []\n"
+        ),
+    );
+    let show = lab.boxmaker(&cfg, &["box", "show", "--tool", "net"]);
+    assert!(show.ok(), "{}", show.show());
+    for line in [
+        "network: only through boxmaker's egress proxy (127.0.0.1:3128 in the box",
+        "allowed.test ports 443, 80 cleared for public",
+        "*.allowed.test ports 443, 80 cleared for public",
+        "cleared.test (cleared) ports 443, 80 cleared for confidential",
+        "192.0.2.2 port 80 cleared for public",
+    ] {
+        assert!(
+            show.stdout.contains(line),
+            "no {line:?} in:\n{}",
+            show.show()
+        );
+    }
+    let pinned = lab.boxmaker(&cfg, &["box", "show", "--tool", "pinned"]);
+    assert!(
+        pinned.stdout.contains("cleared.test (cleared)"),
+        "{}",
+        pinned.show()
+    );
+    assert!(
+        !pinned.stdout.contains("allowed.test ports"),
+        "{}",
+        pinned.show()
+    );
+    let lonely = lab.boxmaker(&cfg, &["box", "show", "--tool", "lonely"]);
+    assert!(
+        lonely.stdout.contains("it reaches nothing"),
+        "{}",
+        lonely.show()
+    );
+
+    let doctor = lab.boxmaker(&cfg, &["doctor"]);
+    assert!(
+        doctor
+            .stdout
+            .contains("networked boxes: confined: each has its own network namespace"),
+        "{}",
+        doctor.show()
+    );
+    assert!(
+        doctor
+            .stdout
+            .contains("tool lonely has network = true but no [[egress]] rule"),
+        "{}",
+        doctor.show()
+    );
+}

@@ -1,0 +1,79 @@
+//! Runner events into the audit log (docs/spec.md §2.5, §6): every `egress` record a runner
+//! reports — a box's connection through the egress proxy refused, failed, opened or closed —
+//! becomes an `egress` audit record.
+//!
+//! The link's reader delivers them ([`crate::link::EventSink`]); it also delivers every
+//! call's answer, so it only queues them here. A thread of their own writes them in batches
+//! (one `write` and one `fdatasync` for all that queued during the previous sync). The
+//! queue is bounded: a runner that reports faster than the log syncs waits on it, so no
+//! record is dropped and a flood slows the box that made it.
+
+use std::sync::{Arc, Mutex, PoisonError, Weak, mpsc};
+
+use proto::run::EgressRecord;
+
+use super::Gate;
+use crate::audit::Event;
+use crate::link::RunnerEvents;
+
+/// Records waiting to be written; past this the runner's reports wait.
+const QUEUE: usize = 16_384;
+/// The most records one batch writes.
+const BATCH: usize = 1024;
+
+/// The gate's receiver of runner events.
+struct Events {
+    tx: Mutex<mpsc::SyncSender<EgressRecord>>,
+}
+
+impl RunnerEvents for Events {
+    fn egress(&self, record: EgressRecord) {
+        let tx = self
+            .tx
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // The writer ends only with the gate; a record sent after that has no log to go to.
+        let _ = tx.send(record);
+    }
+}
+
+impl Gate {
+    /// A receiver for the runner's events, to hand to the links' sink
+    /// ([`crate::link::EventSink::set`]). Its writer thread holds the gate weakly and ends
+    /// with it.
+    pub fn runner_events(self: &Arc<Self>) -> Arc<dyn RunnerEvents> {
+        let (tx, rx) = mpsc::sync_channel::<EgressRecord>(QUEUE);
+        let gate = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("gate-egress".into())
+            .spawn(move || write_events(&gate, &rx));
+        if let Err(e) = spawned {
+            eprintln!("boxmaker: cannot start the egress audit thread: {e}");
+        }
+        Arc::new(Events { tx: Mutex::new(tx) })
+    }
+}
+
+fn write_events(gate: &Weak<Gate>, rx: &mpsc::Receiver<EgressRecord>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        let Some(gate) = gate.upgrade() else { return };
+        let now = gate.now();
+        let events = batch.into_iter().map(|r| (now, Event::egress(r)));
+        let written = gate
+            .audit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .append_batch(events);
+        if let Err(e) = written {
+            eprintln!("boxmaker: cannot audit egress records: {e}");
+        }
+    }
+}

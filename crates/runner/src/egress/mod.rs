@@ -1,0 +1,977 @@
+//! The egress proxy (docs/spec.md §3.5, "Destinations"): a networked box's only way out.
+//!
+//! ```text
+//!  box netns                         runner (host side)
+//!   command ──▶ 127.0.0.1:3128 ════════▶ accept (the listener init made, handed out)
+//!                                        │ request head (≤ 16 KiB, ≤ 10 s)
+//!                                        │ decide: config::Config::clearance at
+//!                                        │   max(session floor, tool reach)
+//!                                        │ resolve once, check every address
+//!                                        │   (config::Config::clear_address)
+//!                                        └──▶ connect to the address checked ──▶ origin
+//! ```
+//!
+//! The box's init makes the listener inside the box's own network namespace (which has
+//! only `lo`) and the helper hands it to the runner (`sandbox::run_with_listener`,
+//! `BoxProcess::listener`); accepting works across namespaces, so the runner serves it from
+//! its own. A program that ignores the proxy variables has nothing to connect to.
+//!
+//! Every attempt is reported to the gate ([`EgressRecord`]: refused, failed, opened, and
+//! closed with the bytes each way); the gate audits them. A session's label only rises: when
+//! it rises past a destination's clearance, its open connections there are cut at once
+//! ([`Egress::label_rose`]).
+
+pub mod http;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use config::{CallLabel, Config, Destination};
+use proto::run::{EgressOutcome, EgressRecord};
+use proto::{CallId, DataClass, SessionId};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use http::{Body, Head, Kind};
+
+/// The longest the proxy waits for a request head.
+const HEAD_SECONDS: u64 = 10;
+/// The longest it waits for a name to resolve, and for a connection to open.
+const CONNECT_SECONDS: u64 = 10;
+/// Connections accepted past a session's cap that may wait for their head at once, to be
+/// told why (more are closed at once).
+const OVER_CAP_WAITING: u64 = 64;
+/// Bytes read at once each way.
+const CHUNK: usize = 256 * 1024;
+
+/// Where the runner's egress records go (the gate, through the runner's connection).
+pub type EventSink = Arc<dyn Fn(EgressRecord) + Send + Sync>;
+
+/// Who is connecting: the box a listener belongs to.
+#[derive(Debug, Clone)]
+pub struct BoxCtx {
+    pub session: SessionId,
+    /// The `[[tool]]` whose box it is.
+    pub tool: String,
+    /// The call it runs (a `run`), or `None` (a long-running server).
+    pub call: Option<CallId>,
+    /// A long-running server's calls in flight: a record names the call when there is
+    /// exactly one.
+    pub calls: Option<Arc<Mutex<Vec<CallId>>>>,
+}
+
+/// A connection the proxy holds open, to cut when the session's label rises past its
+/// destination's clearance.
+struct Live {
+    /// `None` while its head is read and decided.
+    clearance: Option<DataClass>,
+    reach: DataClass,
+    /// Copies of both sockets' descriptors, to shut down from outside its task.
+    sockets: Vec<std::net::TcpStream>,
+    /// Why it was cut, for its `closed` record.
+    cut: Arc<Mutex<Option<String>>>,
+}
+
+/// The proxy: one per runner, serving every proxy box's listener.
+pub struct Egress {
+    config: Arc<Config>,
+    floors: Arc<Mutex<HashMap<SessionId, DataClass>>>,
+    runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
+    next_conn: AtomicU64,
+    live: Mutex<HashMap<SessionId, HashMap<u64, Live>>>,
+    over_cap: AtomicU64,
+    sink: Mutex<Option<EventSink>>,
+    own: Mutex<Option<(Instant, Arc<Vec<IpAddr>>)>>,
+    base: Instant,
+}
+
+impl std::fmt::Debug for Egress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Egress").finish_non_exhaustive()
+    }
+}
+
+/// Stops serving a box's listener when dropped (the box has ended).
+#[derive(Debug)]
+pub struct Guard {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
+/// Why the proxy answered a box's request with an error rather than a connection: one
+/// sentence, sent as the reason phrase and body of the answer and kept in the audit record.
+#[derive(Debug, thiserror::Error)]
+pub enum EgressError {
+    /// The config's rules refuse it (`403`).
+    #[error(transparent)]
+    Refused(#[from] config::Refusal),
+    /// Not a request the proxy takes (`400`, or `403` for a Host header naming another host).
+    #[error("{}", .0.reason)]
+    BadRequest(#[from] http::Reject),
+    #[error("boxmaker refused {dest}:{port}: that is not a host name ({why})")]
+    NotAName {
+        dest: String,
+        port: u16,
+        why: String,
+    },
+    #[error("boxmaker refused {dest}:{port}: the box belongs to no tool the config has")]
+    NoTool { dest: String, port: u16 },
+    #[error(
+        "boxmaker refused {dest}:{port}: this session already has {cap} connections open \
+         through the proxy (max_connections_per_session in [box])"
+    )]
+    Capped { dest: String, port: u16, cap: u64 },
+    #[error("boxmaker could not resolve {name}: {detail}")]
+    Resolve { name: String, detail: String },
+    #[error("boxmaker could not connect to {dest}:{port} ({detail})")]
+    Connect {
+        dest: String,
+        port: u16,
+        detail: String,
+    },
+    #[error(
+        "boxmaker's proxy waited {HEAD_SECONDS} s for the request head and closed the connection"
+    )]
+    HeadTimeout,
+    #[error("the request head is over {} bytes", http::MAX_HEAD)]
+    HeadTooLarge,
+}
+
+impl EgressError {
+    /// The HTTP status the box is answered with.
+    pub fn status(&self) -> u16 {
+        match self {
+            EgressError::Refused(_) | EgressError::NoTool { .. } => 403,
+            EgressError::BadRequest(r) => r.status,
+            EgressError::NotAName { .. } => 400,
+            EgressError::Capped { .. } => 429,
+            EgressError::Resolve { .. } | EgressError::Connect { .. } => 502,
+            EgressError::HeadTimeout => 408,
+            EgressError::HeadTooLarge => 431,
+        }
+    }
+
+    /// Refused (the rules, a bound) or failed (allowed, but not reachable).
+    fn outcome(&self) -> EgressOutcome {
+        match self {
+            EgressError::Resolve { .. } | EgressError::Connect { .. } => EgressOutcome::Failed,
+            _ => EgressOutcome::Refused,
+        }
+    }
+}
+
+/// What reading a head came to.
+enum HeadRead {
+    /// It ends there.
+    End(usize),
+    /// The box closed the connection first (or it broke).
+    Closed,
+    TooLarge,
+}
+
+/// How a connection ended, for its `closed` record.
+enum End {
+    Done,
+    Idle,
+    Cap,
+    Broken,
+}
+
+impl Egress {
+    /// The proxy for `config`; the session floors are the runner's.
+    pub fn new(config: Arc<Config>, floors: Arc<Mutex<HashMap<SessionId, DataClass>>>) -> Self {
+        Self {
+            config,
+            floors,
+            runtime: OnceLock::new(),
+            next_conn: AtomicU64::new(1),
+            live: Mutex::default(),
+            over_cap: AtomicU64::new(0),
+            sink: Mutex::default(),
+            own: Mutex::default(),
+            base: Instant::now(),
+        }
+    }
+
+    /// Where records go from now on.
+    pub fn set_sink(&self, sink: EventSink) {
+        *self.sink.lock().unwrap_or_else(PoisonError::into_inner) = Some(sink);
+    }
+
+    fn emit(&self, record: EgressRecord) {
+        let sink = self
+            .sink
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink(record);
+        }
+    }
+
+    fn runtime(&self) -> Result<&tokio::runtime::Runtime, String> {
+        self.runtime
+            .get_or_init(|| {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("egress")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("cannot start the egress proxy: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Serves `listener` (a proxy box's) for `ctx` until the returned guard is dropped.
+    /// `None` when the proxy cannot run: then the listener is closed and the box reaches
+    /// nothing.
+    pub fn serve(self: &Arc<Self>, listener: std::net::TcpListener, ctx: BoxCtx) -> Option<Guard> {
+        let rt = match self.runtime() {
+            Ok(rt) => rt,
+            Err(e) => {
+                eprintln!("boxmaker: {e}");
+                return None;
+            }
+        };
+        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+        let me = self.clone();
+        let ctx = Arc::new(ctx);
+        rt.spawn(async move {
+            if listener.set_nonblocking(true).is_err() {
+                return;
+            }
+            let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                return;
+            };
+            loop {
+                tokio::select! {
+                    _ = &mut rx => break,
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => {
+                            let (me, ctx) = (me.clone(), ctx.clone());
+                            tokio::spawn(async move { me.connection(&ctx, stream).await });
+                        }
+                        // Out of descriptors, say: wait a moment rather than spin.
+                        Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                    }
+                }
+            }
+        });
+        Some(Guard { stop: Some(tx) })
+    }
+
+    /// `session`'s floor rose to `floor`: every connection of it whose destination is not
+    /// cleared for the new label is cut now, before the answer that raised it goes out.
+    pub fn label_rose(&self, session: &SessionId, floor: DataClass) {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(conns) = live.get(session) else {
+            return;
+        };
+        for l in conns.values() {
+            let label = config::box_label(floor, l.reach);
+            let Some(clearance) = l.clearance else {
+                continue;
+            };
+            if clearance < label {
+                *l.cut.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!(
+                    "cut when the session's label rose: it holds {floor} data now and the \
+                     destination is cleared for {clearance}"
+                ));
+                for s in &l.sockets {
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                }
+            }
+        }
+    }
+
+    fn floor(&self, session: &SessionId) -> DataClass {
+        self.floors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .copied()
+            .unwrap_or(DataClass::Public)
+    }
+
+    /// This machine's own addresses (its network namespace's), read again every 2 s.
+    fn own_addresses(&self) -> Arc<Vec<IpAddr>> {
+        let mut own = self.own.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, addrs)) = own.as_ref()
+            && at.elapsed() < Duration::from_secs(2)
+        {
+            return addrs.clone();
+        }
+        let addrs = Arc::new(local_addresses());
+        *own = Some((Instant::now(), addrs.clone()));
+        addrs
+    }
+
+    fn record(&self, ctx: &BoxCtx, conn: u64, host: &str, port: u16) -> EgressRecord {
+        let call = ctx.call.or_else(|| {
+            let calls = ctx.calls.as_ref()?;
+            let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+            match calls.as_slice() {
+                [one] => Some(*one),
+                _ => None,
+            }
+        });
+        EgressRecord {
+            session: ctx.session.clone(),
+            call,
+            tool: ctx.tool.clone(),
+            conn,
+            host: host.to_string(),
+            port,
+            address: None,
+            outcome: EgressOutcome::Refused,
+            reason: None,
+            sent: 0,
+            received: 0,
+        }
+    }
+
+    /// One accepted connection, from its head to its end.
+    async fn connection(self: Arc<Self>, ctx: &BoxCtx, mut client: TcpStream) {
+        let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let cap = self.config.limits.max_connections_per_session;
+        let tool = self.config.tool(&ctx.tool);
+        let reach = tool.map_or(DataClass::Public, |t| self.config.reach(t));
+        let cut = Arc::new(Mutex::new(None));
+        // A slot in the session's count, taken at accept so a flood of half-open
+        // connections counts too.
+        let admitted = {
+            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            let conns = live.entry(ctx.session.clone()).or_default();
+            if (conns.len() as u64) < cap {
+                let sockets = std_copy(&client).into_iter().collect();
+                conns.insert(
+                    conn,
+                    Live {
+                        clearance: None,
+                        reach,
+                        sockets,
+                        cut: cut.clone(),
+                    },
+                );
+                true
+            } else {
+                false
+            }
+        };
+        if !admitted && self.over_cap.fetch_add(1, Ordering::Relaxed) >= OVER_CAP_WAITING {
+            self.over_cap.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        let _slot = Slot {
+            egress: &self,
+            session: &ctx.session,
+            conn,
+            admitted,
+        };
+
+        // The head.
+        let mut buf = Vec::with_capacity(4096);
+        let head = tokio::time::timeout(
+            Duration::from_secs(HEAD_SECONDS),
+            read_head(&mut client, &mut buf),
+        )
+        .await;
+        // A head that never makes a request is audited too, with no host (port 0).
+        let unknown = self.record(ctx, conn, "", 0);
+        let end = match head {
+            Err(_) => {
+                return self
+                    .refuse(&mut client, unknown, EgressError::HeadTimeout)
+                    .await;
+            }
+            Ok(HeadRead::TooLarge) => {
+                return self
+                    .refuse(&mut client, unknown, EgressError::HeadTooLarge)
+                    .await;
+            }
+            Ok(HeadRead::Closed) => return,
+            Ok(HeadRead::End(end)) => end,
+        };
+        let head = match http::parse(&buf[..end]) {
+            Ok(h) => h,
+            Err(r) => return self.refuse(&mut client, unknown, r.into()).await,
+        };
+        let leftover = buf.split_off(end);
+        let mut rec = self.record(ctx, conn, &head.host, head.port);
+
+        if !admitted {
+            let e = EgressError::Capped {
+                dest: shown(&head.host),
+                port: head.port,
+                cap,
+            };
+            return self.refuse(&mut client, rec, e).await;
+        }
+
+        // Decide, resolve, check, connect.
+        let label = CallLabel {
+            session: self.floor(&ctx.session),
+            reach,
+        };
+        let (clearance, addrs) = match self.decide(tool, &head, label).await {
+            Ok(a) => a,
+            Err(e) => return self.refuse(&mut client, rec, e).await,
+        };
+        let mut upstream = None;
+        let mut last_err = String::new();
+        for a in &addrs {
+            match tokio::time::timeout(Duration::from_secs(CONNECT_SECONDS), TcpStream::connect(a))
+                .await
+            {
+                Ok(Ok(s)) => {
+                    upstream = Some((s, *a));
+                    break;
+                }
+                Ok(Err(e)) => last_err = format!("{a}: {e}"),
+                Err(_) => last_err = format!("{a}: no answer in {CONNECT_SECONDS} s"),
+            }
+        }
+        let Some((mut upstream, addr)) = upstream else {
+            let e = EgressError::Connect {
+                dest: shown(&head.host),
+                port: head.port,
+                detail: last_err,
+            };
+            return self.refuse(&mut client, rec, e).await;
+        };
+        let _ = upstream.set_nodelay(true);
+        let _ = client.set_nodelay(true);
+        {
+            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(l) = live.get_mut(&ctx.session).and_then(|c| c.get_mut(&conn)) {
+                l.clearance = Some(clearance);
+                l.sockets.extend(std_copy(&upstream));
+            }
+        }
+        rec.address = Some(addr.to_string());
+        rec.outcome = EgressOutcome::Opened;
+        rec.reason = Some(format!(
+            "allowed at {} (destination cleared for {clearance})",
+            label.class()
+        ));
+        self.emit(rec.clone());
+        // The label may have risen while this connection was decided.
+        if config::box_label(self.floor(&ctx.session), reach) > clearance {
+            self.label_rose(&ctx.session, self.floor(&ctx.session));
+        }
+
+        let sent = AtomicU64::new(0);
+        let received = AtomicU64::new(0);
+        let last = AtomicU64::new(self.now_ms());
+        let up_cap = self.config.limits.max_upload_bytes;
+        let idle = Duration::from_secs(self.config.limits.egress_idle_seconds);
+        let counters = Counters {
+            sent: &sent,
+            received: &received,
+            last: &last,
+            base: self.base,
+            cap: up_cap,
+        };
+        let ended = match head.kind {
+            Kind::Connect => tunnel(&mut client, &mut upstream, &leftover, &counters, idle).await,
+            Kind::Forward { head: out, body } => {
+                let (cr, cw) = client.into_split();
+                let (ur, mut uw) = upstream.into_split();
+                let sent_head = uw.write_all(&out).await;
+                if sent_head.is_err() {
+                    End::Broken
+                } else {
+                    sent.fetch_add(out.len() as u64, Ordering::Relaxed);
+                    let up = async {
+                        let r = forward_body(cr, &mut uw, &leftover, body, &counters).await;
+                        match r {
+                            Ok(()) => std::future::pending::<End>().await,
+                            Err(e) => e,
+                        }
+                    };
+                    let down = async {
+                        match pump(ur, cw, &counters, false).await {
+                            Ok(()) => End::Done,
+                            Err(e) => e,
+                        }
+                    };
+                    tokio::select! {
+                        e = down => e,
+                        e = up => e,
+                        () = watchdog(&counters, idle) => End::Idle,
+                    }
+                }
+            }
+        };
+        let reason = cut
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| match ended {
+                End::Done => "ended".into(),
+                End::Idle => format!(
+                    "closed after {} s with no byte either way (egress_idle_seconds in [box])",
+                    idle.as_secs()
+                ),
+                End::Cap => format!("cut after {up_cap} bytes sent (max_upload_bytes in [box])"),
+                End::Broken => "broken".into(),
+            });
+        rec.outcome = EgressOutcome::Closed;
+        rec.reason = Some(reason);
+        rec.sent = sent.load(Ordering::Relaxed);
+        rec.received = received.load(Ordering::Relaxed);
+        self.emit(rec);
+    }
+
+    /// Answers the box with `e`, and audits it.
+    async fn refuse(&self, client: &mut TcpStream, mut rec: EgressRecord, e: EgressError) {
+        let why = e.to_string();
+        rec.outcome = e.outcome();
+        rec.reason = Some(why.clone());
+        self.emit(rec);
+        let _ = client.write_all(&http::response(e.status(), &why)).await;
+    }
+
+    /// Whether `head` may go out at `label`, and to which addresses: the clearance of the
+    /// rule that allows it and the addresses checked.
+    async fn decide(
+        &self,
+        tool: Option<&config::Tool>,
+        head: &Head,
+        label: CallLabel,
+    ) -> Result<(DataClass, Vec<SocketAddr>), EgressError> {
+        let port = head.port;
+        let normal;
+        let dest = match http::literal(&head.host) {
+            Some(ip) => Destination::Address(ip),
+            None => {
+                normal = config::egress::normal_name(&head.host).map_err(|why| {
+                    EgressError::NotAName {
+                        dest: head.host.clone(),
+                        port,
+                        why,
+                    }
+                })?;
+                Destination::Name(&normal)
+            }
+        };
+        // A box of no tool the config has (the runner starts boxes only for its tools) may
+        // use no rule.
+        let Some(tool) = tool else {
+            return Err(EgressError::NoTool {
+                dest: dest.to_string(),
+                port,
+            });
+        };
+        let clearance = self.config.clearance(Some(tool), dest, port, label)?.class;
+        let name = match dest {
+            // An IP literal a rule names by address: that address, as it is.
+            Destination::Address(ip) => return Ok((clearance, vec![SocketAddr::new(ip, port)])),
+            Destination::Name(n) => n,
+        };
+        let failed = |detail: String| EgressError::Resolve {
+            name: name.to_string(),
+            detail,
+        };
+        let addrs: Vec<SocketAddr> = tokio::time::timeout(
+            Duration::from_secs(CONNECT_SECONDS),
+            tokio::net::lookup_host((name, port)),
+        )
+        .await
+        .map_err(|_| failed(format!("no answer in {CONNECT_SECONDS} s")))?
+        .map_err(|e| failed(e.to_string()))?
+        .collect();
+        if addrs.is_empty() {
+            return Err(failed("no address".into()));
+        }
+        let own = self.own_addresses();
+        for a in &addrs {
+            self.config
+                .clear_address(Some(tool), name, a.ip(), port, label, &own)?;
+        }
+        Ok((clearance, addrs))
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// A connection's place in its session's count, given back when it ends.
+struct Slot<'a> {
+    egress: &'a Egress,
+    session: &'a SessionId,
+    conn: u64,
+    admitted: bool,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if !self.admitted {
+            self.egress.over_cap.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        let mut live = self
+            .egress
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(conns) = live.get_mut(self.session) {
+            conns.remove(&self.conn);
+            if conns.is_empty() {
+                live.remove(self.session);
+            }
+        }
+    }
+}
+
+/// A connection's byte counts and last activity.
+struct Counters<'a> {
+    sent: &'a AtomicU64,
+    received: &'a AtomicU64,
+    last: &'a AtomicU64,
+    base: Instant,
+    cap: u64,
+}
+
+impl Counters<'_> {
+    fn touch(&self) {
+        self.last.store(
+            u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Sends `data` upstream, within the upload cap.
+    async fn upload<W: AsyncWrite + Unpin>(&self, w: &mut W, data: &[u8]) -> Result<(), End> {
+        let before = self.sent.load(Ordering::Relaxed);
+        if before.saturating_add(data.len() as u64) > self.cap {
+            return Err(End::Cap);
+        }
+        w.write_all(data).await.map_err(|_| End::Broken)?;
+        self.sent.fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.touch();
+        Ok(())
+    }
+}
+
+/// A CONNECT tunnel: the `200`, what the box sent behind its head, then both ways at once
+/// until both ends are done, the upload cap, or `idle` with no byte either way.
+async fn tunnel(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    leftover: &[u8],
+    c: &Counters<'_>,
+    idle: Duration,
+) -> End {
+    if client
+        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .await
+        .is_err()
+    {
+        return End::Broken;
+    }
+    if !leftover.is_empty()
+        && let Err(e) = c.upload(upstream, leftover).await
+    {
+        return e;
+    }
+    let relayed = async {
+        // Zero-copy where the kernel splices (it always does for TCP); else through a
+        // buffer of ours.
+        let r = match (sandbox::SplicePipe::new(), sandbox::SplicePipe::new()) {
+            (Ok(up), Ok(down)) => {
+                let (client, upstream) = (&*client, &*upstream);
+                tokio::try_join!(
+                    splice_pump(client, upstream, &up, c, true),
+                    splice_pump(upstream, client, &down, c, false)
+                )
+            }
+            _ => {
+                let (cr, cw) = client.split();
+                let (ur, uw) = upstream.split();
+                tokio::try_join!(pump(cr, uw, c, true), pump(ur, cw, c, false))
+            }
+        };
+        r.map_or_else(|e| e, |_| End::Done)
+    };
+    tokio::select! {
+        e = relayed => e,
+        () = watchdog(c, idle) => End::Idle,
+    }
+}
+
+/// As [`pump`], by `splice(2)` through `pipe`: from `from` until it ends (then `to` is shut
+/// for writing).
+async fn splice_pump(
+    from: &TcpStream,
+    to: &TcpStream,
+    pipe: &sandbox::SplicePipe,
+    c: &Counters<'_>,
+    up: bool,
+) -> Result<(), End> {
+    use std::os::fd::AsFd;
+    use tokio::io::Interest;
+    loop {
+        let n = loop {
+            from.readable().await.map_err(|_| End::Broken)?;
+            match from.try_io(Interest::READABLE, || {
+                pipe.fill(from.as_fd(), sandbox::SPLICE_PIPE_BYTES)
+            }) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return Err(End::Broken),
+            }
+        };
+        if n == 0 {
+            if let Some(s) = std_copy(to) {
+                let _ = s.shutdown(std::net::Shutdown::Write);
+            }
+            return Ok(());
+        }
+        if up && c.sent.load(Ordering::Relaxed).saturating_add(n as u64) > c.cap {
+            return Err(End::Cap);
+        }
+        let mut left = n;
+        while left > 0 {
+            to.writable().await.map_err(|_| End::Broken)?;
+            match to.try_io(Interest::WRITABLE, || pipe.drain(to.as_fd(), left)) {
+                Ok(m) => left -= m.min(left),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return Err(End::Broken),
+            }
+        }
+        let counter = if up { c.sent } else { c.received };
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+        c.touch();
+    }
+}
+
+/// Copies `r` to `w` until `r` ends (then shuts `w` down); `up` counts against the upload
+/// cap.
+async fn pump<R, W>(mut r: R, mut w: W, c: &Counters<'_>, up: bool) -> Result<(), End>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = match r.read(&mut buf).await {
+            Ok(0) => {
+                let _ = w.shutdown().await;
+                return Ok(());
+            }
+            Ok(n) => n,
+            Err(_) => return Err(End::Broken),
+        };
+        if up {
+            c.upload(&mut w, &buf[..n]).await?;
+        } else {
+            w.write_all(&buf[..n]).await.map_err(|_| End::Broken)?;
+            c.received.fetch_add(n as u64, Ordering::Relaxed);
+            c.touch();
+        }
+    }
+}
+
+/// Sends a forwarded request's body (what was read with the head first), exactly as long
+/// as its framing says: nothing behind it reaches the origin.
+async fn forward_body<R, W>(
+    mut r: R,
+    w: &mut W,
+    leftover: &[u8],
+    body: Body,
+    c: &Counters<'_>,
+) -> Result<(), End>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    match body {
+        Body::None => Ok(()),
+        Body::Length(n) => {
+            let first = leftover.len().min(usize::try_from(n).unwrap_or(usize::MAX));
+            c.upload(w, &leftover[..first]).await?;
+            let rest = n - first as u64;
+            if rest == 0 {
+                return Ok(());
+            }
+            let mut buf = vec![0u8; CHUNK];
+            let mut left = rest;
+            while left > 0 {
+                let want = usize::try_from(left).unwrap_or(CHUNK).min(CHUNK);
+                let got = r.read(&mut buf[..want]).await.map_err(|_| End::Broken)?;
+                if got == 0 {
+                    return Err(End::Broken);
+                }
+                left -= got as u64;
+                c.upload(w, &buf[..got]).await?;
+            }
+            Ok(())
+        }
+        Body::Chunked => {
+            let mut chunked = http::Chunked::default();
+            let mut data = leftover.to_vec();
+            let mut buf = vec![0u8; CHUNK];
+            loop {
+                let end = chunked.feed(&data).map_err(|_| End::Broken)?;
+                let take = end.unwrap_or(data.len());
+                c.upload(w, &data[..take]).await?;
+                if end.is_some() {
+                    return Ok(());
+                }
+                let got = r.read(&mut buf).await.map_err(|_| End::Broken)?;
+                if got == 0 {
+                    return Err(End::Broken);
+                }
+                data.clear();
+                data.extend_from_slice(&buf[..got]);
+            }
+        }
+    }
+}
+
+/// Returns once no byte went either way for `idle`.
+async fn watchdog(c: &Counters<'_>, idle: Duration) {
+    let idle_ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+    loop {
+        let now = u64::try_from(c.base.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let quiet = now.saturating_sub(c.last.load(Ordering::Relaxed));
+        if quiet >= idle_ms {
+            return;
+        }
+        let wait = (idle_ms - quiet).clamp(50, 1000);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+    }
+}
+
+/// Reads until the end of the head, at most [`http::MAX_HEAD`] bytes.
+async fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> HeadRead {
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return HeadRead::Closed,
+            Ok(n) => n,
+        };
+        let from = buf.len().saturating_sub(3);
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = http::head_end(&buf[from..]) {
+            return HeadRead::End(from + end);
+        }
+        if buf.len() > http::MAX_HEAD {
+            return HeadRead::TooLarge;
+        }
+    }
+}
+
+/// A second handle on a tokio stream's socket (to shut it down from elsewhere).
+fn std_copy(s: &TcpStream) -> Option<std::net::TcpStream> {
+    use std::os::fd::AsFd;
+    s.as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::net::TcpStream::from)
+}
+
+/// An address in brackets when it is IPv6, as in a URL.
+fn shown(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+/// This network namespace's own addresses: IPv4 from `/proc/net/fib_trie` (the `LOCAL`
+/// routes), IPv6 from `/proc/net/if_inet6`.
+fn local_addresses() -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    if let Ok(trie) = std::fs::read_to_string("/proc/net/fib_trie") {
+        let mut last: Option<&str> = None;
+        for line in trie.lines() {
+            let t = line.trim_start_matches([' ', '|', '-', '+']);
+            if let Some(addr) = line.contains("|--").then_some(t) {
+                last = Some(addr.trim());
+            } else if t.trim() == "/32 host LOCAL"
+                && let Some(ip) = last.and_then(|a| a.parse::<IpAddr>().ok())
+                && !out.contains(&ip)
+            {
+                out.push(ip);
+            }
+        }
+    }
+    if let Ok(v6) = std::fs::read_to_string("/proc/net/if_inet6") {
+        for line in v6.lines() {
+            let Some(hex) = line.split_whitespace().next() else {
+                continue;
+            };
+            if let Ok(bits) = u128::from_str_radix(hex, 16) {
+                out.push(IpAddr::V6(std::net::Ipv6Addr::from(bits)));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_refusal_has_its_status_and_one_sentence() {
+        let capped = EgressError::Capped {
+            dest: "a.test".into(),
+            port: 443,
+            cap: 4,
+        };
+        assert_eq!(capped.status(), 429);
+        assert_eq!(
+            capped.to_string(),
+            "boxmaker refused a.test:443: this session already has 4 connections open through \
+             the proxy (max_connections_per_session in [box])"
+        );
+        let e = EgressError::from(config::Refusal::NotListed {
+            dest: "b.test".into(),
+            port: 80,
+        });
+        assert_eq!((e.status(), e.outcome()), (403, EgressOutcome::Refused));
+        assert!(
+            e.to_string()
+                .starts_with("boxmaker refused b.test:80: it is not in"),
+            "{e}"
+        );
+        let e = EgressError::Resolve {
+            name: "c.test".into(),
+            detail: "no address".into(),
+        };
+        assert_eq!((e.status(), e.outcome()), (502, EgressOutcome::Failed));
+        for e in [
+            &capped,
+            &e,
+            &EgressError::HeadTimeout,
+            &EgressError::HeadTooLarge,
+        ] {
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn this_machine_has_its_loopback_among_its_own_addresses() {
+        let own = local_addresses();
+        assert!(
+            own.contains(&IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+            "{own:?}"
+        );
+    }
+}
