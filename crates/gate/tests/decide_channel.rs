@@ -25,10 +25,7 @@ fn allowing() -> String {
 }
 
 fn h_allowing() -> H {
-    let (gate_end, runner_end) = UnixStream::pair().unwrap();
-    spawn_fake_runner(runner_end);
-    let link = gate::RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
-    H::with_config(&allowing(), Box::new(link))
+    H::with_fake_runner(&allowing())
 }
 
 /// A front's connection to the decision socket, over a socketpair.
@@ -185,10 +182,7 @@ fn the_client_refuses() {
 
 #[test]
 fn nothing_is_answered_unless_the_config_allows_approving_in_the_client() {
-    let (gate_end, runner_end) = UnixStream::pair().unwrap();
-    spawn_fake_runner(runner_end);
-    let link = gate::RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
-    let h = H::with_config(&format!("{CONFIG}{JOB}"), Box::new(link));
+    let h = H::with_fake_runner(&format!("{CONFIG}{JOB}"));
     let (ap, _, handle) = h.call_held("s1", 1, "job_run", "{}");
     let mut f = Front::connect(&h.gate);
     assert_eq!(code(f.show("s1", &ap)), DecideErrorCode::NotAllowed);

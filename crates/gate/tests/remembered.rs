@@ -15,10 +15,7 @@ use proto::{DataClass, DenyReason, ToolResponse};
 
 /// The gate of every test here: the common config plus a server whose tools ask.
 fn h_job() -> H {
-    let (gate_end, runner_end) = std::os::unix::net::UnixStream::pair().unwrap();
-    spawn_fake_runner(runner_end);
-    let link = gate::RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
-    H::with_config(&format!("{CONFIG}{JOB}"), Box::new(link))
+    H::with_fake_runner(&format!("{CONFIG}{JOB}"))
 }
 
 fn decide(h: &H, approval: &str, choice: Choice, secs: Option<u64>) -> ControlAnswer {

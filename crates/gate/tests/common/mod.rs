@@ -237,10 +237,15 @@ pub struct H {
 impl H {
     /// A gate with the fake runner behind a real `RunnerLink`.
     pub fn new() -> H {
+        H::with_fake_runner(CONFIG)
+    }
+
+    /// A gate on `text` with the fake runner behind a real `RunnerLink`.
+    pub fn with_fake_runner(text: &str) -> H {
         let (gate_end, runner_end) = UnixStream::pair().unwrap();
         spawn_fake_runner(runner_end);
         let link = RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
-        H::with_runner(Box::new(link))
+        H::with_config(text, Box::new(link))
     }
 
     pub fn with_runner(runner: Box<dyn ToolRunner>) -> H {
