@@ -878,8 +878,13 @@ async fn forward(
         let _ = uw.shutdown().await;
         std::future::pending::<End>().await
     };
+    // The answer is not read, only relayed: zero-copy where the kernel splices.
     let down = async {
-        match pump(ur, cw, c, false).await {
+        let r = match sandbox::SplicePipe::new() {
+            Ok(pipe) => splice_pump(ur.as_ref(), cw.as_ref(), &pipe, c, false).await,
+            Err(_) => pump(ur, cw, c, false).await,
+        };
+        match r {
             Ok(()) => End::Done,
             Err(e) => e,
         }
