@@ -98,3 +98,5 @@ FUZZ_SECONDS ?= 600
 fuzz:
 	mkdir -p fuzz/corpus/read_frame
 	cd fuzz && $(CARGO) +nightly fuzz run read_frame corpus/read_frame seeds/read_frame -- -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
+	mkdir -p fuzz/corpus/proxy_head
+	cd fuzz && $(CARGO) +nightly fuzz run proxy_head corpus/proxy_head seeds/proxy_head -- -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1

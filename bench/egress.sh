@@ -4,7 +4,7 @@
 #   direct     bench/egress_client.py on the host, straight to the origin
 #   boxmaker   the same client in a `network = true` box (`boxmaker call net`), through the
 #              egress proxy: a CONNECT tunnel per connection, the origin named by an
-#              [[egress]] rule (127.0.0.1 by address, on its port)
+#              [[egress]] rule (127.0.0.1 by address, on its port, tunnels allowed there)
 #   srt        the same client under @anthropic-ai/sandbox-runtime (its HTTP proxy), when
 #              `npm install --prefix bench/.srt @anthropic-ai/sandbox-runtime` and its
 #              bubblewrap and socat are there (said, and skipped, when not)
@@ -60,6 +60,9 @@ effect = "allow"
 [[egress]]
 host = "127.0.0.1"
 ports = [$port]
+# The client speaks plain HTTP through its tunnel: the proxy reads that one request (its
+# Host must be the tunnel's) and splices the answer.
+tunnel_ports = [$port]
 TOML
 
 client=(/usr/bin/python3 /opt/bench/egress_client.py)

@@ -44,7 +44,8 @@ def open_conn():
 
 
 def get(s, n):
-    s.sendall(b"GET /%d HTTP/1.1\r\nHost: origin\r\n\r\n" % n)
+    # The Host names the tunnel's destination: boxmaker's proxy checks it.
+    s.sendall(b"GET /%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (n, port))
 
 
 ttfb = []

@@ -63,27 +63,27 @@ fn a_name_that_resolves_to_loopback_private_metadata_or_the_host_itself_is_refus
         ("self.test", SELF_ADDR),
         ("mixed.test", "127.0.0.1"),
     ] {
-        for port in [80, 443] {
-            let out = raw(
-                &lab,
-                &cfg,
-                "s1",
-                &format!(
-                    "print(ask(b'CONNECT {name}:{port} HTTP/1.1\\r\\nHost: {name}:{port}\\r\\n\\r\\n'))"
-                ),
-            );
-            assert!(
-                status_line(&out).starts_with("HTTP/1.1 403 "),
-                "{name}:{port}: {out}"
-            );
-            assert!(
-                status_line(&out).contains(&format!(
-                    "boxmaker refused {name}:{port}: it resolves to {addr}"
-                )),
-                "{name}:{port}: {out}"
-            );
-        }
-        // Plain HTTP the same.
+        // A tunnel (to 443: one to 80 is refused before anything resolves).
+        let port = 443;
+        let out = raw(
+            &lab,
+            &cfg,
+            "s1",
+            &format!(
+                "print(ask(b'CONNECT {name}:{port} HTTP/1.1\\r\\nHost: {name}:{port}\\r\\n\\r\\n'))"
+            ),
+        );
+        assert!(
+            status_line(&out).starts_with("HTTP/1.1 403 "),
+            "{name}:{port}: {out}"
+        );
+        assert!(
+            status_line(&out).contains(&format!(
+                "boxmaker refused {name}:{port}: it resolves to {addr}"
+            )),
+            "{name}:{port}: {out}"
+        );
+        // Plain HTTP the same, on 80.
         let out = raw(
             &lab,
             &cfg,
@@ -91,7 +91,9 @@ fn a_name_that_resolves_to_loopback_private_metadata_or_the_host_itself_is_refus
             &format!("print(ask(b'GET http://{name}/ HTTP/1.1\\r\\nHost: {name}\\r\\n\\r\\n'))"),
         );
         assert!(
-            status_line(&out).starts_with("HTTP/1.1 403 "),
+            status_line(&out).starts_with(&format!(
+                "HTTP/1.1 403 boxmaker refused {name}:80: it resolves to {addr}"
+            )),
             "{name}: {out}"
         );
     }
@@ -119,12 +121,14 @@ fn connect_to_an_ip_literal_is_allowed_only_when_a_rule_names_that_address() {
             "{BASE}\n[[egress]]\nhost = \"*\"\n\n[[egress]]\nhost = \"127.0.0.1\"\nports = [80]\n"
         ),
     );
-    // Named (192.0.2.2 port 80 in BASE): allowed.
+    // Named (192.0.2.2 port 80 in BASE): allowed, as plain HTTP (a tunnel is for TLS).
     let out = raw(
         &lab,
         &cfg,
         "s1",
-        &format!("print(ask(b'CONNECT {ORIGIN}:80 HTTP/1.1\\r\\n\\r\\n'))"),
+        &format!(
+            "print(ask(b'GET http://{ORIGIN}/echo HTTP/1.1\\r\\nHost: {ORIGIN}\\r\\n\\r\\n'))"
+        ),
     );
     assert!(status_line(&out).starts_with("HTTP/1.1 200"), "{out}");
     // The same address on another port, and another address: refused, even under `*`.
@@ -520,4 +524,383 @@ fn a_server_connection_opened_at_public_is_closed_when_the_session_reads_confide
                 .is_some_and(|w| w.contains("confidential"))
     });
     assert_eq!(rec["tool"], "holder");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 19, items 4 and 5: the proxy forwards only what it checked.
+
+/// `talk(raw)`: sends raw bytes and reads until the proxy (or the origin behind it) closes,
+/// or `wait` seconds pass; what came back, as text.
+const TALK: &str = r#"
+def talk(raw, wait=5):
+    s = socket.create_connection(PROXY, timeout=wait)
+    s.sendall(raw)
+    out = b""
+    try:
+        while len(out) < 4000:
+            b = s.recv(4096)
+            if not b:
+                break
+            out += b
+    except Exception as e:
+        out += ("<%s>" % e).encode()
+    s.close()
+    return out.decode("latin-1")
+"#;
+
+/// Every request the origin or the canary got whose path holds `marker`.
+fn reached(lab: &Lab, marker: &str) -> Vec<Value> {
+    let mut got = lab.requests("origin");
+    got.extend(lab.requests("canary"));
+    got.into_iter()
+        .filter(|r| r["path"].as_str().is_some_and(|p| p.contains(marker)))
+        .collect()
+}
+
+/// BASE with the `allowed.test` rule naming port 80 for tunnels too.
+fn tunnel_80() -> String {
+    let rule = "[[egress]]\nhost = \"allowed.test\"\n";
+    assert!(BASE.contains(rule));
+    BASE.replace(rule, &format!("{rule}tunnel_ports = [443, 80]\n"))
+}
+
+#[test]
+fn a_connect_tunnel_to_port_80_is_refused_so_it_cannot_carry_another_host() {
+    let lab = Lab::new("tunnel80");
+    let cfg = lab.config("c", BASE);
+    // allowed.test is cleared on ports 443 and 80; a tunnel to 80 would carry plain HTTP
+    // with any Host, past the parser.
+    let out = raw(
+        &lab,
+        &cfg,
+        "s1",
+        &format!(
+            "{TALK}\nprint(talk(b'CONNECT allowed.test:80 HTTP/1.1\\r\\nHost: allowed.test:80\\r\\n\\r\\n\
+GET /zz-t80 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n'))"
+        ),
+    );
+    assert!(
+        status_line(&out).starts_with("HTTP/1.1 403 boxmaker refused allowed.test:80: "),
+        "{out}"
+    );
+    assert!(status_line(&out).contains("tunnel"), "{out}");
+    assert!(reached(&lab, "zz-t80").is_empty(), "{out}");
+    assert!(!lab.origin_saw_host("other.test"), "{out}");
+    // Plain HTTP to the same port, as absolute-form, still goes (checked by the parser).
+    let out = raw(
+        &lab,
+        &cfg,
+        "s1",
+        "print(ask(b'GET http://allowed.test/echo?zz-abs HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n'))",
+    );
+    assert!(status_line(&out).starts_with("HTTP/1.1 200"), "{out}");
+    assert_eq!(reached(&lab, "zz-abs").len(), 1);
+    lab.wait_egress(&cfg, "refused the tunnel to port 80", |r| {
+        r["outcome"] == "refused"
+            && r["port"] == 80
+            && r["reason"].as_str().is_some_and(|w| w.contains("tunnel"))
+    });
+}
+
+#[test]
+fn plain_http_through_a_tunnel_a_rule_allows_is_one_request_whose_host_is_checked() {
+    let lab = Lab::new("tunnelhttp");
+    let cfg = lab.config("c", &tunnel_80());
+    let connect = "CONNECT allowed.test:80 HTTP/1.1\\r\\nHost: allowed.test:80\\r\\n\\r\\n";
+    // Another Host: refused inside the tunnel, never forwarded.
+    let out = raw(
+        &lab,
+        &cfg,
+        "s1",
+        &format!(
+            "{TALK}\nprint(talk(b'{connect}GET /zz-th1 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n'))"
+        ),
+    );
+    assert!(status_line(&out).starts_with("HTTP/1.1 200"), "{out}");
+    assert!(
+        out.contains("HTTP/1.1 403 boxmaker refused allowed.test:80: "),
+        "{out}"
+    );
+    assert!(out.contains("Host"), "{out}");
+    // Its own Host: one request goes; a second one pipelined behind it never does.
+    let out = raw(
+        &lab,
+        &cfg,
+        "s1",
+        &format!(
+            "{TALK}\nprint(talk(b'{connect}GET /echo?zz-th2 HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n\
+GET /zz-th3 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n'))"
+        ),
+    );
+    assert!(out.contains("GET /echo?zz-th2 HTTP/1.1"), "{out}");
+    assert_eq!(reached(&lab, "zz-th2").len(), 1, "{out}");
+    // Neither HTTP nor TLS (say, a raw protocol): refused.
+    let out = raw(
+        &lab,
+        &cfg,
+        "s1",
+        &format!("{TALK}\nprint(talk(b'{connect}SSH-2.0-OpenSSH_9.6\\r\\n'))"),
+    );
+    assert!(out.contains("HTTP/1.1 400"), "{out}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(reached(&lab, "zz-th1").is_empty());
+    assert!(reached(&lab, "zz-th3").is_empty());
+    assert!(
+        !lab.origin_saw_host("other.test"),
+        "{:?}",
+        lab.requests("origin")
+    );
+    lab.wait_egress(&cfg, "closed for the Host in the tunnel", |r| {
+        r["outcome"] == "closed"
+            && r["reason"]
+                .as_str()
+                .is_some_and(|w| w.contains("boxmaker refused") && w.contains("Host"))
+    });
+}
+
+#[test]
+fn plain_http_or_another_name_in_the_tls_hello_through_a_tls_tunnel_is_refused() {
+    let lab = Lab::new("tunneltls");
+    let cfg = lab.config("c", BASE);
+    // Plain HTTP with another Host through a tunnel to 443.
+    let out = raw(
+        &lab,
+        &cfg,
+        "s1",
+        &format!(
+            "{TALK}\nprint(talk(b'CONNECT allowed.test:443 HTTP/1.1\\r\\n\\r\\n\
+GET /zz-p443 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n'))"
+        ),
+    );
+    assert!(status_line(&out).starts_with("HTTP/1.1 200"), "{out}");
+    assert!(
+        out.contains("HTTP/1.1 403 boxmaker refused allowed.test:443: "),
+        "{out}"
+    );
+    // TLS naming another server (SNI) than the tunnel's host: domain fronting by SNI on a
+    // shared address. The lab's certificate covers other.test too, so only the proxy stops it.
+    let code = r#"
+import ssl
+ctx = ssl.create_default_context(cafile="/opt/lab/ca.pem")
+def tls(target, sni, path):
+    s = socket.create_connection(PROXY, timeout=10)
+    s.sendall(b"CONNECT " + target.encode() + b" HTTP/1.1\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        b = s.recv(1)
+        if not b:
+            return "closed before the tunnel"
+        head += b
+    try:
+        t = ctx.wrap_socket(s, server_hostname=sni)
+        t.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path, sni)).encode())
+        out = b""
+        while True:
+            b = t.recv(4096)
+            if not b:
+                break
+            out += b
+        return out.decode("latin-1").split("\r\n")[0]
+    except Exception as e:
+        return "tls failed: %s" % e
+print(json.dumps({
+    "fronted": tls("allowed.test:443", "other.test", "/?zz-sni1"),
+    "own": tls("allowed.test:443", "allowed.test", "/?zz-sni2"),
+}))
+"#;
+    let out = raw(&lab, &cfg, "s1", code);
+    let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert!(
+        v["fronted"].as_str().unwrap().starts_with("tls failed"),
+        "{out}"
+    );
+    assert_eq!(v["own"], "HTTP/1.1 200 OK", "{out}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(reached(&lab, "zz-p443").is_empty());
+    assert!(reached(&lab, "zz-sni1").is_empty());
+    assert_eq!(reached(&lab, "zz-sni2").len(), 1);
+    assert!(
+        !lab.origin_saw_host("other.test"),
+        "{:?}",
+        lab.requests("origin")
+    );
+    lab.wait_egress(&cfg, "closed for the name in the TLS hello", |r| {
+        r["outcome"] == "closed"
+            && r["reason"]
+                .as_str()
+                .is_some_and(|w| w.contains("boxmaker refused") && w.contains("other.test"))
+    });
+}
+
+#[test]
+fn a_bare_cr_or_lf_a_nul_or_a_folded_line_in_a_head_is_a_bad_request_never_forwarded() {
+    let lab = Lab::new("heads");
+    let cfg = lab.config("c", BASE);
+    // Each: a Python bytes literal of the head, and its marker (in its path).
+    let cases = [
+        // A bare LF in the target: an origin that ends lines at LF reads `Host: other.test`.
+        (
+            r"b'GET http://allowed.test/zz-h1\nHost:other.test\nX:y HTTP/1.1\r\nHost: allowed.test\r\n\r\n'",
+            "zz-h1",
+        ),
+        (
+            r"b'GET http://allowed.test/zz-h2\rHost:other.test HTTP/1.1\r\nHost: allowed.test\r\n\r\n'",
+            "zz-h2",
+        ),
+        // Lines ended by LF alone.
+        (
+            r"b'GET http://allowed.test/zz-h3 HTTP/1.1\nHost: allowed.test\n\n'",
+            "zz-h3",
+        ),
+        (
+            r"b'GET http://allowed.test/zz-h4 HTTP/1.1\r\nHost: allowed.test\nHost: other.test\r\n\r\n'",
+            "zz-h4",
+        ),
+        (
+            r"b'GET http://allowed.test/zz-h5 HTTP/1.1\r\nHost: allowed.test\r\nX: a\r\n b\r\n\r\n'",
+            "zz-h5",
+        ),
+        (
+            r"b'GET http://allowed.test/zz-h6\x00 HTTP/1.1\r\nHost: allowed.test\r\n\r\n'",
+            "zz-h6",
+        ),
+        (
+            r"b'GET http://allowed.test/zz-h7 HTTP/1.1\r\nHost: allowed.test\r\nX: a\x00b\r\n\r\n'",
+            "zz-h7",
+        ),
+        (
+            r"b'GET http://allowed.test/zz-h8\xc3\xa9 HTTP/1.1\r\nHost: allowed.test\r\n\r\n'",
+            "zz-h8",
+        ),
+        (
+            r"b'GET http://allowed.test/zz-h9\t HTTP/1.1\r\nHost: allowed.test\r\n\r\n'",
+            "zz-h9",
+        ),
+        (
+            r"b'GET http://allowed.test/zz-h10\x7f HTTP/1.1\r\nHost: allowed.test\r\n\r\n'",
+            "zz-h10",
+        ),
+    ];
+    let code: String = cases
+        .iter()
+        .map(|(head, _)| format!("print(json.dumps(talk({head}, 12)))\n"))
+        .collect();
+    let out = raw(&lab, &cfg, "s1", &format!("{TALK}\n{code}"));
+    let answers: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), cases.len(), "{out}");
+    for ((head, marker), answer) in cases.iter().zip(&answers) {
+        assert!(
+            status_line(answer).starts_with("HTTP/1.1 400"),
+            "{marker} {head}: {answer}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for (_, marker) in cases {
+        assert!(reached(&lab, marker).is_empty(), "{marker}: {out}");
+    }
+    assert!(
+        !lab.origin_saw_host("other.test"),
+        "{:?}",
+        lab.requests("origin")
+    );
+}
+
+#[test]
+fn a_host_that_an_address_parser_reads_as_a_number_in_any_base_is_a_bad_request() {
+    let lab = Lab::new("bases");
+    // `*`: any name. Each of these glibc reads as an address (192.0.2.2, the origin, or the
+    // loopback), or a URL parser might: none is a name.
+    let cfg = lab.config("c", &format!("{BASE}\n[[egress]]\nhost = \"*\"\n"));
+    let hosts = [
+        "0xc0000202",
+        "192.0.2.0x2",
+        "0xc0.0x0.0x2.0x2",
+        "192.0.0x202",
+        "0X7F.1",
+        "0x7f000001",
+        "192.0.2.0x",
+        "a.1e3",
+        "allowed.0x1f",
+    ];
+    let mut code = String::from(TALK);
+    for (i, h) in hosts.iter().enumerate() {
+        code.push_str(&format!(
+            "print(json.dumps(talk(b'GET http://{h}/zz-b{i} HTTP/1.1\\r\\nHost: {h}\\r\\n\\r\\n')))\n\
+             print(json.dumps(talk(b'CONNECT {h}:443 HTTP/1.1\\r\\n\\r\\n')))\n"
+        ));
+    }
+    let out = raw(&lab, &cfg, "s1", &code);
+    let answers: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 2 * hosts.len(), "{out}");
+    for (i, h) in hosts.iter().enumerate() {
+        for a in &answers[2 * i..2 * i + 2] {
+            assert!(status_line(a).starts_with("HTTP/1.1 400"), "{h}: {a}");
+            assert!(status_line(a).contains("not a host name"), "{h}: {a}");
+        }
+        assert!(reached(&lab, &format!("zz-b{i}")).is_empty(), "{h}");
+    }
+    assert!(
+        lab.requests("canary").is_empty(),
+        "{:?}",
+        lab.requests("canary")
+    );
+}
+
+#[test]
+fn a_name_resolving_to_an_ipv6_form_that_carries_a_forbidden_ipv4_is_refused() {
+    let lab = Lab::new("embedded");
+    let cfg = lab.config("c", &format!("{BASE}\n[[egress]]\nhost = \"*\"\n"));
+    for (name, addr) in [
+        ("siit.test", "::ffff:0:7f00:1"),
+        ("nat64local.test", "64:ff9b:1::a9fe:a9fe"),
+        ("teredo.test", "2001:0:4136:e378:8000:63bf:80ff:fffe"),
+    ] {
+        let out = raw(
+            &lab,
+            &cfg,
+            "s1",
+            &format!("print(ask(b'CONNECT {name}:443 HTTP/1.1\\r\\n\\r\\n'))"),
+        );
+        assert!(
+            status_line(&out).starts_with(&format!(
+                "HTTP/1.1 403 boxmaker refused {name}:443: it resolves to {addr}"
+            )),
+            "{name}: {out}"
+        );
+    }
+    // As literals, under a rule naming every IPv6 address: each is checked as the IPv4 it
+    // carries, which no rule names.
+    let cfg = lab.config(
+        "every-v6",
+        &format!("{BASE}\n[[egress]]\nhost = \"::/0\"\nports = [443]\n"),
+    );
+    for target in [
+        "[::ffff:0:7f00:1]:443",
+        "[64:ff9b::7f00:1]:443",
+        "[64:ff9b:1::a9fe:a9fe]:443",
+        "[2002:7f00:1::1]:443",
+        "[2001:0:4136:e378:8000:63bf:80ff:fffe]:443",
+    ] {
+        let out = raw(
+            &lab,
+            &cfg,
+            "s1",
+            &format!("print(ask(b'CONNECT {target} HTTP/1.1\\r\\n\\r\\n'))"),
+        );
+        assert!(
+            status_line(&out).starts_with("HTTP/1.1 403 boxmaker refused"),
+            "{target}: {out}"
+        );
+    }
+    assert!(
+        lab.requests("canary").is_empty(),
+        "{:?}",
+        lab.requests("canary")
+    );
 }

@@ -227,13 +227,15 @@ impl Env {
 
     /// `post` (or `leaky_post`) sending `file` to the listener.
     fn post(&self, session: &str, tool: &str, file: &str) -> (i32, Value) {
-        // Through the box's egress proxy (its only way out): a CONNECT tunnel to the
-        // listener, then the file.
+        // Through the box's egress proxy (its only way out): a plain HTTP request to the
+        // listener with the file as its body (a tunnel is for TLS), then the box's side
+        // closed, which the proxy passes on. A refusal comes back as the proxy's 4xx.
         let script = format!(
             "import socket,sys; s=socket.create_connection(('127.0.0.1',3128)); \
-             s.sendall(b'CONNECT 127.0.0.1:{0} HTTP/1.1\\r\\n\\r\\n'); \
-             h=s.recv(4096); assert h.startswith(b'HTTP/1.1 200'), h; \
-             s.sendall(open(sys.argv[1],'rb').read()); s.close()",
+             d=open(sys.argv[1],'rb').read(); \
+             s.sendall(b'POST http://127.0.0.1:{0}/ HTTP/1.1\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(d) + d); \
+             s.shutdown(socket.SHUT_WR); h=s.recv(4096); \
+             assert not h.startswith(b'HTTP/1.1 4'), h; s.close()",
             self.listener.port
         );
         let args = serde_json::json!({"argv": ["/usr/bin/python3", "-c", script, file]});

@@ -11,10 +11,20 @@
 //!   [`crate::box_label`] of the call); a connection is allowed when some rule the tool may
 //!   use ([`Config::egress_rules_of`]) names the destination, allows the port and clears
 //!   the label ([`Config::clearance`]).
+//! - **A tunnel is for TLS**: a `CONNECT` goes only to a port the rule names in
+//!   `tunnel_ports` (443 when the rule allows it and says nothing else), so plain HTTP goes
+//!   as an absolute-form request the proxy reads ([`Way`]).
+//! - **One reading of a host** ([`classify_host`]): every host the proxy reads (a `CONNECT`
+//!   target, a URL's host, a `Host` header, a TLS hello's server name) is a name, an
+//!   address written canonically, or refused. A name's last label starts with a letter, so
+//!   nothing an address parser reads as a number (`0xc0000202`, `192.0.2.0x2`, `127.1`)
+//!   passes as a name.
 //! - **Never reachable unless a rule names it by address**: loopback, the host's own
 //!   addresses, private ranges, shared address space, link-local (the metadata address),
-//!   multicast, unspecified and broadcast ([`forbidden`]). A name that resolves to one of
-//!   them is refused unless an address rule the tool may use clears it
+//!   multicast, unspecified, broadcast and reserved ([`forbidden`]). An IPv6 address that
+//!   carries an IPv4 one (mapped, compatible, SIIT, NAT64, 6to4, Teredo) is checked as the
+//!   IPv4 it carries ([`checked_as`]), whatever rule names the IPv6. A name that resolves to
+//!   one of them is refused unless an address rule the tool may use clears it
 //!   ([`Config::clear_address`]); an IP literal is reached only when an address rule names
 //!   it, whatever the address.
 //!
@@ -31,6 +41,9 @@ use crate::model::{Config, Tool};
 /// Ports a rule allows when it names none: HTTPS and HTTP.
 pub const DEFAULT_PORTS: &[u16] = &[443, 80];
 
+/// The port a rule allows tunnels to when it says nothing (and lists it in `ports`): HTTPS.
+pub const DEFAULT_TUNNEL_PORT: u16 = 443;
+
 /// The longest host name (RFC 1035: 253 characters written out).
 const MAX_NAME: usize = 253;
 
@@ -43,6 +56,9 @@ pub struct EgressRule {
     pub host: HostPattern,
     /// The ports it may be reached on ([`DEFAULT_PORTS`] when the file names none).
     pub ports: Vec<u16>,
+    /// The ports of `ports` a `CONNECT` tunnel may go to (`tunnel_ports`; by default
+    /// [`DEFAULT_TUNNEL_PORT`] when `ports` has it, else none).
+    pub tunnel_ports: Vec<u16>,
     /// The highest label a call may have and still connect there.
     pub class: DataClass,
     /// The `host` as written, for messages and for `[[tool]] egress` to name it by.
@@ -119,9 +135,9 @@ impl IpNet {
         }
     }
 
-    /// Whether `ip` is in this block (an IPv4-mapped IPv6 address counts as its IPv4).
+    /// Whether `ip` is in this block, as written: an IPv6 address that carries an IPv4 one
+    /// is not its IPv4 here ([`checked_as`] says what an address is checked as).
     pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = canonical(ip);
         ip.is_ipv4() == self.addr.is_ipv4() && self.masked(ip) == self.addr
     }
 }
@@ -144,7 +160,11 @@ impl HostPattern {
             return Ok(HostPattern::AnyName);
         }
         if s.contains('/') || s.parse::<IpAddr>().is_ok() {
-            return IpNet::parse(s).map(HostPattern::Net);
+            let net = IpNet::parse(s)?;
+            return match carrier_of(net) {
+                Some(why) => Err(format!("{s:?} {why}")),
+                None => Ok(HostPattern::Net(net)),
+            };
         }
         if let Some(rest) = s.strip_prefix("*.") {
             let name = normal_name(rest).map_err(|why| format!("{s:?}: {why}"))?;
@@ -180,10 +200,41 @@ impl HostPattern {
     }
 }
 
-/// `name` checked and made canonical: lower case, no trailing dot, labels of letters,
-/// digits, `-` and `_` (1 to 63 each), at most 253 characters, and a last label that is not
-/// all digits (so no spelling of an address, such as `2130706433` or `127.1`, passes as a
-/// name). International names are written in their `xn--` form.
+/// A host as the proxy reads it: a name or an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    /// Canonical ([`normal_name`]).
+    Name(String),
+    Address(IpAddr),
+}
+
+/// What `host` (no brackets, no port) is: an IPv6 address (it has a `:`), an IPv4 address
+/// written as four decimal parts without leading zeros, or a name ([`normal_name`]);
+/// anything else is refused, with why. This is the one reading of a host for every place
+/// the proxy finds one (a `CONNECT` target, a URL, a `Host` header, a TLS server name) and
+/// for a rule's `host`: no spelling an address parser reads as another address — `inet_aton`'s
+/// 1 to 4 parts in decimal, octal (`0177`) or hex (`0x7f`), a URL parser's `0x` — is a name
+/// or an address here, so what the proxy checks is what the resolver reads.
+pub fn classify_host(host: &str) -> Result<Host, String> {
+    if host.contains(':') {
+        return host
+            .parse::<Ipv6Addr>()
+            .map(|a| Host::Address(IpAddr::V6(a)))
+            .map_err(|_| "it has a `:` but is not an IPv6 address".into());
+    }
+    if let Ok(a) = host.parse::<Ipv4Addr>() {
+        return Ok(Host::Address(IpAddr::V4(a)));
+    }
+    normal_name(host).map(Host::Name)
+}
+
+/// `name` checked and made canonical: lower case, no trailing dot, ASCII labels of letters,
+/// digits, `-` and `_` (1 to 63 each), at most 253 characters, and a last label that starts
+/// with a letter (RFC 1123 §2.1: the top-level label is alphabetic). So no spelling of an
+/// address passes as a name: `2130706433`, `127.1`, `0x7f000001`, `192.0.2.0x2`, `1e3` —
+/// an address parser reads a last part only when it starts with a digit. International
+/// names are written in their `xn--` form (taken as written: the resolver is asked for
+/// exactly these bytes).
 pub fn normal_name(name: &str) -> Result<String, String> {
     let lower = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
     if lower.is_empty() || lower.len() > MAX_NAME {
@@ -206,12 +257,16 @@ pub fn normal_name(name: &str) -> Result<String, String> {
             );
         }
     }
-    if lower
+    if !lower
         .rsplit('.')
         .next()
-        .is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit()))
+        .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_alphabetic()))
     {
-        return Err("its last part is all digits, which spells an address, not a name".into());
+        return Err(
+            "its last part does not start with a letter, so it may spell an address (as \
+             `127.1`, `0x7f000001` or `192.0.2.0x2` do), not a name"
+                .into(),
+        );
     }
     Ok(lower)
 }
@@ -233,6 +288,14 @@ impl fmt::Display for Destination<'_> {
             Destination::Address(a) => write!(f, "{a}"),
         }
     }
+}
+
+/// How a connection goes out: a request the proxy reads and forwards, or a `CONNECT`
+/// tunnel (for TLS: only to a rule's `tunnel_ports`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    Request,
+    Tunnel,
 }
 
 /// The label a connection is decided at, and where it comes from: the session's floor
@@ -283,6 +346,17 @@ pub enum Refusal {
         /// `port 443` or `ports 80, 443`.
         ports: String,
     },
+    #[error(
+        "boxmaker refused {dest}:{port}: a CONNECT tunnel is for TLS, and its egress rule \
+         allows tunnels {to} (tunnel_ports); send plain HTTP as a request for \
+         http://{dest}:{port}/..."
+    )]
+    Tunnel {
+        dest: String,
+        port: u16,
+        /// `only to port 443`, `only to ports 443, 8443` or `to no port`.
+        to: String,
+    },
     #[error("boxmaker refused {dest}:{port}: {holder} and that destination is cleared for {class}")]
     Clearance {
         dest: String,
@@ -301,32 +375,53 @@ pub enum Refusal {
     },
     #[error(
         "boxmaker refused {dest}:{port}: it resolves to {address}, {what}, which only an egress \
-         rule naming that address may reach"
+         rule naming {named} may reach"
     )]
     Forbidden {
         dest: String,
         port: u16,
         address: IpAddr,
         what: &'static str,
+        /// `that address`, or the IPv4 address it carries.
+        named: String,
+    },
+    #[error(
+        "boxmaker refused {dest}:{port}: {how} {address}, a local-use NAT64 address \
+         (64:ff9b:1::/48), which carries an IPv4 address where only its translator knows, so \
+         it is never reached"
+    )]
+    Untranslatable {
+        dest: String,
+        port: u16,
+        /// `it is` (an address) or `it resolves to` (a name).
+        how: &'static str,
+        address: Ipv6Addr,
     },
 }
 
 /// Why `ip` is never reached unless a rule names it by address, if it is one of those:
 /// loopback, one of the host's own addresses (`own`), a private or shared range, link-local
 /// (the cloud metadata address is in it), multicast, unspecified, broadcast or reserved.
-/// An IPv4-mapped, IPv4-compatible, NAT64 or 6to4 IPv6 address is judged by the IPv4 it
-/// carries (a gateway would forward it there).
+/// An IPv6 address that carries IPv4 ones is judged by each IPv4 it carries ([`checked_as`]:
+/// a gateway would forward it there); a local-use NAT64 one always is.
 pub fn forbidden(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
-    let ip = canonical(ip);
-    if own.iter().any(|o| canonical(*o) == ip) {
+    match checked_as(ip) {
+        Err(_) => Some("a local-use NAT64 address, whose IPv4 address only its translator knows"),
+        Ok(list) => list.into_iter().find_map(|a| forbidden_one(a, own)),
+    }
+}
+
+/// [`forbidden`] for an address that carries no other.
+fn forbidden_one(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
+    let mine = own
+        .iter()
+        .any(|o| *o == ip || checked_as(*o).is_ok_and(|l| l.contains(&ip)));
+    if mine {
         return Some("one of this machine's own addresses");
     }
     match ip {
         IpAddr::V4(v) => forbidden_v4(v),
         IpAddr::V6(v) => {
-            if let Some(v4) = embedded_v4(v) {
-                return forbidden_v4(v4).or(Some("an IPv6 address that carries an IPv4 one"));
-            }
             let s = v.segments();
             if v.is_unspecified() {
                 Some("the unspecified address")
@@ -361,43 +456,113 @@ fn forbidden_v4(v: Ipv4Addr) -> Option<&'static str> {
         Some("a multicast address")
     } else if v.is_broadcast() || o[0] >= 240 {
         Some("a broadcast or reserved address")
+    } else if o[..3] == [192, 0, 0] {
+        Some("an IETF protocol address (192.0.0.0/24: translators and tunnel ends)")
+    } else if o[0] == 198 && o[1] & 0xfe == 18 {
+        Some("a benchmarking address (198.18.0.0/15, used inside networks)")
     } else {
         None
     }
 }
 
-/// The IPv4 address an IPv6 one carries for a gateway to forward to: mapped
-/// (`::ffff:a.b.c.d`), compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`) or 6to4
-/// (`2002:AABB:CCDD::/48`).
-fn embedded_v4(v: Ipv6Addr) -> Option<Ipv4Addr> {
+/// The IPv4 addresses an IPv6 one carries for a gateway to forward to, and the form:
+/// mapped `::ffff:a.b.c.d` and compatible `::a.b.c.d` (RFC 4291), SIIT `::ffff:0:a.b.c.d`
+/// (RFC 2765), NAT64 `64:ff9b::a.b.c.d` (RFC 6052), 6to4 `2002:AABB:CCDD::/48` (RFC 3056)
+/// and Teredo `2001:0:SSSS:SSSS:…:CCCC:CCCC` (RFC 4380: its server, and its client's
+/// address obfuscated by XOR with all ones). `Err` for local-use NAT64 (`64:ff9b:1::/48`,
+/// RFC 8215): its IPv4 sits where the translator's prefix length puts it, which only the
+/// translator knows.
+fn carried(v: Ipv6Addr) -> Result<Option<(&'static str, Vec<Ipv4Addr>)>, ()> {
     let s = v.segments();
-    let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-    let mapped_or_compatible =
-        s[..5].iter().all(|x| *x == 0) && (s[5] == 0xffff || (s[5] == 0 && u32::from(low) > 1));
-    let nat64 = s[0] == 0x64 && s[1] == 0xff9b && s[2..6].iter().all(|x| *x == 0);
-    if mapped_or_compatible || nat64 {
-        Some(low)
-    } else if s[0] == 0x2002 {
-        Some(Ipv4Addr::new(
-            (s[1] >> 8) as u8,
-            s[1] as u8,
-            (s[2] >> 8) as u8,
-            s[2] as u8,
-        ))
-    } else {
-        None
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    let low = v4(s[6], s[7]);
+    if s[..5] == [0; 5] && s[5] == 0xffff {
+        return Ok(Some(("mapped", vec![low])));
+    }
+    if s[..6] == [0; 6] && u32::from(low) > 1 {
+        return Ok(Some(("compatible", vec![low])));
+    }
+    if s[..4] == [0; 4] && s[4] == 0xffff && s[5] == 0 {
+        return Ok(Some(("SIIT", vec![low])));
+    }
+    if s[0] == 0x64 && s[1] == 0xff9b {
+        if s[2..6] == [0; 4] {
+            return Ok(Some(("NAT64", vec![low])));
+        }
+        if s[2] == 1 {
+            return Err(());
+        }
+    }
+    if s[0] == 0x2002 {
+        return Ok(Some(("6to4", vec![v4(s[1], s[2])])));
+    }
+    if s[0] == 0x2001 && s[1] == 0 {
+        return Ok(Some(("Teredo", vec![v4(s[2], s[3]), v4(!s[6], !s[7])])));
+    }
+    Ok(None)
+}
+
+/// What `ip` is checked as, against the rules and [`forbidden`]: itself, or the IPv4
+/// addresses an IPv6 one carries (one, or a Teredo server and client) — never the IPv6
+/// spelling, so no rule naming an IPv6 block clears the IPv4 inside it. `Err` (with the
+/// address) for a local-use NAT64 address, which is never reached.
+pub fn checked_as(ip: IpAddr) -> Result<Vec<IpAddr>, Ipv6Addr> {
+    match ip {
+        IpAddr::V4(_) => Ok(vec![ip]),
+        IpAddr::V6(v) => match carried(v) {
+            Err(()) => Err(v),
+            Ok(None) => Ok(vec![ip]),
+            Ok(Some((_, list))) => Ok(list.into_iter().map(IpAddr::V4).collect()),
+        },
     }
 }
 
-/// An IPv4-mapped IPv6 address as its IPv4; anything else as it is.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v) => match v.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => ip,
-        },
-        v4 => v4,
+/// Why a rule's IPv6 `host` can never match (every address of it is checked as the IPv4 it
+/// carries), if so: one address that carries an IPv4, or a block inside a carrying range.
+fn carrier_of(net: IpNet) -> Option<String> {
+    let IpAddr::V6(v) = net.addr else {
+        return None;
+    };
+    if net.prefix == 128 {
+        return match carried(v) {
+            Err(()) => Some(
+                "is a local-use NAT64 address (64:ff9b:1::/48), never reached: its IPv4 \
+                 address is where only its translator knows"
+                    .into(),
+            ),
+            Ok(Some((form, list))) => {
+                let names: Vec<String> = list.iter().map(|a| format!("\"{a}\"")).collect();
+                Some(format!(
+                    "carries the IPv4 address{} {} ({form}), which is what the proxy checks: \
+                     write host = {}",
+                    if list.len() == 1 { "" } else { "es" },
+                    names.join(" and "),
+                    names.join(" and host = ")
+                ))
+            }
+            Ok(None) => None,
+        };
     }
+    let ranges: [(&str, u8, &str); 6] = [
+        ("::ffff:0:0", 96, "IPv4-mapped"),
+        ("::ffff:0:0:0", 96, "SIIT"),
+        ("64:ff9b::", 96, "NAT64"),
+        ("64:ff9b:1::", 48, "local-use NAT64"),
+        ("2002::", 16, "6to4"),
+        ("2001::", 32, "Teredo"),
+    ];
+    ranges.iter().find_map(|(addr, prefix, form)| {
+        let range = IpNet {
+            addr: addr.parse().ok()?,
+            prefix: *prefix,
+        };
+        (net.prefix >= range.prefix && range.contains(net.addr)).then(|| {
+            format!(
+                "lies inside {range} ({form}), whose addresses are checked as the IPv4 \
+                 addresses they carry: name those instead"
+            )
+        })
+    })
 }
 
 impl Config {
@@ -413,14 +578,47 @@ impl Config {
     }
 
     /// Whether `tool` (`None`: a box of no tool, which may use every rule) may connect to
-    /// `dest:port` at `label`: the rule that clears it, or why not (docs/spec.md §3.5).
-    /// For a name, the addresses it resolves to are checked after with
-    /// [`Config::clear_address`].
+    /// `dest:port` at `label`, by `way`: the rule that clears it, or why not (docs/spec.md
+    /// §3.6). An address is cleared as what it is [`checked_as`]: an IPv6 one that carries
+    /// IPv4 ones only when each of those is (the rule returned is the lowest cleared). For a
+    /// name, the addresses it resolves to are checked after with [`Config::clear_address`].
     pub fn clearance<'a>(
         &'a self,
         tool: Option<&'a Tool>,
         dest: Destination<'_>,
         port: u16,
+        way: Way,
+        label: CallLabel,
+    ) -> Result<&'a EgressRule, Refusal> {
+        let shown = dest.to_string();
+        let Destination::Address(ip) = dest else {
+            return self.clear_one(tool, dest, &shown, port, way, label);
+        };
+        let list = checked_as(ip).map_err(|address| Refusal::Untranslatable {
+            dest: shown.clone(),
+            port,
+            how: "it is",
+            address,
+        })?;
+        let mut lowest: Option<&EgressRule> = None;
+        for a in list {
+            let r = self.clear_one(tool, Destination::Address(a), &shown, port, way, label)?;
+            if lowest.is_none_or(|l| r.class < l.class) {
+                lowest = Some(r);
+            }
+        }
+        lowest.ok_or(Refusal::NotListed { dest: shown, port })
+    }
+
+    /// [`Config::clearance`] for a name, or an address that carries no other; `shown` is the
+    /// destination as the box wrote it, for the refusal.
+    fn clear_one<'a>(
+        &'a self,
+        tool: Option<&'a Tool>,
+        dest: Destination<'_>,
+        shown: &str,
+        port: u16,
+        way: Way,
         label: CallLabel,
     ) -> Result<&'a EgressRule, Refusal> {
         let names = |r: &EgressRule| match (&r.host, dest) {
@@ -432,7 +630,7 @@ impl Config {
             Some(t) => self.egress_rules_of(t).filter(|r| names(r)).collect(),
             None => self.egress.iter().filter(|r| names(r)).collect(),
         };
-        let d = dest.to_string();
+        let d = shown.to_string();
         if usable.is_empty() {
             return Err(if let Destination::Address(address) = dest {
                 Refusal::UnnamedAddress {
@@ -456,20 +654,40 @@ impl Config {
             .filter(|r| r.ports.contains(&port))
             .collect();
         if on_port.is_empty() {
-            let mut ports: Vec<u16> = usable.iter().flat_map(|r| r.ports.clone()).collect();
-            ports.sort_unstable();
-            ports.dedup();
-            let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+            let ports = port_list(usable.iter().flat_map(|r| r.ports.clone()));
             return Err(Refusal::Port {
                 dest: d,
                 port,
-                ports: format!(
-                    "port{} {}",
-                    if list.len() == 1 { "" } else { "s" },
-                    list.join(", ")
-                ),
+                ports: format!("{} {}", plural("port", ports.len()), ports.join(", ")),
             });
         }
+        let on_port: Vec<&EgressRule> = match way {
+            Way::Request => on_port,
+            Way::Tunnel => {
+                let tunnels: Vec<&EgressRule> = on_port
+                    .iter()
+                    .copied()
+                    .filter(|r| r.tunnel_ports.contains(&port))
+                    .collect();
+                if tunnels.is_empty() {
+                    let ports = port_list(on_port.iter().flat_map(|r| r.tunnel_ports.clone()));
+                    return Err(Refusal::Tunnel {
+                        dest: d,
+                        port,
+                        to: if ports.is_empty() {
+                            "to no port".into()
+                        } else {
+                            format!(
+                                "only to {} {}",
+                                plural("port", ports.len()),
+                                ports.join(", ")
+                            )
+                        },
+                    });
+                }
+                tunnels
+            }
+        };
         let class = label.class();
         // Any rule that clears the label allows it; the most specific one is named.
         if let Some(r) = on_port
@@ -492,31 +710,51 @@ impl Config {
         })
     }
 
-    /// Whether a connection to `name:port` that resolved to `ip` may use that address:
-    /// yes for an address [`forbidden`] does not name (the name's rule decided), else only
-    /// when an address rule `tool` may use names it, allows the port and clears `label`.
-    /// `own` are this machine's addresses.
+    /// Whether a connection to `name:port` (by `way`) that resolved to `ip` may use that
+    /// address: yes when nothing it is [`checked_as`] is [`forbidden`] (the name's rule
+    /// decided), else only when an address rule `tool` may use names each forbidden one
+    /// (the IPv4 an IPv6 address carries, not the IPv6), allows the port and clears `label`.
+    /// A local-use NAT64 address never. `own` are this machine's addresses.
+    #[allow(clippy::too_many_arguments)]
     pub fn clear_address(
         &self,
         tool: Option<&Tool>,
         name: &str,
         ip: IpAddr,
         port: u16,
+        way: Way,
         label: CallLabel,
         own: &[IpAddr],
     ) -> Result<(), Refusal> {
-        let Some(what) = forbidden(ip, own) else {
-            return Ok(());
-        };
-        match self.clearance(tool, Destination::Address(ip), port, label) {
-            Ok(_) => Ok(()),
-            Err(_) => Err(Refusal::Forbidden {
-                dest: name.to_string(),
-                port,
-                address: ip,
-                what,
-            }),
+        let list = checked_as(ip).map_err(|address| Refusal::Untranslatable {
+            dest: name.to_string(),
+            port,
+            how: "it resolves to",
+            address,
+        })?;
+        for a in list {
+            let Some(what) = forbidden_one(a, own) else {
+                continue;
+            };
+            let shown = Destination::Address(a).to_string();
+            if self
+                .clear_one(tool, Destination::Address(a), &shown, port, way, label)
+                .is_err()
+            {
+                return Err(Refusal::Forbidden {
+                    dest: name.to_string(),
+                    port,
+                    address: ip,
+                    what,
+                    named: if a == ip {
+                        "that address".into()
+                    } else {
+                        format!("{a}, the IPv4 address it carries,")
+                    },
+                });
+            }
         }
+        Ok(())
     }
 
     /// The tools whose boxes get the network but that no egress rule serves: their boxes
@@ -529,21 +767,44 @@ impl Config {
     }
 }
 
+/// Ports sorted, each once, as text.
+fn port_list(ports: impl Iterator<Item = u16>) -> Vec<String> {
+    let mut ports: Vec<u16> = ports.collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports.iter().map(u16::to_string).collect()
+}
+
+fn plural(word: &str, n: usize) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
 impl EgressRule {
-    /// The rule as a person reads it: `api.github.com ports 443, 80 cleared for public`.
+    /// The rule as a person reads it:
+    /// `api.github.com ports 443, 80 cleared for public (tunnels to 443)`.
     pub fn describe(&self) -> String {
         let ports: Vec<String> = self.ports.iter().map(u16::to_string).collect();
+        let tunnels: Vec<String> = self.tunnel_ports.iter().map(u16::to_string).collect();
         let name = self
             .name
             .as_ref()
             .map(|n| format!(" ({n})"))
             .unwrap_or_default();
         format!(
-            "{}{name} port{} {} cleared for {}",
+            "{}{name} {} {} cleared for {} (tunnels to {})",
             self.written,
-            if self.ports.len() == 1 { "" } else { "s" },
+            plural("port", ports.len()),
             ports.join(", "),
-            self.class
+            self.class,
+            if tunnels.is_empty() {
+                "no port".into()
+            } else {
+                tunnels.join(", ")
+            }
         )
     }
 }
@@ -601,7 +862,13 @@ egress = ["pypi"]
         let c = cfg(RULES);
         let t = c.tool("fetch");
         let r = c
-            .clearance(t, Destination::Name("api.example.com"), 443, public())
+            .clearance(
+                t,
+                Destination::Name("api.example.com"),
+                443,
+                Way::Request,
+                public(),
+            )
             .unwrap();
         assert_eq!(r.written, "api.example.com");
         assert!(
@@ -609,13 +876,20 @@ egress = ["pypi"]
                 t,
                 Destination::Name("files.pythonhosted.org"),
                 443,
+                Way::Request,
                 public()
             )
             .is_ok()
         );
         assert!(
-            c.clearance(t, Destination::Name("pythonhosted.org"), 443, public())
-                .is_err(),
+            c.clearance(
+                t,
+                Destination::Name("pythonhosted.org"),
+                443,
+                Way::Request,
+                public()
+            )
+            .is_err(),
             "*.x does not name x itself"
         );
     }
@@ -632,6 +906,7 @@ egress = ["pypi"]
                 c.tool("fetch"),
                 Destination::Name("api.example.com"),
                 443,
+                Way::Request,
                 label,
             )
             .unwrap_err();
@@ -645,6 +920,7 @@ egress = ["pypi"]
                 c.tool("fetch"),
                 Destination::Name("cleared.example.com"),
                 443,
+                Way::Request,
                 label
             )
             .is_ok()
@@ -658,6 +934,7 @@ egress = ["pypi"]
                 c.tool("fetch"),
                 Destination::Name("cleared.example.com"),
                 443,
+                Way::Request,
                 reach,
             )
             .unwrap_err();
@@ -676,6 +953,7 @@ egress = ["pypi"]
                 c.tool("fetch"),
                 Destination::Name("evil.example"),
                 443,
+                Way::Request,
                 public(),
             )
             .unwrap_err();
@@ -685,6 +963,7 @@ egress = ["pypi"]
                 c.tool("fetch"),
                 Destination::Name("api.example.com"),
                 22,
+                Way::Request,
                 public(),
             )
             .unwrap_err();
@@ -697,6 +976,7 @@ egress = ["pypi"]
                 c.tool("pip"),
                 Destination::Name("api.example.com"),
                 443,
+                Way::Request,
                 public(),
             )
             .unwrap_err();
@@ -708,20 +988,29 @@ egress = ["pypi"]
         let c = cfg(RULES);
         let t = c.tool("fetch");
         let ip = |s: &str| Destination::Address(s.parse().unwrap());
-        assert!(c.clearance(t, ip("192.0.2.9"), 8080, public()).is_ok());
+        assert!(
+            c.clearance(t, ip("192.0.2.9"), 8080, Way::Request, public())
+                .is_ok()
+        );
         let e = c
-            .clearance(t, ip("198.51.100.1"), 443, public())
+            .clearance(t, ip("198.51.100.1"), 443, Way::Request, public())
             .unwrap_err();
         assert!(matches!(e, Refusal::UnnamedAddress { .. }), "{e}");
         // A name rule never names an address, even `*`.
         let any = cfg("[[egress]]\nhost = \"*\"\n");
         assert!(
-            any.clearance(None, ip("93.184.216.34"), 443, public())
+            any.clearance(None, ip("93.184.216.34"), 443, Way::Request, public())
                 .is_err()
         );
         assert!(
-            any.clearance(None, Destination::Name("x.example"), 443, public())
-                .is_ok()
+            any.clearance(
+                None,
+                Destination::Name("x.example"),
+                443,
+                Way::Request,
+                public()
+            )
+            .is_ok()
         );
     }
 
@@ -745,7 +1034,15 @@ egress = ["pypi"]
             ("0.0.0.0", 443),
         ] {
             let e = c
-                .clear_address(t, "x.test", ip.parse().unwrap(), port, public(), &[])
+                .clear_address(
+                    t,
+                    "x.test",
+                    ip.parse().unwrap(),
+                    port,
+                    Way::Request,
+                    public(),
+                    &[],
+                )
                 .unwrap_err();
             assert!(matches!(e, Refusal::Forbidden { .. }), "{ip}: {e}");
         }
@@ -755,6 +1052,7 @@ egress = ["pypi"]
                 "x.test",
                 "93.184.216.34".parse().unwrap(),
                 443,
+                Way::Request,
                 public(),
                 &[]
             )
@@ -763,7 +1061,7 @@ egress = ["pypi"]
         // The host's own address, public or not.
         let own: IpAddr = "93.184.216.34".parse().unwrap();
         assert!(
-            c.clear_address(t, "x.test", own, 443, public(), &[own])
+            c.clear_address(t, "x.test", own, 443, Way::Request, public(), &[own])
                 .is_err()
         );
         // Named by address (and on its port): allowed.
@@ -773,6 +1071,7 @@ egress = ["pypi"]
                 "x.test",
                 "127.0.0.1".parse().unwrap(),
                 9000,
+                Way::Request,
                 public(),
                 &[]
             )
@@ -795,5 +1094,359 @@ egress = ["pypi"]
                 prefix: 8
             })
         );
+    }
+
+    // ---- issue 19, item 5: one classification of a host, every IPv4 an IPv6 carries ----
+
+    /// What a host string is: `name`, `address`, or `bad` (a 400).
+    fn kind(s: &str) -> &'static str {
+        match classify_host(s) {
+            Ok(Host::Address(_)) => "address",
+            Ok(Host::Name(_)) => "name",
+            Err(_) => "bad",
+        }
+    }
+
+    #[test]
+    fn a_host_is_a_name_only_if_no_address_parser_could_read_it_as_a_number() {
+        let table: &[(&str, &str)] = &[
+            // Names.
+            ("example.com", "name"),
+            ("EXAMPLE.com.", "name"),
+            ("a-1.b_2.test", "name"),
+            ("1.2.3.example", "name"),
+            ("xn--bcher-kva.example", "name"),
+            ("localhost", "name"),
+            ("deadbeef", "name"),
+            ("a.deadbeef", "name"),
+            ("a.x1f", "name"),
+            // Addresses, as written canonically.
+            ("192.0.2.7", "address"),
+            ("::1", "address"),
+            ("2001:db8::1", "address"),
+            ("::ffff:127.0.0.1", "address"),
+            ("64:ff9b::a9fe:a9fe", "address"),
+            // inet_aton's other spellings: 1 to 4 parts, decimal, octal, hex.
+            ("2130706433", "bad"),
+            ("127.1", "bad"),
+            ("127.0.1", "bad"),
+            ("0x7f.0.0.1", "bad"),
+            ("0x7f000001", "bad"),
+            ("0X7F000001", "bad"),
+            ("0xc0000202", "bad"),
+            ("192.0.2.0x2", "bad"),
+            ("0xc0.0x0.0x2.0x2", "bad"),
+            ("192.0.0x202", "bad"),
+            ("017700000001", "bad"),
+            ("0177.0.0.01", "bad"),
+            ("01.2.3.4", "bad"),
+            ("1.2.3.04", "bad"),
+            ("256.1.1.1", "bad"),
+            ("1.2.3.4.", "bad"),
+            ("0x7f.1.", "bad"),
+            // What a URL parser (WHATWG) reads as a number: `0x` alone is 0.
+            ("192.0.2.0x", "bad"),
+            ("a.0x", "bad"),
+            ("a.0x1f", "bad"),
+            ("a.017", "bad"),
+            ("a.9", "bad"),
+            // A last label that starts with a digit is never a name (RFC 1123 §2.1: the
+            // top-level label is alphabetic), so no base, exponent or suffix can matter.
+            ("1e3", "bad"),
+            ("a.1e3", "bad"),
+            ("a.4x", "bad"),
+            // Not a name at all.
+            ("", "bad"),
+            ("a..b", "bad"),
+            ("-a.com", "bad"),
+            ("a b", "bad"),
+            ("é.com", "bad"),
+            ("ex\u{430}mple.com", "bad"),
+            ("[::1]", "bad"),
+            ("::1%lo", "bad"),
+            ("a.com\0", "bad"),
+        ];
+        let wrong: Vec<String> = table
+            .iter()
+            .filter(|(h, want)| kind(h) != *want)
+            .map(|(h, want)| format!("{h:?}: want {want}, got {}", kind(h)))
+            .collect();
+        assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    }
+
+    /// The IPv6 forms that carry `v4` (RFC 4291 mapped and compatible, RFC 2765 SIIT,
+    /// RFC 6052 NAT64 well-known, RFC 8215 local-use, RFC 3056 6to4, RFC 4380 Teredo as
+    /// its client and as its server).
+    fn carriers(v4: Ipv4Addr) -> Vec<(&'static str, Ipv6Addr)> {
+        let n = u32::from(v4);
+        let (hi, lo) = ((n >> 16) as u16, n as u16);
+        let x = !n;
+        let (xhi, xlo) = ((x >> 16) as u16, x as u16);
+        vec![
+            ("mapped", Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, hi, lo)),
+            ("compatible", Ipv6Addr::new(0, 0, 0, 0, 0, 0, hi, lo)),
+            ("siit", Ipv6Addr::new(0, 0, 0, 0, 0xffff, 0, hi, lo)),
+            ("nat64", Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, hi, lo)),
+            (
+                "nat64-local",
+                Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, hi, lo),
+            ),
+            ("6to4", Ipv6Addr::new(0x2002, hi, lo, 0, 0, 0, 0, 1)),
+            // Server 93.184.216.34 (public), client obfuscated.
+            (
+                "teredo-client",
+                Ipv6Addr::new(0x2001, 0, 0x5db8, 0xd822, 0x8000, 0x63bf, xhi, xlo),
+            ),
+            // Server `v4`, client 93.184.216.34 (obfuscated).
+            (
+                "teredo-server",
+                Ipv6Addr::new(0x2001, 0, hi, lo, 0, 0xfbff, 0xa247, 0x27dd),
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_spelling_of_a_forbidden_address_is_refused_and_public_ones_pass() {
+        let c = cfg("[[egress]]\nhost = \"*\"\n");
+        let forbidden_v4 = [
+            "127.0.0.1",
+            "127.255.255.254",
+            "10.0.0.1",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "0.1.2.3",
+            "255.255.255.255",
+            "240.0.0.1",
+            "224.0.0.1",
+            "192.0.0.170",
+            "198.18.0.1",
+        ];
+        let public_v4 = [
+            "93.184.216.34",
+            "8.8.8.8",
+            "1.1.1.1",
+            "172.32.0.1",
+            "100.128.0.1",
+            "192.0.2.2",
+        ];
+        let check = |ip: IpAddr| {
+            c.clear_address(None, "x.test", ip, 443, Way::Request, public(), &[])
+                .is_ok()
+        };
+        let mut wrong = Vec::new();
+        for s in forbidden_v4 {
+            let v4: Ipv4Addr = s.parse().unwrap();
+            if check(IpAddr::V4(v4)) {
+                wrong.push(format!("{s}: passed"));
+            }
+            for (form, v6) in carriers(v4) {
+                if check(IpAddr::V6(v6)) {
+                    wrong.push(format!("{s} as {form} {v6}: passed"));
+                }
+            }
+        }
+        for s in public_v4 {
+            let v4: Ipv4Addr = s.parse().unwrap();
+            if !check(IpAddr::V4(v4)) {
+                wrong.push(format!("{s}: refused"));
+            }
+            for (form, v6) in carriers(v4) {
+                // A local-use NAT64 address carries its IPv4 where only its translator
+                // knows (RFC 6052 allows six layouts): never reached.
+                let want = form != "nat64-local";
+                if check(IpAddr::V6(v6)) != want {
+                    wrong.push(format!("{s} as {form} {v6}: want passed={want}"));
+                }
+            }
+        }
+        for (s, want) in [
+            ("::1", false),
+            ("::", false),
+            ("fe80::1", false),
+            ("fec0::1", false),
+            ("fc00::1", false),
+            ("fd00:ec2::254", false),
+            ("ff02::1", false),
+            ("64:ff9b:1:ffff::1", false),
+            ("2606:4700::1111", true),
+            ("2001:db8::1", true),
+        ] {
+            if check(s.parse().unwrap()) != want {
+                wrong.push(format!("{s}: want passed={want}"));
+            }
+        }
+        assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn an_ipv6_literal_that_carries_an_ipv4_is_cleared_only_as_that_ipv4() {
+        let c = cfg(r#"
+[[egress]]
+host = "127.0.0.1"
+ports = [9000]
+
+[[egress]]
+host = "93.184.216.34"
+ports = [443]
+
+[[egress]]
+host = "::/0"
+ports = [443]
+"#);
+        let allowed = |s: &str, port: u16| {
+            c.clearance(
+                None,
+                Destination::Address(s.parse().unwrap()),
+                port,
+                Way::Request,
+                public(),
+            )
+            .is_ok()
+        };
+        let mut wrong = Vec::new();
+        for (s, port, want) in [
+            ("::ffff:127.0.0.1", 9000, true),
+            ("::ffff:0:7f00:1", 9000, true),
+            ("64:ff9b::7f00:1", 9000, true),
+            // `::/0` names every IPv6 address, but these carry an IPv4 no rule names on 443.
+            ("::ffff:127.0.0.1", 443, false),
+            ("::ffff:0:7f00:1", 443, false),
+            ("64:ff9b::7f00:1", 443, false),
+            ("64:ff9b::a00:1", 443, false),
+            ("2002:a9fe:a9fe::1", 443, false),
+            ("2001:0:5db8:d822:8000:63bf:80ff:fffe", 443, false),
+            ("2001:0:7f00:1:0:fbff:a247:27dd", 443, false),
+            // Carrying 93.184.216.34, which a rule names on 443.
+            ("64:ff9b::5db8:d822", 443, true),
+            ("2002:5db8:d822::1", 443, true),
+            ("2001:0:5db8:d822:0:fbff:a247:27dd", 443, true),
+            // Its IPv4 unknowable: never.
+            ("64:ff9b:1::5db8:d822", 443, false),
+            // Plain IPv6, under `::/0`.
+            ("2001:db8::1", 443, true),
+        ] {
+            if allowed(s, port) != want {
+                wrong.push(format!("{s} port {port}: want allowed={want}"));
+            }
+        }
+        assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    }
+
+    // ---- issue 19, item 4: a tunnel is for TLS ----
+
+    #[test]
+    fn a_tunnel_goes_only_to_a_port_its_rule_names_for_tunnels() {
+        let c = cfg(r#"
+[[egress]]
+host = "api.example.com"
+
+[[egress]]
+host = "plain.example.com"
+ports = [80, 8080]
+
+[[egress]]
+host = "both.example.com"
+tunnel_ports = [443, 80]
+
+[[egress]]
+host = "*.example.com"
+ports = [8443]
+tunnel_ports = [8443]
+"#);
+        let at = |host: &str, port: u16, way: Way| {
+            c.clearance(None, Destination::Name(host), port, way, public())
+        };
+        assert!(at("api.example.com", 443, Way::Tunnel).is_ok());
+        assert!(at("api.example.com", 80, Way::Request).is_ok());
+        let e = at("api.example.com", 80, Way::Tunnel).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "boxmaker refused api.example.com:80: a CONNECT tunnel is for TLS, and its egress \
+             rule allows tunnels only to port 443 (tunnel_ports); send plain HTTP as a request \
+             for http://api.example.com:80/..."
+        );
+        let e = at("plain.example.com", 8080, Way::Tunnel).unwrap_err();
+        assert!(e.to_string().contains("allows tunnels to no port"), "{e}");
+        assert!(at("plain.example.com", 8080, Way::Request).is_ok());
+        assert!(at("both.example.com", 80, Way::Tunnel).is_ok());
+        // Another rule naming the name may allow the tunnel.
+        assert!(at("api.example.com", 8443, Way::Tunnel).is_ok());
+        // The wrong port is still the wrong port.
+        let e = at("api.example.com", 22, Way::Tunnel).unwrap_err();
+        assert!(matches!(e, Refusal::Port { .. }), "{e}");
+        assert_eq!(
+            c.egress[0].describe(),
+            "api.example.com ports 443, 80 cleared for public (tunnels to 443)"
+        );
+        assert_eq!(
+            c.egress[1].describe(),
+            "plain.example.com ports 80, 8080 cleared for public (tunnels to no port)"
+        );
+    }
+
+    #[test]
+    fn a_rule_cannot_name_an_ipv6_spelling_of_an_ipv4_address() {
+        for (host, says) in [
+            ("::ffff:127.0.0.1", "host = \"127.0.0.1\""),
+            ("64:ff9b::a9fe:a9fe", "host = \"169.254.169.254\""),
+            ("64:ff9b:1::1", "never reached"),
+            ("2002:a00:1::1", "host = \"10.0.0.1\""),
+            ("64:ff9b::/96", "name those instead"),
+            ("2002::/16", "name those instead"),
+            ("2001:0:5db8::/48", "name those instead"),
+        ] {
+            let e = HostPattern::parse(host).unwrap_err();
+            assert!(e.contains(says), "{host}: {e}");
+        }
+        // Wider blocks, and the ordinary IPv6 loopback, are rules.
+        for host in ["::/0", "2000::/3", "::1", "2001:db8::/32"] {
+            assert!(HostPattern::parse(host).is_ok(), "{host}");
+        }
+        // A name rule is read as a name by the same reading.
+        assert!(HostPattern::parse("0x7f000001").is_err());
+        assert!(HostPattern::parse("*.0x1f").is_err());
+    }
+
+    #[test]
+    fn a_name_resolving_to_a_carried_forbidden_ipv4_says_which_ipv4_to_name() {
+        let c =
+            cfg("[[egress]]\nhost = \"*\"\n\n[[egress]]\nhost = \"127.0.0.1\"\nports = [9000]\n");
+        let ip: IpAddr = "64:ff9b::7f00:1".parse().unwrap();
+        let e = c
+            .clear_address(None, "x.test", ip, 443, Way::Request, public(), &[])
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "boxmaker refused x.test:443: it resolves to 64:ff9b::7f00:1, a loopback address, \
+             which only an egress rule naming 127.0.0.1, the IPv4 address it carries, may reach"
+        );
+        // Named by the IPv4 it carries, on its port: allowed.
+        assert!(
+            c.clear_address(None, "x.test", ip, 9000, Way::Request, public(), &[])
+                .is_ok()
+        );
+        // The machine's own address, carried.
+        let own: IpAddr = "93.184.216.34".parse().unwrap();
+        let mapped: IpAddr = "::ffff:93.184.216.34".parse().unwrap();
+        assert!(
+            c.clear_address(None, "x.test", mapped, 443, Way::Request, public(), &[own])
+                .is_err()
+        );
+        let e = c
+            .clear_address(
+                None,
+                "x.test",
+                "64:ff9b:1::5db8:d822".parse().unwrap(),
+                443,
+                Way::Request,
+                public(),
+                &[],
+            )
+            .unwrap_err();
+        assert!(matches!(e, Refusal::Untranslatable { .. }), "{e}");
     }
 }

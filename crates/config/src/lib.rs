@@ -34,7 +34,7 @@ pub mod reach;
 
 use std::path::Path;
 
-pub use egress::{CallLabel, Destination, EgressRule, HostPattern, Refusal};
+pub use egress::{CallLabel, Destination, EgressRule, Host, HostPattern, Refusal, Way};
 pub use error::ConfigError;
 pub use model::{BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name};
 pub use reach::box_label;

@@ -11,8 +11,8 @@
 //! - `[[tool]]`: `class = "public"`, `untrusted = false`, `network = false`, `env = []`,
 //!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`,
 //!   `mounts` = every mount, `egress` = every egress rule.
-//! - `[[egress]]`: `ports = [443, 80]`, `class = "public"`, no `name`. `host` has no
-//!   default: a rule says what it names.
+//! - `[[egress]]`: `ports = [443, 80]`, `tunnel_ports = [443]` (when `ports` has 443, else
+//!   none), `class = "public"`, no `name`. `host` has no default: a rule says what it names.
 //! - `[[grant]]`: `sessions = "*"`, `max_class = "secret"`, `if_untrusted = "allow"`, no
 //!   `expires`, no `when` (argument conditions). `effect` has no default: a grant says what
 //!   it does. A `when` entry is `pointer` and exactly one of `equals`, `one_of`, `in` (a
@@ -27,7 +27,7 @@ use policy::{Condition, Effect, Grant, Grants, Label, List, Pattern, Pointer, Sc
 use proto::{DataClass, Timestamp};
 use toml::Spanned;
 
-use crate::egress::{DEFAULT_PORTS, EgressRule, HostPattern};
+use crate::egress::{DEFAULT_PORTS, DEFAULT_TUNNEL_PORT, EgressRule, HostPattern};
 use crate::error::{ConfigError, Source};
 use crate::raw;
 
@@ -712,22 +712,7 @@ impl Ctx<'_> {
                 None => DEFAULT_PORTS.to_vec(),
                 Some(list) => {
                     let span = list.span();
-                    let mut ports: Vec<u16> = Vec::new();
-                    for p in list.into_inner() {
-                        let port = match u16::try_from(*p.get_ref()) {
-                            Ok(port) if port > 0 => port,
-                            _ => {
-                                return self.err(
-                                    p.span(),
-                                    format!("port {} is not from 1 to 65535", p.get_ref()),
-                                );
-                            }
-                        };
-                        if ports.contains(&port) {
-                            return self.err(p.span(), format!("port {port} is listed twice"));
-                        }
-                        ports.push(port);
-                    }
+                    let ports = self.port_list(list.into_inner(), "port")?;
                     if ports.is_empty() {
                         return self.err(
                             span,
@@ -737,16 +722,67 @@ impl Ctx<'_> {
                     ports
                 }
             };
+            // A tunnel is for TLS: by default only to 443, and only where `ports` lets a
+            // connection go at all.
+            let tunnel_ports = match e.tunnel_ports {
+                None => ports
+                    .iter()
+                    .copied()
+                    .filter(|p| *p == DEFAULT_TUNNEL_PORT)
+                    .collect(),
+                Some(list) => {
+                    let spans: Vec<Range<usize>> =
+                        list.get_ref().iter().map(Spanned::span).collect();
+                    let tunnels = self.port_list(list.into_inner(), "tunnel port")?;
+                    for (port, span) in tunnels.iter().zip(spans) {
+                        if !ports.contains(port) {
+                            let all: Vec<String> = ports.iter().map(u16::to_string).collect();
+                            return self.err(
+                                span,
+                                format!(
+                                    "tunnel port {port} is not one of this rule's `ports` \
+                                     ({}): a tunnel goes only where the rule lets connections go",
+                                    all.join(", ")
+                                ),
+                            );
+                        }
+                    }
+                    tunnels
+                }
+            };
             out.push(EgressRule {
                 name,
                 host,
                 ports,
+                tunnel_ports,
                 class: e.class.unwrap_or(DataClass::Public),
                 written,
                 line,
             });
         }
         Ok(out)
+    }
+
+    /// A list of ports (`what`: `port` or `tunnel port`, for messages): each 1 to 65535,
+    /// none twice.
+    fn port_list(&self, list: Vec<Spanned<u64>>, what: &str) -> Result<Vec<u16>, ConfigError> {
+        let mut ports: Vec<u16> = Vec::new();
+        for p in list {
+            let port = match u16::try_from(*p.get_ref()) {
+                Ok(port) if port > 0 => port,
+                _ => {
+                    return self.err(
+                        p.span(),
+                        format!("{what} {} is not from 1 to 65535", p.get_ref()),
+                    );
+                }
+            };
+            if ports.contains(&port) {
+                return self.err(p.span(), format!("{what} {port} is listed twice"));
+            }
+            ports.push(port);
+        }
+        Ok(ports)
     }
 
     /// A tool's `egress = [...]`: each a rule's `name` or `host` as written, none twice.

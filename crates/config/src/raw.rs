@@ -102,6 +102,7 @@ pub(crate) struct Egress {
     pub name: Option<Spanned<String>>,
     pub host: Spanned<String>,
     pub ports: Option<Spanned<Vec<Spanned<u64>>>>,
+    pub tunnel_ports: Option<Spanned<Vec<Spanned<u64>>>>,
     pub class: Option<DataClass>,
 }
 

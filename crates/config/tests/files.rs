@@ -517,6 +517,7 @@ egress = ["pypi", "API.github.com"]
 "#);
     assert_eq!(cfg.egress.len(), 3);
     assert_eq!(cfg.egress[0].ports, vec![443, 80]);
+    assert_eq!(cfg.egress[0].tunnel_ports, vec![443]);
     assert_eq!(cfg.egress[0].class, DataClass::Public);
     assert_eq!(
         cfg.egress[0].host,
@@ -533,6 +534,27 @@ egress = ["pypi", "API.github.com"]
     assert_eq!(cfg.limits.max_connections_per_session, 32);
     assert_eq!(cfg.limits.egress_idle_seconds, 120);
     assert_eq!(cfg.limits.max_upload_bytes, 1 << 30);
+}
+
+#[test]
+fn test_tunnel_ports_default_to_443_where_the_rule_allows_it() {
+    let cfg = ok(r#"
+[[egress]]
+host = "a.example"
+ports = [80]
+
+[[egress]]
+host = "b.example"
+ports = [8443, 443]
+tunnel_ports = [8443]
+
+[[egress]]
+host = "c.example"
+tunnel_ports = []
+"#);
+    assert_eq!(cfg.egress[0].tunnel_ports, Vec::<u16>::new());
+    assert_eq!(cfg.egress[1].tunnel_ports, vec![8443]);
+    assert_eq!(cfg.egress[2].tunnel_ports, Vec::<u16>::new());
 }
 
 #[test]
@@ -561,6 +583,25 @@ fn test_bad_egress_rules_name_their_line() {
         6,
     );
     assert!(msg.contains("network = true"), "{msg}");
+    let msg = bad(
+        "[[egress]]\nhost = \"a.com\"\nports = [443, 8443]\ntunnel_ports = [443, 80]\n",
+        4,
+    );
+    assert!(
+        msg.contains("tunnel port 80 is not one of this rule's `ports`"),
+        "{msg}"
+    );
+    let msg = bad(
+        "[[egress]]\nhost = \"a.com\"\ntunnel_ports = [443, 443]\n",
+        3,
+    );
+    assert!(msg.contains("tunnel port 443 is listed twice"), "{msg}");
+    let msg = bad("[[egress]]\nhost = \"a.com\"\ntunnel_ports = [70000]\n", 3);
+    assert!(msg.contains("1 to 65535"), "{msg}");
+    let msg = bad("[[egress]]\nhost = \"0xc0000202\"\n", 2);
+    assert!(msg.contains("start with a letter"), "{msg}");
+    let msg = bad("[[egress]]\nhost = \"64:ff9b::a00:1\"\n", 2);
+    assert!(msg.contains("host = \"10.0.0.1\""), "{msg}");
     let msg = bad("[box]\nmax_connections_per_session = 0\n", 2);
     assert!(msg.contains("above 0"), "{msg}");
 }

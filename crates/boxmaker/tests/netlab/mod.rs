@@ -8,7 +8,9 @@
 //!   /etc/hosts (ip netns exec binds /etc/netns/…a/hosts):        origin on :80 and :443
 //!     allowed.test, cleared.test, other.test → 192.0.2.2/.3      (TLS by the lab's own CA)
 //!     loop.test → 127.0.0.1, private.test → 10.0.0.5,
-//!     meta.test → 169.254.169.254, self.test → 192.0.2.1
+//!     meta.test → 169.254.169.254, self.test → 192.0.2.1,
+//!     siit.test, nat64local.test, teredo.test → IPv6 forms carrying
+//!       127.0.0.1, 169.254.169.254 and 127.0.0.1
 //! ```
 //!
 //! 192.0.2.0/24 is TEST-NET-1 (RFC 5737), routed nowhere; the two namespaces are made by
@@ -50,6 +52,9 @@ pub const HOSTS: &str = "\
 192.0.2.1 self.test
 192.0.2.2 mixed.test
 127.0.0.1 mixed.test
+::ffff:0:7f00:1 siit.test
+64:ff9b:1::a9fe:a9fe nat64local.test
+2001:0:4136:e378:8000:63bf:80ff:fffe teredo.test
 ";
 
 /// Where the lab's files are seen inside the box (a `public` mount).

@@ -11,6 +11,12 @@
 //!                                        └──▶ connect to the address checked ──▶ origin
 //! ```
 //!
+//! A `CONNECT` tunnel is for TLS ([`Egress::tunnel_or_request`]): it goes only to a port
+//! its rule names in `tunnel_ports`, and its first bytes are checked before any reaches the
+//! destination — a TLS client hello whose server name (SNI) is the tunnel's host (none for
+//! an address; an Encrypted Client Hello, which hides the name, is refused), or one plain
+//! HTTP request whose `Host` names it (parsed as any other). Anything else is refused.
+//!
 //! The box's init makes the listener inside the box's own network namespace (which has
 //! only `lo`) and the helper hands it to the runner (`sandbox::run_with_listener`,
 //! `BoxProcess::listener`); accepting works across namespaces, so the runner serves it from
@@ -22,6 +28,7 @@
 //! ([`Egress::label_rose`]).
 
 pub mod http;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -29,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use config::{CallLabel, Config, Destination};
+use config::{CallLabel, Config, Destination, Host, Way};
 use proto::run::{EgressOutcome, EgressRecord};
 use proto::{CallId, DataClass, SessionId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -145,6 +152,14 @@ pub enum EgressError {
     HeadTimeout,
     #[error("the request head is over {} bytes", http::MAX_HEAD)]
     HeadTooLarge,
+    /// What a tunnel carried first is not what it may carry (the status answers plain HTTP).
+    #[error("boxmaker refused {dest}:{port}: {why}")]
+    InTunnel {
+        dest: String,
+        port: u16,
+        status: u16,
+        why: String,
+    },
 }
 
 impl EgressError {
@@ -158,6 +173,7 @@ impl EgressError {
             EgressError::Resolve { .. } | EgressError::Connect { .. } => 502,
             EgressError::HeadTimeout => 408,
             EgressError::HeadTooLarge => 431,
+            EgressError::InTunnel { status, .. } => *status,
         }
     }
 
@@ -177,6 +193,8 @@ enum HeadRead {
     /// The box closed the connection first (or it broke).
     Closed,
     TooLarge,
+    /// A byte no head may hold.
+    Bad(http::Reject),
 }
 
 /// How a connection ended, for its `closed` record.
@@ -185,6 +203,24 @@ enum End {
     Idle,
     Cap,
     Broken,
+    /// What the tunnel carried first was refused (the sentence).
+    Refused(String),
+}
+
+/// What a tunnel carried first.
+enum First {
+    /// The box closed it before sending anything.
+    Closed,
+    /// A TLS client hello, and every byte read (to go on as they came).
+    Tls(tls::Hello, Vec<u8>),
+    /// One plain HTTP request: the head to send, its body, and what came behind its head.
+    Http {
+        head: Vec<u8>,
+        body: Body,
+        rest: Vec<u8>,
+    },
+    /// Refused: the status (for plain HTTP) and why.
+    Bad { status: u16, why: String, tls: bool },
 }
 
 impl Egress {
@@ -401,6 +437,7 @@ impl Egress {
                     .await;
             }
             Ok(HeadRead::Closed) => return,
+            Ok(HeadRead::Bad(r)) => return self.refuse(&mut client, unknown, r.into()).await,
             Ok(HeadRead::End(end)) => end,
         };
         let head = match http::parse(&buf[..end]) {
@@ -424,7 +461,11 @@ impl Egress {
             session: self.floor(&ctx.session),
             reach,
         };
-        let (clearance, addrs) = match self.decide(tool, &head, label).await {
+        let way = match head.kind {
+            Kind::Connect => Way::Tunnel,
+            Kind::Forward { .. } => Way::Request,
+        };
+        let (clearance, addrs) = match self.decide(tool, &head, way, label).await {
             Ok(a) => a,
             Err(e) => return self.refuse(&mut client, rec, e).await,
         };
@@ -442,7 +483,7 @@ impl Egress {
                 Err(_) => last_err = format!("{a}: no answer in {CONNECT_SECONDS} s"),
             }
         }
-        let Some((mut upstream, addr)) = upstream else {
+        let Some((upstream, addr)) = upstream else {
             let e = EgressError::Connect {
                 dest: shown(&head.host),
                 port: head.port,
@@ -484,34 +525,11 @@ impl Egress {
             cap: up_cap,
         };
         let ended = match head.kind {
-            Kind::Connect => tunnel(&mut client, &mut upstream, &leftover, &counters, idle).await,
+            Kind::Connect => {
+                tunnel_or_request(client, upstream, &head, leftover, &counters, idle).await
+            }
             Kind::Forward { head: out, body } => {
-                let (cr, cw) = client.into_split();
-                let (ur, mut uw) = upstream.into_split();
-                let sent_head = uw.write_all(&out).await;
-                if sent_head.is_err() {
-                    End::Broken
-                } else {
-                    sent.fetch_add(out.len() as u64, Ordering::Relaxed);
-                    let up = async {
-                        let r = forward_body(cr, &mut uw, &leftover, body, &counters).await;
-                        match r {
-                            Ok(()) => std::future::pending::<End>().await,
-                            Err(e) => e,
-                        }
-                    };
-                    let down = async {
-                        match pump(ur, cw, &counters, false).await {
-                            Ok(()) => End::Done,
-                            Err(e) => e,
-                        }
-                    };
-                    tokio::select! {
-                        e = down => e,
-                        e = up => e,
-                        () = watchdog(&counters, idle) => End::Idle,
-                    }
-                }
+                forward(client, upstream, &out, &leftover, body, &counters, idle).await
             }
         };
         let reason = cut
@@ -526,6 +544,7 @@ impl Egress {
                 ),
                 End::Cap => format!("cut after {up_cap} bytes sent (max_upload_bytes in [box])"),
                 End::Broken => "broken".into(),
+                End::Refused(why) => why,
             });
         rec.outcome = EgressOutcome::Closed;
         rec.reason = Some(reason);
@@ -549,22 +568,19 @@ impl Egress {
         &self,
         tool: Option<&config::Tool>,
         head: &Head,
+        way: Way,
         label: CallLabel,
     ) -> Result<(DataClass, Vec<SocketAddr>), EgressError> {
         let port = head.port;
-        let normal;
-        let dest = match http::literal(&head.host) {
-            Some(ip) => Destination::Address(ip),
-            None => {
-                normal = config::egress::normal_name(&head.host).map_err(|why| {
-                    EgressError::NotAName {
-                        dest: head.host.clone(),
-                        port,
-                        why,
-                    }
-                })?;
-                Destination::Name(&normal)
-            }
+        let host =
+            config::egress::classify_host(&head.host).map_err(|why| EgressError::NotAName {
+                dest: shown(&head.host),
+                port,
+                why,
+            })?;
+        let dest = match &host {
+            Host::Address(ip) => Destination::Address(*ip),
+            Host::Name(n) => Destination::Name(n),
         };
         // A box of no tool the config has (the runner starts boxes only for its tools) may
         // use no rule.
@@ -574,7 +590,10 @@ impl Egress {
                 port,
             });
         };
-        let clearance = self.config.clearance(Some(tool), dest, port, label)?.class;
+        let clearance = self
+            .config
+            .clearance(Some(tool), dest, port, way, label)?
+            .class;
         let name = match dest {
             // An IP literal a rule names by address: that address, as it is.
             Destination::Address(ip) => return Ok((clearance, vec![SocketAddr::new(ip, port)])),
@@ -598,7 +617,7 @@ impl Egress {
         let own = self.own_addresses();
         for a in &addrs {
             self.config
-                .clear_address(Some(tool), name, a.ip(), port, label, &own)?;
+                .clear_address(Some(tool), name, a.ip(), port, way, label, &own)?;
         }
         Ok((clearance, addrs))
     }
@@ -666,12 +685,18 @@ impl Counters<'_> {
     }
 }
 
-/// A CONNECT tunnel: the `200`, what the box sent behind its head, then both ways at once
-/// until both ends are done, the upload cap, or `idle` with no byte either way.
-async fn tunnel(
-    client: &mut TcpStream,
-    upstream: &mut TcpStream,
-    leftover: &[u8],
+/// A fatal TLS alert, `access_denied` (RFC 8446 §6.2): the answer to a hello refused.
+const TLS_ACCESS_DENIED: &[u8] = &[21, 3, 3, 0, 2, 2, 49];
+
+/// A CONNECT tunnel, once decided: the `200`, then its first bytes checked
+/// ([`first_bytes`]) — a TLS hello naming the tunnel's host goes on as a tunnel, one plain
+/// HTTP request whose `Host` names it is forwarded as any request, anything else is
+/// refused (an HTTP answer, or a TLS alert) and nothing of it reaches `upstream`.
+async fn tunnel_or_request(
+    mut client: TcpStream,
+    mut upstream: TcpStream,
+    head: &Head,
+    leftover: Vec<u8>,
     c: &Counters<'_>,
     idle: Duration,
 ) -> End {
@@ -682,6 +707,204 @@ async fn tunnel(
     {
         return End::Broken;
     }
+    let dest = shown(&head.host);
+    let refused = |status: u16, why: String| EgressError::InTunnel {
+        dest: dest.clone(),
+        port: head.port,
+        status,
+        why,
+    };
+    // Decided, so it is a host.
+    let Ok(host) = config::egress::classify_host(&head.host) else {
+        return End::Broken;
+    };
+    let first = tokio::select! {
+        f = first_bytes(&mut client, leftover, &host, head.port, &dest, c) => f,
+        () = watchdog(c, idle) => return End::Idle,
+    };
+    let (e, tls) = match first {
+        First::Closed => return End::Done,
+        First::Tls(hello, bytes) => match hello_names(&hello, &host, &dest) {
+            Ok(()) => return tunnel(&mut client, &mut upstream, &bytes, c, idle).await,
+            Err(why) => (refused(403, why), true),
+        },
+        First::Http {
+            head: out,
+            body,
+            rest,
+        } => {
+            return forward(client, upstream, &out, &rest, body, c, idle).await;
+        }
+        First::Bad { status, why, tls } => (refused(status, why), tls),
+    };
+    let why = e.to_string();
+    let answer = if tls {
+        TLS_ACCESS_DENIED.to_vec()
+    } else {
+        http::response(e.status(), &why)
+    };
+    let _ = client.write_all(&answer).await;
+    End::Refused(why)
+}
+
+/// Reads what a tunnel carries first (`buf`: what came behind the CONNECT head): a whole
+/// TLS client hello (it starts with a handshake record, 0x16 0x03), else a whole HTTP head,
+/// parsed as one request to `host:port` ([`http::parse_in_tunnel`]). Once its first byte
+/// is in, the rest must come within [`HEAD_SECONDS`]. Nothing is sent on.
+async fn first_bytes(
+    client: &mut TcpStream,
+    mut buf: Vec<u8>,
+    host: &Host,
+    port: u16,
+    dest: &str,
+    c: &Counters<'_>,
+) -> First {
+    let bad = |status: u16, why: String, tls: bool| First::Bad { status, why, tls };
+    let mut chunk = [0u8; 4096];
+    let mut deadline = None;
+    let mut scanned = 0;
+    let mut line_ok = false;
+    loop {
+        if let Some(&b) = buf.first() {
+            deadline.get_or_insert_with(|| {
+                tokio::time::Instant::now() + Duration::from_secs(HEAD_SECONDS)
+            });
+            if b == 22 {
+                match tls::client_hello(&buf) {
+                    Ok(Some(hello)) => return First::Tls(hello, buf),
+                    Ok(None) if buf.len() > tls::MAX_RECORDS => {
+                        return bad(400, "the TLS client hello is too long".into(), true);
+                    }
+                    Ok(None) => {}
+                    Err(why) => return bad(400, why, true),
+                }
+            } else {
+                match http::scan(&buf, scanned) {
+                    http::Scan::End(n) => {
+                        let rest = buf.split_off(n);
+                        return match http::parse_in_tunnel(&buf, host, port, dest) {
+                            Ok((head, body)) => First::Http { head, body, rest },
+                            Err(r) => bad(r.status, r.reason, false),
+                        };
+                    }
+                    http::Scan::Bad(r) => return bad(r.status, r.reason, false),
+                    http::Scan::More(_) if buf.len() > http::MAX_HEAD => {
+                        return bad(431, EgressError::HeadTooLarge.to_string(), false);
+                    }
+                    http::Scan::More(at) => scanned = at,
+                }
+                if !line_ok {
+                    match http::first_line(&buf, scanned) {
+                        Ok(ok) => line_ok = ok,
+                        Err(r) => return bad(r.status, r.reason, false),
+                    }
+                }
+            }
+        }
+        let read = match deadline {
+            None => client.read(&mut chunk).await,
+            Some(d) => match tokio::time::timeout_at(d, client.read(&mut chunk)).await {
+                Ok(r) => r,
+                Err(_) => {
+                    let why = format!(
+                        "what the tunnel carries first did not come whole within {HEAD_SECONDS} s"
+                    );
+                    return bad(408, why, buf.first() == Some(&22));
+                }
+            },
+        };
+        match read {
+            Ok(0) | Err(_) => return First::Closed,
+            Ok(n) => {
+                c.touch();
+                buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+    }
+}
+
+/// Whether a TLS hello goes where its tunnel does: its server name (SNI) is the tunnel's
+/// host name, or it has none when the tunnel is to an address (a name is never an
+/// address in SNI, RFC 6066 §3). Else another site behind the same address could be
+/// reached by name (domain fronting by SNI). An Encrypted Client Hello hides the name, so
+/// it is refused. Why not, as a sentence.
+fn hello_names(hello: &tls::Hello, host: &Host, dest: &str) -> Result<(), String> {
+    if hello.ech {
+        return Err(
+            "its TLS hello hides the server it goes to (Encrypted Client Hello), which the \
+             proxy cannot check"
+                .into(),
+        );
+    }
+    match (&hello.server_name, host) {
+        (None, Host::Address(_)) => Ok(()),
+        (None, Host::Name(_)) => Err(format!(
+            "its TLS hello names no server (SNI); a tunnel to {dest} carries TLS for {dest}"
+        )),
+        (Some(sni), _) => match config::egress::classify_host(sni) {
+            Ok(named @ Host::Name(_)) if named == *host => Ok(()),
+            _ => Err(format!(
+                "its TLS hello names another server ({sni}, its SNI) than the tunnel's {dest}"
+            )),
+        },
+    }
+}
+
+/// A request forwarded: its head `out`, then its body (`leftover`: what was read behind
+/// the head first), exactly as long as its framing says; the answer comes back until the
+/// origin ends it. When the box closes its side, the origin's side is closed for writing
+/// too; whatever the box sends behind the body is never forwarded.
+async fn forward(
+    client: TcpStream,
+    upstream: TcpStream,
+    out: &[u8],
+    leftover: &[u8],
+    body: Body,
+    c: &Counters<'_>,
+    idle: Duration,
+) -> End {
+    let (mut cr, cw) = client.into_split();
+    let (ur, mut uw) = upstream.into_split();
+    if uw.write_all(out).await.is_err() {
+        return End::Broken;
+    }
+    c.sent.fetch_add(out.len() as u64, Ordering::Relaxed);
+    let up = async {
+        if let Err(e) = forward_body(&mut cr, &mut uw, leftover, body, c).await {
+            return e;
+        }
+        let mut sink = vec![0u8; 4096];
+        while matches!(cr.read(&mut sink).await, Ok(n) if n > 0) {}
+        let _ = uw.shutdown().await;
+        std::future::pending::<End>().await
+    };
+    // The answer is not read, only relayed: zero-copy where the kernel splices.
+    let down = async {
+        let r = match sandbox::SplicePipe::new() {
+            Ok(pipe) => splice_pump(ur.as_ref(), cw.as_ref(), &pipe, c, false).await,
+            Err(_) => pump(ur, cw, c, false).await,
+        };
+        match r {
+            Ok(()) => End::Done,
+            Err(e) => e,
+        }
+    };
+    tokio::select! {
+        e = down => e,
+        e = up => e,
+        () = watchdog(c, idle) => End::Idle,
+    }
+}
+
+/// A CONNECT tunnel, its first bytes checked: those (`leftover`), then both ways at once
+/// until both ends are done, the upload cap, or `idle` with no byte either way.
+async fn tunnel(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    leftover: &[u8],
+    c: &Counters<'_>,
+    idle: Duration,
+) -> End {
     if !leftover.is_empty()
         && let Err(e) = c.upload(upstream, leftover).await
     {
@@ -788,7 +1011,7 @@ where
 /// Sends a forwarded request's body (what was read with the head first), exactly as long
 /// as its framing says: nothing behind it reaches the origin.
 async fn forward_body<R, W>(
-    mut r: R,
+    r: &mut R,
     w: &mut W,
     leftover: &[u8],
     body: Body,
@@ -856,18 +1079,28 @@ async fn watchdog(c: &Counters<'_>, idle: Duration) {
     }
 }
 
-/// Reads until the end of the head, at most [`http::MAX_HEAD`] bytes.
+/// Reads until the end of the head, at most [`http::MAX_HEAD`] bytes; a byte no head may
+/// hold ends it at once ([`http::scan`]).
 async fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> HeadRead {
     let mut chunk = [0u8; 4096];
+    let mut from = 0;
+    let mut line_ok = false;
     loop {
         let n = match s.read(&mut chunk).await {
             Ok(0) | Err(_) => return HeadRead::Closed,
             Ok(n) => n,
         };
-        let from = buf.len().saturating_sub(3);
         buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = http::head_end(&buf[from..]) {
-            return HeadRead::End(from + end);
+        match http::scan(buf, from) {
+            http::Scan::End(end) => return HeadRead::End(end),
+            http::Scan::Bad(r) => return HeadRead::Bad(r),
+            http::Scan::More(at) => from = at,
+        }
+        if !line_ok {
+            match http::first_line(buf, from) {
+                Ok(ok) => line_ok = ok,
+                Err(r) => return HeadRead::Bad(r),
+            }
         }
         if buf.len() > http::MAX_HEAD {
             return HeadRead::TooLarge;
@@ -963,6 +1196,31 @@ mod tests {
             &EgressError::HeadTooLarge,
         ] {
             assert!(!e.to_string().contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_tls_hello_goes_only_to_the_tunnels_host() {
+        let name = Host::Name("a.test".into());
+        let addr = Host::Address("192.0.2.7".parse().unwrap());
+        let hello = |sni: Option<&str>, ech| tls::Hello {
+            server_name: sni.map(String::from),
+            ech,
+        };
+        assert!(hello_names(&hello(Some("A.Test."), false), &name, "a.test").is_ok());
+        assert!(hello_names(&hello(None, false), &addr, "192.0.2.7").is_ok());
+        let e = hello_names(&hello(Some("b.test"), false), &name, "a.test").unwrap_err();
+        assert_eq!(
+            e,
+            "its TLS hello names another server (b.test, its SNI) than the tunnel's a.test"
+        );
+        for (h, host) in [
+            (hello(None, false), &name),
+            (hello(Some("a.test"), true), &name),
+            (hello(Some("192.0.2.7"), false), &addr),
+            (hello(Some("x.test"), false), &addr),
+        ] {
+            assert!(hello_names(&h, host, "t").is_err(), "{h:?}");
         }
     }
 
