@@ -86,7 +86,19 @@ impl<'a> Address<'a> {
         if s.is_empty() {
             return Err(NotAddress::Empty);
         }
-        // The reasons a person would give, most telling first.
+        // The reasons a person would give, most telling first; an address of only the
+        // characters an address holds needs none of them.
+        let plain = s
+            .bytes()
+            .all(|b| (b.is_ascii() && is_atext(char::from(b))) || b == b'.' || b == b'@');
+        if !plain {
+            return Self::refuse(s);
+        }
+        Self::structure(s)
+    }
+
+    /// Why `s`, which holds something an address does not, is not one.
+    fn refuse(s: &'a str) -> Result<Self, NotAddress> {
         if s.contains(['\r', '\n', '\u{85}', '\u{2028}', '\u{2029}']) {
             return Err(NotAddress::LineBreak);
         }
@@ -108,6 +120,11 @@ impl<'a> Address<'a> {
         if let Some(c) = s.chars().find(|c| !c.is_ascii()) {
             return Err(NotAddress::NotAscii(c));
         }
+        Self::structure(s)
+    }
+
+    /// The parts of `s`, which holds only ASCII without white space, and their checks.
+    fn structure(s: &'a str) -> Result<Self, NotAddress> {
         let (local, domain) = s.split_once('@').ok_or(NotAddress::NoAt)?;
         if domain.contains('@') {
             return Err(NotAddress::ManyAt);

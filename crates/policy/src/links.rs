@@ -63,13 +63,38 @@ const ROUNDS: usize = 4;
 /// to normalise (anything outside ASCII, `%`, `&`, `\`, a bracket or a line break).
 pub fn for_each_link(text: &str, mut f: impl FnMut(Link<'_>) -> bool) -> bool {
     let text = normalize(text);
-    for word in text.split(is_separator).filter(|w| !w.is_empty()) {
-        if !links_in_word(word, &mut f) {
-            return false;
+    let bytes = text.as_bytes();
+    let (mut start, mut at) = (0, 0);
+    while let Some(&b) = bytes.get(at) {
+        let (sep, len) = if b.is_ascii() {
+            (ASCII_SEPARATOR[usize::from(b)], 1)
+        } else {
+            let c = text.get(at..).and_then(|t| t.chars().next()).unwrap_or(' ');
+            (is_separator(c), c.len_utf8())
+        };
+        if sep {
+            if at > start && !links_in_word(text.get(start..at).unwrap_or(""), &mut f) {
+                return false;
+            }
+            start = at + len;
         }
+        at += len;
     }
-    true
+    at <= start || links_in_word(text.get(start..).unwrap_or(""), &mut f)
 }
+
+/// [`is_separator`] for every ASCII byte, looked up rather than computed: prose is mostly
+/// ASCII, and every byte of it is asked.
+const ASCII_SEPARATOR: [bool; 128] = {
+    let mut table = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        // For ASCII, white space and control characters are at or below space, and DEL.
+        table[b] = b <= 0x20 || b == 0x7f || is_punctuation_separator(b as u8);
+        b += 1;
+    }
+    table
+};
 
 /// Every link in `text`, owned (for `explain` and tests).
 pub fn links(text: &str) -> Vec<(String, Option<String>)> {
@@ -82,36 +107,35 @@ pub fn links(text: &str) -> Vec<(String, Option<String>)> {
 }
 
 fn is_separator(c: char) -> bool {
-    c.is_whitespace()
-        || c.is_control()
-        || matches!(
-            c,
-            '<' | '>'
-                | '"'
-                | '\''
-                | '`'
-                | '('
-                | ')'
-                | '['
-                | ']'
-                | '{'
-                | '}'
-                | '|'
-                | '^'
-                | ','
-                | ';'
-                | '*'
-                | '!'
-        )
+    c.is_whitespace() || c.is_control() || (c.is_ascii() && is_punctuation_separator(c as u8))
+}
+
+/// The ASCII punctuation that ends a word (see the module's docs).
+const fn is_punctuation_separator(b: u8) -> bool {
+    matches!(
+        b,
+        b'<' | b'>'
+            | b'"'
+            | b'\''
+            | b'`'
+            | b'('
+            | b')'
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'|'
+            | b'^'
+            | b','
+            | b';'
+            | b'*'
+            | b'!'
+    )
 }
 
 /// `text` as it reads (see the module's docs), borrowed when nothing changes.
 pub fn normalize(text: &str) -> Cow<'_, str> {
-    let needs = |t: &str| {
-        t.bytes().any(|b| {
-            !b.is_ascii() || matches!(b, b'%' | b'&' | b'\\' | b'[' | b'(' | b'{' | b'\n' | b'\r')
-        })
-    };
+    let needs = |t: &str| t.bytes().any(needs_work);
     if !needs(text) {
         return Cow::Borrowed(text);
     }
@@ -129,6 +153,11 @@ pub fn normalize(text: &str) -> Cow<'_, str> {
     current
 }
 
+/// Whether normalising may change this byte (or the character it starts).
+fn needs_work(b: u8) -> bool {
+    !b.is_ascii() || matches!(b, b'%' | b'&' | b'\\' | b'[' | b'(' | b'{' | b'\n' | b'\r')
+}
+
 /// HTML character references that spell URL punctuation by name.
 const NAMED: [(&str, char); 5] = [
     ("&period;", '.'),
@@ -144,7 +173,14 @@ const DEFANGED: [&str; 5] = ["[.]", "(.)", "{.}", "[dot]", "(dot)"];
 fn normalize_once(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(c) = rest.chars().next() {
+    loop {
+        // Copy what needs no work at once: ASCII other than the characters below.
+        let plain = rest.bytes().position(needs_work).unwrap_or(rest.len());
+        out.push_str(rest.get(..plain).unwrap_or(""));
+        rest = rest.get(plain..).unwrap_or("");
+        let Some(c) = rest.chars().next() else {
+            break;
+        };
         let len = c.len_utf8();
         let after = rest.get(len..).unwrap_or("");
         match c {
@@ -245,6 +281,10 @@ fn reference(s: &str) -> Option<(char, usize)> {
 
 /// Calls `f` with each link in one word; `false` once `f` says stop.
 fn links_in_word(word: &str, f: &mut impl FnMut(Link<'_>) -> bool) -> bool {
+    // Most words of prose hold neither a dot nor a colon, and so no link.
+    if !word.bytes().any(|b| b == b'.' || b == b':') {
+        return true;
+    }
     let first = scheme_link_at(word, 0);
     // Bare runs are looked for only before the first scheme link.
     let head_end = first.map_or(word.len(), |(start, _)| start);
@@ -286,6 +326,10 @@ fn is_label_char(c: char) -> bool {
 
 /// The bare links (no `://`) in part of a word.
 fn bare_links(part: &str, f: &mut impl FnMut(Link<'_>) -> bool) -> bool {
+    // Every bare link has a dot.
+    if !part.contains('.') {
+        return true;
+    }
     let mut rest = part;
     while let Some(start) = rest.find(|c: char| is_label_char(c) || c == '.') {
         let tail = rest.get(start..).unwrap_or("");

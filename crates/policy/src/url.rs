@@ -102,6 +102,15 @@ impl<'a> Url<'a> {
         if s.is_empty() {
             return Err(NotUrl::Empty);
         }
+        // Printable ASCII without a backslash needs none of the next three checks.
+        if !s.bytes().all(|b| b.is_ascii_graphic() && b != b'\\') {
+            Self::refuse(s)?;
+        }
+        Self::structure(s)
+    }
+
+    /// Refuses white space, control and invisible characters and backslashes.
+    fn refuse(s: &str) -> Result<(), NotUrl> {
         if let Some(c) = s.chars().find(|c| c.is_whitespace() || c.is_control()) {
             return Err(NotUrl::Space(c));
         }
@@ -111,6 +120,11 @@ impl<'a> Url<'a> {
         if s.contains('\\') {
             return Err(NotUrl::Backslash);
         }
+        Ok(())
+    }
+
+    /// The parts of `s`, which holds no white space, control character or backslash.
+    fn structure(s: &'a str) -> Result<Self, NotUrl> {
         let (scheme, rest) = split_scheme(s)?;
         if rest.starts_with('/') {
             return Err(NotUrl::Path);
