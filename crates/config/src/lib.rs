@@ -31,6 +31,7 @@ pub mod error;
 pub mod model;
 mod raw;
 pub mod reach;
+mod typed;
 
 use std::path::Path;
 

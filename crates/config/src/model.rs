@@ -16,7 +16,8 @@
 //! - `[[grant]]`: `sessions = "*"`, `max_class = "secret"`, `if_untrusted = "allow"`, no
 //!   `expires`, no `when` (argument conditions). `effect` has no default: a grant says what
 //!   it does. A `when` entry is `pointer` and exactly one of `equals`, `one_of`, `in` (a
-//!   `[lists]` name), `glob`, `range`, and `optional = false` by default.
+//!   `[lists]` name), `glob`, `range`, `email`, `url`, `links` (the typed tests, read in
+//!   `crate::typed`), and `optional = false` by default. `closed = false` by default.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -30,6 +31,7 @@ use toml::Spanned;
 use crate::egress::{DEFAULT_PORTS, DEFAULT_TUNNEL_PORT, EgressRule, HostPattern};
 use crate::error::{ConfigError, Source};
 use crate::raw;
+use crate::typed::{self, Lists};
 
 /// The longest tool name the major model APIs accept.
 pub const TOOL_NAME_MAX: usize = 64;
@@ -970,12 +972,13 @@ impl Ctx<'_> {
     }
 
     /// `[lists]`: each a name of tool-name characters and a list of strings, integers or
-    /// booleans, shared by every condition that names it.
+    /// booleans, shared by every condition that names it (and kept as written, for the
+    /// typed tests that read a list as addresses or hosts).
     fn lists(
         &self,
         raw: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
-    ) -> Result<HashMap<String, Arc<List>>, ConfigError> {
-        let mut out = HashMap::with_capacity(raw.len());
+    ) -> Result<Lists, ConfigError> {
+        let mut out = Lists::default();
         for (name, values) in raw {
             if !is_valid_tool_name(&name) {
                 return self.err(
@@ -984,12 +987,16 @@ impl Ctx<'_> {
                 );
             }
             let what = format!("list {name:?}");
+            let values = values.into_inner();
             let scalars = values
-                .into_inner()
-                .into_iter()
-                .map(|v| self.scalar(&v, &what))
+                .iter()
+                .map(|v| self.scalar(v, &what))
                 .collect::<Result<Vec<_>, _>>()?;
-            out.insert(name.clone(), Arc::new(List::new(Some(name), scalars)));
+            out.plain.insert(
+                name.clone(),
+                Arc::new(List::new(Some(name.clone()), scalars)),
+            );
+            out.entries.insert(name, values);
         }
         Ok(out)
     }
@@ -1011,11 +1018,7 @@ impl Ctx<'_> {
     }
 
     /// One `when` entry: a checked pointer and exactly one test.
-    fn condition(
-        &self,
-        w: raw::When,
-        lists: &HashMap<String, Arc<List>>,
-    ) -> Result<Condition, ConfigError> {
+    fn condition(&self, w: raw::When, lists: &Lists) -> Result<Condition, ConfigError> {
         let pointer = Pointer::new(w.pointer.get_ref().clone())
             .or_else(|e| self.err(w.pointer.span(), format!("condition `pointer`: {e}")))?;
         let at = format!("condition on {pointer}");
@@ -1035,20 +1038,12 @@ impl Ctx<'_> {
                 .collect::<Result<Vec<_>, _>>()?;
             tests.push((list.span(), Test::OneOf(Arc::new(List::new(None, values)))));
         }
+        let typed_at = typed::At {
+            src: &self.src,
+            what: &at,
+        };
         if let Some(name) = &w.in_list {
-            let Some(list) = lists.get(name.get_ref()) else {
-                let mut known: Vec<&str> = lists.keys().map(String::as_str).collect();
-                known.sort_unstable();
-                let known = if known.is_empty() {
-                    "there is no [lists] table".to_owned()
-                } else {
-                    format!("[lists] has {}", known.join(", "))
-                };
-                return self.err(
-                    name.span(),
-                    format!("{at}: no list named {:?} ({known})", name.get_ref()),
-                );
-            };
+            let (list, _) = typed_at.list(lists, name.get_ref(), name.span())?;
             tests.push((name.span(), Test::OneOf(Arc::clone(list))));
         }
         if let Some(g) = &w.glob {
@@ -1069,11 +1064,22 @@ impl Ctx<'_> {
             }
             tests.push((r.span(), Test::Range { min, max }));
         }
+        if let Some(v) = &w.email {
+            tests.push((v.span(), typed::email(&typed_at, v, lists)?));
+        }
+        if let Some(v) = &w.url {
+            tests.push((v.span(), typed::url(&typed_at, v, lists)?));
+        }
+        if let Some(v) = &w.links {
+            tests.push((v.span(), typed::links(&typed_at, v, lists)?));
+        }
         let mut tests = tests.into_iter();
         let Some((_, test)) = tests.next() else {
             return self.err(
                 w.pointer.span(),
-                format!("{at} needs one test: equals, one_of, in, glob or range"),
+                format!(
+                    "{at} needs one test: equals, one_of, in, glob, range, email, url or links"
+                ),
             );
         };
         if let Some((span, _)) = tests.next() {
@@ -1108,11 +1114,7 @@ impl Ctx<'_> {
             .collect()
     }
 
-    fn grants(
-        &self,
-        raw: Vec<raw::Grant>,
-        lists: &HashMap<String, Arc<List>>,
-    ) -> Result<Grants, ConfigError> {
+    fn grants(&self, raw: Vec<raw::Grant>, lists: &Lists) -> Result<Grants, ConfigError> {
         let mut out = Grants::new();
         for g in raw {
             let tool = self.pattern(&g.tool, "tool", |b| {
@@ -1131,8 +1133,23 @@ impl Ctx<'_> {
             if let Some(t) = g.expires {
                 grant = grant.expires(Timestamp(t));
             }
+            let conditions = g.when.len();
             for w in g.when {
                 grant = grant.when(self.condition(w, lists)?);
+            }
+            if let Some(c) = &g.closed
+                && *c.get_ref()
+            {
+                if conditions > policy::MAX_CLOSED_CONDITIONS {
+                    return self.err(
+                        c.span(),
+                        format!(
+                            "a closed grant has at most {} conditions; this one has {conditions}",
+                            policy::MAX_CLOSED_CONDITIONS
+                        ),
+                    );
+                }
+                grant = grant.closed();
             }
             out.push(grant);
         }

@@ -162,6 +162,8 @@ pub(crate) struct Grant {
     pub expires: Option<u64>,
     #[serde(default)]
     pub when: Vec<When>,
+    /// An argument key that no condition names makes the grant not match.
+    pub closed: Option<Spanned<bool>>,
 }
 
 /// One argument condition of a grant: a pointer and exactly one test.
@@ -175,6 +177,10 @@ pub(crate) struct When {
     pub in_list: Option<Spanned<String>>,
     pub glob: Option<Spanned<toml::Value>>,
     pub range: Option<Spanned<Vec<i64>>>,
+    /// The typed tests (docs/spec.md §3.3 "Typed conditions"), read by `crate::typed`.
+    pub email: Option<Spanned<toml::Value>>,
+    pub url: Option<Spanned<toml::Value>>,
+    pub links: Option<Spanned<toml::Value>>,
     #[serde(default)]
     pub optional: bool,
 }

@@ -223,3 +223,245 @@ fn test_bad_conditions_name_their_line() {
     );
     assert!(m.contains("condition on /b"), "{m}");
 }
+
+/// The README's "mail only inside my domain" grant, as the README writes it (the first
+/// ```toml block under "## Argument conditions").
+fn readme_conditions_block() -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let section = readme
+        .split("\n## Argument conditions")
+        .nth(1)
+        .expect("the README has a section on argument conditions");
+    let block = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the section has a toml block");
+    block.to_owned()
+}
+
+#[test]
+fn the_readme_mail_grant_admits_no_list_no_header_injection_and_no_bcc() {
+    let c = ok(&readme_conditions_block());
+    let mail = |args: serde_json::Value| decide(&c, "mail_send_email", &args.to_string());
+    assert_eq!(
+        mail(serde_json::json!({"recipients": ["bob@acme.com"], "subject": "hi", "body": "x"})),
+        Decision::Allow,
+        "the honest mail still goes"
+    );
+    let let_through = [
+        (
+            "a list in one string",
+            serde_json::json!({"recipients": ["evil@x.com, bob@acme.com"], "subject": "hi", "body": "x"}),
+        ),
+        (
+            "a header injected after a line break",
+            serde_json::json!({"recipients": ["evil@x.com\r\nBcc: a@acme.com"], "subject": "hi", "body": "x"}),
+        ),
+        (
+            "a bcc no condition names",
+            serde_json::json!({"recipients": ["bob@acme.com"], "bcc": ["evil@x.com"], "subject": "hi", "body": "x"}),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, args)| mail(args.clone()) == Decision::Allow)
+    .map(|(attack, _)| attack)
+    .collect::<Vec<_>>();
+    assert!(let_through.is_empty(), "let through: {let_through:?}");
+}
+
+const TYPED: &str = r#"
+[lists]
+colleagues = ["Ann@ACME.com", "bob@acme.com"]
+our_sites = ["acme.com", "*.acme.com"]
+domains = ["acme.com", "acme.org"]
+
+[[grant]]
+tool = "mail"
+effect = "allow"
+closed = true
+when = [
+  { pointer = "/to/*", email = { in = "colleagues" } },
+  { pointer = "/cc/*", email = { domain_in = "domains" }, optional = true },
+  { pointer = "/body", links = { host_in = "our_sites" } },
+]
+
+[[grant]]
+tool = "mail"
+effect = "allow"
+when = [
+  { pointer = "/to", email = { domain = ["*.acme.com"] } },
+  { pointer = "/body", links = false },
+]
+
+[[grant]]
+tool = "fetch"
+effect = "allow"
+[[grant.when]]
+pointer = "/url"
+url = { host_in = "our_sites", path = ["/docs/*", "/"], ports = [8443] }
+
+[[grant]]
+tool = "open"
+effect = "allow"
+when = [{ pointer = "/url", url = true }, { pointer = "/who", email = true }]
+"#;
+
+#[test]
+fn test_typed_conditions_decide_by_what_a_value_is() {
+    let c = ok(TYPED);
+    let d = |tool: &str, args: serde_json::Value| decide(&c, tool, &args.to_string());
+    use serde_json::json;
+    assert_eq!(
+        d(
+            "mail",
+            json!({"to": ["Ann@acme.com."], "cc": ["x@ACME.org"], "body": "see https://docs.acme.com"})
+        ),
+        Decision::Allow
+    );
+    assert_eq!(
+        d("mail", json!({"to": ["ann@acme.com"], "body": ""})),
+        Decision::Deny(DenyReason::NoGrant),
+        "the local part is compared exactly"
+    );
+    assert_eq!(
+        d(
+            "mail",
+            json!({"to": ["bob@acme.com"], "bcc": [], "body": ""})
+        ),
+        Decision::Deny(DenyReason::NoGrant),
+        "closed: bcc is named by no condition"
+    );
+    assert_eq!(
+        d(
+            "mail",
+            json!({"to": ["bob@acme.com"], "body": "pay at ev\u{200b}il.com"})
+        ),
+        Decision::Deny(DenyReason::NoGrant)
+    );
+    assert_eq!(
+        d(
+            "mail",
+            json!({"to": "x@mail.acme.com", "body": "no link here", "bcc": "x"})
+        ),
+        Decision::Allow,
+        "the second grant is not closed"
+    );
+    assert_eq!(
+        d(
+            "mail",
+            json!({"to": "x@mail.acme.com", "body": "HTTPS://EVIL.COM"})
+        ),
+        Decision::Deny(DenyReason::NoGrant)
+    );
+    assert_eq!(
+        d("fetch", json!({"url": "https://www.acme.com:8443/docs/a"})),
+        Decision::Allow
+    );
+    assert_eq!(d("fetch", json!({"url": "acme.com"})), Decision::Allow);
+    assert_eq!(
+        d("fetch", json!({"url": "https://acme.com/admin"})),
+        Decision::Deny(DenyReason::NoGrant)
+    );
+    assert_eq!(
+        d("fetch", json!({"url": "https://acme.com:9000/docs/a"})),
+        Decision::Deny(DenyReason::NoGrant)
+    );
+    assert_eq!(
+        d("open", json!({"url": "evil.com/x", "who": "a@b.c"})),
+        Decision::Allow
+    );
+    assert_eq!(
+        d("open", json!({"url": "file:///etc/passwd", "who": "a@b.c"})),
+        Decision::Deny(DenyReason::NoGrant)
+    );
+}
+
+#[test]
+fn test_bad_typed_conditions_name_their_line() {
+    let head = "[[grant]]\ntool = \"t\"\neffect = \"allow\"\n";
+    let when = |w: &str| format!("{head}when = [{{ pointer = \"/a\", {w} }}]\n");
+    for (w, says) in [
+        ("email = false", "`email = false` is not a test"),
+        ("email = {}", "write `email = true`"),
+        (
+            "email = \"acme.com\"",
+            "`email` of the condition on /a is a table",
+        ),
+        (
+            "email = { domains = [\"a.com\"] }",
+            "unknown key `domains` in `email`",
+        ),
+        (
+            "email = { domain = [\"a.com\"], in = \"x\" }",
+            "names what is allowed twice",
+        ),
+        ("email = { domain = [] }", "non-empty list of strings"),
+        (
+            "email = { domain = [\"10.0.0.1\"] }",
+            "e-mail domains are names",
+        ),
+        ("email = { domain = [\"\u{430}cme.com\"] }", "xn-- form"),
+        ("email = { domain = [\"a*.com\"] }", "not a host pattern"),
+        (
+            "email = { address = [\"Bob <bob@acme.com>\"] }",
+            "not one e-mail address: it has a display name",
+        ),
+        ("email = { in = \"nope\" }", "no list named \"nope\""),
+        ("url = false", "`url = false` is not a test"),
+        ("url = { host = [\"*\"] }", "leave the hosts out"),
+        ("url = { path = \"docs/*\" }", "starts with `/`"),
+        ("url = { ports = [0] }", "not a port"),
+        ("url = { ports = [70000] }", "not a port"),
+        ("url = { ports = [] }", "non-empty list of port numbers"),
+        (
+            "links = true",
+            "`links = true` of the condition on /a is not a test",
+        ),
+        ("links = {}", "name the hosts allowed"),
+        (
+            "links = { hosts = [\"a.com\"] }",
+            "unknown key `hosts` in `links`",
+        ),
+        ("links = { host = [\"evil%2ecom\"] }", "percent-encoding"),
+        ("links = false, glob = \"*\"", "more than one test"),
+    ] {
+        let m = bad(&when(w), 4);
+        assert!(m.contains(says), "{w}: {m}");
+    }
+    // A list read as addresses or hosts: the bad entry's own line.
+    let m = bad(
+        &format!(
+            "[lists]\nteam = [\n  \"ann@acme.com\",\n  \"Bob <bob@acme.com>\",\n]\n{head}when = [{{ pointer = \"/to\", email = {{ in = \"team\" }} }}]\n"
+        ),
+        4,
+    );
+    assert!(
+        m.contains("list \"team\" holds \"Bob <bob@acme.com>\""),
+        "{m}"
+    );
+    assert!(m.contains("reads it as addresses"), "{m}");
+    let m = bad(
+        &format!(
+            "[lists]\nsites = [\"acme.com\",\n 7]\n{head}when = [{{ pointer = \"/u\", url = {{ host_in = \"sites\" }} }}]\n"
+        ),
+        3,
+    );
+    assert!(
+        m.contains("list \"sites\" holds an integer, which is not a host"),
+        "{m}"
+    );
+    // closed takes a boolean, and a closed grant at most 64 conditions.
+    let m = bad(&format!("{head}closed = \"yes\"\n"), 4);
+    assert!(m.contains("invalid type"), "{m}");
+    let many: Vec<String> = (0..65)
+        .map(|i| format!("{{ pointer = \"/k{i}\", glob = \"*\" }}"))
+        .collect();
+    let m = bad(
+        &format!("{head}closed = true\nwhen = [{}]\n", many.join(", ")),
+        4,
+    );
+    assert!(m.contains("at most 64 conditions"), "{m}");
+}

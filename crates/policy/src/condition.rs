@@ -9,7 +9,13 @@
 //! - the tests are [`Test::Equals`] (a string, an integer or a boolean), [`Test::OneOf`] (an
 //!   inline list or a named list of the config's `[lists]`), [`Test::Glob`] (one or more
 //!   `*`/`?` globs over a whole string) and [`Test::Range`] (a JSON number `n` with
-//!   `min <= n <= max`, integer bounds).
+//!   `min <= n <= max`, integer bounds);
+//! - the typed tests ([`crate::typed`]) read a string as what it names — [`Test::Email`]
+//!   (exactly one e-mail address), [`Test::Url`] (one URL or bare host), [`Test::Links`]
+//!   (free text and every link it carries) — and test what was read, never the raw text.
+//!
+//! A grant may also be **closed** ([`closed_holds`]): a key of the arguments that none of
+//! its conditions' pointers names makes it fail to match.
 //!
 //! A pointer that finds nothing, or a value of the wrong type (a number where a string is
 //! tested, an object where `*` wants an array), makes the condition **fail**, never an error:
@@ -22,8 +28,11 @@
 //! the other). Arguments that do not parse match no conditional grant.
 //!
 //! Evaluation walks the pointer without allocating; [`Condition::check`] returns, on
-//! failure, where the walk stopped and what it found, for `explain`.
+//! failure, where the walk stopped and what it found, for `explain`. A test that needs to
+//! know more than the arguments and the config (where a value was first seen, docs/spec.md
+//! §3.7) asks a [`Context`], which [`Condition::check_in`] passes to every test.
 
+use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
@@ -31,6 +40,20 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use crate::pattern::Pattern;
+use crate::typed::{EmailTest, LinksTest, UrlTest};
+
+/// What a test may consult beyond the call's arguments and the config. No test does yet:
+/// a test that needs outside knowledge of the session (where a value was first seen,
+/// docs/spec.md §3.7) gets it through a method added here, and the decision passes the
+/// session's context down to every condition ([`Condition::check_in`]). [`NoContext`] knows
+/// nothing.
+pub trait Context: fmt::Debug {}
+
+/// The context that knows nothing beyond the arguments: what `decide_call` uses today.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct NoContext;
+
+impl Context for NoContext {}
 
 /// The arguments of one call, as policy sees them.
 #[derive(Debug, Clone, PartialEq)]
@@ -334,6 +357,12 @@ impl List {
         self.len() == 0
     }
 
+    /// Whether a string the list holds compares equal under `cmp` (which orders the value
+    /// looked for against an element, consistently with the elements' byte order).
+    pub(crate) fn contains_canonical(&self, cmp: impl Fn(&str) -> Ordering) -> bool {
+        self.strs.binary_search_by(|x| cmp(x).reverse()).is_ok()
+    }
+
     fn contains(&self, v: &Value) -> bool {
         match v {
             Value::String(s) => self
@@ -390,11 +419,25 @@ pub enum Test {
     Glob(Vec<Pattern>),
     /// A JSON number `n` with `min <= n <= max`.
     Range { min: i64, max: i64 },
+    /// A string that is exactly one e-mail address, allowed by the test.
+    Email(EmailTest),
+    /// A string that is one URL (or bare host), allowed by the test.
+    Url(UrlTest),
+    /// A string of free text whose links the test allows.
+    Links(LinksTest),
 }
 
 impl Test {
-    fn holds(&self, v: &Value) -> bool {
+    /// Whether the test reads the string as a type (and `explain` says what it read).
+    pub fn is_typed(&self) -> bool {
+        matches!(self, Test::Email(_) | Test::Url(_) | Test::Links(_))
+    }
+
+    fn holds(&self, v: &Value, _cx: &dyn Context) -> bool {
         match self {
+            Test::Email(t) => t.holds(v),
+            Test::Url(t) => t.holds(v),
+            Test::Links(t) => t.holds(v),
             Test::Equals(s) => s.is(v),
             Test::OneOf(list) => list.contains(v),
             Test::Glob(globs) => v
@@ -438,6 +481,9 @@ impl fmt::Display for Test {
                 Ok(())
             }
             Test::Range { min, max } => write!(f, "in range {min}..={max}"),
+            Test::Email(t) => t.fmt(f),
+            Test::Url(t) => t.fmt(f),
+            Test::Links(t) => t.fmt(f),
         }
     }
 }
@@ -487,15 +533,20 @@ impl Condition {
 
     /// Does the condition hold on `args`? On failure: where and why.
     pub fn check<'v>(&self, args: &'v Value) -> Result<(), Failure<'v>> {
-        self.walk(args, 0)
+        self.check_in(args, &NoContext)
     }
 
-    fn walk<'v>(&self, v: &'v Value, depth: usize) -> Result<(), Failure<'v>> {
+    /// Does the condition hold on `args`, for a session that `cx` knows about?
+    pub fn check_in<'v>(&self, args: &'v Value, cx: &dyn Context) -> Result<(), Failure<'v>> {
+        self.walk(args, 0, cx)
+    }
+
+    fn walk<'v>(&self, v: &'v Value, depth: usize, cx: &dyn Context) -> Result<(), Failure<'v>> {
         let Some(seg) = self.pointer.segments.get(depth) else {
             if self.optional && v.is_null() {
                 return Ok(());
             }
-            return if self.test.holds(v) {
+            return if self.test.holds(v, cx) {
                 Ok(())
             } else {
                 Err(Failure::Test { found: v })
@@ -504,17 +555,17 @@ impl Condition {
         match (seg, v) {
             (Segment::Every, Value::Array(items)) => {
                 for item in items {
-                    self.walk(item, depth + 1)?;
+                    self.walk(item, depth + 1, cx)?;
                 }
                 Ok(())
             }
             (Segment::Key { key, .. }, Value::Object(map)) => match map.get(key) {
-                Some(next) => self.walk(next, depth + 1),
+                Some(next) => self.walk(next, depth + 1, cx),
                 None => self.missing(depth),
             },
             (Segment::Key { index, .. }, Value::Array(items)) => {
                 match index.and_then(|i| items.get(i)) {
-                    Some(next) => self.walk(next, depth + 1),
+                    Some(next) => self.walk(next, depth + 1, cx),
                     None => self.missing(depth),
                 }
             }
@@ -531,8 +582,12 @@ impl Condition {
         }
     }
 
-    /// A few words on what a holding condition found, for `explain`.
+    /// A few words on what a holding condition found, for `explain`. A typed test says
+    /// what it read at each value (`/to/0 is the address bob@acme.com (domain acme.com)`).
     pub fn describe_hold(&self, args: &Value) -> String {
+        if let Some(text) = self.describe_typed(args, None) {
+            return text;
+        }
         if self.pointer.has_every() {
             return format!("every element at {} does", self.pointer);
         }
@@ -555,8 +610,15 @@ impl Condition {
             .to_owned()
     }
 
-    /// A sentence on `failure`, naming where the walk stopped and (cut) what it found.
-    pub fn describe(&self, failure: &Failure<'_>) -> String {
+    /// A sentence on `failure` (of this condition on `args`), naming where the walk stopped
+    /// and (cut) what it found; a typed test says what it read there and why it failed
+    /// (`/to/0 is not one e-mail address: it holds a list (a ',') ("evil@x.com, …")`).
+    pub fn describe(&self, args: &Value, failure: &Failure<'_>) -> String {
+        if let Failure::Test { found } = failure
+            && let Some(text) = self.describe_typed(args, Some(found))
+        {
+            return text;
+        }
         match failure {
             Failure::Missing { depth } => format!(
                 "{} finds nothing (at {})",
@@ -574,6 +636,210 @@ impl Condition {
                 format!("{} is {} {}", self.pointer, kind_of(found), shown(found))
             }
         }
+    }
+}
+
+impl Condition {
+    /// For a typed test: what it read at each value the pointer finds (at most three, and
+    /// how many more), or, with `failed`, at the value it failed on.
+    fn describe_typed(&self, args: &Value, failed: Option<&&Value>) -> Option<String> {
+        let explain = |v: &Value| match &self.test {
+            Test::Email(t) => Some(t.explain(v)),
+            Test::Url(t) => Some(t.explain(v)),
+            Test::Links(t) => Some(t.explain(v)),
+            _ => None,
+        };
+        if !self.test.is_typed() {
+            return None;
+        }
+        let mut found = Vec::new();
+        let mut path = String::new();
+        self.leaves(args, 0, &mut path, &mut |p, v| {
+            found.push((p.to_owned(), v))
+        });
+        if let Some(bad) = failed {
+            let (p, v) = found.iter().find(|(_, v)| std::ptr::eq(*v, *bad))?;
+            let (_, words) = explain(v)?;
+            return Some(format!("{} {words}", shown_path(p)));
+        }
+        if found.is_empty() {
+            let required = Condition {
+                optional: false,
+                ..self.clone()
+            };
+            return Some(match required.check(args) {
+                Err(Failure::Missing { depth }) => format!(
+                    "{} finds nothing (at {}), and it is optional",
+                    self.pointer,
+                    self.pointer.prefix(depth + 1)
+                ),
+                _ => format!(
+                    "{} finds no element, so it holds for every one",
+                    self.pointer
+                ),
+            });
+        }
+        let mut parts: Vec<String> = Vec::new();
+        for (p, v) in found.iter().take(3) {
+            if v.is_null() {
+                parts.push(format!("{} is null, and it is optional", shown_path(p)));
+            } else if let Some((_, words)) = explain(v) {
+                parts.push(format!("{} {words}", shown_path(p)));
+            }
+        }
+        if found.len() > 3 {
+            parts.push(format!("and {} more", found.len() - 3));
+        }
+        Some(parts.join("; "))
+    }
+
+    /// Calls `f` with the concrete path (`/to/0`) and value of everything the pointer
+    /// finds, following every element at a `*`.
+    fn leaves<'v>(
+        &self,
+        v: &'v Value,
+        depth: usize,
+        path: &mut String,
+        f: &mut impl FnMut(&str, &'v Value),
+    ) {
+        let Some(seg) = self.pointer.segments.get(depth) else {
+            f(path, v);
+            return;
+        };
+        let mark = path.len();
+        match (seg, v) {
+            (Segment::Every, Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push_str(&format!("/{i}"));
+                    self.leaves(item, depth + 1, path, f);
+                    path.truncate(mark);
+                }
+            }
+            (Segment::Key { key, .. }, Value::Object(map)) => {
+                if let Some(next) = map.get(key) {
+                    path.push('/');
+                    path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                    self.leaves(next, depth + 1, path, f);
+                    path.truncate(mark);
+                }
+            }
+            (Segment::Key { key, index }, Value::Array(items)) => {
+                if let Some(next) = index.and_then(|i| items.get(i)) {
+                    path.push('/');
+                    path.push_str(key);
+                    self.leaves(next, depth + 1, path, f);
+                    path.truncate(mark);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn shown_path(p: &str) -> &str {
+    if p.is_empty() { "(the arguments)" } else { p }
+}
+
+/// The most conditions a closed grant may have: which of them name a key is kept in one
+/// 64-bit word. A closed grant with more never matches (the config refuses one).
+pub const MAX_CLOSED_CONDITIONS: usize = 64;
+
+/// Does every key of the arguments lie on some condition's pointer (docs/spec.md §3.3,
+/// `closed = true`)? At every object a pointer steps through, each key must be the next
+/// segment of some pointer that got there; at every array, each element must be named by a
+/// `*` or its index. Below where a pointer ends, the test judges the value. Never
+/// allocates.
+pub fn closed_holds(conditions: &[Condition], args: &Value) -> bool {
+    closed_walk(conditions, args, 0, all_bits(conditions.len()), &mut None)
+}
+
+/// The first key (or element) of `args` that none of `conditions` names, as a path
+/// (`/bcc`, `/to/3`), for `explain`; `None` when every key is named.
+pub fn unnamed_key(conditions: &[Condition], args: &Value) -> Option<String> {
+    if conditions.len() > MAX_CLOSED_CONDITIONS {
+        return Some(format!(
+            "(a closed grant has at most {MAX_CLOSED_CONDITIONS} conditions)"
+        ));
+    }
+    let mut trail = Some(Vec::new());
+    if closed_walk(conditions, args, 0, all_bits(conditions.len()), &mut trail) {
+        return None;
+    }
+    let steps = trail.unwrap_or_default();
+    let mut out = String::new();
+    for s in steps.iter().rev() {
+        out.push('/');
+        out.push_str(&s.replace('~', "~0").replace('/', "~1"));
+    }
+    Some(out)
+}
+
+fn all_bits(n: usize) -> Option<u64> {
+    match n {
+        0 => Some(0),
+        1..=MAX_CLOSED_CONDITIONS => Some(u64::MAX >> (MAX_CLOSED_CONDITIONS - n)),
+        _ => None,
+    }
+}
+
+/// `active`: the conditions whose pointers lead to `v` (bit `i` for condition `i`); `None`
+/// for too many conditions. On failure `trail` (when given) gets the path, innermost first.
+fn closed_walk(
+    conditions: &[Condition],
+    v: &Value,
+    depth: usize,
+    active: Option<u64>,
+    trail: &mut Option<Vec<String>>,
+) -> bool {
+    let Some(active) = active else {
+        return false;
+    };
+    let on = |i: usize| active & (1u64 << i) != 0;
+    let ends_here = conditions
+        .iter()
+        .enumerate()
+        .any(|(i, c)| on(i) && c.pointer.segments.len() == depth);
+    if ends_here {
+        return true;
+    }
+    let next = |named: &dyn Fn(&Segment) -> bool| -> u64 {
+        let mut bits = 0u64;
+        for (i, c) in conditions.iter().enumerate() {
+            if on(i) && c.pointer.segments.get(depth).is_some_and(named) {
+                bits |= 1u64 << i;
+            }
+        }
+        bits
+    };
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                let bits = next(&|s| matches!(s, Segment::Key { key, .. } if key == k));
+                if bits == 0 || !closed_walk(conditions, child, depth + 1, Some(bits), trail) {
+                    if let Some(t) = trail {
+                        t.push(k.clone());
+                    }
+                    return false;
+                }
+            }
+            true
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                let bits = next(&|s| match s {
+                    Segment::Every => true,
+                    Segment::Key { index, .. } => *index == Some(i),
+                });
+                if bits == 0 || !closed_walk(conditions, child, depth + 1, Some(bits), trail) {
+                    if let Some(t) = trail {
+                        t.push(i.to_string());
+                    }
+                    return false;
+                }
+            }
+            true
+        }
+        _ => true,
     }
 }
 
@@ -735,11 +1001,11 @@ mod tests {
         let v = json!({"to": ["a@acme.com", "x".repeat(500)], "n": 3});
         let cond = c("/to/*", glob("*@acme.com"));
         let f = cond.check(&v).unwrap_err();
-        let text = cond.describe(&f);
+        let text = cond.describe(&v, &f);
         assert!(text.starts_with("/to/* is the string \"xxx"), "{text}");
         assert!(text.chars().count() < 120, "{text}");
         let cond = c("/n/k", glob("*"));
-        let text = cond.describe(&cond.check(&v).unwrap_err());
+        let text = cond.describe(&v, &cond.check(&v).unwrap_err());
         assert_eq!(text, "/n holds the number 3, which /n/k cannot step into");
     }
 }

@@ -9,7 +9,7 @@ use std::fmt;
 
 use proto::{DataClass, DenyReason, SessionId, Timestamp};
 
-use crate::condition::Arguments;
+use crate::condition::{Arguments, Context, NoContext, closed_holds, unnamed_key};
 use crate::grant::{Effect, Grant, Grants};
 use crate::taint::Taint;
 
@@ -55,13 +55,17 @@ struct Tally {
 /// step 1)? An unconditional grant always; a conditional one when every condition holds on
 /// parsed arguments, never on unparsed ones, and, with [`Arguments::Unknown`], when it is
 /// an `allow` or `ask` (some call could satisfy it; a conditional `deny` may not refuse
-/// every call).
-fn conditions_match(grant: &Grant, args: &Arguments) -> bool {
-    if grant.when.is_empty() {
+/// every call). A closed grant also needs every key of the arguments named by a condition.
+/// `cx` is what the session knows beyond the arguments (nothing yet, [`NoContext`]).
+fn conditions_match(grant: &Grant, args: &Arguments, cx: &dyn Context) -> bool {
+    if !grant.is_conditional() {
         return true;
     }
     match args {
-        Arguments::Json(v) => grant.when.iter().all(|c| c.holds(v)),
+        Arguments::Json(v) => {
+            grant.when.iter().all(|c| c.check_in(v, cx).is_ok())
+                && (!grant.closed || closed_holds(&grant.when, v))
+        }
         Arguments::Unparsed => false,
         Arguments::Unknown => grant.effect != Effect::Deny,
     }
@@ -130,7 +134,7 @@ pub fn decide_call(
 ) -> Decision {
     let mut tally = Tally::default();
     grants.for_each_tool_match(tool, |_, g| {
-        if g.sessions.matches(session.as_str()) && conditions_match(g, args) {
+        if g.sessions.matches(session.as_str()) && conditions_match(g, args, &NoContext) {
             tally.add(g, taint, now);
         }
     });
@@ -145,6 +149,9 @@ pub enum Verdict {
     /// Its argument condition (0-based, the first that failed) does not hold: it does not
     /// apply.
     ConditionFails(usize),
+    /// It is closed, its conditions hold, and the arguments hold a key none of them names:
+    /// it does not apply.
+    KeyNotNamed,
     /// It has argument conditions and the call's arguments are not strict JSON (or, for a
     /// `deny`, not known): it does not apply.
     NoArguments,
@@ -176,11 +183,12 @@ impl Verdict {
         if !grant.sessions.matches(session.as_str()) {
             return Verdict::OtherSessions;
         }
-        if !conditions_match(grant, args) {
+        if !conditions_match(grant, args, &NoContext) {
             return match args.json() {
-                Some(v) => Verdict::ConditionFails(
-                    grant.when.iter().position(|c| !c.holds(v)).unwrap_or(0),
-                ),
+                Some(v) => match grant.when.iter().position(|c| !c.holds(v)) {
+                    Some(i) => Verdict::ConditionFails(i),
+                    None => Verdict::KeyNotNamed,
+                },
                 None => Verdict::NoArguments,
             };
         }
@@ -215,6 +223,10 @@ impl fmt::Display for Verdict {
             Verdict::ConditionFails(i) => {
                 write!(f, "does not apply: its condition {} does not hold", i + 1)
             }
+            Verdict::KeyNotNamed => f.write_str(
+                "does not apply: it is closed and the arguments hold a key none of its \
+                 conditions names",
+            ),
             Verdict::NoArguments => f.write_str(
                 "does not apply: it has argument conditions and the call's arguments are not \
                  strict JSON",
@@ -246,7 +258,9 @@ pub struct VerdictLine {
     pub grant: Grant,
     pub verdict: Verdict,
     /// For a grant with argument conditions and parsed arguments: each condition, in order,
-    /// whether it held and on what (`condition 1 holds: /to is the string "a@b.c"`).
+    /// whether it held and on what (`condition 1 holds: /to is the string "a@b.c"`), and,
+    /// for a closed grant, which key no condition names (`closed: /bcc is named by none of
+    /// its conditions`).
     pub conditions: Vec<String>,
 }
 
@@ -271,15 +285,22 @@ fn condition_lines(grant: &Grant, args: &Arguments) -> Vec<String> {
     let Some(v) = args.json() else {
         return Vec::new();
     };
-    grant
+    let mut lines: Vec<String> = grant
         .when
         .iter()
         .enumerate()
         .map(|(i, c)| match c.check(v) {
             Ok(()) => format!("condition {} holds: {}", i + 1, c.describe_hold(v)),
-            Err(fail) => format!("condition {} fails: {}", i + 1, c.describe(&fail)),
+            Err(fail) => format!("condition {} fails: {}", i + 1, c.describe(v, &fail)),
         })
-        .collect()
+        .collect();
+    if grant.closed {
+        lines.push(match unnamed_key(&grant.when, v) {
+            None => "closed: every key of the arguments is named by a condition".to_owned(),
+            Some(key) => format!("closed: {key} is named by none of its conditions"),
+        });
+    }
+    lines
 }
 
 /// A decision, and every grant whose tool pattern matched with its verdict, in the order

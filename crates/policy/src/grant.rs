@@ -66,6 +66,9 @@ pub struct Grant {
     /// Argument conditions (docs/spec.md §3.3): all must hold on the call's arguments for
     /// the grant to match. Empty: the grant matches whatever the arguments.
     pub when: Vec<Condition>,
+    /// `closed = true`: an argument key that none of `when`'s pointers names makes the grant
+    /// not match ([`crate::closed_holds`]).
+    pub closed: bool,
 }
 
 impl Grant {
@@ -80,6 +83,7 @@ impl Grant {
             max_class: DataClass::Secret,
             if_untrusted: Effect::Allow,
             when: Vec::new(),
+            closed: false,
         }
     }
 
@@ -90,9 +94,17 @@ impl Grant {
         self
     }
 
-    /// Whether the grant carries argument conditions.
+    /// The same grant, closed: a key of the arguments that none of its conditions names
+    /// makes it not match.
+    #[must_use]
+    pub fn closed(mut self) -> Self {
+        self.closed = true;
+        self
+    }
+
+    /// Whether the grant looks at the arguments: it carries conditions or is closed.
     pub fn is_conditional(&self) -> bool {
-        !self.when.is_empty()
+        !self.when.is_empty() || self.closed
     }
 
     /// The same grant, for the sessions `sessions` matches.
@@ -161,6 +173,9 @@ impl fmt::Display for Grant {
         for (i, c) in self.when.iter().enumerate() {
             let lead = if i == 0 { ", when " } else { " and " };
             write!(f, "{lead}{c}")?;
+        }
+        if self.closed {
+            f.write_str(", closed")?;
         }
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! `policy` — the decision at the heart of boxmaker: may this session call this tool now?
 //!
 //! **Owns:** glob patterns over tool names and session ids, a session's taint and how it
-//! rises, grants and the indexed set that holds them, argument conditions, and
+//! rises, grants and the indexed set that holds them, argument conditions (the typed ones
+//! read e-mail addresses, URLs and the links in text), and
 //! [`decide_call()`] — docs/spec.md §3.3 steps 1–5 as a pure function of the grants, the
 //! session, the tool, the parsed arguments, the taint and the time.
 //!
@@ -18,23 +19,33 @@
 //!    literal prefix of glob tool patterns.
 //! 4. [`condition`] — argument conditions: JSON pointers (with `*` for every element),
 //!    equal / one of / glob / range, and the strict parse of a call's arguments.
-//! 5. [`decide`](mod@decide) — `decide_call` and `explain_call` (and `decide`/`explain`
+//! 5. [`host`], [`email`], [`url`], [`links`] and [`typed`] — the typed tests: a string
+//!    read as one e-mail address, one URL, or free text and the links it carries.
+//! 6. [`decide`](mod@decide) — `decide_call` and `explain_call` (and `decide`/`explain`
 //!    for a call whose arguments are unknown), and the `Decision` they return.
 
 #![forbid(unsafe_code)]
 
 pub mod condition;
 pub mod decide;
+pub mod email;
 pub mod grant;
+pub mod host;
+pub mod links;
 pub mod pattern;
 pub mod taint;
+pub mod typed;
+pub mod url;
 
 pub use condition::{
-    Arguments, ArgumentsError, Condition, List, Pointer, PointerError, Scalar, Test, parse_strict,
+    Arguments, ArgumentsError, Condition, Context, List, MAX_CLOSED_CONDITIONS, NoContext, Pointer,
+    PointerError, Scalar, Test, closed_holds, parse_strict, unnamed_key,
 };
 pub use decide::{
     Decision, Explanation, Verdict, VerdictLine, decide, decide_call, explain, explain_call,
 };
 pub use grant::{Effect, Grant, Grants};
+pub use host::{Host, HostError, HostPatternError, HostSet};
 pub use pattern::{Pattern, PatternError};
 pub use taint::{Label, Taint};
+pub use typed::{EmailTest, LinksTest, UrlTest};
