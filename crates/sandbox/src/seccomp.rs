@@ -172,7 +172,7 @@ const DENIED_IOCTLS: &[(u64, &str)] = &[
 const SOCKET_FAMILIES: &[(libc::c_int, &str)] = &[
     (
         libc::AF_UNIX,
-        "pipes and sockets between a tool's own processes (and socketpair's only family)",
+        "pipes and sockets between a tool's own processes, and socketpair(2)",
     ),
     (
         libc::AF_INET,
