@@ -239,6 +239,117 @@ impl Drop for BoxCgroup {
 mod tests {
     use super::*;
 
+    /// This machine's place for box cgroups; these tests need one (root, as the suite runs).
+    fn real_layout() -> Layout {
+        detect().unwrap_or_else(|e| panic!("these tests need a writable cgroup: {e}"))
+    }
+
+    fn dirs_of(layout: &Layout) -> Vec<PathBuf> {
+        match layout {
+            Layout::V1 { memory, pids } => vec![memory.clone(), pids.clone()],
+            Layout::V2 { parent } => vec![parent.clone()],
+        }
+    }
+
+    /// Runs this binary's ignored test `name` as pid 1 of a new pid namespace with a /proc of
+    /// its own (`unshare --pid --fork --mount-proc`): a boxmaker that cannot see our pids.
+    fn in_another_pid_namespace(name: &str, env: (&str, &str)) -> std::process::Output {
+        let exe = std::env::current_exe().unwrap();
+        std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "--mount-proc"])
+            .arg(exe)
+            .args(["--exact", name, "--ignored", "--test-threads=1"])
+            .env(env.0, env.1)
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn test_a_sweeper_in_another_pid_namespace_leaves_a_live_boxs_cgroup() {
+        let layout = real_layout();
+        // A box cgroup just made, not joined yet (the window in which init joins it).
+        let name = format!("{}-{}", std::process::id(), 1);
+        let live = BoxCgroup::create(&layout, &name, 1 << 30, 64).unwrap();
+        let out =
+            in_another_pid_namespace("cgroup::tests::sweep_here", ("BOXMAKER_TEST_SWEEP", "1"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        for d in &live.dirs {
+            assert!(
+                d.exists(),
+                "a sweeper in another pid namespace removed the live {d:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn test_a_dead_owners_cgroup_is_swept_whatever_its_pid_namespace() {
+        let layout = real_layout();
+        let list = tempfile::NamedTempFile::new().unwrap();
+        let path = list.path().to_str().unwrap().to_owned();
+        let out =
+            in_another_pid_namespace("cgroup::tests::own_and_die", ("BOXMAKER_TEST_OWN", &path));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let left: Vec<PathBuf> = fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(PathBuf::from)
+            .collect();
+        assert!(
+            !left.is_empty() && left.iter().all(|d| d.exists()),
+            "{left:?}"
+        );
+        assert!(
+            left.iter()
+                .all(|d| dirs_of(&layout).iter().any(|p| d.parent() == Some(p)))
+        );
+        sweep(&layout);
+        let unswept: Vec<_> = left.iter().filter(|d| d.exists()).collect();
+        assert!(
+            unswept.is_empty(),
+            "a dead owner's cgroups were not swept: {unswept:?}"
+        );
+    }
+
+    /// Run by the test above in its own pid namespace: sweeps once.
+    #[test]
+    #[ignore = "run by test_a_sweeper_in_another_pid_namespace_leaves_a_live_boxs_cgroup"]
+    fn sweep_here() {
+        if std::env::var_os("BOXMAKER_TEST_SWEEP").is_none() {
+            return;
+        }
+        assert_eq!(std::process::id(), 1, "not in a pid namespace of its own");
+        sweep(&real_layout());
+    }
+
+    /// Run by the test above in its own pid namespace: makes a box cgroup, writes where, and
+    /// exits without removing it, as an owner killed with SIGKILL would.
+    #[test]
+    #[ignore = "run by test_a_dead_owners_cgroup_is_swept_whatever_its_pid_namespace"]
+    fn own_and_die() {
+        let Some(list) = std::env::var_os("BOXMAKER_TEST_OWN") else {
+            return;
+        };
+        assert_eq!(std::process::id(), 1, "not in a pid namespace of its own");
+        let name = format!("{}-{}", std::process::id(), 2);
+        let cg = BoxCgroup::create(&real_layout(), &name, 1 << 30, 64).unwrap();
+        let text: String = cg
+            .dirs
+            .iter()
+            .map(|d| format!("{}\n", d.display()))
+            .collect();
+        fs::write(list, text).unwrap();
+        std::mem::forget(cg);
+        std::process::exit(0);
+    }
+
     #[test]
     fn test_sweep_removes_only_dead_creators_leftovers() {
         let parent = tempfile::tempdir().unwrap();
