@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 
 const EXE: &str = env!("CARGO_BIN_EXE_sandbox-exec");
 
+/// One test at a time: every box sweeps, so one test's boxes would remove the dead owner's
+/// cgroup another test is about to look at.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -74,6 +78,7 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 
 #[test]
 fn boxmakers_in_two_pid_namespaces_never_remove_each_others_box_cgroups() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // Each boxmaker runs boxes one after another, and each box sweeps while it runs. On the
     // old code a box's cgroup was named by its creator's pid and swept when that pid was not
     // in the sweeper's /proc: a sweeper in the other namespace removed it before the box's
@@ -109,6 +114,7 @@ fn boxmakers_in_two_pid_namespaces_never_remove_each_others_box_cgroups() {
 
 #[test]
 fn a_killed_boxmakers_cgroup_is_swept_by_the_next_box_whatever_its_pid_namespace() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // A boxmaker that was pid 1 of its namespace: on the old code its cgroup was named
     // `boxmaker-1-…`, and pid 1 is alive in every namespace, so no sweeper removed it.
     let ws = tempfile::tempdir().unwrap();
