@@ -19,6 +19,18 @@
 //!
 //! Either way the cgroup is created after init is cloned, while init builds the box's root,
 //! so creating it (a few hundred microseconds for two v1 hierarchies) costs no wall time.
+//!
+//! **Names and sweeping, across pid namespaces.** Several boxmakers may share a cgroup
+//! parent, each in a pid namespace of its own (containers, `unshare`), so neither a name nor
+//! a liveness test may rest on a pid. A box cgroup is `boxmaker-` and 128 random bits in hex,
+//! and its owner holds an exclusive `flock` on the directory itself (an open descriptor of
+//! it) for as long as the cgroup is its own; the kernel lets go when the owner dies, SIGKILL
+//! included, whatever namespace it was in. [`sweep`] removes a directory only when it can
+//! take that lock, i.e. when its owner is provably dead. A directory is locked before any
+//! sweeper can look at it: the creator holds the *parent* directory with a shared lock from
+//! before its `mkdir` until it has the new directory's lock, and a sweeper holds the parent
+//! exclusively (or, if it cannot at once, sweeps another time). Names of any other shape —
+//! older boxmakers' `boxmaker-<pid>-<n>`, whose owners hold no lock — are never swept.
 
 use std::fs;
 use std::os::fd::OwnedFd;
@@ -26,11 +38,74 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// The start of every box cgroup's name; 32 lowercase hex digits follow.
+const PREFIX: &str = "boxmaker-";
+/// Bytes of randomness in a name: two boxmakers never pick the same one.
+const ID_BYTES: usize = 16;
+
 /// The cgroup directories of one box; removed on drop.
 #[derive(Debug)]
 pub struct BoxCgroup {
     dirs: Vec<PathBuf>,
+    /// Each of `dirs`, open and exclusively `flock`ed while this lives: the proof, to a
+    /// sweeper in any pid namespace, that its owner is alive. Released after the removal.
+    locks: Vec<fs::File>,
     v1: bool,
+}
+
+/// A fresh box cgroup name: [`PREFIX`] and [`ID_BYTES`] random bytes in hex.
+fn new_name() -> Result<String> {
+    let mut id = [0u8; ID_BYTES];
+    crate::sys::random_bytes(&mut id)?;
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("{PREFIX}{hex}"))
+}
+
+/// Whether `name` is one [`new_name`] makes (the only ones [`sweep`] may remove).
+fn is_box_name(name: &str) -> bool {
+    name.strip_prefix(PREFIX).is_some_and(|id| {
+        id.len() == 2 * ID_BYTES && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+fn open_dir(path: &Path) -> Result<fs::File> {
+    fs::File::open(path).map_err(|source| Error::File {
+        context: "open cgroup",
+        path: path.into(),
+        source,
+    })
+}
+
+/// Makes `parent/name` and takes its lock before any sweeper can see it unlocked: `parent`
+/// is held shared from before the `mkdir` until then ([`sweep`] holds it exclusively).
+fn make_locked(parent: &Path, name: &str) -> Result<(PathBuf, fs::File)> {
+    let guard = open_dir(parent)?;
+    guard.lock_shared().map_err(|source| Error::File {
+        context: "lock cgroup parent",
+        path: parent.into(),
+        source,
+    })?;
+    let dir = parent.join(name);
+    fs::create_dir(&dir).map_err(|source| Error::File {
+        context: "create cgroup",
+        path: dir.clone(),
+        source,
+    })?;
+    let locked = open_dir(&dir).and_then(|f| match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(e) => Err(Error::File {
+            context: "lock cgroup",
+            path: dir.clone(),
+            source: e.into(),
+        }),
+    });
+    match locked {
+        Ok(lock) => Ok((dir, lock)),
+        Err(e) => {
+            let _ = fs::remove_dir(&dir);
+            Err(e)
+        }
+    }
 }
 
 fn write(path: &Path, value: &str) -> Result<()> {
@@ -100,40 +175,35 @@ pub fn detect() -> std::result::Result<Layout, String> {
 }
 
 impl BoxCgroup {
-    /// Creates `boxmaker-<name>` with the given limits.
-    pub fn create(layout: &Layout, name: &str, memory_bytes: u64, processes: u64) -> Result<Self> {
-        let leaf = format!("boxmaker-{name}");
+    /// Creates a box cgroup of a fresh name (see the module's docs), locked as this one's,
+    /// with the given limits.
+    pub fn create(layout: &Layout, memory_bytes: u64, processes: u64) -> Result<Self> {
+        let leaf = new_name()?;
         let mut cg = BoxCgroup {
             dirs: Vec::new(),
+            locks: Vec::new(),
             v1: matches!(layout, Layout::V1 { .. }),
         };
-        let mkdir = |p: &Path| {
-            fs::create_dir(p).map_err(|source| Error::File {
-                context: "create cgroup",
-                path: p.into(),
-                source,
-            })
+        let mut mkdir = |parent: &Path| -> Result<PathBuf> {
+            let (dir, lock) = make_locked(parent, &leaf)?;
+            cg.dirs.push(dir.clone());
+            cg.locks.push(lock);
+            Ok(dir)
         };
         match layout {
             Layout::V1 { memory, pids } => {
-                let m = memory.join(&leaf);
-                mkdir(&m)?;
-                cg.dirs.push(m.clone());
+                let m = mkdir(memory)?;
+                let p = mkdir(pids)?;
                 write(&m.join("memory.limit_in_bytes"), &memory_bytes.to_string())?;
                 // Swap counts too where the kernel accounts it, else swap would lift the limit.
                 let memsw = m.join("memory.memsw.limit_in_bytes");
                 if memsw.exists() {
                     write(&memsw, &memory_bytes.to_string())?;
                 }
-                let p = pids.join(&leaf);
-                mkdir(&p)?;
-                cg.dirs.push(p.clone());
                 write(&p.join("pids.max"), &processes.to_string())?;
             }
             Layout::V2 { parent } => {
-                let d = parent.join(&leaf);
-                mkdir(&d)?;
-                cg.dirs.push(d.clone());
+                let d = mkdir(parent)?;
                 write(&d.join("memory.max"), &memory_bytes.to_string())?;
                 let swap = d.join("memory.swap.max");
                 if swap.exists() {
@@ -189,31 +259,36 @@ impl BoxCgroup {
     }
 }
 
-/// Removes box cgroups left behind by supervisors that died without cleaning up (a caller
-/// running its box in process — [`crate::run_in_process`] — that was killed with SIGKILL):
-/// every `boxmaker-<pid>-<n>` directory under the layout's parents whose `<pid>` no longer
-/// exists. Best effort, and safe: a cgroup that still holds a process cannot be removed, and
-/// one whose creator is alive (it may be about to join it) is left alone.
+/// Removes box cgroups left behind by owners that died without cleaning up (a caller
+/// running its box in process — [`crate::run_in_process`] — that was killed with SIGKILL),
+/// in whatever pid namespace they ran: every directory of a box cgroup's name under the
+/// layout's parents whose lock can be taken, which only its owner's death releases. Best
+/// effort, and safe: a parent where a box cgroup is being made is left for another time, a
+/// locked directory is never touched, and a cgroup that still holds a process cannot be
+/// removed.
 pub fn sweep(layout: &Layout) {
     let parents = match layout {
         Layout::V1 { memory, pids } => vec![memory, pids],
         Layout::V2 { parent } => vec![parent],
     };
     for parent in parents {
+        let Ok(guard) = fs::File::open(parent) else {
+            continue;
+        };
+        if guard.try_lock().is_err() {
+            continue;
+        }
         let Ok(entries) = fs::read_dir(parent) else {
             continue;
         };
         for e in entries.flatten() {
-            let name = e.file_name();
-            let Some(pid) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix("boxmaker-"))
-                .and_then(|rest| rest.split_once('-'))
-                .and_then(|(pid, _)| pid.parse::<u32>().ok())
-            else {
+            if !e.file_name().to_str().is_some_and(is_box_name) {
+                continue;
+            }
+            let Ok(dir) = fs::File::open(e.path()) else {
                 continue;
             };
-            if !Path::new("/proc").join(pid.to_string()).exists() {
+            if dir.try_lock().is_ok() {
                 let _ = fs::remove_dir(e.path());
             }
         }
@@ -223,7 +298,8 @@ pub fn sweep(layout: &Layout) {
 impl Drop for BoxCgroup {
     fn drop(&mut self) {
         // The box's init has been reaped, and with it every process of its pid namespace, so
-        // the directories are empty; a few retries cover the kernel finishing the exits.
+        // the directories are empty; a few retries cover the kernel finishing the exits. The
+        // locks go after (the fields drop once this returns).
         for d in &self.dirs {
             for _ in 0..50 {
                 if fs::remove_dir(d).is_ok() || !d.exists() {
@@ -239,23 +315,168 @@ impl Drop for BoxCgroup {
 mod tests {
     use super::*;
 
+    /// The tests below that make and sweep real box cgroups, one at a time: each one's sweep
+    /// would remove the other's dead owner's cgroup before it looks.
+    static REAL_CGROUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// This machine's place for box cgroups; these tests need one (root, as the suite runs).
+    fn real_layout() -> Layout {
+        detect().unwrap_or_else(|e| panic!("these tests need a writable cgroup: {e}"))
+    }
+
+    fn dirs_of(layout: &Layout) -> Vec<PathBuf> {
+        match layout {
+            Layout::V1 { memory, pids } => vec![memory.clone(), pids.clone()],
+            Layout::V2 { parent } => vec![parent.clone()],
+        }
+    }
+
+    /// Runs this binary's ignored test `name` as pid 1 of a new pid namespace with a /proc of
+    /// its own (`unshare --pid --fork --mount-proc`): a boxmaker that cannot see our pids.
+    fn in_another_pid_namespace(name: &str, env: (&str, &str)) -> std::process::Output {
+        let exe = std::env::current_exe().unwrap();
+        std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "--mount-proc"])
+            .arg(exe)
+            .args(["--exact", name, "--ignored", "--test-threads=1"])
+            .env(env.0, env.1)
+            .output()
+            .unwrap()
+    }
+
     #[test]
-    fn test_sweep_removes_only_dead_creators_leftovers() {
+    fn test_a_sweeper_in_another_pid_namespace_leaves_a_live_boxs_cgroup() {
+        let _one = REAL_CGROUPS.lock().unwrap_or_else(|e| e.into_inner());
+        let layout = real_layout();
+        // A box cgroup just made, not joined yet (the window in which init joins it).
+        let live = BoxCgroup::create(&layout, 1 << 30, 64).unwrap();
+        let out =
+            in_another_pid_namespace("cgroup::tests::sweep_here", ("BOXMAKER_TEST_SWEEP", "1"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        for d in &live.dirs {
+            assert!(
+                d.exists(),
+                "a sweeper in another pid namespace removed the live {d:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn test_a_dead_owners_cgroup_is_swept_whatever_its_pid_namespace() {
+        let _one = REAL_CGROUPS.lock().unwrap_or_else(|e| e.into_inner());
+        let layout = real_layout();
+        let list = tempfile::NamedTempFile::new().unwrap();
+        let path = list.path().to_str().unwrap().to_owned();
+        let out =
+            in_another_pid_namespace("cgroup::tests::own_and_die", ("BOXMAKER_TEST_OWN", &path));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let left: Vec<PathBuf> = fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(PathBuf::from)
+            .collect();
+        assert!(
+            !left.is_empty() && left.iter().all(|d| d.exists()),
+            "{left:?}"
+        );
+        assert!(
+            left.iter()
+                .all(|d| dirs_of(&layout).iter().any(|p| d.parent() == Some(p)))
+        );
+        sweep(&layout);
+        let unswept: Vec<_> = left.iter().filter(|d| d.exists()).collect();
+        assert!(
+            unswept.is_empty(),
+            "a dead owner's cgroups were not swept: {unswept:?}"
+        );
+    }
+
+    /// Run by the test above in its own pid namespace: sweeps once.
+    #[test]
+    #[ignore = "run by test_a_sweeper_in_another_pid_namespace_leaves_a_live_boxs_cgroup"]
+    fn sweep_here() {
+        if std::env::var_os("BOXMAKER_TEST_SWEEP").is_none() {
+            return;
+        }
+        assert_eq!(std::process::id(), 1, "not in a pid namespace of its own");
+        sweep(&real_layout());
+    }
+
+    /// Run by the test above in its own pid namespace: makes a box cgroup, writes where, and
+    /// exits without removing it, as an owner killed with SIGKILL would.
+    #[test]
+    #[ignore = "run by test_a_dead_owners_cgroup_is_swept_whatever_its_pid_namespace"]
+    fn own_and_die() {
+        let Some(list) = std::env::var_os("BOXMAKER_TEST_OWN") else {
+            return;
+        };
+        assert_eq!(std::process::id(), 1, "not in a pid namespace of its own");
+        let cg = BoxCgroup::create(&real_layout(), 1 << 30, 64).unwrap();
+        let text: String = cg
+            .dirs
+            .iter()
+            .map(|d| format!("{}\n", d.display()))
+            .collect();
+        fs::write(list, text).unwrap();
+        std::mem::forget(cg);
+        std::process::exit(0);
+    }
+
+    #[test]
+    fn test_sweep_removes_only_unlocked_box_names() {
         let parent = tempfile::tempdir().unwrap();
-        let mine = parent
+        let (live, _lock) = make_locked(parent.path(), &new_name().unwrap()).unwrap();
+        let dead = parent.path().join(new_name().unwrap());
+        // An older boxmaker's name (its owner holds no lock), and names of other shapes.
+        let old = parent.path().join("boxmaker-4294967-2");
+        let other = parent
             .path()
-            .join(format!("boxmaker-{}-1", std::process::id()));
-        // Pids are below 2^22 on Linux: this one cannot exist.
-        let dead = parent.path().join("boxmaker-4294967-2");
-        let other = parent.path().join("not-a-box-4294967-3");
-        for d in [&mine, &dead, &other] {
+            .join("not-a-box-0123456789abcdef0123456789abcdef");
+        let upper = parent
+            .path()
+            .join("boxmaker-0123456789ABCDEF0123456789ABCDEF");
+        for d in [&dead, &old, &other, &upper] {
             fs::create_dir(d).unwrap();
         }
         sweep(&Layout::V2 {
             parent: parent.path().to_path_buf(),
         });
-        assert!(mine.exists());
+        assert!(live.exists(), "a locked box cgroup was swept");
+        assert!(!dead.exists(), "an unlocked box cgroup was left");
+        assert!(old.exists() && other.exists() && upper.exists());
+    }
+
+    #[test]
+    fn test_sweep_leaves_a_parent_where_a_box_cgroup_is_being_made() {
+        let parent = tempfile::tempdir().unwrap();
+        let dead = parent.path().join(new_name().unwrap());
+        fs::create_dir(&dead).unwrap();
+        // A creator between its mkdir and its lock holds the parent shared.
+        let creating = fs::File::open(parent.path()).unwrap();
+        creating.lock_shared().unwrap();
+        let layout = Layout::V2 {
+            parent: parent.path().to_path_buf(),
+        };
+        sweep(&layout);
+        assert!(dead.exists(), "swept while a box cgroup was being made");
+        drop(creating);
+        sweep(&layout);
         assert!(!dead.exists());
-        assert!(other.exists());
+    }
+
+    #[test]
+    fn test_box_names_are_fresh_and_recognised() {
+        let (a, b) = (new_name().unwrap(), new_name().unwrap());
+        assert_ne!(a, b);
+        assert!(is_box_name(&a) && is_box_name(&b), "{a} {b}");
+        assert!(!is_box_name("boxmaker-1-2") && !is_box_name(&format!("{a}0")));
     }
 }

@@ -19,7 +19,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -275,7 +275,6 @@ pub(crate) fn run_box(
             };
             let made = cg.insert(BoxCgroup::create(
                 layout,
-                &unique_name(),
                 spec.limits.memory_bytes,
                 spec.limits.processes,
             )?);
@@ -496,14 +495,6 @@ fn describe_status(status: i32) -> String {
         Status::Exited(c) => format!("exit code {c}"),
         Status::TimedOut => "timed out".into(),
     }
-}
-
-fn unique_name() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
-        .subsec_nanos();
-    format!("{}-{nanos}", std::process::id())
 }
 
 #[cfg(test)]

@@ -36,9 +36,11 @@
 //! - `sys` — the only place with system calls: thin `unsafe` wrappers, one error helper.
 //! - `spec` — [`Spec`], [`Limits`], [`Mount`], [`Io`], [`Requirements`] and their defaults.
 //! - `mounts` — the mount table as data ([`mount_table`]).
-//! - `seccomp` — the seccomp filter as a reviewed table.
+//! - `seccomp` — the seccomp filter as a reviewed table, and the socket families a box may
+//!   open.
 //! - `landlock` — landlock rules derived from the mount table.
-//! - `cgroup` — the per-box memory and pids cgroup.
+//! - `cgroup` — the per-box memory and pids cgroup: a random name, its owner's lock, and
+//!   the sweep of dead owners' cgroups (safe across pid namespaces).
 //! - `child` — the box's init: the ordered, fail-closed setup script.
 //! - `helper` — the helper process: supervision, timeout, cleanup, [`Report`].
 //! - `run` — the caller's side: [`run`], [`Outcome`], output capture; [`spawn`] and

@@ -6,6 +6,18 @@
 //! `clone3` is the exception: its flags live in memory, where a filter cannot read them, so
 //! it fails with `ENOSYS`, which makes libc fall back to `clone`, whose flags the filter can
 //! check.
+//!
+//! Sockets are the other: `socket(2)` and `socketpair(2)` are allowed only for the families
+//! in [`SOCKET_FAMILIES`] (the first argument, which is in a register the filter reads) and
+//! fail with `EAFNOSUPPORT` for every other — what the kernel itself answers for a family it
+//! does not have, so programs take it as "not here". A namespace confines `AF_INET` and
+//! `AF_INET6` (the network namespace) and `AF_UNIX` (paths by the mount namespace and
+//! landlock, abstract names by the network namespace), but not every family: `AF_VSOCK`
+//! reaches the hypervisor host's port space from any network namespace (docs/spec.md §4).
+//! `io_uring`, which could make a socket without a `socket(2)` call, is denied below; on
+//! x86-64 `socketcall(2)` exists only in the i386 table, and every filter here kills a
+//! process that calls with an audit arch other than the native one (seccompiler's first
+//! instructions), so `int 0x80` never reaches it.
 
 use std::collections::BTreeMap;
 
@@ -154,6 +166,27 @@ const DENIED_IOCTLS: &[(u64, &str)] = &[
     ),
 ];
 
+/// The socket families a box may open, with the reason it needs each. Everything else —
+/// `AF_VSOCK`, `AF_NETLINK`, `AF_PACKET`, `AF_BLUETOOTH`, `AF_ALG`, every family a kernel
+/// adds later — fails with `EAFNOSUPPORT`.
+const SOCKET_FAMILIES: &[(libc::c_int, &str)] = &[
+    (
+        libc::AF_UNIX,
+        "pipes and sockets between a tool's own processes, and socketpair(2)",
+    ),
+    (
+        libc::AF_INET,
+        "the box's own lo and the egress proxy's listener at 127.0.0.1:3128",
+    ),
+    (
+        libc::AF_INET6,
+        "the box's own lo; programs try IPv6 first and fall back",
+    ),
+];
+
+/// The calls whose first argument is a socket family.
+const SOCKET_CALLS: &[libc::c_long] = &[libc::SYS_socket, libc::SYS_socketpair];
+
 #[cfg(target_arch = "x86_64")]
 const ARCH: TargetArch = TargetArch::x86_64;
 #[cfg(target_arch = "aarch64")]
@@ -165,8 +198,24 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompRule> {
     SeccompRule::new(vec![c]).map_err(|e| Error::Seccomp(e.to_string()))
 }
 
-/// Compiles the box's filters: first the `ENOSYS` one for `clone3`, then the `EPERM` one.
-/// Install them in this order (both stay in force; the kernel applies every filter).
+/// One rule that matches a family outside [`SOCKET_FAMILIES`]: `arg0 != f` for each, ANDed.
+/// The kernel reads the family as an `int`, so only the low 32 bits are compared (`Dword`):
+/// `2^32 + AF_VSOCK` is `AF_VSOCK` to the kernel and to this rule alike.
+fn foreign_family() -> Result<SeccompRule> {
+    let conds = SOCKET_FAMILIES
+        .iter()
+        .map(|(family, _why)| {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *family as u64)
+                .map_err(|e| Error::Seccomp(e.to_string()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    SeccompRule::new(conds).map_err(|e| Error::Seccomp(e.to_string()))
+}
+
+/// Compiles the box's filters: the `ENOSYS` one for `clone3`, the `EPERM` one, and the
+/// `EAFNOSUPPORT` one for socket families (and, on x86-64, the x32 one first). Install them
+/// in this order (all stay in force; the kernel applies every filter, and no call is in two
+/// of them).
 pub fn compile() -> Result<Vec<BpfProgram>> {
     let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (nr, _why) in DENIED {
@@ -187,6 +236,11 @@ pub fn compile() -> Result<Vec<BpfProgram>> {
     let mut enosys: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     enosys.insert(libc::SYS_clone3, Vec::new());
 
+    let mut eafnosupport: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in SOCKET_CALLS {
+        eafnosupport.insert(*nr, vec![foreign_family()?]);
+    }
+
     let mk = |rules, errno: i32| -> Result<BpfProgram> {
         let f = SeccompFilter::new(
             rules,
@@ -197,7 +251,11 @@ pub fn compile() -> Result<Vec<BpfProgram>> {
         .map_err(|e| Error::Seccomp(e.to_string()))?;
         BpfProgram::try_from(f).map_err(|e| Error::Seccomp(e.to_string()))
     };
-    let mut progs = vec![mk(enosys, libc::ENOSYS)?, mk(eperm, libc::EPERM)?];
+    let mut progs = vec![
+        mk(enosys, libc::ENOSYS)?,
+        mk(eperm, libc::EPERM)?,
+        mk(eafnosupport, libc::EAFNOSUPPORT)?,
+    ];
     if cfg!(target_arch = "x86_64") {
         progs.insert(0, deny_x32());
     }
@@ -236,7 +294,7 @@ fn deny_x32() -> BpfProgram {
 /// Names of the denied calls, for `doctor` and documentation.
 pub fn denied_summary() -> String {
     format!(
-        "{} calls denied with EPERM, clone with namespace flags denied, clone3 -> ENOSYS, TIOCSTI/TIOCLINUX denied, x32 ABI denied",
+        "{} calls denied with EPERM, clone with namespace flags denied, clone3 -> ENOSYS, TIOCSTI/TIOCLINUX denied, x32 ABI denied, sockets only AF_UNIX/AF_INET/AF_INET6 (else EAFNOSUPPORT)",
         DENIED.len()
     )
 }
@@ -250,7 +308,7 @@ mod tests {
         let progs = compile().unwrap();
         assert_eq!(
             progs.len(),
-            if cfg!(target_arch = "x86_64") { 3 } else { 2 }
+            if cfg!(target_arch = "x86_64") { 4 } else { 3 }
         );
         assert!(progs.iter().all(|p| !p.is_empty()));
     }
@@ -262,5 +320,6 @@ mod tests {
         nrs.dedup();
         assert_eq!(nrs.len(), DENIED.len());
         assert!(!nrs.contains(&libc::SYS_clone) && !nrs.contains(&libc::SYS_ioctl));
+        assert!(SOCKET_CALLS.iter().all(|n| !nrs.contains(n)));
     }
 }

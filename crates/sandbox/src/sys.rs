@@ -765,6 +765,22 @@ pub(crate) fn seccomp_errno(prog: &[seccompiler::sock_filter]) -> libc::c_int {
     0
 }
 
+/// Fills `buf` from the kernel's random pool (`getrandom(2)`, blocking only until the pool is
+/// initialised at boot), retrying on `EINTR` and short reads.
+pub(crate) fn random_bytes(buf: &mut [u8]) -> Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let rest = &mut buf[done..];
+        // SAFETY: the kernel writes at most `rest.len()` bytes into `rest`, which we own.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n < 0 && errno() == libc::EINTR {
+            continue;
+        }
+        done += cvt(n, "getrandom", || format!("{} bytes", rest.len()))? as usize;
+    }
+    Ok(())
+}
+
 fn errno() -> libc::c_int {
     // SAFETY: __errno_location always returns a valid thread-local pointer.
     unsafe { *libc::__errno_location() }

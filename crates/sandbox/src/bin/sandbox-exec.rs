@@ -14,7 +14,7 @@
 //!
 //! Exit status: the command's (128 + signal, 124 on timeout); 125 when the box failed.
 //! `--capture` runs with captured output (stdin empty), then prints it, and a summary line on
-//! stderr: `sandbox-exec: stdout_bytes=N stdout_truncated=B oom_killed=B`.
+//! stderr: `sandbox-exec: stdout_bytes=N stdout_truncated=B oom_killed=B cgroup_limits=B status=S`.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -99,10 +99,11 @@ fn real_main() -> Result<i32, String> {
         let _ = std::io::stdout().write_all(&outcome.stdout);
         let _ = std::io::stderr().write_all(&outcome.stderr);
         eprintln!(
-            "sandbox-exec: stdout_bytes={} stdout_truncated={} oom_killed={} status={:?}",
+            "sandbox-exec: stdout_bytes={} stdout_truncated={} oom_killed={} cgroup_limits={} status={:?}",
             outcome.stdout.len(),
             outcome.stdout_truncated,
             outcome.oom_killed,
+            outcome.cgroup_limits,
             outcome.status
         );
     }
