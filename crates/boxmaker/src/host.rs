@@ -134,6 +134,18 @@ impl ToolRunner for ChildRunner {
         }
     }
 
+    fn run_if(
+        &self,
+        req: &ToolRequest,
+        taint: policy::Taint,
+        admit: &mut dyn FnMut() -> Result<(), String>,
+    ) -> ToolResponse {
+        match self.link() {
+            Ok(link) => link.run_if(req, taint, admit),
+            Err(message) => ToolResponse::Failed { message },
+        }
+    }
+
     fn reset(&self, session: &proto::SessionId) -> Result<gate::link::Cleared, String> {
         self.link()?.reset(session)
     }

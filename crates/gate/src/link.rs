@@ -91,14 +91,43 @@ pub trait ToolRunner: Send + Sync {
     /// call's reach already raised into it), and returns its final answer.
     fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse;
 
-    /// Stops `session`'s servers and empties its workspace (docs/spec.md §3.2: a reset
-    /// clears what may hold what the session saw). `Err` is why it could not.
+    /// As [`ToolRunner::run`], but `admit` says, at the moment the call would be sent,
+    /// whether it is sent at all: refused (`Err`, why), it answers `failed` with that and
+    /// never reaches the runner. A runner that is sent resets too asks `admit` and sends the
+    /// call as one step with respect to its resets, so that a call admitted before a reset
+    /// reaches the runner before the reset does (and is stopped by it). The default asks,
+    /// then runs.
+    fn run_if(
+        &self,
+        req: &ToolRequest,
+        taint: Taint,
+        admit: &mut dyn FnMut() -> Result<(), String>,
+    ) -> ToolResponse {
+        match admit() {
+            Ok(()) => self.run(req, taint),
+            Err(message) => ToolResponse::Failed { message },
+        }
+    }
+
+    /// Resets `session` on the runner's side (docs/spec.md §4, "A reset ends the session
+    /// first"): ends every box and server of the session, its running calls included
+    /// (they answer `failed`, before this returns), and empties its workspace. `Err` is
+    /// why it could not.
     fn reset(&self, session: &SessionId) -> Result<Cleared, String>;
 }
 
 impl<T: ToolRunner + ?Sized> ToolRunner for Arc<T> {
     fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse {
         (**self).run(req, taint)
+    }
+
+    fn run_if(
+        &self,
+        req: &ToolRequest,
+        taint: Taint,
+        admit: &mut dyn FnMut() -> Result<(), String>,
+    ) -> ToolResponse {
+        (**self).run_if(req, taint, admit)
     }
 
     fn reset(&self, session: &SessionId) -> Result<Cleared, String> {
@@ -142,6 +171,16 @@ impl ToolRunner for RunnerHandle {
         // Not holding the lock while the call runs: a replace never waits for a tool.
         let link = self.current();
         link.run(req, taint)
+    }
+
+    fn run_if(
+        &self,
+        req: &ToolRequest,
+        taint: Taint,
+        admit: &mut dyn FnMut() -> Result<(), String>,
+    ) -> ToolResponse {
+        let link = self.current();
+        link.run_if(req, taint, admit)
     }
 
     fn reset(&self, session: &SessionId) -> Result<Cleared, String> {
@@ -245,8 +284,19 @@ impl RunnerLink {
     }
 
     /// Sends `order` and waits for its answer. A dead link, or one that dies meanwhile,
-    /// answers `Answer(failed)`; an order that does not fit a frame fails alone.
-    fn ask(&self, wants: Wants, order: Order) -> RunnerAnswer {
+    /// answers `Answer(failed)`; an order that does not fit a frame fails alone. `admit` is
+    /// asked under the writer's lock, just before the order is written: what it admits is
+    /// on the stream before any order written after it returned.
+    fn ask(
+        &self,
+        wants: Wants,
+        order: Order,
+        admit: &mut dyn FnMut() -> Result<(), String>,
+    ) -> RunnerAnswer {
+        let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(message) = admit() {
+            return failed_answer(message);
+        }
         let (id, rx) = {
             let mut st = lock(&self.state);
             if let Some(why) = &st.dead {
@@ -258,10 +308,8 @@ impl RunnerLink {
             st.waiting.insert(id, (wants, tx));
             (id, rx)
         };
-        let sent = {
-            let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-            write_runner_request(&mut *w, &RunnerRequest::new(id, order))
-        };
+        let sent = write_runner_request(&mut *w, &RunnerRequest::new(id, order));
+        drop(w);
         if let Err(e) = sent {
             let why = match e {
                 // Our own request did not fit: only this call fails, the link is fine.
@@ -291,12 +339,21 @@ fn failed_answer(message: String) -> RunnerAnswer {
 
 impl ToolRunner for RunnerLink {
     fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse {
+        self.run_if(req, taint, &mut || Ok(()))
+    }
+
+    fn run_if(
+        &self,
+        req: &ToolRequest,
+        taint: Taint,
+        admit: &mut dyn FnMut() -> Result<(), String>,
+    ) -> ToolResponse {
         let order = Order::Call {
             request: req.clone(),
             class: taint.class(),
             untrusted: taint.untrusted(),
         };
-        match self.ask(Wants::Call, order) {
+        match self.ask(Wants::Call, order, admit) {
             RunnerAnswer::Answer { response } => response,
             // The reader lets only an `answer` through for a call.
             other => ToolResponse::Failed {
@@ -311,6 +368,7 @@ impl ToolRunner for RunnerLink {
             Order::ResetSession {
                 session: session.clone(),
             },
+            &mut || Ok(()),
         ) {
             RunnerAnswer::Reset { servers, workspace } => Ok(Cleared { servers, workspace }),
             RunnerAnswer::Answer {

@@ -18,7 +18,10 @@
 //!    discovery.
 //! 7. [`egress`] — the egress proxy: a networked box's only way out, decided by the
 //!    config's egress rules at the call's label, and reported to the gate.
-//! 8. [`serve`] — the connection loop: frames in, answers out, many calls at once.
+//! 8. [`running`] — what of each session runs now, so a reset can end it all before the
+//!    session's label falls.
+//! 9. [`serve`] — the connection loop: frames in, answers out, many calls at once; calls
+//!    admitted and resets begun in the order the gate sent them.
 
 #![forbid(unsafe_code)]
 
@@ -29,6 +32,7 @@ pub mod fit;
 pub mod inbox;
 pub mod label;
 pub mod run;
+pub mod running;
 pub mod serve;
 
 pub use run::{Runner, RunnerError};

@@ -20,6 +20,7 @@ use crate::builtin::{self, BuiltinCall};
 use crate::fit::fit_result;
 use crate::inbox::{INBOX_ARG, INBOX_BINARY, InboxReply, InboxRequest};
 use crate::label::{Hosts, class_of_reads};
+use crate::running::{Admitted, REFUSED, Resetting, Running, STOPPED};
 
 /// How much of each output stream `run` keeps before the result is fitted to a frame.
 const RUN_OUTPUT_CAP: usize = 2 * proto::MAX_FRAME;
@@ -78,6 +79,8 @@ pub struct Runner {
     floors: Arc<Mutex<HashMap<SessionId, DataClass>>>,
     /// The egress proxy every networked box of this runner goes out through.
     egress: Arc<crate::egress::Egress>,
+    /// Every call running now, by session, with its boxes: what a reset ends first.
+    running: Arc<Running>,
 }
 
 impl Runner {
@@ -116,6 +119,7 @@ impl Runner {
             hosts,
             floors,
             egress,
+            running: Arc::default(),
         })
     }
 
@@ -154,8 +158,43 @@ impl Runner {
 
     /// Runs one call in a session whose taint class the gate committed as `taint` (the
     /// call's reach already in it), and answers `result` or `failed`. Never panics on
-    /// anything in `req`.
+    /// anything in `req`. ([`Runner::admit`] and [`Runner::run_admitted`] in one.)
     pub fn handle(&self, req: &ToolRequest, taint: DataClass) -> ToolResponse {
+        match self.admit(&req.session) {
+            Ok(call) => self.run_admitted(&call, req, taint),
+            Err(refused) => refused,
+        }
+    }
+
+    /// Admits a call of `session`: from now until the returned [`Admitted`] is dropped, a
+    /// reset of the session stops it and waits for it. While a reset of the session is under
+    /// way nothing is admitted: the call answers `failed` at once, saying why. The
+    /// connection loop admits each call in the order the gate sent it, relative to resets.
+    pub fn admit(&self, session: &SessionId) -> Result<Admitted, ToolResponse> {
+        self.running
+            .admit(session)
+            .ok_or_else(|| failed(REFUSED.into()))
+    }
+
+    /// Runs an admitted call (see [`Runner::handle`]). A call a reset stopped answers
+    /// `failed` saying so, whatever its box did, and raises nothing.
+    pub fn run_admitted(
+        &self,
+        call: &Admitted,
+        req: &ToolRequest,
+        taint: DataClass,
+    ) -> ToolResponse {
+        if call.session() != &req.session {
+            return failed(format!(
+                "{}: the runner admitted this call for session {}, not {}; it did not run",
+                req.tool,
+                call.session(),
+                req.session
+            ));
+        }
+        if call.stopped() {
+            return failed(STOPPED.into());
+        }
         self.raise_floor(&req.session, taint);
         let resp = match self.config.tool(&req.tool) {
             Some(
@@ -163,10 +202,13 @@ impl Runner {
                     kind: ToolKind::Builtin(b),
                     ..
                 },
-            ) => self.builtin(req, tool, *b),
+            ) => self.builtin(call, req, tool, *b),
             // A server's own `name` is not a tool; its tools are `PREFIX_TOOL`.
-            _ => self.downstream(req),
+            _ => self.downstream(call, req),
         };
+        if call.stopped() {
+            return failed(STOPPED.into());
+        }
         if let ToolResponse::Result { class, .. } = &resp {
             self.raise_floor(&req.session, *class);
         }
@@ -200,12 +242,35 @@ impl Runner {
         &self.egress
     }
 
-    /// An operator reset `session` (docs/spec.md §3.2): its servers are stopped, its
-    /// workspace moved aside and removed (a box still running keeps writing into the old
-    /// one, which nothing will show again), and its floor forgotten. Returns how many
-    /// servers were stopped and whether there was a workspace.
+    /// An operator reset `session` ([`Runner::begin_reset`], then
+    /// [`Runner::finish_reset`]).
     pub fn reset_session(&self, session: &SessionId) -> Result<(u32, bool), String> {
-        let servers = self.stop_servers(session);
+        self.finish_reset(self.begin_reset(session))
+    }
+
+    /// The first half of a reset, which never waits: from now on no call of the session is
+    /// admitted, and every box of every call admitted so far is told to end. The connection
+    /// loop does this when it reads the reset, before it reads the next request.
+    pub fn begin_reset(&self, session: &SessionId) -> Resetting {
+        self.running.begin_reset(session)
+    }
+
+    /// The rest of a reset (docs/spec.md §4, "A reset ends the session first"): a
+    /// session's label never falls while anything of it runs. So, in this order: its
+    /// servers are stopped (which ends the calls in flight on them); every call admitted
+    /// before the reset has ended — answered `failed` ("the session was reset by an
+    /// operator while this call ran; it was stopped"), its boxes killed and reaped, the
+    /// kernel's word that no process of them is left; its servers are stopped again (one a
+    /// stopped call may have just put in place); its workspace is moved aside and removed;
+    /// and only then its floor — the label its boxes' connections are decided at — is
+    /// forgotten. Until `reset` is dropped, at the end, nothing of the session is admitted.
+    /// Returns how many servers were stopped and whether there was a workspace.
+    pub fn finish_reset(&self, reset: Resetting) -> Result<(u32, bool), String> {
+        let session = reset.session().clone();
+        let session = &session;
+        let mut servers = self.stop_servers(session);
+        reset.wait_idle();
+        servers += self.stop_servers(session);
         let path = self.workspace(session);
         let had = path.exists();
         if had {
@@ -218,13 +283,14 @@ impl Runner {
                 .join(format!(".reset-{}-{nanos}", session.as_str()));
             std::fs::rename(&path, &aside)
                 .map_err(|e| format!("cannot move the workspace {} aside: {e}", path.display()))?;
-            // Best effort: what a box still holds open goes when the box ends.
+            // Best effort: no box of the session runs any more to hold anything open.
             let _ = std::fs::remove_dir_all(&aside);
         }
         self.floors
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(session);
+        drop(reset);
         Ok((servers, had))
     }
 
@@ -265,26 +331,32 @@ impl Runner {
         config::box_label(self.floor(session), self.config.reach(tool))
     }
 
-    fn builtin(&self, req: &ToolRequest, tool: &Tool, which: Builtin) -> ToolResponse {
-        let call = match builtin::parse(which, &req.arguments) {
-            Ok(call) => call,
+    fn builtin(
+        &self,
+        call: &Admitted,
+        req: &ToolRequest,
+        tool: &Tool,
+        which: Builtin,
+    ) -> ToolResponse {
+        let parsed = match builtin::parse(which, &req.arguments) {
+            Ok(parsed) => parsed,
             Err(e) => return failed(e.to_string()),
         };
         if let Err(e) = self.ensure_workspace(&req.session) {
             return failed(e.to_string());
         }
-        match call {
-            BuiltinCall::ReadFile(a) => self.file_tool(req, tool, a.into(), None),
+        match parsed {
+            BuiltinCall::ReadFile(a) => self.file_tool(call, req, tool, a.into(), None),
             BuiltinCall::WriteFile(a) => {
                 // The file tool writes what the model gave it: data at the session's taint.
                 let label = self.floor(&req.session);
                 if let Some(why) = self.write_down(&a.path, tool, label) {
                     return failed(format!("{}: {why}", tool.name));
                 }
-                self.file_tool(req, tool, a.into(), Some(label))
+                self.file_tool(call, req, tool, a.into(), Some(label))
             }
-            BuiltinCall::ListDir(a) => self.file_tool(req, tool, a.into(), None),
-            BuiltinCall::Run(a) => self.run_tool(req, tool, a),
+            BuiltinCall::ListDir(a) => self.file_tool(call, req, tool, a.into(), None),
+            BuiltinCall::Run(a) => self.run_tool(call, req, tool, a),
         }
     }
 
@@ -546,6 +618,7 @@ impl Runner {
 
     fn file_tool(
         &self,
+        call: &Admitted,
         req: &ToolRequest,
         tool: &Tool,
         inbox: InboxRequest,
@@ -573,7 +646,12 @@ impl Runner {
         // A file tool needs no network, whatever the tool's config says.
         spec.network = false;
         spec.proxy = false;
-        let outcome = match sandbox::run(&spec, &self.helper) {
+        let outcome = match sandbox::run_stoppable(
+            &spec,
+            &self.helper,
+            &mut |s| call.guard_box(s),
+            &mut drop,
+        ) {
             Ok(o) => o,
             Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
         };
@@ -607,7 +685,13 @@ impl Runner {
         }
     }
 
-    fn run_tool(&self, req: &ToolRequest, tool: &Tool, args: builtin::Run) -> ToolResponse {
+    fn run_tool(
+        &self,
+        call: &Admitted,
+        req: &ToolRequest,
+        tool: &Tool,
+        args: builtin::Run,
+    ) -> ToolResponse {
         let mut timeout = Duration::from_secs(self.config.limits.timeout_seconds);
         if let Some(t) = args.timeout {
             timeout = timeout.min(Duration::from_secs(t));
@@ -630,9 +714,10 @@ impl Runner {
             call: Some(req.call),
             calls: None,
         };
-        let outcome = sandbox::run_with_listener(&spec, &self.helper, &mut |l| {
-            proxy = self.egress.serve(l, ctx.clone());
-        });
+        let outcome =
+            sandbox::run_stoppable(&spec, &self.helper, &mut |s| call.guard_box(s), &mut |l| {
+                proxy = self.egress.serve(l, ctx.clone());
+            });
         drop(proxy);
         let outcome = match outcome {
             Ok(o) => o,

@@ -4,7 +4,8 @@
 //!
 //! The runner trusts the gate, but it still answers only what the gate may send: a frame
 //! that is not a runner request, or one of another version, gets an `error` reply and the
-//! connection is closed (docs/spec.md §2.3). Calls run on their own threads, at most
+//! connection is closed (docs/spec.md §2.3). The loop itself admits each call and begins
+//! each reset, in the order they came (`crate::running`). Calls run on their own threads, at most
 //! [`MAX_IN_FLIGHT`] at once; past that the loop stops reading until one finishes, so a
 //! flood turns into back-pressure, not into threads.
 
@@ -22,6 +23,16 @@ use crate::run::Runner;
 /// the gate's per-session caps (`[gate] max_calls_per_session`, 16 by default), so one
 /// session's flood never fills this.
 pub const MAX_IN_FLIGHT: usize = 256;
+
+/// What a request's thread does: run an admitted (or refused) call, or finish a reset.
+enum Work {
+    Call(
+        Result<crate::running::Admitted, proto::ToolResponse>,
+        proto::ToolRequest,
+        proto::DataClass,
+    ),
+    Reset(crate::running::Resetting),
+}
 
 /// Why the loop stopped other than by the peer closing the connection cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -109,25 +120,41 @@ where
             }
         };
         slots.acquire(MAX_IN_FLIGHT);
+        // Here, in the order the gate sent them, before the next request is read: a call is
+        // admitted (or refused, while its session resets) and a reset begun, so a reset
+        // stops every call sent before it and admits none sent after until it is done.
+        let work = match req.order {
+            Order::Call { request, class, .. } => {
+                Work::Call(runner.admit(&request.session), request, class)
+            }
+            Order::ResetSession { session } => Work::Reset(runner.begin_reset(&session)),
+        };
         let (runner, out, slots2, id) = (runner.clone(), output.clone(), slots.clone(), req.id);
         std::thread::spawn(move || {
-            let reply = match req.order {
-                Order::Call { request, class, .. } => {
-                    RunnerReply::answer(id, runner.handle(&request, class))
-                }
-                Order::ResetSession { session } => match runner.reset_session(&session) {
-                    Ok((servers, workspace)) => {
-                        RunnerReply::new(id, RunnerAnswer::Reset { servers, workspace })
-                    }
-                    Err(why) => {
-                        RunnerReply::answer(id, proto::ToolResponse::Failed { message: why })
-                    }
+            let (reply, call) = match work {
+                Work::Call(Ok(call), request, class) => (
+                    RunnerReply::answer(id, runner.run_admitted(&call, &request, class)),
+                    Some(call),
+                ),
+                Work::Call(Err(refused), ..) => (RunnerReply::answer(id, refused), None),
+                Work::Reset(reset) => match runner.finish_reset(reset) {
+                    Ok((servers, workspace)) => (
+                        RunnerReply::new(id, RunnerAnswer::Reset { servers, workspace }),
+                        None,
+                    ),
+                    Err(why) => (
+                        RunnerReply::answer(id, proto::ToolResponse::Failed { message: why }),
+                        None,
+                    ),
                 },
             };
             let mut w = out.lock().unwrap_or_else(PoisonError::into_inner);
             // A write error means the gate is gone; the read side will see it too.
             let _ = write_runner_reply(&mut *w, &reply);
             drop(w);
+            // The call ends only once its answer is out: a reset waiting for it answers
+            // after it, so the gate has every stopped call's answer before the reset's.
+            drop(call);
             slots2.release();
         });
     };

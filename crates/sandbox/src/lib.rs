@@ -44,7 +44,8 @@
 //! - `child` — the box's init: the ordered, fail-closed setup script.
 //! - `helper` — the helper process: supervision, timeout, cleanup, [`Report`].
 //! - `run` — the caller's side: [`run`], [`Outcome`], output capture; [`spawn`] and
-//!   [`BoxProcess`] for a box that keeps running (a server on the command's stdio).
+//!   [`BoxProcess`] for a box that keeps running (a server on the command's stdio);
+//!   [`Stopper`], which ends a running box from another thread ([`run_stoppable`]).
 //! - `doctor` — [`doctor`] and its [`DoctorReport`].
 //! - `splice` — [`SplicePipe`]: zero-copy relaying between two sockets, for the runner's
 //!   egress proxy (here only because this is the crate with `unsafe`).
@@ -72,8 +73,8 @@ pub use floor::bench_floor;
 pub use helper::{Report, Status, helper_main};
 pub use mounts::{MountEntry, MountKind, describe as describe_mounts, mount_table};
 pub use run::{
-    BoxProcess, HELPER_ARG, HelperCommand, Outcome, enter_helper_if_requested, run, run_in_process,
-    run_with_listener, spawn,
+    BoxProcess, HELPER_ARG, HelperCommand, Outcome, Stopper, enter_helper_if_requested, run,
+    run_in_process, run_stoppable, run_with_listener, spawn,
 };
 pub use spec::{
     BOX_UID, DEFAULT_ROOT_HOST_ID, Io, Limits, MAX_SPEC_BYTES, Mount, PROXY_ADDR, Requirements,

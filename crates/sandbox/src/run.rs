@@ -11,6 +11,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -83,6 +84,48 @@ pub fn run_with_listener(
     helper: &HelperCommand,
     serve: &mut dyn FnMut(TcpListener),
 ) -> Result<Outcome> {
+    run_stoppable(spec, helper, &mut drop, serve)
+}
+
+/// Ends a box from any thread while [`run_stoppable`] (or a [`BoxProcess`]) runs it: its
+/// helper kills the box's init, so the kernel kills every process of its pid namespace, and
+/// the run returns once the helper has reaped them and removed the box's cgroup.
+///
+/// A clone of the caller's end of the helper's socket: the helper reads nothing after the
+/// spec, so end-of-file there means "kill the box now" — the same signal a caller that
+/// vanished gives. Stopping is idempotent, and does nothing once the box has ended.
+#[derive(Debug, Clone)]
+pub struct Stopper(Arc<UnixStream>);
+
+impl Stopper {
+    fn of(control: &UnixStream) -> Result<Self> {
+        control
+            .try_clone()
+            .map(|c| Self(Arc::new(c)))
+            .map_err(|source| Error::HelperIo {
+                context: "keep a way to stop the box",
+                source,
+            })
+    }
+
+    /// Asks the box's helper to kill the box now; returns at once (the run that holds the
+    /// box returns when it is gone).
+    pub fn stop(&self) {
+        // Our write half only: the helper's report still reaches the run.
+        let _ = self.0.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+/// As [`run_with_listener`]; `stopper` gets a [`Stopper`] for the box as soon as its helper
+/// runs, before the box is built, so another thread can end the box at any point. A box
+/// stopped before it was built fails to start (an `Err`); one stopped while its command ran
+/// ends `Signaled(9)`, like one killed by the wall clock.
+pub fn run_stoppable(
+    spec: &Spec,
+    helper: &HelperCommand,
+    stopper: &mut dyn FnMut(Stopper),
+    serve: &mut dyn FnMut(TcpListener),
+) -> Result<Outcome> {
     spec.validate()?;
     let started = Instant::now();
     let capture = match &spec.io {
@@ -90,6 +133,14 @@ pub fn run_with_listener(
         Io::Capture { stdin, output_cap } => Some((stdin.clone(), *output_cap)),
     };
     let (mut child, ours) = start_helper(helper, capture.is_some())?;
+    match Stopper::of(&ours) {
+        Ok(s) => stopper(s),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    }
 
     let mut readers = Vec::new();
     if let Some((stdin_bytes, cap)) = capture {
@@ -263,6 +314,15 @@ impl BoxProcess {
     /// The helper's process id (the box's supervisor, outside the box).
     pub fn helper_pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// A [`Stopper`] for this box, which another thread can use while this one talks to
+    /// the box (`Err` once it was stopped, or when no descriptor is left to clone).
+    pub fn stopper(&self) -> Result<Stopper> {
+        match &self.control {
+            Some(c) => Stopper::of(c),
+            None => Err(Error::Helper("the box was already stopped".into())),
+        }
     }
 
     /// Whether the box has ended (its helper exited), without waiting.

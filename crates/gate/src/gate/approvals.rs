@@ -200,6 +200,9 @@ impl Gate {
         args: &Arguments,
         approval: &str,
     ) -> Result<ToolResponse, CallError> {
+        // Decided and run holding a slot of its session like any call (held, it had none;
+        // the cap counted it as pending): a reset waits for it, and it for a reset.
+        let _slot = self.sessions.enter(&req.session, None);
         let now = self.now();
         let used = lock(&self.store).mark_used(approval, now);
         self.changed();

@@ -81,6 +81,7 @@ mod client;
 mod egress;
 mod operator;
 mod remember;
+mod sessions;
 mod watch;
 
 pub use approvals::call_sha256;
@@ -276,26 +277,9 @@ pub struct Gate {
     on_demand: AtomicBool,
     /// A client asked this gate to retire ([`ControlOp::Retire`]).
     retiring: AtomicBool,
-    /// Calls each session has decided or running now (`[gate] max_calls_per_session`).
-    calls: Mutex<HashMap<SessionId, u64>>,
-}
-
-/// One of a session's call slots, given back on drop.
-struct CallSlot<'a> {
-    gate: &'a Gate,
-    session: SessionId,
-}
-
-impl Drop for CallSlot<'_> {
-    fn drop(&mut self) {
-        let mut calls = lock(&self.gate.calls);
-        if let Some(n) = calls.get_mut(&self.session) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                calls.remove(&self.session);
-            }
-        }
-    }
+    /// Calls each session has decided or running now (`[gate] max_calls_per_session`),
+    /// and the sessions an operator is resetting.
+    sessions: sessions::Sessions,
 }
 
 impl std::fmt::Debug for Gate {
@@ -359,7 +343,7 @@ impl Gate {
             me: me.clone(),
             on_demand: AtomicBool::new(false),
             retiring: AtomicBool::new(false),
-            calls: Mutex::new(HashMap::new()),
+            sessions: sessions::Sessions::default(),
         });
         let weak = Arc::downgrade(&gate);
         std::thread::Builder::new()
@@ -513,19 +497,12 @@ impl Gate {
     }
 
     /// One of `req`'s session's call slots, or the `failed` answer (audited) when the
-    /// session has `[gate] max_calls_per_session` calls running already.
-    fn take_call_slot(&self, req: &ToolRequest) -> Result<CallSlot<'_>, ToolResponse> {
+    /// session has `[gate] max_calls_per_session` calls running already. While an operator
+    /// resets the session it waits, so the call is decided at the taint the reset leaves.
+    fn take_call_slot(&self, req: &ToolRequest) -> Result<sessions::CallSlot<'_>, ToolResponse> {
         let limit = self.config.gate.max_calls_per_session;
-        {
-            let mut calls = lock(&self.calls);
-            let n = calls.entry(req.session.clone()).or_insert(0);
-            if *n < limit {
-                *n += 1;
-                return Ok(CallSlot {
-                    gate: self,
-                    session: req.session.clone(),
-                });
-            }
+        if let Some(slot) = self.sessions.enter(&req.session, Some(limit)) {
+            return Ok(slot);
         }
         Err(self.capped(
             req,
@@ -736,8 +713,14 @@ impl Gate {
     /// then returns the answer. A `failed` raises the taint by the call's floor
     /// ([`Config::floor`]: its reach, for code boxmaker does not control — the same rule the
     /// runner labels its results by).
+    ///
+    /// The call goes to the runner only if its session is not being reset at that moment
+    /// (`sessions.rs`); else it answers `failed`, saying so, without running.
     fn run_and_commit(&self, req: &ToolRequest, taint: Taint) -> Result<ToolResponse, CallError> {
-        let resp = match self.runner.run(req, taint) {
+        let sent = self
+            .runner
+            .run_if(req, taint, &mut || self.sessions.admit(&req.session));
+        let resp = match sent {
             resp @ (ToolResponse::Result { .. } | ToolResponse::Failed { .. }) => resp,
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {
                 ToolResponse::Failed {

@@ -5,6 +5,10 @@
 
 use super::*;
 
+/// How long a reset waits, once the runner stopped the session's boxes, for its calls to
+/// give their answers (they were killed: a moment, unless the runner is stuck).
+const RESET_WAIT: Duration = Duration::from_secs(60);
+
 impl Gate {
     /// Answers one control request. Every op has one handler; every failure is an `error`
     /// answer with a code and one sentence.
@@ -87,14 +91,30 @@ impl Gate {
                         format!("the gate has no session {session} (it never ran a call)"),
                     ));
                 }
-                // What remembers the session goes first (its servers, its workspace): if it
-                // cannot, the taint stays, since both may hold what the session saw.
+                // docs/spec.md §4, "A reset ends the session first": the label never falls
+                // while anything of the session runs. Marked first (`sessions.rs`): no call
+                // of it reaches the runner from now until the taint is lowered.
+                let mark = self.sessions.begin_reset(&session);
+                // The runner ends every box and server of the session, its running calls
+                // included (they answer `failed` first), and empties its workspace: if it
+                // cannot, the taint stays, since they may hold what the session saw.
                 let cleared = self.runner.reset(&session).map_err(|why| {
                     (
                         ControlErrorCode::Internal,
                         format!(
-                            "the session was not reset: its servers and workspace could not be \
-                             cleared ({why})"
+                            "the session was not reset: its boxes, servers and workspace could \
+                             not be cleared ({why})"
+                        ),
+                    )
+                })?;
+                // The stopped calls' answers are committed before the taint is lowered.
+                mark.wait_idle(RESET_WAIT).map_err(|left| {
+                    (
+                        ControlErrorCode::Internal,
+                        format!(
+                            "the session was not reset: {left} of its calls had not ended {} s \
+                             after its boxes were stopped; its taint stays (try again)",
+                            RESET_WAIT.as_secs()
                         ),
                     )
                 })?;
@@ -119,6 +139,7 @@ impl Gate {
                     },
                 )
                 .map_err(|e| internal(&e))?;
+                drop(mark);
                 let row = lock(&self.store)
                     .session(&session)
                     .map_err(|e| internal(&e))?

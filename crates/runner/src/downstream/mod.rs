@@ -41,6 +41,7 @@ use rmcp::{RoleClient, ServiceExt};
 use sandbox::{BoxProcess, Io};
 
 use crate::run::{Runner, failed};
+use crate::running::Admitted;
 use transport::{Lines, Reason, get_reason, set_reason};
 
 /// The wall-clock limit of a server's box: the server is stopped long before, when idle,
@@ -115,6 +116,19 @@ impl Instance {
     /// Kills its box now (and with it every process the server started).
     fn kill(&self) {
         stop_box(&self.boxed, Duration::ZERO);
+    }
+
+    /// Puts its box under `call`'s session's resets (a box already stopped needs none).
+    fn guard(&self, call: &Admitted) {
+        let stopper = self
+            .boxed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(BoxProcess::stopper);
+        if let Some(Ok(s)) = stopper {
+            call.guard_box(s);
+        }
     }
 
     /// Why it failed: the transport's reason (else `fallback`), then how it ended.
@@ -394,14 +408,14 @@ impl Runner {
     }
 
     /// A call to a downstream server's tool (`req.tool` is its exposed name).
-    pub(crate) fn downstream(&self, req: &ToolRequest) -> ToolResponse {
+    pub(crate) fn downstream(&self, call: &Admitted, req: &ToolRequest) -> ToolResponse {
         let catalog = match self.catalog() {
             Ok(c) => c,
             Err(e) => return failed(format!("{}: {e}", req.tool)),
         };
         let catalog = match catalog.get(&req.tool) {
             Some(_) => catalog,
-            None => match self.discover_for(&req.tool) {
+            None => match self.discover_for(&req.tool, Some(call)) {
                 Ok(Some(c)) => c,
                 Ok(None) => return failed(format!("there is no tool named {:?} here", req.tool)),
                 Err(e) => return failed(format!("{}: {e}", req.tool)),
@@ -429,11 +443,12 @@ impl Runner {
             Ok(rt) => rt,
             Err(e) => return failed(e),
         };
-        rt.block_on(self.call(req, tool, entry, args))
+        rt.block_on(self.call(call, req, tool, entry, args))
     }
 
     async fn call(
         &self,
+        call: &Admitted,
         req: &ToolRequest,
         tool: &Tool,
         entry: &Entry,
@@ -445,6 +460,10 @@ impl Runner {
         let slot = self.hub().slot(&req.session, &tool.name);
         let instance = {
             let mut g = slot.lock().await;
+            // A reset came while this call waited for the slot: it starts nothing.
+            if call.stopped() {
+                return failed(crate::running::STOPPED.into());
+            }
             // A server is the session's memory: what it was given at one label must not be
             // written where a lower label reads. If the session's label rose above a mount
             // the server may write, it is stopped and a new one starts, read-only there.
@@ -471,7 +490,14 @@ impl Runner {
                     }
                     let workspace = self.workspace(&req.session);
                     match self
-                        .start(tool, &req.session, workspace, Some(label), timeout)
+                        .start(
+                            tool,
+                            &req.session,
+                            workspace,
+                            Some(label),
+                            timeout,
+                            Some(call),
+                        )
                         .await
                     {
                         Ok(i) => {
@@ -486,6 +512,8 @@ impl Runner {
                     }
                 }
             };
+            // A reset of the session ends the server this call talks to, and the call.
+            i.guard(call);
             // Counted in flight from here, under the slot's lock, so the idle reaper (which
             // takes that lock) never stops a server a call has just picked.
             i.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -636,7 +664,8 @@ impl Runner {
     /// writable only where no write down), initializes it, and lists its tools. With no
     /// label it is discovery: every mount read-only, a mount above `public` shown empty (a
     /// description is content the model reads at any taint, so it may be built from public
-    /// data only), and the wall clock of one call.
+    /// data only), and the wall clock of one call. With `call`, the box is put under that
+    /// call's session's resets from the moment it exists.
     async fn start(
         &self,
         tool: &Tool,
@@ -644,6 +673,7 @@ impl Runner {
         workspace: PathBuf,
         label: Option<proto::DataClass>,
         timeout: Duration,
+        call: Option<&Admitted>,
     ) -> Result<Instance, String> {
         let ToolKind::Mcp {
             argv, idle_timeout, ..
@@ -676,6 +706,12 @@ impl Runner {
             .await
             .map_err(|e| format!("cannot start its box: {e}"))?
             .map_err(|e| format!("cannot start its box: {e}"))?;
+        if let Some(call) = call {
+            match boxed.stopper() {
+                Ok(s) => call.guard_box(s),
+                Err(e) => return Err(format!("cannot keep a way to stop its box: {e}")),
+            }
+        }
         // Discovery gets no way out (its box's listener is closed: connections there are
         // refused); a server of a session goes out through the proxy.
         let listener = boxed.listener.take();
@@ -765,7 +801,8 @@ impl Runner {
             .count()
     }
 
-    /// Stops every server of `session` (an operator reset it); returns how many ran.
+    /// Stops every server of `session` (an operator resets it); returns how many ran. Each
+    /// is killed and reaped before this returns (`BoxProcess::stop`).
     pub(crate) fn stop_servers(&self, session: &SessionId) -> u32 {
         let slots: Vec<Slot> = self
             .hub()
@@ -820,7 +857,11 @@ impl Runner {
     /// For a name no discovered tool has: discovers, now, the servers not yet discovered
     /// whose prefix fits it, and returns the new catalog (`None` if no server could offer
     /// it), or why the server that would offer it could not be asked.
-    fn discover_for(&self, name: &str) -> Result<Option<Arc<Catalog>>, String> {
+    fn discover_for(
+        &self,
+        name: &str,
+        call: Option<&Admitted>,
+    ) -> Result<Option<Arc<Catalog>>, String> {
         let known = ToolsFile::load(self.state_dir()).map_err(|e| e.to_string())?;
         let mut tried = false;
         for tool in &self.config().tools {
@@ -830,7 +871,7 @@ impl Runner {
             if !tool.could_expose(name) || known.servers.contains_key(&catalog::server_key(argv)) {
                 continue;
             }
-            let tools = self.discover(tool).map_err(|e| {
+            let tools = self.discover_guarded(tool, call).map_err(|e| {
                 format!(
                     "the server {:?} could not be asked for its tools: {e}",
                     tool.name
@@ -848,6 +889,15 @@ impl Runner {
 
     /// Runs `tool`'s server once in a throw-away box and lists its tools.
     pub fn discover(&self, tool: &Tool) -> Result<Vec<ToolDef>, String> {
+        self.discover_guarded(tool, None)
+    }
+
+    /// As [`Runner::discover`], for `call` (its session's reset ends the discovery too).
+    fn discover_guarded(
+        &self,
+        tool: &Tool,
+        call: Option<&Admitted>,
+    ) -> Result<Vec<ToolDef>, String> {
         let rt = self.hub().runtime()?;
         // Beside the sessions' workspaces, never one of them: a session id starts with a
         // letter or digit, this with a dot. Removed when dropped.
@@ -863,7 +913,14 @@ impl Runner {
             Duration::from_secs(self.config().limits.timeout_seconds.min(DISCOVERY_TIMEOUT));
         let result = rt.block_on(async {
             let i = self
-                .start(tool, &session, dir.path().to_path_buf(), None, timeout)
+                .start(
+                    tool,
+                    &session,
+                    dir.path().to_path_buf(),
+                    None,
+                    timeout,
+                    call,
+                )
                 .await?;
             let tools = i
                 .tools
