@@ -435,3 +435,74 @@ fn a_server_that_read_a_confidential_answer_between_calls_labels_every_later_ans
         reached(&lab, "/sink/between")
     );
 }
+
+/// A networked `run` that may write a public mount.
+const OUTBOX: &str = r#"
+[[mount]]
+name = "outbox"
+host = "LABDIR/outbox"
+at = "/data/outbox"
+class = "public"
+write = true
+
+[[tool]]
+name = "netw"
+builtin = "run"
+network = true
+mounts = ["lab", "outbox"]
+"#;
+
+/// No write down through the float: a box that may write a public mount cannot read a
+/// confidential answer, which it could leave there for any public reader; it is refused the
+/// destination rather than floated above the mount.
+#[test]
+fn a_box_that_can_write_a_public_mount_is_refused_a_confidential_answer() {
+    let lab = Lab::new("float-writedown");
+    std::fs::create_dir_all(lab.dir.join("outbox")).unwrap();
+    // The box's user is an unprivileged host uid: the mount must let it write.
+    std::fs::set_permissions(
+        lab.dir.join("outbox"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let cfg = lab.config("c", &format!("{BASE}{OUTBOX}"));
+    let (class, content) = python(
+        &lab,
+        &cfg,
+        "s1",
+        "netw",
+        "page = get('cleared.test')\n\
+         open('/data/outbox/page.txt', 'w').write(page)\n\
+         print(json.dumps({'page': status(page)}))",
+    );
+    assert_eq!(
+        printed(&content)["page"],
+        "HTTP/1.1 403 boxmaker refused cleared.test:80: its answers are confidential and this \
+         box can write /data/outbox, a public mount, where what it read would go below its \
+         label (no write down); a tool that reads there needs mounts = [...] without it, or \
+         read-only",
+        "{content}"
+    );
+    let left = std::fs::read_to_string(lab.dir.join("outbox/page.txt")).unwrap_or_default();
+    assert!(
+        !left.contains("origin page for cleared.test"),
+        "the confidential answer was written to a public mount: {left}"
+    );
+    assert!(!lab.origin_saw_host("cleared.test"));
+    assert_eq!(class, "public");
+    // Public answers still come, and may be written there.
+    let (_, content) = python(
+        &lab,
+        &cfg,
+        "s1",
+        "netw",
+        "print(json.dumps({'page': status(get('allowed.test'))}))",
+    );
+    assert!(
+        printed(&content)["page"]
+            .as_str()
+            .unwrap()
+            .starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+}
