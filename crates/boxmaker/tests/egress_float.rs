@@ -285,13 +285,7 @@ print(json.dumps({'continue': status(cont.decode('latin-1')), 'secret': status(s
 fn a_connection_opened_before_a_confidential_answer_is_cut_when_it_arrives() {
     let lab = Lab::new("float-cut");
     let cfg = lab.config("c", BASE);
-    let (class, content) = python(
-        &lab,
-        &cfg,
-        "s1",
-        "net",
-        OPEN_B_THEN_READ_A,
-    );
+    let (class, content) = python(&lab, &cfg, "s1", "net", OPEN_B_THEN_READ_A);
     let out = printed(&content);
     assert_eq!(out["continue"], "HTTP/1.1 100 Continue", "{content}");
     assert!(
@@ -320,7 +314,9 @@ fn a_connection_opened_before_a_confidential_answer_is_cut_when_it_arrives() {
     let cut = lab.wait_egress(&cfg, "B closed as cut", |r| {
         r["outcome"] == "closed"
             && r["host"] == "allowed.test"
-            && r["reason"].as_str().is_some_and(|w| w.starts_with("cut when"))
+            && r["reason"]
+                .as_str()
+                .is_some_and(|w| w.starts_with("cut when"))
     });
     assert!(
         cut["reason"]
@@ -370,7 +366,10 @@ fn a_server_that_read_a_confidential_answer_stays_at_that_label_for_its_later_ca
         "float_fetch",
         json!({"url": "http://cleared.test/"}),
     );
-    assert!(text_of(&got).contains("origin page for cleared.test"), "{got}");
+    assert!(
+        text_of(&got).contains("origin page for cleared.test"),
+        "{got}"
+    );
     assert_eq!(got["class"], "confidential", "{got}");
     let sent = server_call(
         &lab,
