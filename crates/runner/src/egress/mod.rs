@@ -121,12 +121,10 @@ impl Float {
         }
     }
 
-    /// Raises what the box has read to `class`; whether it rose.
-    fn raise_read(&self, class: DataClass) -> bool {
+    /// Raises what the box has read to `class`.
+    fn raise_read(&self, class: DataClass) {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let rose = class > s.1;
         s.1 = s.1.max(class);
-        rose
     }
 }
 
@@ -401,7 +399,8 @@ impl Egress {
     /// `session`'s floor rose to `floor`: every connection of it whose destination is not
     /// cleared for the new label is cut now, before the answer that raised it goes out.
     pub fn label_rose(&self, session: &SessionId, floor: DataClass) {
-        self.cut_below(session, floor, None, |_, clearance| {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        cut_below(live.get(session), floor, None, |_, clearance| {
             format!(
                 "cut when the session's label rose: it holds {floor} data now and the \
                  destination is cleared for {clearance}"
@@ -410,23 +409,27 @@ impl Egress {
     }
 
     /// Bytes of what `dest` answered (labelled `returns`, its rule's) are about to be
-    /// written to the box of `ctx` through connection `conn`: the box's label, and the
-    /// session's floor (the box may leave them in the workspace), rise to `returns`, and
-    /// every other connection of the session no longer cleared is cut — all before the
-    /// first byte reaches the box, so nothing it sent before can hold them.
+    /// written to the box of `ctx` through connection `conn`, for the first time: the box's
+    /// label, and the session's floor (the box may leave them in the workspace), rise to
+    /// `returns`, and every other connection of the session no longer cleared is cut — all
+    /// before the first byte reaches the box, so nothing it sent before can hold them.
+    /// Under the lock of the open connections, whether or not this rose anything: a second
+    /// answer that finds the label already raised waits until the rise that raised it has
+    /// cut, and a floor the runner raised a moment ago is cut by here too.
     fn answered(&self, ctx: &BoxCtx, conn: u64, returns: DataClass, dest: &str) {
-        let box_rose = ctx.float.raise_read(returns);
-        let (floor, floor_rose) = {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        ctx.float.raise_read(returns);
+        let floor = {
             let mut f = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
-            let e = f.entry(ctx.session.clone()).or_insert(DataClass::Public);
-            let rose = returns > *e;
-            *e = (*e).max(returns);
-            (*e, rose)
+            match f.get_mut(&ctx.session) {
+                Some(e) => {
+                    *e = (*e).max(returns);
+                    *e
+                }
+                None => *f.entry(ctx.session.clone()).or_insert(returns),
+            }
         };
-        if !box_rose && !floor_rose {
-            return;
-        }
-        self.cut_below(&ctx.session, floor, Some(conn), |l, clearance| {
+        cut_below(live.get(&ctx.session), floor, Some(conn), |l, clearance| {
             let whose = if Arc::ptr_eq(&l.float, &ctx.float) {
                 "this box"
             } else {
@@ -437,36 +440,6 @@ impl Egress {
                  cleared for {clearance}"
             )
         });
-    }
-
-    /// Cuts every decided connection of `session` but `except` whose label, at `floor`, is
-    /// above its destination's clearance; `why` says so for its `closed` record.
-    fn cut_below(
-        &self,
-        session: &SessionId,
-        floor: DataClass,
-        except: Option<u64>,
-        why: impl Fn(&Live, DataClass) -> String,
-    ) {
-        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(conns) = live.get(session) else {
-            return;
-        };
-        for (id, l) in conns {
-            let Some(clearance) = l.clearance else {
-                continue;
-            };
-            if Some(*id) == except || l.float.label(floor, l.reach).class() <= clearance {
-                continue;
-            }
-            let mut cut = l.cut.lock().unwrap_or_else(PoisonError::into_inner);
-            if cut.is_none() {
-                *cut = Some(why(l, clearance));
-            }
-            for s in &l.sockets {
-                let _ = s.shutdown(std::net::Shutdown::Both);
-            }
-        }
     }
 
     fn floor(&self, session: &SessionId) -> DataClass {
@@ -808,6 +781,32 @@ impl Egress {
 
     fn now_ms(&self) -> u64 {
         u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Cuts every decided connection in `conns` (a session's) but `except` whose label, at
+/// `floor`, is above its destination's clearance; `why` says so for its `closed` record.
+/// The caller holds the lock of the open connections.
+fn cut_below(
+    conns: Option<&HashMap<u64, Live>>,
+    floor: DataClass,
+    except: Option<u64>,
+    why: impl Fn(&Live, DataClass) -> String,
+) {
+    for (id, l) in conns.into_iter().flatten() {
+        let Some(clearance) = l.clearance else {
+            continue;
+        };
+        if Some(*id) == except || l.float.label(floor, l.reach).class() <= clearance {
+            continue;
+        }
+        let mut cut = l.cut.lock().unwrap_or_else(PoisonError::into_inner);
+        if cut.is_none() {
+            *cut = Some(why(l, clearance));
+        }
+        for s in &l.sockets {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
     }
 }
 
