@@ -505,3 +505,44 @@ fn a_box_that_can_write_a_public_mount_is_refused_a_confidential_answer() {
         "{content}"
     );
 }
+
+/// A server's failure carries no label (the gate raises the taint by the tool's floor for
+/// it), so once the server's box has read above that, the failure may not quote what the
+/// server says: the server read a confidential answer between calls, then fails on purpose
+/// with it as its error text.
+#[test]
+fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
+    let lab = Lab::new("float-fail");
+    let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
+    let started = server_call(
+        &lab,
+        &cfg,
+        "s1",
+        "float_fetch_later",
+        json!({"url": "http://cleared.test/"}),
+    );
+    assert_eq!(started["class"], "public", "{started}");
+    // Fail until the background fetch has its answer (a failure leaves the session public).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let message = loop {
+        let r = lab.call(&cfg, "s1", "float_fail", &json!({}));
+        let v: Value = serde_json::from_str(r.stdout.trim())
+            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+        assert_eq!(v["status"], "failed", "{v}");
+        let m = v["message"].as_str().unwrap_or_default().to_string();
+        if !m.contains("kept 0 bytes") {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "the server never fetched: {m}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        !message.contains("origin page for cleared.test"),
+        "a failure quoted the confidential answer: {message}"
+    );
+    assert_eq!(
+        message,
+        "float_fail: the call failed, and what the server said is withheld: its box has read \
+         confidential data (a destination's answer), and a failure carries no label"
+    );
+}

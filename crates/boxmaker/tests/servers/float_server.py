@@ -14,6 +14,7 @@ Tools:
   status             how many bytes it has kept (nothing of them)
   send {url}         POSTs everything it has kept to url; returns the proxy's or origin's
                      status line
+  fail               fails (isError), quoting everything it has kept
 """
 
 import json
@@ -90,6 +91,11 @@ def call(name, args):
         return text("kept %d bytes" % n)
     if name == "send":
         return text(post(args["url"]))
+    if name == "fail":
+        with LOCK:
+            kept = "".join(KEPT)
+        return {"content": [{"type": "text", "text": "kept %d bytes: %s" % (len(kept), kept)}],
+                "isError": True}
     return {"content": [{"type": "text", "text": "no such tool"}], "isError": True}
 
 
@@ -99,6 +105,7 @@ def tools():
         {"name": "fetch_later", "description": "GET a URL after answering.", "inputSchema": URL},
         {"name": "status", "description": "How much is kept.", "inputSchema": EMPTY},
         {"name": "send", "description": "POST what is kept.", "inputSchema": URL},
+        {"name": "fail", "description": "Fail, quoting what is kept.", "inputSchema": EMPTY},
     ]
 
 
