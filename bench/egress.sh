@@ -15,6 +15,8 @@
 # columns, so what differs is the path.
 #
 # Usage: bench/egress.sh [CONNS] [BYTES] [ROUNDS]   (default 300 connections, 100 MB, 5 rounds)
+# BOXMAKER_BIN=path/to/boxmaker runs that binary instead of building this checkout's (to
+# pair one commit against another: build each, run them in turn).
 set -euo pipefail
 
 conns="${1:-300}"
@@ -22,10 +24,14 @@ bytes="${2:-100000000}"
 rounds="${3:-5}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-echo "egress: building the release binary..." >&2
-(cd "$here" && cargo build --release --quiet -p boxmaker)
-target="${CARGO_TARGET_DIR:-$here/target}"
-boxmaker="$target/release/boxmaker"
+if [[ -n "${BOXMAKER_BIN:-}" ]]; then
+    boxmaker="$BOXMAKER_BIN"
+else
+    echo "egress: building the release binary..." >&2
+    (cd "$here" && cargo build --release --quiet -p boxmaker)
+    target="${CARGO_TARGET_DIR:-$here/target}"
+    boxmaker="$target/release/boxmaker"
+fi
 
 out="$(mktemp -d "${TMPDIR:-/tmp}/egress-bench.XXXXXX")"
 python3 "$here/bench/egress_origin.py" > "$out/port" &

@@ -7,10 +7,15 @@
 //!   may be reached on and `class`, the highest label a call may have and still connect
 //!   there. So the network tightens by itself as the taint rises ("no write down", applied
 //!   to the network).
-//! - A call's label is `max(session floor, the tool's reach)` ([`CallLabel`], the
-//!   [`crate::box_label`] of the call); a connection is allowed when some rule the tool may
-//!   use ([`Config::egress_rules_of`]) names the destination, allows the port and clears
-//!   the label ([`Config::clearance`]).
+//! - A connection is decided at the **call's label** ([`CallLabel`]): the highest of the
+//!   session's floor, the tool's reach, the call's own label ([`Config::call_label`]: the
+//!   tool's class, and where label rules will add theirs) and what the box has read in the
+//!   call. It is allowed when some rule the tool may use ([`Config::egress_rules_of`])
+//!   names the destination, allows the port and clears the label ([`Config::clearance`]).
+//! - **The label floats up, never down.** What a destination answers carries a label, its
+//!   rule's `returns` (by default its `class`: [`Cleared::returns`]); once bytes of it have
+//!   reached the box, the box is at that label for every later connection of the call (and
+//!   a server's box for good). The runner's proxy keeps that part (`CallLabel::read`).
 //! - **A tunnel is for TLS**: a `CONNECT` goes only to a port the rule names in
 //!   `tunnel_ports` (443 when the rule allows it and says nothing else), so plain HTTP goes
 //!   as an absolute-form request the proxy reads ([`Way`]).
@@ -61,6 +66,9 @@ pub struct EgressRule {
     pub tunnel_ports: Vec<u16>,
     /// The highest label a call may have and still connect there.
     pub class: DataClass,
+    /// The label of what it answers (`returns`; by default its `class`): a box that has read
+    /// any of it is at least at this label from then on.
+    pub returns: DataClass,
     /// The `host` as written, for messages and for `[[tool]] egress` to name it by.
     pub written: String,
     /// The line of its `host` in the file.
@@ -298,28 +306,55 @@ pub enum Way {
     Tunnel,
 }
 
-/// The label a connection is decided at, and where it comes from: the session's floor
-/// (what the session has been shown, as the runner knows it) and the tool's reach (what its
-/// box can read). The label is their maximum ([`crate::box_label`]).
+/// The label a connection is decided at, and where it comes from (docs/spec.md §3.6). The
+/// label is the highest of the four ([`CallLabel::class`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallLabel {
+    /// The session's floor: what its workspace may hold, as the runner knows it.
     pub session: DataClass,
+    /// The tool's reach: what its box can read (its mounts).
     pub reach: DataClass,
+    /// The call's own label: the tool's class (label rules will raise it, in
+    /// [`Config::call_label`]).
+    pub call: DataClass,
+    /// What the box has read from destinations' answers so far: it only rises.
+    pub read: DataClass,
 }
 
 impl CallLabel {
     pub fn class(&self) -> DataClass {
         crate::box_label(self.session, self.reach)
+            .max(self.call)
+            .max(self.read)
     }
 
-    /// Who holds the label, for a refusal: the session's data, or what the box can read.
+    /// What holds the label, for a refusal: what the box read, the session's data, what the
+    /// box can read, or the tool's own class.
     fn holder(&self) -> String {
-        if self.session >= self.reach {
-            format!("this session holds {} data", self.session)
+        let c = self.class();
+        if self.read == c && c > DataClass::Public {
+            format!("this box has read {c} data (a destination's answer)")
+        } else if self.session == c {
+            format!("this session holds {c} data")
+        } else if self.reach == c {
+            format!("this tool's box can read {c} data (its mounts)")
         } else {
-            format!("this tool's box can read {} data (its mounts)", self.reach)
+            format!("this tool's answers are {c} (its class)")
         }
     }
+}
+
+/// A connection [`Config::clearance`] allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cleared<'a> {
+    /// The rule that allows it (the most specific one that clears the label).
+    pub rule: &'a EgressRule,
+    /// The highest label the box may reach and keep the connection: the rule's `class`
+    /// (for an address that carries several IPv4 ones, the lowest of theirs).
+    pub class: DataClass,
+    /// The label of what the destination answers: the rule's `returns` (for several, the
+    /// highest).
+    pub returns: DataClass,
 }
 
 /// Why a connection is refused: one sentence, starting `boxmaker refused HOST:PORT:`.
@@ -566,6 +601,32 @@ fn carrier_of(net: IpNet) -> Option<String> {
 }
 
 impl Config {
+    /// The label of a call to `name` (the tool as the agent called it) with `args` (its
+    /// arguments, as sent), in a session whose floor is `floor`, by a tool whose reach is
+    /// `reach` (docs/spec.md §3.6): the highest of the floor, the reach and the class of the
+    /// tool that serves `name`. Nothing has been read yet; the proxy raises `read` as
+    /// answers reach the box. This is the one place a call's label is made: label rules
+    /// (issue 20: matched by `name` and by conditions on `args`) will raise `call`
+    /// here; none exist yet, so nothing reads `args`.
+    pub fn call_label(
+        &self,
+        name: &str,
+        _args: &str,
+        floor: DataClass,
+        reach: DataClass,
+    ) -> CallLabel {
+        let call = self
+            .candidates(name)
+            .map(|t| t.class)
+            .fold(DataClass::Public, DataClass::max);
+        CallLabel {
+            session: floor,
+            reach,
+            call,
+            read: DataClass::Public,
+        }
+    }
+
     /// The egress rules `tool` may use, in file order: those its `egress = [...]` names (by
     /// a rule's `name` or `host` as written), or every rule.
     pub fn egress_rules_of<'a>(&'a self, tool: &'a Tool) -> impl Iterator<Item = &'a EgressRule> {
@@ -580,8 +641,9 @@ impl Config {
     /// Whether `tool` (`None`: a box of no tool, which may use every rule) may connect to
     /// `dest:port` at `label`, by `way`: the rule that clears it, or why not (docs/spec.md
     /// §3.6). An address is cleared as what it is [`checked_as`]: an IPv6 one that carries
-    /// IPv4 ones only when each of those is (the rule returned is the lowest cleared). For a
-    /// name, the addresses it resolves to are checked after with [`Config::clear_address`].
+    /// IPv4 ones only when each of those is (the clearance is the lowest of theirs, the
+    /// label of its answers the highest). For a name, the addresses it resolves to are
+    /// checked after with [`Config::clear_address`].
     pub fn clearance<'a>(
         &'a self,
         tool: Option<&'a Tool>,
@@ -589,10 +651,16 @@ impl Config {
         port: u16,
         way: Way,
         label: CallLabel,
-    ) -> Result<&'a EgressRule, Refusal> {
+    ) -> Result<Cleared<'a>, Refusal> {
         let shown = dest.to_string();
         let Destination::Address(ip) = dest else {
-            return self.clear_one(tool, dest, &shown, port, way, label);
+            return self
+                .clear_one(tool, dest, &shown, port, way, label)
+                .map(|rule| Cleared {
+                    rule,
+                    class: rule.class,
+                    returns: rule.returns,
+                });
         };
         let list = checked_as(ip).map_err(|address| Refusal::Untranslatable {
             dest: shown.clone(),
@@ -600,14 +668,23 @@ impl Config {
             how: "it is",
             address,
         })?;
-        let mut lowest: Option<&EgressRule> = None;
+        let mut cleared: Option<Cleared<'a>> = None;
         for a in list {
             let r = self.clear_one(tool, Destination::Address(a), &shown, port, way, label)?;
-            if lowest.is_none_or(|l| r.class < l.class) {
-                lowest = Some(r);
-            }
+            cleared = Some(match cleared {
+                None => Cleared {
+                    rule: r,
+                    class: r.class,
+                    returns: r.returns,
+                },
+                Some(c) => Cleared {
+                    rule: if r.class < c.class { r } else { c.rule },
+                    class: c.class.min(r.class),
+                    returns: c.returns.max(r.returns),
+                },
+            });
         }
-        lowest.ok_or(Refusal::NotListed { dest: shown, port })
+        cleared.ok_or(Refusal::NotListed { dest: shown, port })
     }
 
     /// [`Config::clearance`] for a name, or an address that carries no other; `shown` is the
@@ -714,7 +791,9 @@ impl Config {
     /// address: yes when nothing it is [`checked_as`] is [`forbidden`] (the name's rule
     /// decided), else only when an address rule `tool` may use names each forbidden one
     /// (the IPv4 an IPv6 address carries, not the IPv6), allows the port and clears `label`.
-    /// A local-use NAT64 address never. `own` are this machine's addresses.
+    /// A local-use NAT64 address never. `own` are this machine's addresses. Allowed, it
+    /// gives the label of what that address answers by the address rules that cleared it
+    /// (their highest `returns`; `public` when none had to: the name's rule says).
     #[allow(clippy::too_many_arguments)]
     pub fn clear_address(
         &self,
@@ -725,36 +804,37 @@ impl Config {
         way: Way,
         label: CallLabel,
         own: &[IpAddr],
-    ) -> Result<(), Refusal> {
+    ) -> Result<DataClass, Refusal> {
         let list = checked_as(ip).map_err(|address| Refusal::Untranslatable {
             dest: name.to_string(),
             port,
             how: "it resolves to",
             address,
         })?;
+        let mut returns = DataClass::Public;
         for a in list {
             let Some(what) = forbidden_one(a, own) else {
                 continue;
             };
             let shown = Destination::Address(a).to_string();
-            if self
-                .clear_one(tool, Destination::Address(a), &shown, port, way, label)
-                .is_err()
-            {
-                return Err(Refusal::Forbidden {
-                    dest: name.to_string(),
-                    port,
-                    address: ip,
-                    what,
-                    named: if a == ip {
-                        "that address".into()
-                    } else {
-                        format!("{a}, the IPv4 address it carries,")
-                    },
-                });
+            match self.clear_one(tool, Destination::Address(a), &shown, port, way, label) {
+                Ok(r) => returns = returns.max(r.returns),
+                Err(_) => {
+                    return Err(Refusal::Forbidden {
+                        dest: name.to_string(),
+                        port,
+                        address: ip,
+                        what,
+                        named: if a == ip {
+                            "that address".into()
+                        } else {
+                            format!("{a}, the IPv4 address it carries,")
+                        },
+                    });
+                }
             }
         }
-        Ok(())
+        Ok(returns)
     }
 
     /// The tools whose boxes get the network but that no egress rule serves: their boxes
@@ -785,7 +865,8 @@ fn plural(word: &str, n: usize) -> String {
 
 impl EgressRule {
     /// The rule as a person reads it:
-    /// `api.github.com ports 443, 80 cleared for public (tunnels to 443)`.
+    /// `api.github.com ports 443, 80 cleared for public (tunnels to 443)`, with `, answers
+    /// CLASS` after its clearance when its `returns` is another class.
     pub fn describe(&self) -> String {
         let ports: Vec<String> = self.ports.iter().map(u16::to_string).collect();
         let tunnels: Vec<String> = self.tunnel_ports.iter().map(u16::to_string).collect();
@@ -794,8 +875,13 @@ impl EgressRule {
             .as_ref()
             .map(|n| format!(" ({n})"))
             .unwrap_or_default();
+        let answers = if self.returns == self.class {
+            String::new()
+        } else {
+            format!(", answers {}", self.returns)
+        };
         format!(
-            "{}{name} {} {} cleared for {} (tunnels to {})",
+            "{}{name} {} {} cleared for {}{answers} (tunnels to {})",
             self.written,
             plural("port", ports.len()),
             ports.join(", "),
@@ -854,6 +940,8 @@ egress = ["pypi"]
         CallLabel {
             session: DataClass::Public,
             reach: DataClass::Public,
+            call: DataClass::Public,
+            read: DataClass::Public,
         }
     }
 
@@ -870,7 +958,7 @@ egress = ["pypi"]
                 public(),
             )
             .unwrap();
-        assert_eq!(r.written, "api.example.com");
+        assert_eq!(r.rule.written, "api.example.com");
         assert!(
             c.clearance(
                 t,
@@ -900,6 +988,8 @@ egress = ["pypi"]
         let label = CallLabel {
             session: DataClass::Confidential,
             reach: DataClass::Public,
+            call: DataClass::Public,
+            read: DataClass::Public,
         };
         let e = c
             .clearance(
@@ -928,6 +1018,8 @@ egress = ["pypi"]
         let reach = CallLabel {
             session: DataClass::Public,
             reach: DataClass::Secret,
+            call: DataClass::Public,
+            read: DataClass::Public,
         };
         let e = c
             .clearance(
@@ -1448,5 +1540,222 @@ tunnel_ports = [8443]
             )
             .unwrap_err();
         assert!(matches!(e, Refusal::Untranslatable { .. }), "{e}");
+    }
+
+    // ---- issue 19, item 3: the call's label, and what a destination's answers are ----
+
+    const FLOAT: &str = r#"
+[[egress]]
+host = "api.example.com"
+
+[[egress]]
+name = "hr"
+host = "hr.example.com"
+class = "confidential"
+
+[[egress]]
+name = "bank"
+host = "bank.example.com"
+returns = "secret"
+
+[[egress]]
+name = "docs"
+host = "docs.example.com"
+class = "confidential"
+returns = "public"
+
+[[tool]]
+name = "net"
+builtin = "run"
+network = true
+class = "internal"
+
+[[tool]]
+name = "mail"
+mcp = ["mail"]
+network = true
+class = "confidential"
+"#;
+
+    #[test]
+    fn a_rules_answers_are_its_class_unless_it_says_returns() {
+        let c = cfg(FLOAT);
+        let returns: Vec<(DataClass, DataClass)> =
+            c.egress.iter().map(|r| (r.class, r.returns)).collect();
+        use DataClass::*;
+        assert_eq!(
+            returns,
+            vec![
+                (Public, Public),
+                (Confidential, Confidential),
+                (Public, Secret),
+                (Confidential, Public),
+            ]
+        );
+        assert_eq!(
+            c.egress[2].describe(),
+            "bank.example.com (bank) ports 443, 80 cleared for public, answers secret (tunnels \
+             to 443)"
+        );
+        assert_eq!(
+            c.egress[1].describe(),
+            "hr.example.com (hr) ports 443, 80 cleared for confidential (tunnels to 443)"
+        );
+        let e = crate::parse(
+            "[[egress]]\nhost = \"a.test\"\nreturns = \"private\"\n",
+            "t.toml",
+            std::path::Path::new("/tmp"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("t.toml:3:"), "{e}");
+    }
+
+    #[test]
+    fn a_calls_label_is_the_highest_of_floor_reach_and_the_tools_class() {
+        use DataClass::*;
+        let c = cfg(FLOAT);
+        let l = c.call_label("net", "{}", Public, Public);
+        assert_eq!((l.call, l.read, l.class()), (Internal, Public, Internal));
+        assert_eq!(c.call_label("net", "{}", Secret, Public).class(), Secret);
+        assert_eq!(c.call_label("net", "{}", Public, Secret).class(), Secret);
+        // A server's exposed tool carries its server's class.
+        assert_eq!(
+            c.call_label("mail_send", "{}", Public, Public).call,
+            Confidential
+        );
+        assert_eq!(
+            c.call_label("nothing", "{}", Public, Public).class(),
+            Public
+        );
+    }
+
+    #[test]
+    fn the_tools_class_and_what_the_box_read_refuse_a_public_destination_in_words() {
+        use DataClass::*;
+        let c = cfg(FLOAT);
+        let t = c.tool("mail");
+        let at = |label: CallLabel| {
+            c.clearance(
+                t,
+                Destination::Name("api.example.com"),
+                443,
+                Way::Tunnel,
+                label,
+            )
+        };
+        let label = c.call_label("mail_send", "{}", Public, Public);
+        assert_eq!(
+            at(label).unwrap_err().to_string(),
+            "boxmaker refused api.example.com:443: this tool's answers are confidential (its \
+             class) and that destination is cleared for public"
+        );
+        let read = CallLabel {
+            read: Confidential,
+            ..c.call_label("net", "{}", Public, Public)
+        };
+        assert_eq!(
+            at(read).unwrap_err().to_string(),
+            "boxmaker refused api.example.com:443: this box has read confidential data (a \
+             destination's answer) and that destination is cleared for public"
+        );
+        // The session's floor, raised by the same read, still names the read.
+        let both = CallLabel {
+            session: Confidential,
+            ..read
+        };
+        assert!(
+            at(both)
+                .unwrap_err()
+                .to_string()
+                .contains("this box has read")
+        );
+        // Cleared for it: allowed, and its rule says what its answers are.
+        let ok = c
+            .clearance(
+                t,
+                Destination::Name("hr.example.com"),
+                443,
+                Way::Tunnel,
+                label,
+            )
+            .unwrap();
+        assert_eq!((ok.class, ok.returns), (Confidential, Confidential));
+        let docs = c
+            .clearance(
+                t,
+                Destination::Name("docs.example.com"),
+                443,
+                Way::Tunnel,
+                label,
+            )
+            .unwrap();
+        assert_eq!((docs.class, docs.returns), (Confidential, Public));
+        let bank = c
+            .clearance(
+                t,
+                Destination::Name("bank.example.com"),
+                443,
+                Way::Tunnel,
+                public(),
+            )
+            .unwrap();
+        assert_eq!((bank.class, bank.returns), (Public, Secret));
+    }
+
+    #[test]
+    fn an_address_is_labelled_by_the_rules_that_clear_what_it_carries() {
+        use DataClass::*;
+        // A Teredo address carries its server and its client: each must be cleared; the
+        // connection is cleared as the lower, and answers as the higher.
+        let c = cfg(r#"
+[[egress]]
+host = "93.184.216.34"
+class = "secret"
+returns = "internal"
+
+[[egress]]
+host = "198.51.100.7"
+class = "confidential"
+returns = "secret"
+
+[[egress]]
+host = "10.0.0.5"
+class = "internal"
+returns = "confidential"
+
+[[egress]]
+host = "*"
+"#);
+        let teredo: IpAddr = "2001:0:5db8:d822:0:fbff:39cc:9bf8".parse().unwrap();
+        assert_eq!(
+            checked_as(teredo).unwrap(),
+            vec![
+                IpAddr::V4("93.184.216.34".parse().unwrap()),
+                IpAddr::V4("198.51.100.7".parse().unwrap())
+            ]
+        );
+        let r = c
+            .clearance(
+                None,
+                Destination::Address(teredo),
+                443,
+                Way::Tunnel,
+                public(),
+            )
+            .unwrap();
+        assert_eq!((r.class, r.returns), (Confidential, Secret));
+        assert_eq!(r.rule.written, "198.51.100.7");
+        // A name whose address only an address rule clears answers by that rule too.
+        let ip: IpAddr = "10.0.0.5".parse().unwrap();
+        assert_eq!(
+            c.clear_address(None, "intranet.test", ip, 443, Way::Tunnel, public(), &[]),
+            Ok(Confidential)
+        );
+        let other: IpAddr = "93.184.216.35".parse().unwrap();
+        assert_eq!(
+            c.clear_address(None, "x.test", other, 443, Way::Tunnel, public(), &[]),
+            Ok(Public),
+            "an address no rule had to clear adds nothing: the name's rule says"
+        );
     }
 }

@@ -12,7 +12,8 @@
 //!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`,
 //!   `mounts` = every mount, `egress` = every egress rule.
 //! - `[[egress]]`: `ports = [443, 80]`, `tunnel_ports = [443]` (when `ports` has 443, else
-//!   none), `class = "public"`, no `name`. `host` has no default: a rule says what it names.
+//!   none), `class = "public"`, `returns` = its `class`, no `name`. `host` has no default: a
+//!   rule says what it names.
 //! - `[[grant]]`: `sessions = "*"`, `max_class = "secret"`, `if_untrusted = "allow"`, no
 //!   `expires`, no `when` (argument conditions). `effect` has no default: a grant says what
 //!   it does. A `when` entry is `pointer` and exactly one of `equals`, `one_of`, `in` (a
@@ -752,12 +753,15 @@ impl Ctx<'_> {
                     tunnels
                 }
             };
+            let class = e.class.unwrap_or(DataClass::Public);
             out.push(EgressRule {
                 name,
                 host,
                 ports,
                 tunnel_ports,
-                class: e.class.unwrap_or(DataClass::Public),
+                class,
+                // What it answers is, unless the rule says otherwise, what it is cleared for.
+                returns: e.returns.unwrap_or(class),
                 written,
                 line,
             });

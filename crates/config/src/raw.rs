@@ -104,6 +104,7 @@ pub(crate) struct Egress {
     pub ports: Option<Spanned<Vec<Spanned<u64>>>>,
     pub tunnel_ports: Option<Spanned<Vec<Spanned<u64>>>>,
     pub class: Option<DataClass>,
+    pub returns: Option<DataClass>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]

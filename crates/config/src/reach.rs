@@ -61,6 +61,15 @@ impl Config {
         })
     }
 
+    /// The lowest-class mount a box of `tool` built at `label` may write (bound writable:
+    /// [`Mount::writable_at`]), if any: the box may not float above its class, or what it
+    /// read could be written there below its label (no write down, docs/spec.md §3.5).
+    pub fn lowest_writable<'a>(&'a self, tool: &'a Tool, label: DataClass) -> Option<&'a Mount> {
+        self.mounts_of(tool)
+            .filter(|m| m.writable_at(label))
+            .min_by_key(|m| m.class)
+    }
+
     /// The highest class of every mount `tool`'s box is given (`public` with none).
     pub fn reach(&self, tool: &Tool) -> DataClass {
         self.mounts_of(tool)
@@ -70,7 +79,7 @@ impl Config {
 
     /// The configured tools a call to `name` may reach: the builtin tool of that name, or
     /// every downstream server that could expose it (more than one only with `prefix = ""`).
-    fn candidates<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Tool> + 'a {
+    pub(crate) fn candidates<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Tool> + 'a {
         let builtin = self
             .tool(name)
             .filter(|t| matches!(t.kind, ToolKind::Builtin(_)));
@@ -253,6 +262,21 @@ mounts = ["notes", "outbox"]
         assert_eq!(
             box_label(DataClass::Internal, DataClass::Secret),
             DataClass::Secret
+        );
+    }
+
+    #[test]
+    fn a_box_may_not_float_above_the_lowest_mount_it_can_write() {
+        let c = cfg(BASE);
+        let run = c.tool("run").unwrap();
+        let at = |label| c.lowest_writable(run, label).map(|m| m.at.clone());
+        assert_eq!(at(DataClass::Public), Some("/data/outbox".into()));
+        assert_eq!(at(DataClass::Internal), Some("/data/outbox".into()));
+        assert_eq!(at(DataClass::Confidential), None, "read-only there already");
+        // A tool not given it writes nowhere but /work.
+        assert!(
+            c.lowest_writable(c.tool("post").unwrap(), DataClass::Public)
+                .is_none()
         );
     }
 

@@ -13,7 +13,9 @@
 //!
 //! The label of code boxmaker does not control (`run`, a downstream server) is its floor —
 //! `config::Config::floor`, the same function the gate raises the taint by for its
-//! failures — raised to the session's floor (see `Runner::foreign_class`).
+//! failures — raised to the session's floor (see `Runner::foreign_class`) and to what its
+//! box reached: what destinations answered it, for a server since it started
+//! ([`call_class`]).
 
 use std::path::{Path, PathBuf};
 
@@ -89,6 +91,14 @@ impl Hosts {
         let hosts: Vec<&Path> = self.mounts.iter().map(|(_, h)| h.as_path()).collect();
         self.config.class_of_host_path(&host, &hosts)
     }
+}
+
+/// The label class of an answer of code boxmaker does not control whose floor (its tool's
+/// floor raised to the session's, `Runner::foreign_class`) is `floor` and whose box reached
+/// `reached` in the call (docs/spec.md §3.6: its calls' own labels and what destinations
+/// answered it; `egress::Float::reached`): the answer carries both.
+pub fn call_class(floor: DataClass, reached: DataClass) -> DataClass {
+    floor.max(reached)
 }
 
 /// The label class of a file tool's result that read `read` (in-box paths of the opened

@@ -204,7 +204,7 @@ impl Runner {
                 },
             ) => self.builtin(call, req, tool, *b),
             // A server's own `name` is not a tool; its tools are `PREFIX_TOOL`.
-            _ => self.downstream(call, req),
+            _ => self.downstream(call, req, taint),
         };
         if call.stopped() {
             return failed(STOPPED.into());
@@ -588,9 +588,13 @@ impl Runner {
             return out;
         }
         out.push_str(&format!(
-            "\negress: a connection is decided at max(session taint, reach {}) and refused \
-             where that is above the rule's clearance",
-            self.config.reach(t)
+            "\negress: a connection is decided at the call's label, max(session taint, reach \
+             {}, class {}, what the box has read), and refused where that is above the rule's \
+             clearance; once bytes of a destination's answer reach the box, the box is at least \
+             at that rule's `returns` (a run for the rest of its call, a server for as long as \
+             it runs), and its answers carry it",
+            self.config.reach(t),
+            t.class
         ));
         for r in rules {
             out.push_str(&format!("\n  {}", r.describe()));
@@ -696,6 +700,7 @@ impl Runner {
         if let Some(t) = args.timeout {
             timeout = timeout.min(Duration::from_secs(t));
         }
+        let built_at = self.box_label(&req.session, tool);
         let mut spec = self.spec(
             &req.session,
             tool,
@@ -704,15 +709,27 @@ impl Runner {
                 stdin: args.stdin.map(String::into_bytes).unwrap_or_default(),
                 output_cap: RUN_OUTPUT_CAP,
             },
-            Some(self.box_label(&req.session, tool)),
+            Some(built_at),
         );
         spec.limits.timeout = timeout;
         let mut proxy = None;
+        // The call's label, which its box's floats up from (docs/spec.md §3.6).
+        let label = self.config.call_label(
+            &req.tool,
+            &req.arguments,
+            self.floor(&req.session),
+            self.config.reach(tool),
+        );
+        let float = Arc::new(crate::egress::Float::new(
+            label.call,
+            self.config.lowest_writable(tool, built_at),
+        ));
         let ctx = crate::egress::BoxCtx {
             session: req.session.clone(),
             tool: tool.name.clone(),
             call: Some(req.call),
             calls: None,
+            float: float.clone(),
         };
         let outcome =
             sandbox::run_stoppable(&spec, &self.helper, &mut |s| call.guard_box(s), &mut |l| {
@@ -733,8 +750,10 @@ impl Runner {
             }
             s => s.exit_code(),
         };
-        // `run` can read anything its box shows: its mounts, and the workspace.
-        let class = self.foreign_class(&req.session, &req.tool);
+        // `run` can read anything its box shows — its mounts, and the workspace — and what
+        // destinations answered it in this call.
+        let class =
+            crate::label::call_class(self.foreign_class(&req.session, &req.tool), float.reached());
         let cut = outcome.stdout_truncated || outcome.stderr_truncated;
         fit_run(
             exit,

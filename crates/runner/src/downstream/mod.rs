@@ -10,7 +10,10 @@
 //!
 //! Results are labelled by the call's floor — `max(tool class, class of every mount the
 //! tool is given)`, the server can read every mount its box shows — raised to what the
-//! session's workspace may hold; `untrusted = tool.untrusted` ([`content`]). Its box shows
+//! session's workspace may hold and to what its box has reached since it started (what
+//! destinations answered it: its label floats up, never down, docs/spec.md §3.6);
+//! `untrusted = tool.untrusted` ([`content`]). Once it has reached above what a failure
+//! carries, its failures withhold what it said. Its box shows
 //! a writable mount read-only when the session's label is above the mount's class, and a
 //! server started at a lower label is replaced when the label rises past such a mount (it
 //! remembers what it was given: no write down, docs/spec.md §3.5).
@@ -106,6 +109,9 @@ struct Instance {
     _egress: Option<crate::egress::Guard>,
     /// The calls in flight on it, for its egress records (the one call, when one).
     calls: Arc<Mutex<Vec<proto::CallId>>>,
+    /// Its box's floating label: what destinations answered it, and its calls' own labels,
+    /// since it started (every later answer of it carries that).
+    float: Arc<crate::egress::Float>,
 }
 
 impl Instance {
@@ -407,8 +413,14 @@ impl Runner {
         Ok(catalog)
     }
 
-    /// A call to a downstream server's tool (`req.tool` is its exposed name).
-    pub(crate) fn downstream(&self, call: &Admitted, req: &ToolRequest) -> ToolResponse {
+    /// A call to a downstream server's tool (`req.tool` is its exposed name), in a session
+    /// whose taint the gate committed as `taint`.
+    pub(crate) fn downstream(
+        &self,
+        call: &Admitted,
+        req: &ToolRequest,
+        taint: proto::DataClass,
+    ) -> ToolResponse {
         let catalog = match self.catalog() {
             Ok(c) => c,
             Err(e) => return failed(format!("{}: {e}", req.tool)),
@@ -443,7 +455,7 @@ impl Runner {
             Ok(rt) => rt,
             Err(e) => return failed(e),
         };
-        rt.block_on(self.call(call, req, tool, entry, args))
+        rt.block_on(self.call(call, req, tool, entry, args, taint))
     }
 
     async fn call(
@@ -453,6 +465,7 @@ impl Runner {
         tool: &Tool,
         entry: &Entry,
         args: serde_json::Map<String, serde_json::Value>,
+        taint: proto::DataClass,
     ) -> ToolResponse {
         let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
         // Every call marks the workspace used, a running server's too (the sweep goes by it).
@@ -524,6 +537,34 @@ impl Runner {
             i
         };
         let guard = InFlight(instance.clone(), req.call);
+        // The server holds what this call gives it: the call's own label joins its box's,
+        // which only rises (docs/spec.md §3.6); its connections go by it from now on.
+        let label = self.config().call_label(
+            &req.tool,
+            &req.arguments,
+            self.floor(&req.session),
+            self.config().reach(tool),
+        );
+        if instance.float.called(&label) {
+            self.egress()
+                .label_rose(&req.session, self.floor(&req.session));
+        }
+        // A failure may quote what the server's box read, and carries no label: the gate
+        // raises the taint by the tool's floor for it. Once the box has reached above that
+        // (and above the session's taint), what the server said is withheld.
+        let fail = |message: String| {
+            let reached = instance.float.reached();
+            if reached > self.config().floor(&req.tool).class.max(taint) {
+                failed(format!(
+                    "{}: the call failed, and what the server said is withheld: its box has \
+                     read {reached} data (a destination's answer), and a failure carries no \
+                     label",
+                    req.tool
+                ))
+            } else {
+                failed(message)
+            }
+        };
         // The running server's own word, checked again: a pinned tool whose definition
         // changed since it was accepted does not run, whatever discovery said. A pinned
         // server is asked again before every call (it may change its list while it runs).
@@ -547,7 +588,7 @@ impl Runner {
                     }
                     find(&now)
                 }
-                Err(why) => return failed(format!("{}: {why}", req.tool)),
+                Err(why) => return fail(format!("{}: {why}", req.tool)),
             }
         } else {
             find(
@@ -610,12 +651,12 @@ impl Runner {
                     timeout.as_secs()
                 ))
                 .await;
-                return failed(format!("{}: {why}", req.tool));
+                return fail(format!("{}: {why}", req.tool));
             }
             Ok(Err(rmcp::ServiceError::McpError(e))) => {
                 // A JSON-RPC error is the server's answer (unknown tool, bad arguments…): the
                 // call fails with it, the server stays.
-                return failed(format!(
+                return fail(format!(
                     "{}: the server refused the call: {} (JSON-RPC error {})",
                     req.tool,
                     crate::run::prefix(&e.message, content::MAX_ERROR_TEXT),
@@ -625,7 +666,7 @@ impl Runner {
             Ok(Err(rmcp::ServiceError::UnexpectedResponse)) => {
                 // The server answered, but not with a tool result rmcp can read (an unknown
                 // content type, a field of the wrong type): the call fails, the server stays.
-                return failed(format!(
+                return fail(format!(
                     "{}: the server answered with something that is not a valid MCP tool result \
                      (an unknown content type or a malformed field)",
                     req.tool
@@ -633,7 +674,7 @@ impl Runner {
             }
             Ok(Err(e)) => {
                 let why = stop(format!("the call failed: {e}")).await;
-                return failed(format!(
+                return fail(format!(
                     "{}: {why}; the server starts again on the next call",
                     req.tool
                 ));
@@ -647,9 +688,14 @@ impl Runner {
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
         if result.is_error == Some(true) {
-            return failed(format!("{}: {}", req.tool, content::error_text(&blocks)));
+            return fail(format!("{}: {}", req.tool, content::error_text(&blocks)));
         }
-        let class = self.foreign_class(&req.session, &req.tool);
+        // Its answer carries what its box reached: what destinations answered it since it
+        // started, and its calls' own labels.
+        let class = crate::label::call_class(
+            self.foreign_class(&req.session, &req.tool),
+            instance.float.reached(),
+        );
         content::fit_content(
             catalog::Content {
                 content: blocks,
@@ -716,6 +762,10 @@ impl Runner {
         // refused); a server of a session goes out through the proxy.
         let listener = boxed.listener.take();
         let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
+        let float = Arc::new(crate::egress::Float::new(
+            tool.class,
+            label.and_then(|l| self.config().lowest_writable(tool, l)),
+        ));
         let egress = match (listener, label) {
             (Some(l), Some(_)) => self.egress().serve(
                 l,
@@ -724,6 +774,7 @@ impl Runner {
                     tool: tool.name.clone(),
                     call: None,
                     calls: Some(calls.clone()),
+                    float: float.clone(),
                 },
             ),
             _ => None,
@@ -767,6 +818,7 @@ impl Runner {
             label: label.unwrap_or(proto::DataClass::Public),
             _egress: egress,
             calls,
+            float,
         })
     }
 

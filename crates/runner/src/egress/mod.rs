@@ -4,8 +4,9 @@
 //!  box netns                         runner (host side)
 //!   command ──▶ 127.0.0.1:3128 ════════▶ accept (the listener init made, handed out)
 //!                                        │ request head (≤ 16 KiB, ≤ 10 s)
-//!                                        │ decide: config::Config::clearance at
-//!                                        │   max(session floor, tool reach)
+//!                                        │ decide: config::Config::clearance at the
+//!                                        │   call's label: max(session floor, reach,
+//!                                        │   the call's own, what the box has read)
 //!                                        │ resolve once, check every address
 //!                                        │   (config::Config::clear_address)
 //!                                        └──▶ connect to the address checked ──▶ origin
@@ -26,13 +27,23 @@
 //! closed with the bytes each way); the gate audits them. A session's label only rises: when
 //! it rises past a destination's clearance, its open connections there are cut at once
 //! ([`Egress::label_rose`]).
+//!
+//! **A box's label floats up** ([`Float`], docs/spec.md §3.6): what a destination answers is
+//! labelled by its rule's `returns`, and before the first byte of an answer is written to the
+//! box, the box's label — and the session's floor, since the box can leave what it read in
+//! the session's workspace — rises to that label, and every other open connection of the
+//! session that is not cleared for it is cut ([`Egress::answered`]). Cutting before the byte
+//! is written is what makes it sound: whatever the box sent out before cannot hold the
+//! answer. A connection is not cut by its own answer (sending it back where it came from
+//! tells that destination nothing new). A box never floats above the lowest class of a mount
+//! it may write: a destination whose answers would take it there is refused.
 
 pub mod http;
 pub mod tls;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -57,6 +68,66 @@ const CHUNK: usize = 256 * 1024;
 /// Where the runner's egress records go (the gate, through the runner's connection).
 pub type EventSink = Arc<dyn Fn(EgressRecord) + Send + Sync>;
 
+/// The part of a box's label that floats up (docs/spec.md §3.6), shared by every
+/// connection of the box: the call's own label (for a server, of every call it served) and
+/// what destinations have answered it. It only rises; it ends with the box.
+#[derive(Debug)]
+pub struct Float {
+    /// `(call, read)`.
+    state: Mutex<(DataClass, DataClass)>,
+    /// The lowest-class mount the box may write, if any (its class and where it shows): the
+    /// box may not float above it.
+    ceiling: Option<(DataClass, std::path::PathBuf)>,
+}
+
+impl Float {
+    /// A box whose call's own label is `call`, which may write `ceiling` (its lowest-class
+    /// writable mount: `config::Config::lowest_writable`).
+    pub fn new(call: DataClass, ceiling: Option<&config::Mount>) -> Self {
+        Self {
+            state: Mutex::new((call, DataClass::Public)),
+            ceiling: ceiling.map(|m| (m.class, m.at.clone())),
+        }
+    }
+
+    /// A call starts on the box (a server's): its own label joins the box's. Whether it rose.
+    pub fn called(&self, label: &CallLabel) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let rose = label.call > s.0;
+        s.0 = s.0.max(label.call);
+        rose
+    }
+
+    /// The highest label of what destinations have answered the box.
+    pub fn read(&self) -> DataClass {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).1
+    }
+
+    /// What the box has reached, beside the session's floor and its reach: the highest of
+    /// its calls' own labels and what it read. Its answers carry at least this.
+    pub fn reached(&self) -> DataClass {
+        let s = *self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.0.max(s.1)
+    }
+
+    /// The label a connection of the box is decided at now.
+    fn label(&self, session: DataClass, reach: DataClass) -> CallLabel {
+        let (call, read) = *self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        CallLabel {
+            session,
+            reach,
+            call,
+            read,
+        }
+    }
+
+    /// Raises what the box has read to `class`.
+    fn raise_read(&self, class: DataClass) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.1 = s.1.max(class);
+    }
+}
+
 /// Who is connecting: the box a listener belongs to.
 #[derive(Debug, Clone)]
 pub struct BoxCtx {
@@ -68,6 +139,8 @@ pub struct BoxCtx {
     /// A long-running server's calls in flight: a record names the call when there is
     /// exactly one.
     pub calls: Option<Arc<Mutex<Vec<CallId>>>>,
+    /// The box's floating label.
+    pub float: Arc<Float>,
 }
 
 /// A connection the proxy holds open, to cut when the session's label rises past its
@@ -76,6 +149,8 @@ struct Live {
     /// `None` while its head is read and decided.
     clearance: Option<DataClass>,
     reach: DataClass,
+    /// Its box's floating label.
+    float: Arc<Float>,
     /// Copies of both sockets' descriptors, to shut down from outside its task.
     sockets: Vec<std::net::TcpStream>,
     /// Why it was cut, for its `closed` record.
@@ -134,6 +209,18 @@ pub enum EgressError {
     #[error("boxmaker refused {dest}:{port}: the box belongs to no tool the config has")]
     NoTool { dest: String, port: u16 },
     #[error(
+        "boxmaker refused {dest}:{port}: its answers are {returns} and this box can write \
+         {mount}, a {class} mount, where what it read would go below its label (no write \
+         down); a tool that reads there needs mounts = [...] without it, or read-only"
+    )]
+    WritesDown {
+        dest: String,
+        port: u16,
+        returns: DataClass,
+        mount: String,
+        class: DataClass,
+    },
+    #[error(
         "boxmaker refused {dest}:{port}: this session already has {cap} connections open \
          through the proxy (max_connections_per_session in [box])"
     )]
@@ -166,7 +253,9 @@ impl EgressError {
     /// The HTTP status the box is answered with.
     pub fn status(&self) -> u16 {
         match self {
-            EgressError::Refused(_) | EgressError::NoTool { .. } => 403,
+            EgressError::Refused(_)
+            | EgressError::NoTool { .. }
+            | EgressError::WritesDown { .. } => 403,
             EgressError::BadRequest(r) => r.status,
             EgressError::NotAName { .. } => 400,
             EgressError::Capped { .. } => 429,
@@ -311,24 +400,46 @@ impl Egress {
     /// cleared for the new label is cut now, before the answer that raised it goes out.
     pub fn label_rose(&self, session: &SessionId, floor: DataClass) {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(conns) = live.get(session) else {
-            return;
-        };
-        for l in conns.values() {
-            let label = config::box_label(floor, l.reach);
-            let Some(clearance) = l.clearance else {
-                continue;
-            };
-            if clearance < label {
-                *l.cut.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!(
-                    "cut when the session's label rose: it holds {floor} data now and the \
-                     destination is cleared for {clearance}"
-                ));
-                for s in &l.sockets {
-                    let _ = s.shutdown(std::net::Shutdown::Both);
+        cut_below(live.get(session), floor, None, |_, clearance| {
+            format!(
+                "cut when the session's label rose: it holds {floor} data now and the \
+                 destination is cleared for {clearance}"
+            )
+        });
+    }
+
+    /// Bytes of what `dest` answered (labelled `returns`, its rule's) are about to be
+    /// written to the box of `ctx` through connection `conn`, for the first time: the box's
+    /// label, and the session's floor (the box may leave them in the workspace), rise to
+    /// `returns`, and every other connection of the session no longer cleared is cut — all
+    /// before the first byte reaches the box, so nothing it sent before can hold them.
+    /// Under the lock of the open connections, whether or not this rose anything: a second
+    /// answer that finds the label already raised waits until the rise that raised it has
+    /// cut, and a floor the runner raised a moment ago is cut by here too.
+    fn answered(&self, ctx: &BoxCtx, conn: u64, returns: DataClass, dest: &str) {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        ctx.float.raise_read(returns);
+        let floor = {
+            let mut f = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
+            match f.get_mut(&ctx.session) {
+                Some(e) => {
+                    *e = (*e).max(returns);
+                    *e
                 }
+                None => *f.entry(ctx.session.clone()).or_insert(returns),
             }
-        }
+        };
+        cut_below(live.get(&ctx.session), floor, Some(conn), |l, clearance| {
+            let whose = if Arc::ptr_eq(&l.float, &ctx.float) {
+                "this box"
+            } else {
+                "a box of this session (whose workspace they share)"
+            };
+            format!(
+                "cut when {whose} read {returns} data from {dest}, and this destination is \
+                 cleared for {clearance}"
+            )
+        });
     }
 
     fn floor(&self, session: &SessionId) -> DataClass {
@@ -396,6 +507,7 @@ impl Egress {
                     Live {
                         clearance: None,
                         reach,
+                        float: ctx.float.clone(),
                         sockets,
                         cut: cut.clone(),
                     },
@@ -457,15 +569,16 @@ impl Egress {
         }
 
         // Decide, resolve, check, connect.
-        let label = CallLabel {
-            session: self.floor(&ctx.session),
-            reach,
-        };
+        let label = ctx.float.label(self.floor(&ctx.session), reach);
         let way = match head.kind {
             Kind::Connect => Way::Tunnel,
             Kind::Forward { .. } => Way::Request,
         };
-        let (clearance, addrs) = match self.decide(tool, &head, way, label).await {
+        let Decided {
+            clearance,
+            returns,
+            addrs,
+        } = match self.decide(tool, &ctx.float, &head, way, label).await {
             Ok(a) => a,
             Err(e) => return self.refuse(&mut client, rec, e).await,
         };
@@ -498,31 +611,49 @@ impl Egress {
             if let Some(l) = live.get_mut(&ctx.session).and_then(|c| c.get_mut(&conn)) {
                 l.clearance = Some(clearance);
                 l.sockets.extend(std_copy(&upstream));
+                // The label may have risen while this connection was decided. Read under
+                // the same lock a rise takes to cut: either the rise sees this clearance,
+                // or this sees the rise.
+                let now = l.float.label(self.floor(&ctx.session), reach).class();
+                if now > clearance {
+                    *cut.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!(
+                        "cut as it opened: the box's label rose to {now} while it was decided, \
+                         and the destination is cleared for {clearance}"
+                    ));
+                    for s in &l.sockets {
+                        let _ = s.shutdown(std::net::Shutdown::Both);
+                    }
+                }
             }
         }
         rec.address = Some(addr.to_string());
         rec.outcome = EgressOutcome::Opened;
         rec.reason = Some(format!(
-            "allowed at {} (destination cleared for {clearance})",
+            "allowed at {} (destination cleared for {clearance}; its answers are {returns})",
             label.class()
         ));
         self.emit(rec.clone());
-        // The label may have risen while this connection was decided.
-        if config::box_label(self.floor(&ctx.session), reach) > clearance {
-            self.label_rose(&ctx.session, self.floor(&ctx.session));
-        }
 
         let sent = AtomicU64::new(0);
         let received = AtomicU64::new(0);
         let last = AtomicU64::new(self.now_ms());
         let up_cap = self.config.limits.max_upload_bytes;
         let idle = Duration::from_secs(self.config.limits.egress_idle_seconds);
+        let dest = shown(&head.host);
         let counters = Counters {
             sent: &sent,
             received: &received,
             last: &last,
             base: self.base,
             cap: up_cap,
+            answers: Answers {
+                egress: &self,
+                ctx,
+                conn,
+                returns,
+                dest: &dest,
+                arrived: AtomicBool::new(false),
+            },
         };
         let ended = match head.kind {
             Kind::Connect => {
@@ -562,15 +693,17 @@ impl Egress {
         let _ = client.write_all(&http::response(e.status(), &why)).await;
     }
 
-    /// Whether `head` may go out at `label`, and to which addresses: the clearance of the
-    /// rule that allows it and the addresses checked.
+    /// Whether `head` may go out at `label` from a box whose floating label is `float`, and
+    /// to which addresses: the clearance of the rule that allows it, the label of what it
+    /// answers, and the addresses checked.
     async fn decide(
         &self,
         tool: Option<&config::Tool>,
+        float: &Float,
         head: &Head,
         way: Way,
         label: CallLabel,
-    ) -> Result<(DataClass, Vec<SocketAddr>), EgressError> {
+    ) -> Result<Decided, EgressError> {
         let port = head.port;
         let host =
             config::egress::classify_host(&head.host).map_err(|why| EgressError::NotAName {
@@ -590,13 +723,29 @@ impl Egress {
                 port,
             });
         };
-        let clearance = self
-            .config
-            .clearance(Some(tool), dest, port, way, label)?
-            .class;
+        let cleared = self.config.clearance(Some(tool), dest, port, way, label)?;
+        let decided = |returns: DataClass, addrs: Vec<SocketAddr>| {
+            // A box never floats above a mount it may write (no write down).
+            match &float.ceiling {
+                Some((class, at)) if returns > *class => Err(EgressError::WritesDown {
+                    dest: dest.to_string(),
+                    port,
+                    returns,
+                    mount: at.display().to_string(),
+                    class: *class,
+                }),
+                _ => Ok(Decided {
+                    clearance: cleared.class,
+                    returns,
+                    addrs,
+                }),
+            }
+        };
         let name = match dest {
             // An IP literal a rule names by address: that address, as it is.
-            Destination::Address(ip) => return Ok((clearance, vec![SocketAddr::new(ip, port)])),
+            Destination::Address(ip) => {
+                return decided(cleared.returns, vec![SocketAddr::new(ip, port)]);
+            }
             Destination::Name(n) => n,
         };
         let failed = |detail: String| EgressError::Resolve {
@@ -615,16 +764,71 @@ impl Egress {
             return Err(failed("no address".into()));
         }
         let own = self.own_addresses();
+        let mut returns = cleared.returns;
         for a in &addrs {
-            self.config
-                .clear_address(Some(tool), name, a.ip(), port, way, label, &own)?;
+            returns = returns.max(self.config.clear_address(
+                Some(tool),
+                name,
+                a.ip(),
+                port,
+                way,
+                label,
+                &own,
+            )?);
         }
-        Ok((clearance, addrs))
+        decided(returns, addrs)
     }
 
     fn now_ms(&self) -> u64 {
         u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
+}
+
+/// Cuts every decided connection in `conns` (a session's) but `except` whose label, at
+/// `floor`, is above its destination's clearance; `why` says so for its `closed` record.
+/// The caller holds the lock of the open connections.
+fn cut_below(
+    conns: Option<&HashMap<u64, Live>>,
+    floor: DataClass,
+    except: Option<u64>,
+    why: impl Fn(&Live, DataClass) -> String,
+) {
+    for (id, l) in conns.into_iter().flatten() {
+        let Some(clearance) = l.clearance else {
+            continue;
+        };
+        if Some(*id) == except || l.float.label(floor, l.reach).class() <= clearance {
+            continue;
+        }
+        let mut cut = l.cut.lock().unwrap_or_else(PoisonError::into_inner);
+        if cut.is_none() {
+            *cut = Some(why(l, clearance));
+        }
+        for s in &l.sockets {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// What [`Egress::decide`] allowed: the clearance of the rule that allows it, the label of
+/// what the destination answers, and the addresses checked.
+struct Decided {
+    clearance: DataClass,
+    returns: DataClass,
+    addrs: Vec<SocketAddr>,
+}
+
+/// Where a connection's answer floats the box's label to, once its first byte is about to
+/// reach the box ([`Egress::answered`]).
+struct Answers<'a> {
+    egress: &'a Egress,
+    ctx: &'a BoxCtx,
+    conn: u64,
+    /// The label of what the destination answers.
+    returns: DataClass,
+    /// The destination, for the `closed` records of what it cuts.
+    dest: &'a str,
+    arrived: AtomicBool,
 }
 
 /// A connection's place in its session's count, given back when it ends.
@@ -655,16 +859,28 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// A connection's byte counts and last activity.
+/// A connection's byte counts and last activity, and where its answer floats the box.
 struct Counters<'a> {
     sent: &'a AtomicU64,
     received: &'a AtomicU64,
     last: &'a AtomicU64,
     base: Instant,
     cap: u64,
+    answers: Answers<'a>,
 }
 
 impl Counters<'_> {
+    /// Bytes of the destination's answer are about to be written to the box: the first time,
+    /// the box's label floats up to the answer's and what is no longer cleared is cut, before
+    /// this returns (and so before the bytes are written).
+    fn answer_arrives(&self) {
+        let a = &self.answers;
+        if !a.arrived.load(Ordering::Relaxed) {
+            a.egress.answered(a.ctx, a.conn, a.returns, a.dest);
+            a.arrived.store(true, Ordering::Relaxed);
+        }
+    }
+
     fn touch(&self) {
         self.last.store(
             u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -966,6 +1182,9 @@ async fn splice_pump(
         if up && c.sent.load(Ordering::Relaxed).saturating_add(n as u64) > c.cap {
             return Err(End::Cap);
         }
+        if !up {
+            c.answer_arrives();
+        }
         let mut left = n;
         while left > 0 {
             to.writable().await.map_err(|_| End::Broken)?;
@@ -1001,6 +1220,7 @@ where
         if up {
             c.upload(&mut w, &buf[..n]).await?;
         } else {
+            c.answer_arrives();
             w.write_all(&buf[..n]).await.map_err(|_| End::Broken)?;
             c.received.fetch_add(n as u64, Ordering::Relaxed);
             c.touch();

