@@ -40,6 +40,7 @@
 //! is one).
 #![forbid(unsafe_code)]
 
+pub mod anchor;
 pub mod audit;
 mod commit;
 pub mod gate;
