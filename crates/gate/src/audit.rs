@@ -1299,6 +1299,19 @@ mod tests {
     }
 
     #[test]
+    fn event_name_reads_the_canonical_prefix() {
+        let (_, line) = Record::seal(
+            12,
+            Timestamp(5),
+            Event::GrantRevoked { grant: 3 },
+            Digest::ZERO,
+        )
+        .unwrap();
+        assert_eq!(event_name(&line), Some(b"grant_revoked".as_slice()));
+        assert_eq!(event_name(b"{\"seq\":1}"), None);
+    }
+
+    #[test]
     fn result_events_never_hold_the_content() {
         let e = Event::result(
             sid("s"),

@@ -212,7 +212,7 @@ mod tests {
             last_hash: Digest::of(b"h"),
             time: Timestamp(1_764_465_600),
             key_id: KeyId([0xab; 8]),
-            signature: Signature([7; 64]),
+            signature: Signature([0xcd; 64]),
         }
     }
 

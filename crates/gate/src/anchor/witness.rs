@@ -9,6 +9,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixDatagram;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -83,7 +84,9 @@ impl Witness {
         let line = cp.to_line();
         match self {
             Witness::File(path) => append_line(path, &line).map(|()| Delivered::Taken),
-            Witness::Command(argv) => run_command(argv, &line).map(|()| Delivered::Taken),
+            Witness::Command(argv) => {
+                run_command(argv, &line, COMMAND_TIMEOUT).map(|()| Delivered::Taken)
+            }
             Witness::Journal(socket) => journal(socket, cp, &line),
         }
     }
@@ -102,18 +105,22 @@ fn append_line(path: &Path, line: &str) -> Result<(), String> {
         .map_err(|e| format!("could not make it durable (fdatasync): {e}"))
 }
 
-fn run_command(argv: &[String], line: &str) -> Result<(), String> {
+fn run_command(argv: &[String], line: &str, timeout: Duration) -> Result<(), String> {
     let (program, args) = argv.split_first().ok_or("it is empty")?;
+    // Its own process group, so that a timeout kills whatever it started too (a shell's
+    // children would otherwise hold its stderr open).
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("could not start it: {e}"))?;
     // Its stderr is read on a thread of its own, so a chatty command cannot block on a full
     // pipe while we wait for it.
-    let stderr = child.stderr.take().map(|mut err| {
+    let (said_tx, said_rx) = mpsc::channel();
+    if let Some(mut err) = child.stderr.take() {
         std::thread::spawn(move || {
             let mut kept = Vec::new();
             let mut buf = [0u8; 4096];
@@ -124,32 +131,37 @@ fn run_command(argv: &[String], line: &str) -> Result<(), String> {
                 let room = STDERR_MAX.saturating_sub(kept.len());
                 kept.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
             }
-            kept
-        })
-    });
+            let _ = said_tx.send(kept);
+        });
+    }
     let wrote = child.stdin.take().map(|mut stdin| {
         // A command that does not read its stdin has not taken the checkpoint; that shows
         // as a failed write here, or as its exit status below.
         stdin.write_all(format!("{line}\n").as_bytes())
     });
-    let deadline = Instant::now() + COMMAND_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Ok(status),
             Ok(None) if Instant::now() >= deadline => {
+                let _ = rustix::process::kill_process_group(
+                    rustix::process::Pid::from_child(&child),
+                    rustix::process::Signal::KILL,
+                );
                 let _ = child.kill();
                 let _ = child.wait();
                 break Err(format!(
-                    "it did not finish within {} s and was killed",
-                    COMMAND_TIMEOUT.as_secs()
+                    "it did not finish within {} ms and was killed",
+                    timeout.as_millis()
                 ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
             Err(e) => break Err(format!("could not wait for it: {e}")),
         }
     };
-    let said = stderr
-        .and_then(|t| t.join().ok())
+    // Something it left running may hold its stderr open: what came so far is enough.
+    let said = said_rx
+        .recv_timeout(Duration::from_millis(500))
         .map(|b| String::from_utf8_lossy(&b).trim().replace('\n', " / "))
         .unwrap_or_default();
     let status = status?;
@@ -272,5 +284,42 @@ impl WitnessQueue {
     pub fn flush(&self, timeout: Duration) -> bool {
         let (done, wait) = mpsc::sync_channel(1);
         self.tx.send(Job::Flush(done)).is_ok() && wait.recv_timeout(timeout).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(script: &str) -> Vec<String> {
+        ["sh", "-c", script].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn a_command_gets_the_line_on_stdin_and_its_failures_are_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("got");
+        let script = format!("cat > {}", out.display());
+        run_command(&argv(&script), "{\"a\":1}", Duration::from_secs(10)).unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "{\"a\":1}\n");
+        let err =
+            run_command(&argv("echo full >&2; exit 4"), "x", Duration::from_secs(10)).unwrap_err();
+        assert!(
+            err.contains("exit status: 4") && err.contains("full"),
+            "{err}"
+        );
+        let err = run_command(
+            &["/no/such/program".to_string()],
+            "x",
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+        assert!(err.contains("could not start it"), "{err}");
+    }
+
+    #[test]
+    fn a_command_that_hangs_is_killed() {
+        let err = run_command(&argv("sleep 30"), "x", Duration::from_millis(200)).unwrap_err();
+        assert!(err.contains("did not finish within 200 ms"), "{err}");
     }
 }
