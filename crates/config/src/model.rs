@@ -525,7 +525,15 @@ impl Ctx<'_> {
                 let mut name = name.to_os_string();
                 name.push(".audit-key");
                 let path = state_l.with_file_name(name);
-                self.outside(&path, None, "`[audit] key`", state, mounts, false)?;
+                self.outside(
+                    &path,
+                    None,
+                    "the audit key (by default beside the state directory; set `[audit] key` \
+                     to put it elsewhere)",
+                    state,
+                    mounts,
+                    false,
+                )?;
                 path
             }
         };
