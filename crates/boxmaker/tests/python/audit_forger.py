@@ -8,6 +8,8 @@ boxmaker's code.
     python3 audit_forger.py LOG swap I J              swap the events of records I and J
     python3 audit_forger.py LOG splice OTHER AT       records 1..AT of LOG, then OTHER's after AT
     python3 audit_forger.py LOG strip                 drop every `checkpoint` record
+    python3 audit_forger.py LOG forge-checkpoint FILE rewrite FILE's last checkpoint to
+                                                      match LOG (the signature cannot follow)
 
 Every command but `cut` rechains the whole log. `--strip` after any command also drops the
 log's own `checkpoint` records, which would otherwise betray the change.
@@ -44,6 +46,36 @@ def rechain(records):
     return b"".join(lines)
 
 
+def leaf(line):
+    return hashlib.sha256(b"\x00" + line).digest()
+
+
+def root(leaves):
+    # RFC 6962 §2.1: split at the largest power of two below n.
+    if not leaves:
+        return hashlib.sha256(b"").digest()
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return hashlib.sha256(b"\x01" + root(leaves[:k]) + root(leaves[k:])).digest()
+
+
+def forge_checkpoint(log, witness):
+    with open(log, "rb") as f:
+        lines = [line for line in f.read().split(b"\n") if line]
+    with open(witness) as f:
+        kept = [line for line in f.read().split("\n") if line]
+    checkpoint = json.loads(kept[-1])
+    checkpoint["tree_size"] = checkpoint["last_seq"] = len(lines)
+    checkpoint["root"] = root([leaf(line) for line in lines]).hex()
+    checkpoint["last_hash"] = json.loads(lines[-1])["hash"]
+    kept[-1] = json.dumps(checkpoint, separators=(",", ":"))
+    with open(witness, "w") as f:
+        f.write("".join(line + "\n" for line in kept))
+
+
 def event_of(record):
     return {k: v for k, v in record.items() if k not in ("seq", "time", "prev", "hash")}
 
@@ -63,6 +95,9 @@ def main(argv):
     strip = "--strip" in argv
     argv = [a for a in argv if a != "--strip"]
     path, command, args = argv[1], argv[2], argv[3:]
+    if command == "forge-checkpoint":
+        forge_checkpoint(path, args[0])
+        return
     records = read(path)
     if command == "cut":
         with open(path, "rb") as f:

@@ -82,3 +82,48 @@ impl Anchor {
         })
     }
 }
+
+/// The checkpoints a gate's config knows of: every line of `[audit] witness_file` (when it
+/// exists) and the state directory's latest ([`witness::LATEST_FILE`]). Either may be
+/// missing (no checkpoint was signed yet); one that cannot be read or parsed is an error.
+pub fn configured(
+    audit: &config::Audit,
+    state_dir: &std::path::Path,
+) -> Result<Vec<Given>, String> {
+    let mut out = Vec::new();
+    if let Some(path) = &audit.witness_file {
+        match std::fs::read_to_string(path) {
+            Ok(text) => out.extend(from_text(&text, &path.display().to_string())?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(format!(
+                    "could not read the witness file {}: {e}",
+                    path.display()
+                ));
+            }
+        }
+    }
+    if let Some(cp) = witness::read_latest(state_dir)? {
+        out.push(Given {
+            origin: format!(
+                "the latest checkpoint in {}",
+                state_dir.join(witness::LATEST_FILE).display()
+            ),
+            checkpoint: cp,
+        });
+    }
+    Ok(out)
+}
+
+/// The checkpoints of a file's text (one a line; `#` lines and blank ones skipped), each
+/// named by its line: `line 3 of FILE`.
+pub fn from_text(text: &str, origin: &str) -> Result<Vec<Given>, String> {
+    Ok(Checkpoint::parse_all(text, origin)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|(line, checkpoint)| Given {
+            origin: format!("the checkpoint on line {line} of {origin}"),
+            checkpoint,
+        })
+        .collect())
+}
