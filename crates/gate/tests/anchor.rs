@@ -18,6 +18,7 @@ use gate::anchor::witness::{self, Delivered, Witness};
 use gate::anchor::{self, AnchorError, AuditKey, Checkpoint, Given, KeyError, PublicKey};
 use gate::audit::{self, Digest, Event, Record, Verdict};
 use proto::ToolResponse;
+use proto::control::{ControlAnswer, ControlOp};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -670,4 +671,24 @@ fn a_key_others_can_read_or_a_damaged_one_is_refused() {
         AuditKey::load(&path),
         Err(KeyError::Malformed { .. })
     ));
+}
+
+#[test]
+fn the_control_sockets_audit_verify_checks_the_witness_too() {
+    let (h, _, _) = anchored_log(3);
+    let path = log_path(&h);
+    let mut records = read_records(&path);
+    let total = records.len() as u64;
+    records.truncate(records.len() - 2);
+    write_records(&path, &records);
+    assert_chain_holds(&path, "the last 2 records cut");
+    match h.control(ControlOp::AuditVerify {}) {
+        ControlAnswer::AuditVerified {
+            first_bad, detail, ..
+        } => {
+            assert_eq!(first_bad, Some(total - 1), "{detail}");
+            assert!(detail.contains("was cut"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
