@@ -38,8 +38,10 @@
 //! # What the chain proves
 //! Any change to a record breaks its hash or the next record's `prev`; dropping or swapping
 //! records breaks `seq`. Someone who can rewrite the file can also recompute every hash
-//! after their change; to detect that, keep [`VerifyOk::last_hash`] somewhere else (the
-//! chain's head is the whole log's fingerprint).
+//! after their change, or cut the last records off; the chain cannot see either. The gate
+//! signs checkpoints of the log's head and hands them to witnesses outside the state
+//! directory ([`crate::anchor`]); [`crate::anchor::verify`] finds a log that does not
+//! extend them.
 //!
 //! Content is never logged: a result's record holds its label, its size and its SHA-256.
 //! Arguments are logged as their SHA-256, and in full only when the caller asks
