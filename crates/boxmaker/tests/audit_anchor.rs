@@ -19,13 +19,47 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
 struct Env {
-    dir: tempfile::TempDir,
+    dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    /// Run boxmaker as a normal user (uid 1000) rather than as this process's user.
+    user: bool,
+}
+
+/// Whether this process can run boxmaker as a normal user (it is root, setpriv exists).
+fn can_be_a_user() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    root && Path::new("/usr/bin/setpriv").exists()
 }
 
 impl Env {
     fn new(audit: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let backup = dir.path().join("backup");
+        let tmp = tempfile::tempdir().unwrap();
+        Env::at(tmp.path().to_path_buf(), Some(tmp), false, audit)
+    }
+
+    /// An environment a normal user runs in: under the target directory, every directory
+    /// on the way open to them.
+    fn for_a_user(name: &str, audit: &str) -> Self {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("audit_anchor")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut d = dir.clone();
+        while d.starts_with(env!("CARGO_TARGET_TMPDIR")) {
+            let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777));
+            if !d.pop() {
+                break;
+            }
+        }
+        Env::at(dir, None, true, audit)
+    }
+
+    fn at(dir: PathBuf, tmp: Option<tempfile::TempDir>, user: bool, audit: &str) -> Self {
+        let backup = dir.join("backup");
         std::fs::create_dir_all(&backup).unwrap();
         std::fs::set_permissions(&backup, std::fs::Permissions::from_mode(0o777)).unwrap();
         std::fs::copy(
@@ -34,7 +68,7 @@ impl Env {
         )
         .unwrap();
         std::fs::write(
-            dir.path().join("boxmaker.toml"),
+            dir.join("boxmaker.toml"),
             format!(
                 r#"
 [gate]
@@ -64,11 +98,26 @@ checkpoint_every = 4
             ),
         )
         .unwrap();
-        Self { dir }
+        Self {
+            dir,
+            _tmp: tmp,
+            user,
+        }
     }
 
     fn path(&self, p: &str) -> PathBuf {
-        self.dir.path().join(p)
+        self.dir.join(p)
+    }
+
+    fn command(&self) -> Command {
+        if self.user {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=1000", "--regid=1000", "--clear-groups", BIN]);
+            c.env("HOME", &self.dir);
+            c
+        } else {
+            Command::new(BIN)
+        }
     }
 
     fn log(&self) -> PathBuf {
@@ -76,7 +125,7 @@ checkpoint_every = 4
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
+        self.command()
             .args(args)
             .arg("--config")
             .arg(self.path("boxmaker.toml"))
@@ -86,7 +135,7 @@ checkpoint_every = 4
 
     /// `python3 /data/backup/audit_forger.py ARGS` in a box of session `attacker`.
     fn in_box(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
+        self.command()
             .args(["box", "exec", "--config"])
             .arg(self.path("boxmaker.toml"))
             .args([
@@ -415,4 +464,27 @@ fn test_serve_signs_a_last_checkpoint_when_stopped_and_a_failing_witness_is_said
     let tail = text(&o);
     assert!(tail.contains(r#""event":"witness_failed""#), "{tail}");
     assert!(tail.contains("exited with exit status: 5"), "{tail}");
+}
+
+#[test]
+fn test_a_normal_users_gate_anchors_its_log_and_its_witness_finds_the_cut() {
+    if !can_be_a_user() {
+        eprintln!("skipped: cannot run as a normal user here");
+        return;
+    }
+    let env = Env::for_a_user("user", "");
+    env.traffic(2);
+    let sizes = env.wait_anchored();
+    // The user's own key, beside the state directory, readable by nobody else.
+    use std::os::unix::fs::MetadataExt;
+    let key = std::fs::metadata(env.path("state.audit-key")).unwrap();
+    assert_eq!((key.uid(), key.mode() & 0o777), (1000, 0o600));
+    let total = *sizes.last().unwrap() + 1;
+    env.forge(&["cut", "2"]);
+    assert_broken_at(
+        &env,
+        "a normal user's log cut",
+        total - 1,
+        &format!("the first record missing is seq {}", total - 1),
+    );
 }
