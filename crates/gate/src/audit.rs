@@ -1080,7 +1080,7 @@ pub enum VerifyError {
 /// change recomputed: [`crate::anchor::verify`] checks the log against signed checkpoints.
 pub fn verify(path: &Path) -> Result<VerifyOk, VerifyError> {
     let mut reader = ChainReader::open(path)?;
-    while reader.next()?.is_some() {}
+    while reader.next_record()?.is_some() {}
     Ok(VerifyOk {
         records: reader.records(),
         last_hash: reader.last_hash(),
@@ -1125,7 +1125,7 @@ impl ChainReader {
 
     /// The next record, checked, with its line as stored (without the `\n`); `None` at the
     /// end of the log. The first bad record is an error.
-    pub fn next(&mut self) -> Result<Option<(Record, &[u8])>, VerifyError> {
+    pub fn next_record(&mut self) -> Result<Option<(Record, &[u8])>, VerifyError> {
         self.line.clear();
         let n = self
             .reader

@@ -593,7 +593,7 @@ fn a_forged_checkpoint_is_refused() {
         origin: "the forger's checkpoint".into(),
         checkpoint: theirs.sign(forged[0].checkpoint.head(), forged[0].checkpoint.time),
     };
-    let err = anchor::verify(&path, &[signed.clone()], Some(&key)).unwrap_err();
+    let err = anchor::verify(&path, std::slice::from_ref(&signed), Some(&key)).unwrap_err();
     assert!(
         matches!(&err, AnchorError::Forged { why, .. } if why.contains("names the key")),
         "{err}"

@@ -63,13 +63,12 @@ pub enum AnchorError {
         tree_size: u64,
     },
     #[error(
-        "the audit log {path} does not extend {origin}: its first {tree_size} records hash to \
+        "the audit log does not extend {origin}: its first {tree_size} records hash to \
          root {computed}, the checkpoint signed root {signed} (records were changed, \
          reordered, inserted or replaced, and the chain recomputed); {}",
         differs_where(*from, *tree_size)
     )]
     Differs {
-        path: PathBuf,
         origin: String,
         tree_size: u64,
         /// The first record that can differ: one after the largest checkpoint matched.
@@ -169,7 +168,6 @@ pub fn verify(
         let cp = &g.checkpoint;
         let computed = tree.root();
         (computed != cp.root || last_hash != cp.last_hash).then(|| AnchorError::Differs {
-            path: path.to_path_buf(),
             origin: g.origin.clone(),
             tree_size: cp.tree_size,
             from: matched + 1,
@@ -194,7 +192,7 @@ pub fn verify(
         ok.newest.get_or_insert_with(|| (*g).clone());
     }
     let mut reader = ChainReader::open(path)?;
-    while let Some((record, line)) = reader.next()? {
+    while let Some((record, line)) = reader.next_record()? {
         let seq = record.seq;
         if let Some(cp) = record.event.as_checkpoint(record.time) {
             match key {
