@@ -1,5 +1,6 @@
 //! The operator's commands: `approvals [--watch]`, `approve [--for D]`, `refuse`,
-//! `sessions`, `sessions reset`, `grants`, `grants revoke`, `audit tail`, `audit verify`.
+//! `sessions`, `sessions reset`, `grants`, `grants revoke`, `audit tail`, `audit verify`,
+//! `audit checkpoint`.
 //! Each sends control requests to the gate over `control.sock` (starting an on-demand gate
 //! if none runs) and prints the answer, as text or, with `--json`, as the control reply's
 //! JSON. `approve` and `refuse` say where the decision comes from (`via: cli`), which the
@@ -157,8 +158,21 @@ enum AuditCommand {
         #[arg(short = 'n', long, default_value_t = 20)]
         n: u64,
     },
-    /// Recompute the hash chain; name the first record that does not match (exit 1).
-    Verify,
+    /// Recompute the hash chain and check that the log extends every signed checkpoint it
+    /// is given or knows of; name the first record that does not match (exit 1).
+    Verify {
+        /// A file of checkpoints, one a line as a witness keeps them (repeatable). Without
+        /// it: every line of `[audit] witness_file` and the state directory's latest. The
+        /// log's own checkpoint records are always checked.
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Vec<PathBuf>,
+        /// The public key that signed them (64 hex digits, as `audit checkpoint` prints);
+        /// default: the public half of `[audit] key`.
+        #[arg(long, value_name = "HEX")]
+        key: Option<String>,
+    },
+    /// Print the gate's latest signed checkpoint and the public key that checks it.
+    Checkpoint,
 }
 
 fn ask(common: &Common, op: ControlOp) -> Result<ControlAnswer, CliError> {
@@ -487,8 +501,10 @@ pub fn grants(args: &GrantsArgs) -> Result<u8, CliError> {
 pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
     let cfg = config::load(&args.common.config)?;
     let path = cfg.gate.state.join(gate::audit::AUDIT_FILE);
-    let answer = match args.command {
-        AuditCommand::Tail { n } => {
+    let answer = match &args.command {
+        AuditCommand::Checkpoint => return audit_checkpoint(&cfg, args.common.json),
+        AuditCommand::Verify { checkpoint, key } => audit_verify(&cfg, &path, checkpoint, key)?,
+        &AuditCommand::Tail { n } => {
             let n = usize::try_from(n).unwrap_or(usize::MAX);
             let records =
                 gate::audit::tail(&path, n).map_err(|e| CliError::Local(e.to_string()))?;
@@ -506,29 +522,6 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
             }
             ControlAnswer::AuditRecords { lines }
         }
-        AuditCommand::Verify => match gate::audit::verify(&path) {
-            Ok(ok) => ControlAnswer::AuditVerified {
-                records: ok.records,
-                first_bad: None,
-                detail: format!("last hash {}", ok.last_hash.to_hex()),
-            },
-            // `first_bad` is the record's position in the log (its line): a dropped or
-            // reordered record makes seq numbers disagree with positions, and the position
-            // is what a person opens the file at.
-            Err(gate::audit::VerifyError::Bad {
-                line, seq, problem, ..
-            }) => ControlAnswer::AuditVerified {
-                records: line.saturating_sub(1),
-                first_bad: Some(line),
-                detail: match seq {
-                    Some(seq) => format!("line {line}, seq {seq}: {problem}"),
-                    None => format!("line {line}: {problem}"),
-                },
-            },
-            Err(e @ gate::audit::VerifyError::Io { .. }) => {
-                return Err(CliError::Local(e.to_string()));
-            }
-        },
     };
     let broken = matches!(
         answer,
@@ -560,4 +553,160 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
         other => return Err(unexpected(other)),
     }
     Ok(u8::from(broken))
+}
+
+/// `audit verify`: the chain, and every checkpoint against the log (docs/spec.md §6). The
+/// answer is the control socket's `audit_verified`; a checkpoint that is forged, or one that
+/// cannot be checked, is an error.
+fn audit_verify(
+    cfg: &config::Config,
+    path: &std::path::Path,
+    files: &[PathBuf],
+    key: &Option<String>,
+) -> Result<ControlAnswer, CliError> {
+    use gate::anchor::{self, AnchorError};
+    let local = |e: String| CliError::Local(e);
+    let (key, why_no_key) = match key {
+        Some(hex) => (
+            Some(anchor::PublicKey::from_hex(hex).map_err(|e| local(e.to_string()))?),
+            None,
+        ),
+        None => match anchor::read_public(&cfg.audit.key) {
+            Ok(k) => (Some(k), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+    };
+    let given = if files.is_empty() {
+        anchor::configured(&cfg.audit, &cfg.gate.state).map_err(local)?
+    } else {
+        let mut given = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| local(format!("could not read {}: {e}", f.display())))?;
+            given.extend(anchor::from_text(&text, &f.display().to_string()).map_err(local)?);
+        }
+        given
+    };
+    match anchor::verify(path, &given, key.as_ref()) {
+        Ok(ok) => {
+            let mut detail = format!("last hash {}", ok.last_hash);
+            match &ok.newest {
+                Some(n) => {
+                    let size = n.checkpoint.tree_size;
+                    detail.push_str(&format!(
+                        "; it extends {} given checkpoints and {} of its own, the newest of {size} \
+                         records ({}, signed {})",
+                        ok.given,
+                        ok.in_log,
+                        n.origin,
+                        crate::when::at(n.checkpoint.time)
+                    ));
+                    if ok.records > size + 1 {
+                        detail.push_str(&format!(
+                            "; records {}–{} are not anchored yet",
+                            size + 1,
+                            ok.records
+                        ));
+                    }
+                }
+                None => detail.push_str(
+                    "; no signed checkpoint anchors it yet, so a cut tail or a rewritten log \
+                     would not show (the gate signs one every `[audit] checkpoint_every` \
+                     records, every `checkpoint_secs`, and when it stops)",
+                ),
+            }
+            if ok.unchecked > 0 {
+                detail.push_str(&format!(
+                    "; its {} checkpoint records were not checked: {}; pass --key",
+                    ok.unchecked,
+                    why_no_key.as_deref().unwrap_or("no public key")
+                ));
+            }
+            Ok(ControlAnswer::AuditVerified {
+                records: ok.records,
+                first_bad: None,
+                detail,
+            })
+        }
+        // `first_bad` is the record's position in the log (its line): a dropped or
+        // reordered record makes seq numbers disagree with positions, and the position is
+        // what a person opens the file at.
+        Err(AnchorError::Chain(gate::audit::VerifyError::Bad {
+            line, seq, problem, ..
+        })) => Ok(ControlAnswer::AuditVerified {
+            records: line.saturating_sub(1),
+            first_bad: Some(line),
+            detail: match seq {
+                Some(seq) => format!("line {line}, seq {seq}: {problem}"),
+                None => format!("line {line}: {problem}"),
+            },
+        }),
+        Err(e @ AnchorError::NoKey) => Err(local(match why_no_key {
+            Some(why) => format!("{e} ({why})"),
+            None => e.to_string(),
+        })),
+        Err(e) => match e.first_bad() {
+            Some(first) => Ok(ControlAnswer::AuditVerified {
+                records: first.saturating_sub(1),
+                first_bad: Some(first),
+                detail: e.to_string(),
+            }),
+            None => Err(local(e.to_string())),
+        },
+    }
+}
+
+/// `audit checkpoint`: the gate's latest checkpoint, as a witness keeps it, after two `#`
+/// lines (which `audit verify --checkpoint` skips) saying what it covers and the public
+/// key that checks it. Exit 1 if there is none yet, or if it is not signed by that key.
+fn audit_checkpoint(cfg: &config::Config, json: bool) -> Result<u8, CliError> {
+    use gate::anchor;
+    let latest = anchor::witness::read_latest(&cfg.gate.state).map_err(CliError::Local)?;
+    let Some(cp) = latest else {
+        return Err(CliError::Local(format!(
+            "no checkpoint yet in {}: the gate signs one every {} records, every {} s while \
+             records come, and when it stops",
+            cfg.gate.state.display(),
+            cfg.audit.checkpoint_every,
+            cfg.audit.checkpoint_secs
+        )));
+    };
+    let key = anchor::read_public(&cfg.audit.key);
+    let signed = key.as_ref().ok().map(|k| k.signed(&cp));
+    if json {
+        let v = serde_json::json!({
+            "checkpoint": cp,
+            "public_key": key.as_ref().ok().map(anchor::PublicKey::to_hex),
+            "signed_by_key": signed,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "# the latest checkpoint of {}: {} records, signed {}, key id {}",
+            cfg.gate.state.join(gate::audit::AUDIT_FILE).display(),
+            cp.tree_size,
+            crate::when::at(cp.time),
+            cp.key_id
+        );
+        match &key {
+            Ok(k) => println!(
+                "# public key {} (the public half of {}); elsewhere: `boxmaker audit verify \
+                 --checkpoint FILE --key {}`",
+                k.to_hex(),
+                cfg.audit.key.display(),
+                k.to_hex()
+            ),
+            Err(e) => println!("# public key unknown: {e}"),
+        }
+        println!("{}", cp.to_line());
+    }
+    if signed == Some(false) {
+        eprintln!(
+            "boxmaker: this checkpoint is not signed by the key in {}: it was forged or \
+             damaged, or the key was replaced",
+            cfg.audit.key.display()
+        );
+        return Ok(1);
+    }
+    Ok(0)
 }

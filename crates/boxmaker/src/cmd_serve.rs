@@ -4,8 +4,12 @@
 //! directory's gate lock, serves `agent.sock` and `control.sock`, and starts its runner role
 //! as its own child over a socketpair (see [`crate::host`]). If the gate dies, the supervisor
 //! starts it again (calls in flight lose their connection; nothing the gate acknowledged is
-//! lost: it is in SQLite and the audit log). On SIGINT or SIGTERM the supervisor stops the
-//! gate, removes the sockets, and exits 0.
+//! lost: it is in SQLite and the audit log). On SIGINT or SIGTERM the supervisor asks the
+//! gate to stop (SIGTERM; SIGKILL after [`STOP_WAIT`]), removes the sockets, and exits 0.
+//!
+//! A gate role that is asked to stop — SIGTERM or SIGINT, its supervisor gone, or, on
+//! demand, its last client gone — signs a last checkpoint of the audit log and waits for
+//! the witnesses to take it before it exits (docs/spec.md §6).
 //!
 //! With `--approvals ADDR` the supervisor also serves the approvals page (crate `page`): a
 //! client of the control socket, like the CLI, with a login token made at start, printed
@@ -103,6 +107,47 @@ pub struct GateArgs {
     on_demand: bool,
 }
 
+/// How long the supervisor waits for a gate it asked to stop (its last checkpoint, and the
+/// witnesses taking it) before it kills it.
+pub const STOP_WAIT: Duration = Duration::from_secs(20);
+
+/// How long a stopping gate waits for its witnesses to take the last checkpoint (a witness
+/// command has 10 s of its own).
+const WITNESS_WAIT: Duration = Duration::from_secs(15);
+
+/// Asks the gate role to stop, and kills it if it has not within [`STOP_WAIT`].
+fn stop_gate(child: &mut Child) {
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(child),
+        rustix::process::Signal::TERM,
+    );
+    let start = Instant::now();
+    while start.elapsed() < STOP_WAIT {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "boxmaker: the gate did not stop within {} s; killing it",
+        STOP_WAIT.as_secs()
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// SIGTERM and SIGINT set the returned flag.
+fn stop_flag(state: &std::path::Path) -> Result<Arc<AtomicBool>, CliError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(|source| CliError::State {
+            path: state.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(stop)
+}
+
 /// More restarts than this within [`RESTART_WINDOW`] and the supervisor gives up.
 const MAX_RESTARTS: usize = 5;
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
@@ -120,13 +165,7 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
     }
     let state = cfg.gate.state.clone();
     let config_path = std::path::absolute(&args.config).unwrap_or(args.config.clone());
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone()).map_err(|source| CliError::State {
-            path: state.clone(),
-            source,
-        })?;
-    }
+    let stop = stop_flag(&state)?;
     let mut restarts: Vec<Instant> = Vec::new();
     let start = || -> Result<Child, CliError> {
         let exe = std::env::current_exe().map_err(|source| CliError::State {
@@ -158,8 +197,7 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
     }
     let code = loop {
         if stop.load(Ordering::SeqCst) {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop_gate(&mut child);
             eprintln!("boxmaker: stopped");
             break 0;
         }
@@ -213,8 +251,9 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
     // pass on), this role ends too, and with it the runner and every box it holds: an
     // orphaned gate would keep the state directory's lock from the next `serve`.
     let supervisor = std::os::unix::process::parent_id();
+    let stop = stop_flag(&cfg.gate.state)?;
     let mut waited = false;
-    let _hosted = loop {
+    let hosted = loop {
         if let Some(hosted) = try_host(&args.config, cfg.clone())? {
             break hosted;
         }
@@ -228,12 +267,24 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
         std::thread::sleep(Duration::from_millis(100));
     };
     loop {
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(100));
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
         if std::os::unix::process::parent_id() != supervisor {
             eprintln!("boxmaker: the supervisor is gone; the gate role stops");
-            return Ok(0);
+            break;
         }
     }
+    // No new connections; those open get a moment to end, so that the last checkpoint
+    // covers what they write.
+    hosted.unlink_sockets();
+    let start = Instant::now();
+    while hosted.active() > 0 && start.elapsed() < crate::host::DRAIN {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    hosted.gate().shutdown(WITNESS_WAIT);
+    Ok(0)
 }
 
 /// How long an on-demand gate waits for the lock before it gives up.
@@ -266,6 +317,7 @@ fn on_demand(args: &GateArgs, cfg: Arc<config::Config>) -> Result<u8, CliError> 
         std::thread::sleep(Duration::from_millis(20));
     };
     hosted.gate().set_on_demand();
+    let stop = stop_flag(&state)?;
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
@@ -277,6 +329,10 @@ fn on_demand(args: &GateArgs, cfg: Arc<config::Config>) -> Result<u8, CliError> 
         std::thread::sleep(Duration::from_millis(100));
         if hosted.gate().retire_requested() {
             eprintln!("boxmaker: a client asked this gate to retire");
+            break;
+        }
+        if stop.load(Ordering::SeqCst) {
+            eprintln!("boxmaker: asked to stop");
             break;
         }
         if hosted.active() == 0 && !Presence::anyone(&state) {
@@ -294,5 +350,6 @@ fn on_demand(args: &GateArgs, cfg: Arc<config::Config>) -> Result<u8, CliError> 
     while hosted.active() > 0 {
         std::thread::sleep(Duration::from_millis(50));
     }
+    hosted.gate().shutdown(WITNESS_WAIT);
     Ok(0)
 }

@@ -2,7 +2,7 @@
 //! (docs/spec.md §3.1), parsed strictly and checked before anything uses it.
 //!
 //! **Owns:** the file format (`[gate]`, `[box]`, `[[mount]]`, `[[tool]]`, `[[grant]]`,
-//! `[[egress]]`),
+//! `[[egress]]`, `[audit]`),
 //! the commented default that `boxmaker init` writes ([`DEFAULT_CONFIG`]), and the
 //! conversion of the file's grants into [`policy::Grants`].
 //!
@@ -37,7 +37,9 @@ use std::path::Path;
 
 pub use egress::{CallLabel, Destination, EgressRule, Host, HostPattern, Refusal, Way};
 pub use error::ConfigError;
-pub use model::{BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name};
+pub use model::{
+    Audit, BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name,
+};
 pub use reach::box_label;
 
 /// The name of the config file `boxmaker init` writes and the commands look for.

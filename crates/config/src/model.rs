@@ -3,6 +3,9 @@
 //! Defaults (each documented in the default file, `default.toml`):
 //! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`,
 //!   `max_calls_per_session = 16`, `max_pending_per_session = 32`, `approve_in_client = false`.
+//! - `[audit]`: `key` = the state directory's path plus `.audit-key` (beside it, never in
+//!   it), `checkpoint_every = 1000`, `checkpoint_secs = 60`, no `witness_file`, no
+//!   `witness_command`, `journal = true`.
 //! - `[box]`: `memory_bytes` 2 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
 //!   `timeout_seconds` 300, `max_servers_per_session` 8, `max_connections_per_session` 32,
 //!   `egress_idle_seconds` 120, `max_upload_bytes` 1 GiB. Every limit must be above 0.
@@ -50,6 +53,8 @@ pub struct Config {
     pub grants: Grants,
     /// The `[[egress]]` rules, in file order: where networked boxes may connect.
     pub egress: Vec<EgressRule>,
+    /// The `[audit]` table: how the audit log is anchored.
+    pub audit: Audit,
     /// The file this config was read from (absolute), if it came from a file.
     pub file: Option<PathBuf>,
     /// SHA-256 (hex) of the config's text and the directory its relative paths start from:
@@ -94,6 +99,31 @@ pub struct Gate {
     /// elicitation (docs/spec.md §5). A trust decision: whoever controls the client answers.
     pub approve_in_client: bool,
 }
+
+/// The `[audit]` table: the signed checkpoints that anchor the audit log, and the witnesses
+/// outside the state directory that are handed each one (docs/spec.md §6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audit {
+    /// The Ed25519 key that signs checkpoints (created `0600` on first use). Never inside
+    /// the state directory, nor inside a mount.
+    pub key: PathBuf,
+    /// A checkpoint at least every this many records.
+    pub checkpoint_every: u64,
+    /// A checkpoint at least this often (seconds) while records come.
+    pub checkpoint_secs: u64,
+    /// A file every checkpoint is appended to, one line each. Never inside the state
+    /// directory, nor inside a writable mount.
+    pub witness_file: Option<PathBuf>,
+    /// A command every checkpoint is handed to, on its stdin, one line; never empty.
+    pub witness_command: Option<Vec<String>>,
+    /// Whether checkpoints also go to the system journal, where one runs.
+    pub journal: bool,
+}
+
+/// `[audit] checkpoint_every` when the config does not say.
+pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1000;
+/// `[audit] checkpoint_secs` when the config does not say.
+pub const DEFAULT_CHECKPOINT_SECS: u64 = 60;
 
 /// Places inside the box that the box itself builds (system directories bound read-only,
 /// `/etc` files written for it, its own `/proc`, `/dev` and `/tmp`): a mount there could not
@@ -322,6 +352,7 @@ pub(crate) fn parse(
     let mounts = ctx.mounts(file.mount, &gate.state)?;
     let egress = ctx.egress(file.egress)?;
     let tools = ctx.tools(file.tool, &mounts, &egress)?;
+    let audit = ctx.audit(file.audit, &gate.state, &mounts)?;
     Ok(Config {
         gate,
         limits,
@@ -329,6 +360,7 @@ pub(crate) fn parse(
         tools,
         grants: ctx.grants(file.grant, &lists)?,
         egress,
+        audit,
         file: None,
         fingerprint: fingerprint(text, base),
     })
@@ -459,6 +491,147 @@ impl Ctx<'_> {
             )?,
             approve_in_client: g.approve_in_client,
         })
+    }
+
+    /// `[audit]`: the key and the witness file live outside the state directory (whoever
+    /// can rewrite the log must not reach its anchor through the same directory), the key
+    /// outside every mount (a box that reads it could sign), and the witness file outside
+    /// every writable mount (a box could rewrite it).
+    fn audit(&self, a: raw::Audit, state: &Path, mounts: &[Mount]) -> Result<Audit, ConfigError> {
+        let state_l = lexical(state);
+        let key = match &a.key {
+            Some(k) => {
+                let path = self.host_path(k, "`[audit] key`")?;
+                self.outside(
+                    &path,
+                    start(k.span()),
+                    "`[audit] key`",
+                    state,
+                    mounts,
+                    false,
+                )?;
+                path
+            }
+            None => {
+                let Some(name) = state_l.file_name() else {
+                    return Err(self.src.error(
+                        None,
+                        format!(
+                            "the state directory {} has no name to put the audit key beside; \
+                             set `[audit] key`",
+                            state.display()
+                        ),
+                    ));
+                };
+                let mut name = name.to_os_string();
+                name.push(".audit-key");
+                let path = state_l.with_file_name(name);
+                self.outside(
+                    &path,
+                    None,
+                    "the audit key (by default beside the state directory; set `[audit] key` \
+                     to put it elsewhere)",
+                    state,
+                    mounts,
+                    false,
+                )?;
+                path
+            }
+        };
+        let witness_file = match &a.witness_file {
+            Some(w) => {
+                let path = self.host_path(w, "`[audit] witness_file`")?;
+                self.outside(
+                    &path,
+                    start(w.span()),
+                    "`[audit] witness_file`",
+                    state,
+                    mounts,
+                    true,
+                )?;
+                if lexical(&path) == lexical(&key) {
+                    return self.err(w.span(), "`[audit] witness_file` is the audit key's file");
+                }
+                Some(path)
+            }
+            None => None,
+        };
+        let witness_command = match a.witness_command {
+            None => None,
+            Some(c) => {
+                let span = c.span();
+                let argv: Vec<String> = c
+                    .into_inner()
+                    .into_iter()
+                    .map(Spanned::into_inner)
+                    .collect();
+                if argv.first().is_none_or(String::is_empty) {
+                    return self.err(
+                        span,
+                        "`[audit] witness_command` is a program and its arguments, like \
+                         [\"logger\", \"-t\", \"boxmaker-audit\"]; it may not be empty",
+                    );
+                }
+                Some(argv)
+            }
+        };
+        Ok(Audit {
+            key,
+            checkpoint_every: self.positive(
+                a.checkpoint_every,
+                "checkpoint_every",
+                DEFAULT_CHECKPOINT_EVERY,
+            )?,
+            checkpoint_secs: self.positive(
+                a.checkpoint_secs,
+                "checkpoint_secs",
+                DEFAULT_CHECKPOINT_SECS,
+            )?,
+            witness_file,
+            witness_command,
+            journal: a.journal.unwrap_or(true),
+        })
+    }
+
+    /// Refuses `path` inside the state directory, or inside a mount (only a writable one
+    /// when `writable_only`).
+    fn outside(
+        &self,
+        path: &Path,
+        at: Option<usize>,
+        what: &str,
+        state: &Path,
+        mounts: &[Mount],
+        writable_only: bool,
+    ) -> Result<(), ConfigError> {
+        let p = lexical(path);
+        if p.starts_with(lexical(state)) {
+            return Err(self.src.error(
+                at,
+                format!(
+                    "{what} {} is inside the state directory {}: whoever can rewrite the audit \
+                     log could reach it too; put it beside the state directory or elsewhere",
+                    path.display(),
+                    state.display()
+                ),
+            ));
+        }
+        if let Some(m) = mounts
+            .iter()
+            .find(|m| (m.write || !writable_only) && p.starts_with(lexical(&m.host)))
+        {
+            return Err(self.src.error(
+                at,
+                format!(
+                    "{what} {} is inside the mount {} ({}): a box could {} it",
+                    path.display(),
+                    m.at.display(),
+                    m.host.display(),
+                    if writable_only { "rewrite" } else { "read" }
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn limits(&self, b: raw::Limits) -> Result<BoxLimits, ConfigError> {

@@ -26,6 +26,8 @@ pub(crate) struct File {
     pub lists: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
     #[serde(default)]
     pub egress: Vec<Egress>,
+    #[serde(default)]
+    pub audit: Audit,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -39,6 +41,18 @@ pub(crate) struct Gate {
     pub max_pending_per_session: Option<Spanned<u64>>,
     #[serde(default)]
     pub approve_in_client: bool,
+}
+
+/// `[audit]`: the audit log's anchor (docs/spec.md §6).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Audit {
+    pub key: Option<Spanned<String>>,
+    pub checkpoint_every: Option<Spanned<u64>>,
+    pub checkpoint_secs: Option<Spanned<u64>>,
+    pub witness_file: Option<Spanned<String>>,
+    pub witness_command: Option<Spanned<Vec<Spanned<String>>>>,
+    pub journal: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

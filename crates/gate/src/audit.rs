@@ -38,8 +38,10 @@
 //! # What the chain proves
 //! Any change to a record breaks its hash or the next record's `prev`; dropping or swapping
 //! records breaks `seq`. Someone who can rewrite the file can also recompute every hash
-//! after their change; to detect that, keep [`VerifyOk::last_hash`] somewhere else (the
-//! chain's head is the whole log's fingerprint).
+//! after their change, or cut the last records off; the chain cannot see either. The gate
+//! signs checkpoints of the log's head and hands them to witnesses outside the state
+//! directory ([`crate::anchor`]); [`crate::anchor::verify`] finds a log that does not
+//! extend them.
 //!
 //! Content is never logged: a result's record holds its label, its size and its SHA-256.
 //! Arguments are logged as their SHA-256, and in full only when the caller asks
@@ -57,6 +59,8 @@ use proto::{CallId, DataClass, DenyReason, SessionId, Timestamp};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
+use crate::anchor::checkpoint::{Checkpoint, Head, KeyId, Signature};
+use crate::anchor::tree::{Tree, leaf_hash};
 use crate::store::{ApprovalReason, DecidedVia, Effect};
 
 /// The log's file name inside the state directory.
@@ -404,6 +408,24 @@ pub enum Event {
         #[serde(default)]
         received: u64,
     },
+    /// The gate signed a checkpoint of the log's head: the tree of every record before this
+    /// one (docs/spec.md §6, [`crate::anchor`]). The checkpoint's `time` is this record's.
+    /// Build it with [`Event::checkpoint`].
+    Checkpoint {
+        tree_size: u64,
+        root: Digest,
+        last_seq: u64,
+        last_hash: Digest,
+        key_id: KeyId,
+        signature: Signature,
+    },
+    /// A witness did not take the checkpoint of `tree_size` records: `witness` names it
+    /// (`file PATH`, `command ARGV`, `journal`, `state`), `detail` says why.
+    WitnessFailed {
+        tree_size: u64,
+        witness: String,
+        detail: String,
+    },
 }
 
 impl Event {
@@ -484,7 +506,50 @@ impl Event {
             Event::CapReached { .. } => "cap_reached",
             Event::AuthFailed { .. } => "auth_failed",
             Event::Egress { .. } => "egress",
+            Event::Checkpoint { .. } => "checkpoint",
+            Event::WitnessFailed { .. } => "witness_failed",
         }
+    }
+
+    /// A `checkpoint` record of `cp` (its `time` is the record's).
+    pub fn checkpoint(cp: &Checkpoint) -> Event {
+        Event::Checkpoint {
+            tree_size: cp.tree_size,
+            root: cp.root,
+            last_seq: cp.last_seq,
+            last_hash: cp.last_hash,
+            key_id: cp.key_id,
+            signature: cp.signature,
+        }
+    }
+
+    /// The checkpoint a `checkpoint` record holds, signed at `time` (the record's).
+    pub fn as_checkpoint(&self, time: Timestamp) -> Option<Checkpoint> {
+        match self {
+            Event::Checkpoint {
+                tree_size,
+                root,
+                last_seq,
+                last_hash,
+                key_id,
+                signature,
+            } => Some(Checkpoint {
+                tree_size: *tree_size,
+                root: *root,
+                last_seq: *last_seq,
+                last_hash: *last_hash,
+                time,
+                key_id: *key_id,
+                signature: *signature,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether it is one of the anchor's own records (`checkpoint`, `witness_failed`),
+    /// which do not count toward the next checkpoint.
+    pub fn is_anchor(&self) -> bool {
+        matches!(self, Event::Checkpoint { .. } | Event::WitnessFailed { .. })
     }
 }
 
@@ -698,6 +763,12 @@ pub struct AuditLog {
     last_hash: Digest,
     /// A write or sync failed and the file's state is unknown: refuse to go on.
     poisoned: bool,
+    /// The RFC 6962 tree over every record's line (docs/spec.md §6): what a checkpoint signs.
+    tree: Tree,
+    /// Records since the last `checkpoint` record, not counting the anchor's own.
+    pending: u64,
+    /// Whether the last record is a `checkpoint` (of every record before it).
+    anchored: bool,
 }
 
 impl AuditLog {
@@ -706,8 +777,9 @@ impl AuditLog {
     ///
     /// An unfinished last line is cut off and reported in the returned [`Repaired`]. A last
     /// record that is otherwise bad (unparseable, not canonical, wrong hash) is an error that
-    /// tells the operator to run `boxmaker audit verify`. The records before the last are not
-    /// read here: [`verify`] checks the whole chain.
+    /// tells the operator to run `boxmaker audit verify`. The records before the last are
+    /// read once, to rebuild the Merkle tree over them (their bytes are hashed, not checked:
+    /// [`verify`] checks the whole chain).
     pub fn open(state_dir: &Path) -> Result<(AuditLog, Option<Repaired>), AuditError> {
         DirBuilder::new()
             .recursive(true)
@@ -756,6 +828,7 @@ impl AuditLog {
             });
             len = keep;
         }
+        let (tree, pending, anchored) = rebuild_tree(&file, len).map_err(read_err)?;
         let (next_seq, last_hash) = if len == 0 {
             (1, Digest::ZERO)
         } else {
@@ -788,6 +861,9 @@ impl AuditLog {
                 next_seq,
                 last_hash,
                 poisoned: false,
+                tree,
+                pending,
+                anchored,
             },
             repaired,
         ))
@@ -806,6 +882,29 @@ impl AuditLog {
     /// The hash of the last record (zeros for an empty log): the chain's head.
     pub fn last_hash(&self) -> Digest {
         self.last_hash
+    }
+
+    /// What a checkpoint of the log now signs: the tree's size and root, and the last
+    /// record's `seq` and `hash`.
+    pub fn head(&self) -> Head {
+        Head {
+            tree_size: self.tree.size(),
+            root: self.tree.root(),
+            last_seq: self.next_seq.saturating_sub(1),
+            last_hash: self.last_hash,
+        }
+    }
+
+    /// Records since the last `checkpoint` record, not counting `checkpoint` and
+    /// `witness_failed` records (what `[audit] checkpoint_every` counts).
+    pub fn pending(&self) -> u64 {
+        self.pending
+    }
+
+    /// Whether a checkpoint would cover anything new: the log is not empty and its last
+    /// record is not a `checkpoint`.
+    pub fn unanchored(&self) -> bool {
+        self.tree.size() > 0 && !self.anchored
     }
 
     /// Appends one record and makes it durable (`fdatasync`) before returning it.
@@ -829,8 +928,10 @@ impl AuditLog {
         let mut prev = self.last_hash;
         let mut buf = Vec::new();
         let mut records = Vec::new();
+        let mut leaves = Vec::new();
         for (time, event) in events {
             let (record, line) = Record::seal(seq, time, event, prev)?;
+            leaves.push(leaf_hash(line.strip_suffix(b"\n").unwrap_or(&line)));
             buf.extend_from_slice(&line);
             seq = seq.checked_add(1).ok_or(AuditError::SeqOverflow)?;
             prev = record.hash;
@@ -860,8 +961,58 @@ impl AuditLog {
         self.len += u64::try_from(buf.len()).unwrap_or(u64::MAX);
         self.next_seq = seq;
         self.last_hash = prev;
+        for (leaf, record) in leaves.into_iter().zip(&records) {
+            self.tree.push_leaf(leaf);
+            match &record.event {
+                Event::Checkpoint { .. } => self.pending = 0,
+                e if e.is_anchor() => {}
+                _ => self.pending += 1,
+            }
+        }
+        self.anchored = records
+            .last()
+            .is_some_and(|r| matches!(r.event, Event::Checkpoint { .. }));
         Ok(records)
     }
+}
+
+/// The Merkle tree over the first `len` bytes of the log (complete lines), how many records
+/// follow its last `checkpoint` record (not counting the anchor's own), and whether the last
+/// record is a `checkpoint`. Lines are hashed as they are; a record's kind is read from its
+/// canonical prefix (`{"seq":N,"time":T,"event":"NAME"`), which is only a hint for when to
+/// sign next: whether the lines are right is [`verify`]'s to say.
+fn rebuild_tree(file: &File, len: u64) -> std::io::Result<(Tree, u64, bool)> {
+    let mut reader = BufReader::with_capacity(256 * 1024, std::io::Read::take(file, len));
+    let mut tree = Tree::new();
+    let mut pending = 0u64;
+    let mut anchored = false;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok((tree, pending, anchored));
+        }
+        let content = line.strip_suffix(b"\n").unwrap_or(&line);
+        tree.push(content);
+        let name = event_name(content);
+        anchored = name == Some(b"checkpoint".as_slice());
+        match name {
+            Some(b"checkpoint") => pending = 0,
+            Some(b"witness_failed") => {}
+            _ => pending += 1,
+        }
+    }
+}
+
+/// The `event` of a canonical line: the first string value, after `seq` and `time`.
+fn event_name(line: &[u8]) -> Option<&[u8]> {
+    const KEY: &[u8] = b",\"event\":\"";
+    // `{"seq":` and `,"time":` and two numbers of at most 20 digits come before it.
+    let head = line.get(..line.len().min(64 + KEY.len()))?;
+    let at = head.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let rest = line.get(at..)?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    rest.get(..end)
 }
 
 fn read_byte(file: &File, at: u64) -> std::io::Result<u8> {
@@ -924,32 +1075,77 @@ pub enum VerifyError {
 
 /// Reads the whole log and recomputes the chain: each line canonical, `seq` from 1 without
 /// gaps, each `prev` the previous `hash`, each `hash` right. Stops at the first bad record.
+///
+/// The chain alone cannot see a log cut short, or one rewritten with every hash after the
+/// change recomputed: [`crate::anchor::verify`] checks the log against signed checkpoints.
 pub fn verify(path: &Path) -> Result<VerifyOk, VerifyError> {
-    let io = |source| VerifyError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut reader = BufReader::new(File::open(path).map_err(io)?);
-    let mut line = Vec::new();
-    let mut count = 0u64;
-    let mut last_hash = Digest::ZERO;
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(io)? == 0 {
-            return Ok(VerifyOk {
-                records: count,
-                last_hash,
-            });
-        }
-        let lineno = count + 1;
-        let bad = |seq, problem| VerifyError::Bad {
+    let mut reader = ChainReader::open(path)?;
+    while reader.next_record()?.is_some() {}
+    Ok(VerifyOk {
+        records: reader.records(),
+        last_hash: reader.last_hash(),
+    })
+}
+
+/// Reads a log a record at a time, checking the chain as [`verify`] does.
+#[derive(Debug)]
+pub struct ChainReader {
+    path: PathBuf,
+    reader: BufReader<File>,
+    line: Vec<u8>,
+    count: u64,
+    last_hash: Digest,
+}
+
+impl ChainReader {
+    /// Opens the log at `path`.
+    pub fn open(path: &Path) -> Result<ChainReader, VerifyError> {
+        let file = File::open(path).map_err(|source| VerifyError::Io {
             path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(ChainReader {
+            path: path.to_path_buf(),
+            reader: BufReader::with_capacity(256 * 1024, file),
+            line: Vec::new(),
+            count: 0,
+            last_hash: Digest::ZERO,
+        })
+    }
+
+    /// How many records have been read (and checked).
+    pub fn records(&self) -> u64 {
+        self.count
+    }
+
+    /// The hash of the last record read (zeros before the first).
+    pub fn last_hash(&self) -> Digest {
+        self.last_hash
+    }
+
+    /// The next record, checked, with its line as stored (without the `\n`); `None` at the
+    /// end of the log. The first bad record is an error.
+    pub fn next_record(&mut self) -> Result<Option<(Record, &[u8])>, VerifyError> {
+        self.line.clear();
+        let n = self
+            .reader
+            .read_until(b'\n', &mut self.line)
+            .map_err(|source| VerifyError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let lineno = self.count + 1;
+        let bad = |seq, problem| VerifyError::Bad {
+            path: self.path.clone(),
             line: lineno,
             seq,
             problem,
         };
-        let Some(content) = line.strip_suffix(b"\n") else {
-            let seq = Record::parse_line(&line).ok().map(|r| r.seq);
+        let Some(content) = self.line.strip_suffix(b"\n") else {
+            let seq = Record::parse_line(&self.line).ok().map(|r| r.seq);
             return Err(bad(seq, Problem::Torn));
         };
         let record = Record::parse_line(content).map_err(|(seq, p)| bad(seq, p))?;
@@ -963,11 +1159,11 @@ pub fn verify(path: &Path) -> Result<VerifyOk, VerifyError> {
                 },
             ));
         }
-        if record.prev != last_hash {
+        if record.prev != self.last_hash {
             return Err(bad(
                 seq,
                 Problem::Prev {
-                    expected: last_hash,
+                    expected: self.last_hash,
                     found: record.prev,
                 },
             ));
@@ -982,8 +1178,9 @@ pub fn verify(path: &Path) -> Result<VerifyOk, VerifyError> {
                 },
             ));
         }
-        last_hash = record.hash;
-        count = lineno;
+        self.last_hash = record.hash;
+        self.count = lineno;
+        Ok(Some((record, content)))
     }
 }
 
@@ -1101,6 +1298,19 @@ mod tests {
         assert!(Record::parse_line(dup.as_bytes()).is_err());
         let null = text.replacen("\"grant\":3", "\"grant\":3,\"max_class\":null", 1);
         assert!(Record::parse_line(null.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn event_name_reads_the_canonical_prefix() {
+        let (_, line) = Record::seal(
+            12,
+            Timestamp(5),
+            Event::GrantRevoked { grant: 3 },
+            Digest::ZERO,
+        )
+        .unwrap();
+        assert_eq!(event_name(&line), Some(b"grant_revoked".as_slice()));
+        assert_eq!(event_name(b"{\"seq\":1}"), None);
     }
 
     #[test]

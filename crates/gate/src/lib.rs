@@ -3,14 +3,16 @@
 //!
 //! **Owns**: the gate's durable state — sessions and their taint, approvals and their states,
 //! grants added at run time — in one SQLite database (`boxmaker.db`), and the tamper-evident
-//! audit log (`audit.log`), both in the state directory. The gate is the only process that
-//! opens either. It also owns the decision on the call path and the operator's control
+//! audit log (`audit.log`), both in the state directory, and the key that signs the log's
+//! checkpoints, beside it. The gate is the only process that opens any of them. It also owns the decision on the call path and the operator's control
 //! socket.
 //!
 //! **Must never**: lower a session's taint except through an operator's reset; return from a
 //! write before it is durable on disk (the gate releases nothing it has not committed);
 //! store the content of a tool result (only its size, hash and label); rewrite or reorder a
-//! record of the audit log once written; trust the audit log when reading it back; run a
+//! record of the audit log once written; sign a checkpoint over records that are not yet
+//! durable, or keep its key inside the state directory; trust the audit log when reading it
+//! back; run a
 //! tool or open the network (it asks the runner, over [`link`]); depend on `runner`,
 //! `sandbox` or `front` (roles meet only through `proto` messages); answer a message its
 //! peer may not send (an allowlist monitor, in the OpenSSH sense).
@@ -22,13 +24,17 @@
 //! - [`audit`] — [`audit::AuditLog`]: the hash-chained JSON-lines log (`append`,
 //!   `append_batch`), the typed [`audit::Event`]s, and the readers [`audit::verify`] and
 //!   [`audit::tail`]. The module docs define the canonical form the hash covers.
+//! - [`anchor`] — what the chain cannot see: the RFC 6962 tree over the records, the
+//!   Ed25519-signed checkpoints of its head, the witnesses outside the state directory that
+//!   are handed each one, and [`anchor::verify`], which proves a log extends them.
 //! - [`link`] — [`link::ToolRunner`], what the gate asks of a runner;
 //!   [`link::RunnerLink`], which asks it over a frame stream and fails every call (never
 //!   hangs) when the runner dies or misbehaves; and [`link::RunnerHandle`], whose link the
 //!   supervisor replaces when it restarts the runner.
 //! - [`gate`] — [`gate::Gate`]: the request loop of docs/spec.md §3.3 (decide, run, commit
 //!   the taint, audit, answer) in `gate/mod.rs`; calls held for a person (hold, re-check on
-//!   approval, expiry, withdrawal) in `gate/approvals.rs`; the handler of the operator's
+//!   approval, expiry, withdrawal) in `gate/approvals.rs`; when to sign a checkpoint, in
+//!   `gate/anchoring.rs`; the handler of the operator's
 //!   control requests in `gate/operator.rs`.
 //! - [`serve`] — the connection loops over any stream ([`serve::serve_agent`],
 //!   [`serve::serve_control`]), and the `0600` sockets in the state directory.
@@ -40,6 +46,7 @@
 //! is one).
 #![forbid(unsafe_code)]
 
+pub mod anchor;
 pub mod audit;
 mod commit;
 pub mod gate;

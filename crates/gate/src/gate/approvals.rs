@@ -241,7 +241,7 @@ impl Gate {
             return Ok(0);
         }
         self.changed();
-        let audited = lock(&self.audit).append_batch(rows.iter().map(|r| {
+        let audited = self.append_audit(rows.iter().map(|r| {
             (
                 now,
                 Event::ApprovalExpired {
@@ -409,7 +409,7 @@ impl Gate {
                 approval: Some(row.id.clone()),
             });
         }
-        let audited = lock(&self.audit).append_batch(events.into_iter().map(|e| (now, e)));
+        let audited = self.append_audit(events.into_iter().map(|e| (now, e)));
         self.ring(&row.id);
         audited?;
         Ok(row)

@@ -67,11 +67,7 @@ fn write_events(gate: &Weak<Gate>, rx: &mpsc::Receiver<EgressRecord>) {
         let Some(gate) = gate.upgrade() else { return };
         let now = gate.now();
         let events = batch.into_iter().map(|r| (now, Event::egress(r)));
-        let written = gate
-            .audit
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .append_batch(events);
+        let written = gate.append_audit(events);
         if let Err(e) = written {
             eprintln!("boxmaker: cannot audit egress records: {e}");
         }

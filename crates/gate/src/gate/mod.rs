@@ -57,7 +57,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak, mpsc};
 use std::time::{Duration, Instant};
 
 use config::Config;
@@ -68,6 +68,7 @@ use proto::control::{
 };
 use proto::{DataClass, DenyReason, MAX_FRAME, SessionId, Timestamp, ToolRequest, ToolResponse};
 
+use crate::anchor::{Anchor, KeyError, WitnessQueue};
 use crate::audit::{self, ApprovalOutcome, AuditError, AuditLog, Event, Outcome, Repaired};
 use crate::commit::GroupCommit;
 use crate::link::ToolRunner;
@@ -76,6 +77,7 @@ use crate::store::{
     NewApproval, NewGrant, SessionRow, Store, StoreError, TaintRaise,
 };
 
+mod anchoring;
 mod approvals;
 mod client;
 mod egress;
@@ -114,6 +116,8 @@ pub enum GateError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Audit(#[from] AuditError),
+    #[error(transparent)]
+    Key(#[from] KeyError),
     #[error("the run-time grant rt-{id} has a bad {field} pattern {pattern:?}: {source}")]
     BadGrant {
         id: i64,
@@ -123,6 +127,8 @@ pub enum GateError {
     },
     #[error("could not start the approval expiry thread: {0}")]
     Thread(#[source] std::io::Error),
+    #[error("could not start the audit witness thread: {0}")]
+    WitnessThread(#[source] std::io::Error),
     #[error("approval {id} disappeared from the state database while its call waited")]
     ApprovalVanished { id: String },
     #[error(transparent)]
@@ -280,6 +286,12 @@ pub struct Gate {
     /// Calls each session has decided or running now (`[gate] max_calls_per_session`),
     /// and the sessions an operator is resetting.
     sessions: sessions::Sessions,
+    /// The audit log's anchor: the key, when to sign, the witnesses (`anchoring.rs`).
+    anchor: Anchor,
+    /// The thread that hands checkpoints to the witnesses.
+    witness: OnceLock<WitnessQueue>,
+    /// When the last checkpoint was signed (or the gate started).
+    last_checkpoint: Mutex<Instant>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -318,7 +330,8 @@ impl Gate {
     }
 
     /// A gate on `clock`, whose expiry thread looks every `tick`. The thread stops within a
-    /// tick of the last `Arc<Gate>` being dropped.
+    /// tick of the last `Arc<Gate>` being dropped. The audit key is read (or made, on first
+    /// use) from `[audit] key`.
     pub fn with_clock(
         config: Arc<Config>,
         store: Store,
@@ -327,6 +340,8 @@ impl Gate {
         clock: Clock,
         tick: Duration,
     ) -> Result<Arc<Gate>, GateError> {
+        let anchor = Anchor::from_config(&config.audit)?;
+        let witnesses = anchor.witnesses.clone();
         let gate = Arc::new_cyclic(|me| Gate {
             config,
             store: Mutex::new(store),
@@ -344,7 +359,22 @@ impl Gate {
             on_demand: AtomicBool::new(false),
             retiring: AtomicBool::new(false),
             sessions: sessions::Sessions::default(),
+            anchor,
+            witness: OnceLock::new(),
+            last_checkpoint: Mutex::new(Instant::now()),
         });
+        let weak = Arc::downgrade(&gate);
+        let queue = WitnessQueue::start(
+            gate.config.gate.state.clone(),
+            witnesses,
+            Box::new(move |cp, witness, why| {
+                if let Some(gate) = weak.upgrade() {
+                    gate.witness_failed(cp, witness, why);
+                }
+            }),
+        )
+        .map_err(GateError::WitnessThread)?;
+        let _ = gate.witness.set(queue);
         let weak = Arc::downgrade(&gate);
         std::thread::Builder::new()
             .name("gate-expiry".into())
@@ -357,6 +387,7 @@ impl Gate {
                     };
                     // A failure here is retried next tick.
                     let _ = gate.expire_due();
+                    gate.checkpoint_if_due();
                     if swept.elapsed() >= POLL {
                         swept = Instant::now();
                         gate.sweep_held();
@@ -407,7 +438,7 @@ impl Gate {
     }
 
     fn audit(&self, time: Timestamp, event: Event) -> Result<(), AuditError> {
-        lock(&self.audit).append(time, event).map(|_| ())
+        self.append_audit([(time, event)]).map(|_| ())
     }
 
     fn taint(&self, session: &SessionId) -> Result<Taint, StoreError> {
@@ -699,7 +730,7 @@ impl Gate {
             .filter(|(_, r)| r.is_ok())
             .flat_map(|(d, _)| d.events)
             .collect();
-        if let Err(e) = lock(&self.audit).append_batch(events) {
+        if let Err(e) = self.append_audit(events) {
             let e = Arc::new(GateError::from(e));
             for r in out.iter_mut().filter(|r| r.is_ok()) {
                 *r = Err(CommitFailed::Audit(Arc::clone(&e)));

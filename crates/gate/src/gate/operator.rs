@@ -4,6 +4,7 @@
 //! and the policy's forms of a grant.
 
 use super::*;
+use crate::anchor;
 
 /// How long a reset waits, once the runner stopped the session's boxes, for its calls to
 /// give their answers (they were killed: a moment, unless the runner is stuck).
@@ -255,28 +256,49 @@ impl Gate {
                 pending_only,
             } => self.watch_approvals(after, limit, wait_ms, pending_only),
             ControlOp::AuditVerify {} => {
+                // The chain, the log's own checkpoints, and those the config knows of
+                // (`[audit] witness_file`, the state directory's latest), by this gate's key.
                 let path = self.audit_path();
+                let given = anchor::configured(&self.config.audit, &self.config.gate.state)
+                    .map_err(|e| (ControlErrorCode::Internal, e))?;
                 let verified = {
                     let _writer = lock(&self.audit);
-                    audit::verify(&path)
+                    anchor::verify(&path, &given, Some(self.audit_public_key()))
                 };
                 match verified {
                     Ok(ok) => Ok(ControlAnswer::AuditVerified {
                         records: ok.records,
                         first_bad: None,
                         detail: format!(
-                            "{} records verify; the chain's head is {}",
-                            ok.records, ok.last_hash
+                            "{} records verify; the chain's head is {}; {}",
+                            ok.records,
+                            ok.last_hash,
+                            match &ok.newest {
+                                Some(n) => format!(
+                                    "the log extends {} signed checkpoints, the newest of {} \
+                                     records",
+                                    ok.given + ok.in_log,
+                                    n.checkpoint.tree_size
+                                ),
+                                None => "no signed checkpoint anchors it yet".into(),
+                            }
                         ),
                     }),
-                    Err(e @ audit::VerifyError::Bad { line, seq, .. }) => {
-                        Ok(ControlAnswer::AuditVerified {
-                            records: line.saturating_sub(1),
-                            first_bad: Some(seq.unwrap_or(line)),
+                    Err(anchor::AnchorError::Chain(
+                        e @ audit::VerifyError::Bad { line, seq, .. },
+                    )) => Ok(ControlAnswer::AuditVerified {
+                        records: line.saturating_sub(1),
+                        first_bad: Some(seq.unwrap_or(line)),
+                        detail: e.to_string(),
+                    }),
+                    Err(e) => match e.first_bad() {
+                        Some(first) => Ok(ControlAnswer::AuditVerified {
+                            records: first.saturating_sub(1),
+                            first_bad: Some(first),
                             detail: e.to_string(),
-                        })
-                    }
-                    Err(e) => Err(internal(&e)),
+                        }),
+                        None => Err(internal(&e)),
+                    },
                 }
             }
         }

@@ -1,0 +1,293 @@
+//! The audit key: an Ed25519 key kept in a file of its own, outside the state directory,
+//! created `0600` the first time a gate needs it.
+//!
+//! The file is three lines of text:
+//! ```text
+//! # boxmaker audit key (Ed25519, docs/spec.md §6): keep it secret, outside the state directory
+//! secret <64 hex: the 32-byte seed of RFC 8032>
+//! public <64 hex: the 32-byte public key>
+//! ```
+//! The `public` line is the key's public half: `boxmaker audit verify` reads only that, and
+//! `boxmaker audit checkpoint` prints it for a verifier elsewhere (`--key`).
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
+use proto::Timestamp;
+use sha2::{Digest as _, Sha256};
+
+use super::checkpoint::{Checkpoint, Head, KeyId, Signature, from_hex, to_hex};
+
+const HEADER: &str = "# boxmaker audit key (Ed25519, docs/spec.md §6): keep it secret, outside \
+                      the state directory";
+
+/// What can go wrong with the audit key.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("could not read the audit key {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not create the audit key {path}: {source}")]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not make a new audit key: the system's randomness failed ({0})")]
+    Random(String),
+    #[error(
+        "the audit key {path} is not a boxmaker audit key ({why}); restore it from a backup, or \
+         move it away to have a new one made (checkpoints signed by the old key then verify \
+         only with its public key)"
+    )]
+    Malformed { path: PathBuf, why: String },
+    #[error(
+        "the audit key {path} can be read by other users (mode {mode:03o}); run `chmod 600 {}`",
+        path.display()
+    )]
+    Exposed { path: PathBuf, mode: u32 },
+    #[error("{0:?} is not a public key: expected 64 lower-case hex digits")]
+    BadPublic(String),
+}
+
+/// A public key that checks checkpoints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicKey(VerifyingKey);
+
+impl PublicKey {
+    /// Parses 64 lower-case hex digits (what `boxmaker audit checkpoint` prints).
+    pub fn from_hex(s: &str) -> Result<PublicKey, KeyError> {
+        from_hex::<32>(s.trim())
+            .and_then(|b| VerifyingKey::from_bytes(&b).ok())
+            .map(PublicKey)
+            .ok_or_else(|| KeyError::BadPublic(s.to_string()))
+    }
+
+    /// 64 lower-case hex digits.
+    pub fn to_hex(&self) -> String {
+        to_hex(self.0.as_bytes())
+    }
+
+    /// Its short name: the first 8 bytes of SHA-256 of the 32 key bytes.
+    pub fn id(&self) -> KeyId {
+        let d = Sha256::digest(self.0.as_bytes());
+        let mut id = [0u8; 8];
+        id.copy_from_slice(d.get(..8).unwrap_or(&[0; 8]));
+        KeyId(id)
+    }
+
+    /// Whether `cp` was signed by this key: its key id is this key's, and its signature
+    /// verifies (strictly, RFC 8032) over [`Checkpoint::message`].
+    pub fn signed(&self, cp: &Checkpoint) -> bool {
+        cp.key_id == self.id()
+            && self
+                .0
+                .verify_strict(
+                    &cp.message(),
+                    &ed25519_dalek::Signature::from_bytes(&cp.signature.0),
+                )
+                .is_ok()
+    }
+}
+
+/// The gate's signing key.
+pub struct AuditKey {
+    signing: SigningKey,
+    public: PublicKey,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for AuditKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditKey")
+            .field("path", &self.path)
+            .field("public", &self.public.to_hex())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditKey {
+    /// Reads the key at `path`, or makes one there (`0600`, its directory `0700` if
+    /// missing) when there is none. A key file others can read is refused.
+    pub fn load_or_create(path: &Path) -> Result<AuditKey, KeyError> {
+        match File::open(path) {
+            Ok(_) => AuditKey::load(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => AuditKey::create(path),
+            Err(source) => Err(KeyError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// Reads the key at `path`.
+    pub fn load(path: &Path) -> Result<AuditKey, KeyError> {
+        let read = |source| KeyError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mode = std::fs::metadata(path).map_err(read)?.mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(KeyError::Exposed {
+                path: path.to_path_buf(),
+                mode,
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(read)?;
+        let (secret, public) = parse(path, &text)?;
+        let Some(secret) = secret else {
+            return Err(malformed(path, "it has no `secret` line"));
+        };
+        let signing = SigningKey::from_bytes(&secret);
+        let derived = PublicKey(signing.verifying_key());
+        if derived != public {
+            return Err(malformed(
+                path,
+                "its `public` line is not its secret's public key",
+            ));
+        }
+        Ok(AuditKey {
+            signing,
+            public: derived,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn create(path: &Path) -> Result<AuditKey, KeyError> {
+        let create = |source| KeyError::Create {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(create)?;
+        }
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).map_err(|e| KeyError::Random(e.to_string()))?;
+        let signing = SigningKey::from_bytes(&seed);
+        let public = PublicKey(signing.verifying_key());
+        let text = format!(
+            "{HEADER}\nsecret {}\npublic {}\n",
+            to_hex(&seed),
+            public.to_hex()
+        );
+        // Written whole under a temporary name, then linked into place: a crash never leaves
+        // half a key, and of two processes making one at once, one key wins and both use it.
+        let tmp = path.with_file_name(format!(
+            ".{}.{}.tmp",
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&tmp);
+        let written = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_all()
+            });
+        let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    let _ = File::open(dir).and_then(|d| d.sync_all());
+                }
+                Ok(AuditKey {
+                    signing,
+                    public,
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => AuditKey::load(path),
+            Err(e) => Err(create(e)),
+        }
+    }
+
+    /// The key file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its public half.
+    pub fn public(&self) -> &PublicKey {
+        &self.public
+    }
+
+    /// Signs `head` as of `time`.
+    pub fn sign(&self, head: Head, time: Timestamp) -> Checkpoint {
+        let key_id = self.public.id();
+        let message = Checkpoint::signed_bytes(&head, time, key_id);
+        let signature = Signature(self.signing.sign(&message).to_bytes());
+        Checkpoint {
+            tree_size: head.tree_size,
+            root: head.root,
+            last_seq: head.last_seq,
+            last_hash: head.last_hash,
+            time,
+            key_id,
+            signature,
+        }
+    }
+}
+
+/// The public half of the key file at `path` (its `public` line; the secret is not read).
+pub fn read_public(path: &Path) -> Result<PublicKey, KeyError> {
+    let text = std::fs::read_to_string(path).map_err(|source| KeyError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &text).map(|(_, public)| public)
+}
+
+fn malformed(path: &Path, why: &str) -> KeyError {
+    KeyError::Malformed {
+        path: path.to_path_buf(),
+        why: why.to_string(),
+    }
+}
+
+/// The `secret` (if present) and `public` lines of a key file.
+fn parse(path: &Path, text: &str) -> Result<(Option<[u8; 32]>, PublicKey), KeyError> {
+    let mut secret = None;
+    let mut public = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match line.split_once(' ') {
+            Some(("secret", hex)) if secret.is_none() => {
+                secret = Some(
+                    from_hex::<32>(hex)
+                        .ok_or_else(|| malformed(path, "its `secret` is not 64 hex digits"))?,
+                );
+            }
+            Some(("public", hex)) if public.is_none() => {
+                public = Some(
+                    PublicKey::from_hex(hex)
+                        .map_err(|_| malformed(path, "its `public` is not a public key"))?,
+                );
+            }
+            _ => {
+                return Err(malformed(
+                    path,
+                    "it has a line other than `secret` and `public`",
+                ));
+            }
+        }
+    }
+    let public = public.ok_or_else(|| malformed(path, "it has no `public` line"))?;
+    Ok((secret, public))
+}
