@@ -546,3 +546,57 @@ fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
          confidential data (a destination's answer), and a failure carries no label"
     );
 }
+
+/// (c)'s other half: a connection is not cut by its own answer, nor by an answer no higher
+/// than its clearance. `other.test` may be sent public data only but answers confidential
+/// data: its answer keeps coming after it floated the box, and after an answer from a
+/// destination whose answers are public (cleared for confidential) arrived too.
+const HOLD_THEN_READ: &str = r#"
+x = socket.create_connection(PROXY, timeout=20)
+x.sendall(b'GET http://other.test/hold/3 HTTP/1.1\r\nHost: other.test\r\n\r\n')
+first = x.recv(4096)
+page = get('cleared.test')
+rest = b''
+try:
+    while True:
+        b = x.recv(4096)
+        if not b:
+            break
+        rest += b
+except OSError as e:
+    rest += ('<%s>' % e).encode()
+print(json.dumps({'first': status(first.decode('latin-1')), 'page': status(page),
+                  'after': rest.decode('latin-1')}))
+"#;
+
+#[test]
+fn a_connection_is_not_cut_by_its_own_answer_nor_by_one_it_is_cleared_for() {
+    let lab = Lab::new("float-own");
+    let rule = "name = \"cleared\"\nhost = \"cleared.test\"\nclass = \"confidential\"\n";
+    let cfg = lab.config(
+        "c",
+        &format!(
+            "{}\n[[egress]]\nhost = \"other.test\"\nreturns = \"confidential\"\n",
+            BASE.replace(rule, &format!("{rule}returns = \"public\"\n"))
+        ),
+    );
+    let (class, content) = python(&lab, &cfg, "s1", "net", HOLD_THEN_READ);
+    let out = printed(&content);
+    assert!(
+        out["first"].as_str().unwrap().starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+    assert!(
+        out["page"].as_str().unwrap().starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+    assert!(
+        out["after"].as_str().unwrap().matches('.').count() >= 2,
+        "other.test's answer stopped: {content}"
+    );
+    assert_eq!(class, "confidential", "other.test's answer floated the box");
+    let closed = lab.wait_egress(&cfg, "other.test closed", |r| {
+        r["outcome"] == "closed" && r["host"] == "other.test"
+    });
+    assert_eq!(closed["reason"], "ended", "{closed}");
+}

@@ -400,7 +400,8 @@ impl Egress {
     /// cleared for the new label is cut now, before the answer that raised it goes out.
     pub fn label_rose(&self, session: &SessionId, floor: DataClass) {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        cut_below(live.get(session), floor, None, |_, clearance| {
+        let judge = |l: &Live| l.float.label(floor, l.reach).class();
+        cut_below(live.get(session), None, judge, |_, clearance| {
             format!(
                 "cut when the session's label rose: it holds {floor} data now and the \
                  destination is cleared for {clearance}"
@@ -411,25 +412,28 @@ impl Egress {
     /// Bytes of what `dest` answered (labelled `returns`, its rule's) are about to be
     /// written to the box of `ctx` through connection `conn`, for the first time: the box's
     /// label, and the session's floor (the box may leave them in the workspace), rise to
-    /// `returns`, and every other connection of the session no longer cleared is cut — all
-    /// before the first byte reaches the box, so nothing it sent before can hold them.
-    /// Under the lock of the open connections, whether or not this rose anything: a second
-    /// answer that finds the label already raised waits until the rise that raised it has
-    /// cut, and a floor the runner raised a moment ago is cut by here too.
+    /// `returns`, and every other connection of the session not cleared for `returns` is
+    /// cut — all before the first byte reaches the box, so nothing it sent before can hold
+    /// them. Each other connection is judged by this answer's label alone: it was cleared
+    /// for everything before (when it was decided, or by the check of each rise since), so
+    /// a connection whose own answer is above its clearance is cut only by something else
+    /// above it. Under the lock of the open connections, whether or not this rose anything:
+    /// a second answer that finds the label already raised waits until the rise that raised
+    /// it has cut.
     fn answered(&self, ctx: &BoxCtx, conn: u64, returns: DataClass, dest: &str) {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         ctx.float.raise_read(returns);
-        let floor = {
+        {
             let mut f = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
             match f.get_mut(&ctx.session) {
-                Some(e) => {
-                    *e = (*e).max(returns);
-                    *e
+                Some(e) => *e = (*e).max(returns),
+                None => {
+                    f.insert(ctx.session.clone(), returns);
                 }
-                None => *f.entry(ctx.session.clone()).or_insert(returns),
             }
-        };
-        cut_below(live.get(&ctx.session), floor, Some(conn), |l, clearance| {
+        }
+        let judge = |_: &Live| returns;
+        cut_below(live.get(&ctx.session), Some(conn), judge, |l, clearance| {
             let whose = if Arc::ptr_eq(&l.float, &ctx.float) {
                 "this box"
             } else {
@@ -784,20 +788,20 @@ impl Egress {
     }
 }
 
-/// Cuts every decided connection in `conns` (a session's) but `except` whose label, at
-/// `floor`, is above its destination's clearance; `why` says so for its `closed` record.
+/// Cuts every decided connection in `conns` (a session's) but `except` for which `judge`
+/// gives a label above its destination's clearance; `why` says so for its `closed` record.
 /// The caller holds the lock of the open connections.
 fn cut_below(
     conns: Option<&HashMap<u64, Live>>,
-    floor: DataClass,
     except: Option<u64>,
+    judge: impl Fn(&Live) -> DataClass,
     why: impl Fn(&Live, DataClass) -> String,
 ) {
     for (id, l) in conns.into_iter().flatten() {
         let Some(clearance) = l.clearance else {
             continue;
         };
-        if Some(*id) == except || l.float.label(floor, l.reach).class() <= clearance {
+        if Some(*id) == except || judge(l) <= clearance {
             continue;
         }
         let mut cut = l.cut.lock().unwrap_or_else(PoisonError::into_inner);
