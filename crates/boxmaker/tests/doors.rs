@@ -330,6 +330,13 @@ fn a_mount_path_swapped_for_a_symlink_is_never_followed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Only once `serve`'s gate holds the state (its control socket is bound): a call made
+    // before would start an on-demand gate of its own, whose retirement hands the second call
+    // to a new runner that resolves the mounts after the swap.
+    let bound = Instant::now() + Duration::from_secs(30);
+    while !env.dir.join("state").join("control.sock").exists() && Instant::now() < bound {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let first = env.run(&[
         "call",
         "--session",
