@@ -28,10 +28,12 @@ TOML
 "$bin" serve --config "$dir/boxmaker.toml" </dev/null >/dev/null 2>&1 &
 serve=$!
 while [ ! -S "$dir/state/agent.sock" ]; do sleep 0.1; done
-one="$bin call --config $dir/boxmaker.toml --session other run {\"argv\":[\"true\"]}"
+# One command line for hyperfine -N (no shell: it splits the line itself, so the JSON is
+# single-quoted).
+one="$bin call --config $dir/boxmaker.toml --session other run '{\"argv\":[\"true\"]}'"
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "## unloaded"
-farm-bench -n 10 -- $one
+hyperfine -N --runs 10 --style basic "$one"
 # The flood: 70 calls at once from one session, each a box that sleeps 60 s (16 run, the
 # rest are refused at once at the session's cap).
 (
@@ -49,5 +51,5 @@ farm-bench -n 10 -- $one
 flood=$!
 sleep 3
 echo "## under the flood"
-farm-bench -n 10 -- $one
+hyperfine -N --runs 10 --style basic "$one"
 kill $flood 2>/dev/null || true

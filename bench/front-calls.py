@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """N tool calls through `boxmaker mcp` in front of an instant gate, then exit: one whole
-process for farm-bench to time side by side (docs/performance.md, "Front: confined, alone").
+process for hyperfine to time side by side (docs/performance.md, "Front: confined, alone").
 
 Usage: bench/front-calls.py TARGET_DIR N
   TARGET_DIR  a cargo target dir with release/boxmaker and release/examples/instant_gate
   (`cargo build --release -p boxmaker -p front --bins --examples`)
 
 Compare two builds (the per-call difference is the difference of the medians over N):
-  farm-bench -n 10 -- python3 bench/front-calls.py A/target 1000 \\
-             --vs 'python3 bench/front-calls.py B/target 1000'
+  hyperfine -N --runs 10 'python3 bench/front-calls.py A/target 1000' \\
+             'python3 bench/front-calls.py B/target 1000'
 """
 import asyncio, os, subprocess, sys, tempfile, time
 
