@@ -8,8 +8,10 @@
 // Test helpers outside #[test] functions: a failed unwrap there is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+use common::box_cgroup_dirs;
+
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -37,32 +39,6 @@ fn host_pid_of(marker: &str) -> Option<u32> {
         let cmdline = text(&fs::read(e.path().join("cmdline")).ok()?).replace('\0', " ");
         (cmdline.contains(marker) && !cmdline.contains("sandbox-exec")).then_some(pid)
     })
-}
-
-/// The box cgroup directories process `pid` is in, as this (the host's) cgroup namespace
-/// names them.
-fn box_cgroup_dirs(pid: u32) -> Vec<PathBuf> {
-    let v2_root = if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
-        "/sys/fs/cgroup"
-    } else {
-        "/sys/fs/cgroup/unified"
-    };
-    fs::read_to_string(format!("/proc/{pid}/cgroup"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| {
-            let mut parts = line.splitn(3, ':');
-            let (_id, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
-            let root = match ctrls {
-                "" => v2_root.to_owned(),
-                "memory" | "pids" => format!("/sys/fs/cgroup/{ctrls}"),
-                _ => return None,
-            };
-            let dir = Path::new(&root).join(path.trim_start_matches('/'));
-            let name = dir.file_name()?.to_str()?;
-            name.starts_with("boxmaker-").then_some(dir)
-        })
-        .collect()
 }
 
 fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {

@@ -6,6 +6,9 @@
 // Test helpers outside #[test] functions: a failed unwrap there is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+use common::box_cgroup_dirs;
+
 use std::fs;
 use std::io::Read;
 use std::net::TcpListener;
@@ -548,31 +551,6 @@ fn test_daemon_outliving_command_fails() {
     );
     assert_eq!(ok(&out), "started\n");
     assert!(host_processes_with("sleep 4331").is_empty());
-}
-
-/// The box cgroup directories process `pid` is in, as the host's cgroup namespace names them.
-fn box_cgroup_dirs(pid: u32) -> Vec<std::path::PathBuf> {
-    let v2_root = if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
-        "/sys/fs/cgroup"
-    } else {
-        "/sys/fs/cgroup/unified"
-    };
-    fs::read_to_string(format!("/proc/{pid}/cgroup"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| {
-            let mut parts = line.splitn(3, ':');
-            let (_id, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
-            let root = match ctrls {
-                "" => v2_root.to_owned(),
-                "memory" | "pids" => format!("/sys/fs/cgroup/{ctrls}"),
-                _ => return None,
-            };
-            let dir = Path::new(&root).join(path.trim_start_matches('/'));
-            let name = dir.file_name()?.to_str()?;
-            name.starts_with("boxmaker-").then_some(dir)
-        })
-        .collect()
 }
 
 #[test]

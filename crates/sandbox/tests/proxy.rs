@@ -7,14 +7,10 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 
-use sandbox::{HELPER_ARG, HelperCommand, Io, Spec, Status};
+use sandbox::{Io, Spec, Status};
 
-fn helper() -> HelperCommand {
-    HelperCommand {
-        program: env!("CARGO_BIN_EXE_sandbox-exec").into(),
-        args: vec![HELPER_ARG.into()],
-    }
-}
+mod common;
+use common::helper;
 
 fn spec(script: &str, ws: &std::path::Path) -> Spec {
     let mut s = Spec::new(

@@ -4,17 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+use common::helper;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::{Duration, Instant};
 
-use sandbox::{HELPER_ARG, HelperCommand, Spec, Status};
-
-fn helper() -> HelperCommand {
-    HelperCommand {
-        program: env!("CARGO_BIN_EXE_sandbox-exec").into(),
-        args: vec![HELPER_ARG.into()],
-    }
-}
+use sandbox::{Spec, Status};
 
 fn spec(script: &str, ws: &std::path::Path) -> Spec {
     let mut s = Spec::new(
