@@ -156,6 +156,18 @@ impl Runner {
     /// call's reach already in it), and answers `result` or `failed`. Never panics on
     /// anything in `req`.
     pub fn handle(&self, req: &ToolRequest, taint: DataClass) -> ToolResponse {
+        self.handle_approved(req, taint, &[])
+    }
+
+    /// As [`Runner::handle`], for a call a person approved with `files` (docs/spec.md §3.3
+    /// step 6): a `run` whose files no longer have those digests does not run, and its
+    /// program runs from a read-only copy of what was hashed ([`crate::digest`]).
+    pub fn handle_approved(
+        &self,
+        req: &ToolRequest,
+        taint: DataClass,
+        files: &[proto::run::FileDigest],
+    ) -> ToolResponse {
         self.raise_floor(&req.session, taint);
         let resp = match self.config.tool(&req.tool) {
             Some(
@@ -163,7 +175,7 @@ impl Runner {
                     kind: ToolKind::Builtin(b),
                     ..
                 },
-            ) => self.builtin(req, tool, *b),
+            ) => self.builtin(req, tool, *b, files),
             // A server's own `name` is not a tool; its tools are `PREFIX_TOOL`.
             _ => self.downstream(req),
         };
@@ -265,7 +277,13 @@ impl Runner {
         config::box_label(self.floor(session), self.config.reach(tool))
     }
 
-    fn builtin(&self, req: &ToolRequest, tool: &Tool, which: Builtin) -> ToolResponse {
+    fn builtin(
+        &self,
+        req: &ToolRequest,
+        tool: &Tool,
+        which: Builtin,
+        files: &[proto::run::FileDigest],
+    ) -> ToolResponse {
         let call = match builtin::parse(which, &req.arguments) {
             Ok(call) => call,
             Err(e) => return failed(e.to_string()),
@@ -284,7 +302,7 @@ impl Runner {
                 self.file_tool(req, tool, a.into(), Some(label))
             }
             BuiltinCall::ListDir(a) => self.file_tool(req, tool, a.into(), None),
-            BuiltinCall::Run(a) => self.run_tool(req, tool, a),
+            BuiltinCall::Run(a) => self.run_tool(req, tool, a, files),
         }
     }
 
@@ -607,21 +625,62 @@ impl Runner {
         }
     }
 
-    fn run_tool(&self, req: &ToolRequest, tool: &Tool, args: builtin::Run) -> ToolResponse {
+    fn run_tool(
+        &self,
+        req: &ToolRequest,
+        tool: &Tool,
+        args: builtin::Run,
+        approved: &[proto::run::FileDigest],
+    ) -> ToolResponse {
         let mut timeout = Duration::from_secs(self.config.limits.timeout_seconds);
         if let Some(t) = args.timeout {
             timeout = timeout.min(Duration::from_secs(t));
         }
+        // A call a person approved runs only what they approved (docs/spec.md §3.3 step 6):
+        // look again now, and run the program from a copy of the bytes just hashed.
+        let pin = if approved.is_empty() {
+            None
+        } else {
+            let looked = self.view(&req.session, tool).digests(&args.argv, true);
+            if let Some(why) = crate::digest::changed(approved, &looked.files) {
+                return failed(format!(
+                    "{}: nothing ran, because what the call runs changed since a person                      approved it: {why}. Call again and a person is asked about it as it is now.",
+                    tool.name
+                ));
+            }
+            match self.pin(&looked) {
+                Ok(pin) => pin,
+                Err(e) => {
+                    return failed(format!(
+                        "{}: nothing ran: cannot make the read-only copy of the approved                          program: {e}",
+                        tool.name
+                    ));
+                }
+            }
+        };
+        let mut argv = args.argv;
+        if let Some((_, arg, at)) = &pin
+            && let Some(a) = argv.get_mut(*arg)
+        {
+            *a = at.clone();
+        }
         let mut spec = self.spec(
             &req.session,
             tool,
-            args.argv,
+            argv,
             Io::Capture {
                 stdin: args.stdin.map(String::into_bytes).unwrap_or_default(),
                 output_cap: RUN_OUTPUT_CAP,
             },
             Some(self.box_label(&req.session, tool)),
         );
+        if let Some((dir, _, _)) = &pin {
+            spec.mounts.push(Mount {
+                host: dir.path().to_path_buf(),
+                at: crate::digest::PIN_AT.into(),
+                write: false,
+            });
+        }
         spec.limits.timeout = timeout;
         let mut proxy = None;
         let ctx = crate::egress::BoxCtx {

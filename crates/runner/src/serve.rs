@@ -112,9 +112,18 @@ where
         let (runner, out, slots2, id) = (runner.clone(), output.clone(), slots.clone(), req.id);
         std::thread::spawn(move || {
             let reply = match req.order {
-                Order::Call { request, class, .. } => {
-                    RunnerReply::answer(id, runner.handle(&request, class))
-                }
+                Order::Call {
+                    request,
+                    class,
+                    files,
+                    ..
+                } => RunnerReply::answer(id, runner.handle_approved(&request, class, &files)),
+                Order::Digest { request } => RunnerReply::new(
+                    id,
+                    RunnerAnswer::Digests {
+                        files: runner.digest(&request),
+                    },
+                ),
                 Order::ResetSession { session } => match runner.reset_session(&session) {
                     Ok((servers, workspace)) => {
                         RunnerReply::new(id, RunnerAnswer::Reset { servers, workspace })
