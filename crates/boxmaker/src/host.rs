@@ -127,11 +127,20 @@ impl ChildRunner {
 }
 
 impl ToolRunner for ChildRunner {
-    fn run(&self, req: &ToolRequest, taint: policy::Taint) -> ToolResponse {
+    fn run_approved(
+        &self,
+        req: &ToolRequest,
+        taint: policy::Taint,
+        files: &[proto::run::FileDigest],
+    ) -> ToolResponse {
         match self.link() {
-            Ok(link) => link.run(req, taint),
+            Ok(link) => link.run_approved(req, taint, files),
             Err(message) => ToolResponse::Failed { message },
         }
+    }
+
+    fn digest(&self, req: &ToolRequest) -> Result<Vec<proto::run::FileDigest>, String> {
+        self.link()?.digest(req)
     }
 
     fn reset(&self, session: &proto::SessionId) -> Result<gate::link::Cleared, String> {
