@@ -97,7 +97,14 @@ impl Env {
 
     /// A call the gate answers at once (the agent's own `write_file` and `prep`).
     fn call_now(&self, session: &str, tool: &str, args: &Value) -> Value {
-        let o = self.run(&["call", "--session", session, "--json", tool, &args.to_string()]);
+        let o = self.run(&[
+            "call",
+            "--session",
+            session,
+            "--json",
+            tool,
+            &args.to_string(),
+        ]);
         let text = String::from_utf8_lossy(&o.stdout);
         serde_json::from_str(text.trim()).unwrap_or_else(|_| {
             panic!(
@@ -215,10 +222,7 @@ impl Call {
     fn asks(&mut self) -> String {
         match self.went() {
             Went::Asked(id) => id,
-            Went::Ended(v) => panic!(
-                "{} ran without asking anyone: {v}",
-                self.what
-            ),
+            Went::Ended(v) => panic!("{} ran without asking anyone: {v}", self.what),
         }
     }
 
@@ -291,13 +295,15 @@ fn a_script_rewritten_after_approval_for_the_session_asks_again_and_says_it_chan
     let file = file_shown(&shown, "/work/s.sh");
     assert_eq!(file["kind"], "file", "{shown}");
     assert!(
-        file["was"].as_str().is_some_and(|w| w.starts_with("sha256:")),
+        file["was"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("sha256:")),
         "the person is not shown that the script changed: {shown}"
     );
     assert_ne!(Some(file["was"].as_str().unwrap()), file["sha256"].as_str());
     let listing = env.listing();
     assert!(
-        listing.contains("/work/s.sh") && listing.contains("changed since"),
+        listing.contains("covers /work/s.sh") && listing.contains("CHANGED since"),
         "{listing}"
     );
     env.refuse(&id);
@@ -339,7 +345,7 @@ fn a_script_rewritten_between_approval_and_exec_never_runs_unapproved() {
         .args(["--session", "s1", "prep"])
         .arg(
             json!({"argv": ["sh", "-c",
-                "end=$(($(date +%s)+25)); while [ $(date +%s) -lt $end ]; do \
+                "end=$(($(date +%s)+20)); while [ $(date +%s) -lt $end ]; do \
                  cp /work/good /work/.t; mv /work/.t /work/s.sh; \
                  cp /work/evil /work/.t; mv /work/.t /work/s.sh; done"]})
             .to_string(),
@@ -365,6 +371,18 @@ fn a_script_rewritten_between_approval_and_exec_never_runs_unapproved() {
             .to_string()
     };
     let (good, evil) = (sha_of("echo harmless\n"), sha_of("echo EVIL\n"));
+    // The race is on: the script is seen both ways from the host.
+    let script = env.dir.join("state/work/s1/s.sh");
+    let (mut seen_good, mut seen_evil) = (false, false);
+    let start = Instant::now();
+    while !(seen_good && seen_evil) {
+        assert!(start.elapsed() < DEADLINE, "the flipper never flipped");
+        match std::fs::read_to_string(&script).as_deref() {
+            Ok("echo harmless\n") => seen_good = true,
+            Ok("echo EVIL\n") => seen_evil = true,
+            _ => {}
+        }
+    }
     let (mut ran, mut refused_to_run) = (0, 0);
     for _ in 0..6 {
         let mut call = env.spawn_run("s1", &argv);
@@ -393,6 +411,7 @@ fn a_script_rewritten_between_approval_and_exec_never_runs_unapproved() {
     let mut flipper = flipper;
     let _ = flipper.kill();
     let _ = flipper.wait();
+    eprintln!("under the race: {ran} ran what was shown, {refused_to_run} refused to run");
     assert_eq!(ran + refused_to_run, 6);
 }
 
@@ -412,7 +431,10 @@ fn an_interpreters_program_and_an_executable_in_work_are_bound_and_a_c_string_is
     let mut call = env.spawn_run("s1", &py);
     let id = call.asks();
     let shown = env.shown(&id);
-    assert!(file_shown(&shown, "/work/x.py")["was"].is_string(), "{shown}");
+    assert!(
+        file_shown(&shown, "/work/x.py")["was"].is_string(),
+        "{shown}"
+    );
     env.refuse(&id);
     call.answer();
 
