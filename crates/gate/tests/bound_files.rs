@@ -289,8 +289,7 @@ fn the_files_are_part_of_what_a_person_decides_on_and_of_the_audit() {
     let last = h
         .audit_text()
         .lines()
-        .filter(|l| l.contains(r#""event":"approval_asked""#))
-        .last()
+        .rfind(|l| l.contains(r#""event":"approval_asked""#))
         .unwrap()
         .to_string();
     assert!(!last.contains("files_sha256"), "{last}");
