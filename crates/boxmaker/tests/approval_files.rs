@@ -64,10 +64,20 @@ effect = "allow"
 
 struct Env {
     dir: PathBuf,
+    /// The uid (and gid) every boxmaker process of the test runs as: `None`, the test's
+    /// own (root here); `Some`, an ordinary user's, with no capability at all.
+    uid: Option<u32>,
 }
 
 impl Env {
     fn new(name: &str) -> Env {
+        Env::as_user(name, None)
+    }
+
+    /// As [`Env::new`], with every boxmaker process running as `uid` when the test runs as
+    /// root (the state directory and the mount then belong to it, as they would to a person
+    /// running boxmaker).
+    fn as_user(name: &str, uid: Option<u32>) -> Env {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join("approval_files")
             .join(name);
@@ -78,7 +88,22 @@ impl Env {
         std::fs::set_permissions(dir.join("scratch"), std::fs::Permissions::from_mode(0o777))
             .unwrap();
         std::fs::write(dir.join("boxmaker.toml"), CONFIG).unwrap();
-        Env { dir }
+        if let Some(uid) = uid {
+            for p in [dir.clone(), dir.join("scratch"), dir.join("boxmaker.toml")] {
+                std::os::unix::fs::chown(&p, Some(uid), Some(uid)).unwrap();
+            }
+        }
+        Env { dir, uid }
+    }
+
+    /// A boxmaker command as this test's user.
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(BIN);
+        if let Some(uid) = self.uid {
+            use std::os::unix::process::CommandExt;
+            c.uid(uid).gid(uid).env("HOME", &self.dir);
+        }
+        c
     }
 
     fn config(&self) -> PathBuf {
@@ -86,7 +111,7 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
+        self.cmd()
             .args(args)
             .arg("--config")
             .arg(self.config())
@@ -134,7 +159,8 @@ impl Env {
     /// `run` with `argv` in the background: it waits for a person, or answers at once.
     fn spawn_run(&self, session: &str, argv: &[&str]) -> Call {
         let args = json!({ "argv": argv }).to_string();
-        let mut child = Command::new(BIN)
+        let mut child = self
+            .cmd()
             .args(["call", "--config"])
             .arg(self.config())
             .args(["--session", session, "--json", "run", &args])
@@ -319,13 +345,43 @@ fn a_script_rewritten_after_approval_for_the_session_asks_again_and_says_it_chan
 
 #[test]
 fn a_script_rewritten_between_approval_and_exec_never_runs_unapproved() {
-    let env = Env::new("race");
+    rewritten_between_approval_and_exec(&Env::new("race"), "s1");
+}
+
+/// The runner as an ordinary user (no capability, the box user mapped to that user's own
+/// uid): the files are read, hashed and pinned the same way, and the copy runs.
+#[test]
+fn the_same_holds_when_boxmaker_runs_as_an_ordinary_user() {
+    // Only root can start processes as another user; an ordinary user already is one.
+    let root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    let uid = root.then_some(65534);
+    let env = Env::as_user("user-race", uid);
     env.write("s1", "/work/s.sh", "echo harmless\n");
     let argv = ["sh", "/work/s.sh"];
-    // Rewritten while the person looks: what they approve is what they were shown.
+    assert_eq!(approved_for_session(&env, "s1", &argv), "harmless\n");
+    env.write("s1", "/work/s.sh", "echo EVIL\n");
     let mut call = env.spawn_run("s1", &argv);
     let id = call.asks();
-    env.write("s1", "/work/s.sh", "echo EVIL\n");
+    assert!(file_shown(&env.shown(&id), "/work/s.sh")["was"].is_string());
+    env.refuse(&id);
+    call.answer();
+    if uid.is_some() {
+        let owner = std::os::unix::fs::MetadataExt::uid(
+            &std::fs::metadata(env.dir.join("state/work/s1/s.sh")).unwrap(),
+        );
+        assert_eq!(owner, 65534, "the box wrote as the ordinary user");
+    }
+    // A session of its own: the approval remembered above must not answer there.
+    rewritten_between_approval_and_exec(&env, "s2");
+}
+
+fn rewritten_between_approval_and_exec(env: &Env, session: &str) {
+    env.write(session, "/work/s.sh", "echo harmless\n");
+    let argv = ["sh", "/work/s.sh"];
+    // Rewritten while the person looks: what they approve is what they were shown.
+    let mut call = env.spawn_run(session, &argv);
+    let id = call.asks();
+    env.write(session, "/work/s.sh", "echo EVIL\n");
     env.approve(&id);
     let got = outcome(&call.answer());
     assert!(
@@ -336,13 +392,14 @@ fn a_script_rewritten_between_approval_and_exec_never_runs_unapproved() {
     // Flipped as fast as a box can, all through the calls: each run prints what the person
     // was shown, or fails; never the other script.
     env.prep(
-        "s1",
+        session,
         "printf 'echo harmless\\n' > /work/good; printf 'echo EVIL\\n' > /work/evil",
     );
-    let flipper = Command::new(BIN)
+    let flipper = env
+        .cmd()
         .args(["call", "--config"])
         .arg(env.config())
-        .args(["--session", "s1", "prep"])
+        .args(["--session", session, "prep"])
         .arg(
             json!({"argv": ["sh", "-c",
                 "end=$(($(date +%s)+20)); while [ $(date +%s) -lt $end ]; do \
@@ -372,7 +429,7 @@ fn a_script_rewritten_between_approval_and_exec_never_runs_unapproved() {
     };
     let (good, evil) = (sha_of("echo harmless\n"), sha_of("echo EVIL\n"));
     // The race is on: the script is seen both ways from the host.
-    let script = env.dir.join("state/work/s1/s.sh");
+    let script = env.dir.join("state/work").join(session).join("s.sh");
     let (mut seen_good, mut seen_evil) = (false, false);
     let start = Instant::now();
     while !(seen_good && seen_evil) {
@@ -385,7 +442,7 @@ fn a_script_rewritten_between_approval_and_exec_never_runs_unapproved() {
     }
     let (mut ran, mut refused_to_run) = (0, 0);
     for _ in 0..6 {
-        let mut call = env.spawn_run("s1", &argv);
+        let mut call = env.spawn_run(session, &argv);
         let id = call.asks();
         let shown = env.shown(&id);
         let sha = file_shown(&shown, "/work/s.sh")["sha256"]
@@ -413,6 +470,13 @@ fn a_script_rewritten_between_approval_and_exec_never_runs_unapproved() {
     let _ = flipper.wait();
     eprintln!("under the race: {ran} ran what was shown, {refused_to_run} refused to run");
     assert_eq!(ran + refused_to_run, 6);
+    // Each program copy went with its call's box.
+    let left: Vec<_> = std::fs::read_dir(env.dir.join("state/pins"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

@@ -508,10 +508,33 @@ impl Runner {
         std::fs::write(&copy, bytes)?;
         let exec = if mode & 0o111 != 0 { 0o555 } else { 0o444 };
         std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(exec))?;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555))?;
+        // Read-only in the box by its bind; on the host only the runner reaches `pins/`.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
         let at = Path::new(PIN_AT).join(&name).display().to_string();
         let arg = usize::try_from(f.arg).unwrap_or(usize::MAX);
         Ok(Some((dir, arg, at)))
+    }
+}
+
+impl Runner {
+    /// Removes program copies a runner that died left under `STATE/pins/` (a copy lives as
+    /// long as its call's box, which is far less than a day). Returns how many. The runner
+    /// sweeps when it starts.
+    pub fn sweep_pins(&self) -> usize {
+        let Ok(entries) = std::fs::read_dir(self.state_dir().join("pins")) else {
+            return 0;
+        };
+        let now = std::time::SystemTime::now();
+        let mut removed = 0;
+        for e in entries.flatten() {
+            let old = e.metadata().and_then(|m| m.modified()).is_ok_and(|t| {
+                now.duration_since(t).unwrap_or_default() > crate::run::WORKSPACE_KEEP
+            });
+            if old && std::fs::remove_dir_all(e.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
     }
 }
 
@@ -793,6 +816,19 @@ builtin = "read_file"
                 .path()
                 .starts_with(std::fs::canonicalize(dir.path()).unwrap())
         );
+        // Gone with its call; and one a dead runner left a day ago is swept.
+        let left = pin_dir.path().to_path_buf();
+        drop(pin_dir);
+        assert!(!left.exists());
+        let stale = dir.path().join("state/pins/call-stale");
+        std::fs::create_dir_all(&stale).unwrap();
+        std::fs::File::open(&stale)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - crate::run::WORKSPACE_KEEP * 2)
+            .unwrap();
+        std::fs::create_dir_all(dir.path().join("state/pins/call-live")).unwrap();
+        assert_eq!(r.sweep_pins(), 1);
+        assert!(!stale.exists());
     }
 
     #[test]
