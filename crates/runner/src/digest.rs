@@ -223,21 +223,39 @@ impl View {
             d.note = Some(too_large());
             return (d, None);
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        if let Err(e) = (&mut file).take(DIGEST_LIMIT + 1).read_to_end(&mut bytes) {
-            d.note = Some(format!(
-                "the runner cannot read it ({e}), so it is not covered"
-            ));
-            return (d, None);
-        }
-        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > DIGEST_LIMIT {
-            d.note = Some(too_large());
-            return (d, None);
+        // Hashed as read; only the program's bytes are kept (at most one file a call).
+        let mut hasher = Sha256::new();
+        let mut kept_bytes =
+            keep.then(|| Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0)));
+        let mut total: u64 = 0;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match (&mut file).take(DIGEST_LIMIT + 1 - total).read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    d.note = Some(format!(
+                        "the runner cannot read it ({e}), so it is not covered"
+                    ));
+                    return (d, None);
+                }
+            };
+            let chunk = buf.get(..n).unwrap_or_default();
+            hasher.update(chunk);
+            if let Some(k) = kept_bytes.as_mut() {
+                k.extend_from_slice(chunk);
+            }
+            total = total.saturating_add(u64::try_from(n).unwrap_or(u64::MAX));
+            if total > DIGEST_LIMIT {
+                d.note = Some(too_large());
+                return (d, None);
+            }
         }
         d.kind = FileKind::File;
-        d.sha256 = Some(hex(&Sha256::digest(&bytes)));
-        d.size = Some(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
-        let kept = keep.then(|| (bytes, meta.permissions().mode()));
+        d.sha256 = Some(hex(&hasher.finalize()));
+        d.size = Some(total);
+        let kept = kept_bytes.map(|b| (b, meta.permissions().mode()));
         (d, kept)
     }
 
