@@ -214,7 +214,24 @@ fn approval_line(a: &ApprovalInfo) -> String {
         a.reason,
         crate::when::at(a.created),
         crate::when::expires(a.expires)
-    )
+    ) + &covers_lines(&a.files)
+}
+
+/// What an approval (or a remembered one) covers beyond its text: one indented line per
+/// file it binds (docs/spec.md §3.3 step 6), and whether it can be remembered.
+fn covers_lines(files: &[proto::run::FileDigest]) -> String {
+    let mut out = String::new();
+    for line in front::explain::covers(files) {
+        out.push_str("\n    covers ");
+        out.push_str(&line);
+    }
+    if !front::explain::rememberable(files) {
+        out.push_str(
+            "\n    (a file it names cannot be bound: approve it once; it cannot be approved \
+             for the session)",
+        );
+    }
+    out
 }
 
 fn session_line(s: &SessionInfo) -> String {
@@ -248,7 +265,7 @@ fn grant_line(g: &GrantInfo) -> String {
                 ""
             },
             s.expires.map_or("never".into(), crate::when::at)
-        );
+        ) + &covers_lines(&scope.files);
     }
     format!(
         "{}  {} {}  sessions {}  max_class {}  if_untrusted {}  expires {}",
