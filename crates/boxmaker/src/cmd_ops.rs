@@ -217,19 +217,18 @@ fn approval_line(a: &ApprovalInfo) -> String {
     ) + &covers_lines(&a.files)
 }
 
-/// What an approval (or a remembered one) covers beyond its text: one indented line per
-/// file it binds (docs/spec.md §3.3 step 6), and whether it can be remembered.
+/// What an approval (or a remembered one) covers beyond its text, on the same line (one
+/// line per approval, for `--watch` readers): each file it binds (docs/spec.md §3.3 step 6),
+/// `; ` between them, and whether it can be remembered.
 fn covers_lines(files: &[proto::run::FileDigest]) -> String {
+    let covers = front::explain::covers(files);
     let mut out = String::new();
-    for line in front::explain::covers(files) {
-        out.push_str("\n    covers ");
-        out.push_str(&line);
+    if !covers.is_empty() {
+        out.push_str("  covers: ");
+        out.push_str(&covers.join("; "));
     }
     if !front::explain::rememberable(files) {
-        out.push_str(
-            "\n    (a file it names cannot be bound: approve it once; it cannot be approved \
-             for the session)",
-        );
+        out.push_str("  (a file it names cannot be bound: approve it once, not for the session)");
     }
     out
 }

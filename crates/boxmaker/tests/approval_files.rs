@@ -329,7 +329,7 @@ fn a_script_rewritten_after_approval_for_the_session_asks_again_and_says_it_chan
     assert_ne!(Some(file["was"].as_str().unwrap()), file["sha256"].as_str());
     let listing = env.listing();
     assert!(
-        listing.contains("covers /work/s.sh") && listing.contains("CHANGED since"),
+        listing.contains("covers: /work/s.sh") && listing.contains("CHANGED since"),
         "{listing}"
     );
     env.refuse(&id);
