@@ -214,7 +214,23 @@ fn approval_line(a: &ApprovalInfo) -> String {
         a.reason,
         crate::when::at(a.created),
         crate::when::expires(a.expires)
-    )
+    ) + &covers_lines(&a.files)
+}
+
+/// What an approval (or a remembered one) covers beyond its text, on the same line (one
+/// line per approval, for `--watch` readers): each file it binds (docs/spec.md §3.3 step 6),
+/// `; ` between them, and whether it can be remembered.
+fn covers_lines(files: &[proto::run::FileDigest]) -> String {
+    let covers = front::explain::covers(files);
+    let mut out = String::new();
+    if !covers.is_empty() {
+        out.push_str("  covers: ");
+        out.push_str(&covers.join("; "));
+    }
+    if !front::explain::rememberable(files) {
+        out.push_str("  (a file it names cannot be bound: approve it once, not for the session)");
+    }
+    out
 }
 
 fn session_line(s: &SessionInfo) -> String {
@@ -248,7 +264,7 @@ fn grant_line(g: &GrantInfo) -> String {
                 ""
             },
             s.expires.map_or("never".into(), crate::when::at)
-        );
+        ) + &covers_lines(&scope.files);
     }
     format!(
         "{}  {} {}  sessions {}  max_class {}  if_untrusted {}  expires {}",

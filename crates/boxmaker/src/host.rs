@@ -127,9 +127,14 @@ impl ChildRunner {
 }
 
 impl ToolRunner for ChildRunner {
-    fn run(&self, req: &ToolRequest, taint: policy::Taint) -> ToolResponse {
+    fn run_approved(
+        &self,
+        req: &ToolRequest,
+        taint: policy::Taint,
+        files: &[proto::run::FileDigest],
+    ) -> ToolResponse {
         match self.link() {
-            Ok(link) => link.run(req, taint),
+            Ok(link) => link.run_approved(req, taint, files),
             Err(message) => ToolResponse::Failed { message },
         }
     }
@@ -138,12 +143,17 @@ impl ToolRunner for ChildRunner {
         &self,
         req: &ToolRequest,
         taint: policy::Taint,
+        files: &[proto::run::FileDigest],
         admit: &mut dyn FnMut() -> Result<(), String>,
     ) -> ToolResponse {
         match self.link() {
-            Ok(link) => link.run_if(req, taint, admit),
+            Ok(link) => link.run_if(req, taint, files, admit),
             Err(message) => ToolResponse::Failed { message },
         }
+    }
+
+    fn digest(&self, req: &ToolRequest) -> Result<Vec<proto::run::FileDigest>, String> {
+        self.link()?.digest(req)
     }
 
     fn reset(&self, session: &proto::SessionId) -> Result<gate::link::Cleared, String> {

@@ -27,6 +27,8 @@ pub fn run(args: &RunnerArgs) -> Result<(), CliError> {
     let runner = Arc::new(Runner::new(Arc::new(cfg), &state)?);
     // Ended connection sessions' workspaces (see `Runner::sweep_workspaces`).
     runner.sweep_workspaces();
+    // Program copies of approved calls a runner that died left behind.
+    runner.sweep_pins();
     // Servers nobody has discovered yet are asked on the first call that names one of
     // their tools (not here: a server that hangs must not hold up every builtin call).
     runner::serve(runner, std::io::stdin(), std::io::stdout()).map_err(CliError::Serve)

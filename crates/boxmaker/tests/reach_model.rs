@@ -30,8 +30,17 @@ const CLASSES: [DataClass; 4] = [
 struct InProcess(Arc<runner::Runner>);
 
 impl ToolRunner for InProcess {
-    fn run(&self, req: &ToolRequest, taint: policy::Taint) -> ToolResponse {
-        self.0.handle(req, taint.class())
+    fn run_approved(
+        &self,
+        req: &ToolRequest,
+        taint: policy::Taint,
+        files: &[proto::run::FileDigest],
+    ) -> ToolResponse {
+        self.0.handle_approved(req, taint.class(), files)
+    }
+
+    fn digest(&self, req: &ToolRequest) -> Result<Vec<proto::run::FileDigest>, String> {
+        Ok(self.0.digest(req))
     }
 
     fn reset(&self, session: &SessionId) -> Result<Cleared, String> {

@@ -217,6 +217,24 @@ pub fn message(item: &ApprovalInfo, now: Timestamp) -> String {
             ""
         }
     );
+    // What the approval binds beyond the text: the files the call names, and their digests.
+    let mut files = String::new();
+    let covers = crate::explain::covers(&item.files);
+    if !covers.is_empty() {
+        files.push_str("\nfiles it covers:");
+        for line in covers {
+            files.push_str("\n  - ");
+            files.push_str(&line);
+        }
+    }
+    let remember = if crate::explain::rememberable(&item.files) {
+        "Approve for this session also lets this exact call (the same tool and arguments, in \
+         this session, while every file above stays as shown) run again without asking, for \
+         the minutes you choose."
+    } else {
+        "This call names a file whose content cannot be bound, so it can only be approved \
+         once: approve for this session is refused."
+    };
     let why = match item.reason {
         ApprovalReason::GrantAsk => "a grant says to ask before this tool runs",
         ApprovalReason::UntrustedContent => {
@@ -226,13 +244,12 @@ pub fn message(item: &ApprovalInfo, now: Timestamp) -> String {
     format!(
         "boxmaker: a tool call waits for your approval.\n\n\
          tool: {tool}\n\
-         arguments: {args}{marker}\n\
+         arguments: {args}{marker}{files}\n\
          session: {session} (taint: {taint})\n\
          why: {why}\n\
          expires: {} (approval {})\n\n\
-         Approve once runs this exact call. Approve for this session also lets this exact call \
-         (the same tool and arguments, in this session) run again without asking, for the \
-         minutes you choose. Refuse denies it. If you do not answer, it waits for \
+         Approve once runs this exact call (with the files as shown, or not at all). \
+         {remember} Refuse denies it. If you do not answer, it waits for \
          `boxmaker approve` or the approvals page until it expires.",
         crate::when::at_from(item.expires, now),
         for_person(&item.id).text,
@@ -349,6 +366,7 @@ mod tests {
             created: Timestamp(1_000),
             expires: Timestamp(1_300),
             state: ApprovalState::Pending,
+            files: Vec::new(),
         }
     }
 
@@ -376,6 +394,32 @@ mod tests {
             m.contains("(in 5 min)") && m.contains("ap-0123456789abcdef"),
             "{m}"
         );
+    }
+
+    #[test]
+    fn the_message_shows_the_files_the_approval_covers_and_what_changed() {
+        let mut it = item(r#"{"argv":["sh","/work/s.sh"]}"#);
+        it.files.push(proto::run::FileDigest {
+            path: "/work/s.sh\nwhy: nothing".into(),
+            arg: 1,
+            kind: proto::run::FileKind::File,
+            sha256: Some("ab".repeat(32)),
+            size: Some(14),
+            note: None,
+            pinned: true,
+            was: Some(format!("sha256:{}", "cd".repeat(32))),
+        });
+        let m = message(&it, Timestamp(1_000));
+        assert!(m.contains("\nfiles it covers:\n  - /work/s.sh\\u{a}why: nothing: 14 bytes, sha256 abababababababab…"), "{m}");
+        assert!(
+            m.contains("CHANGED since the same call was approved"),
+            "{m}"
+        );
+        assert!(m.contains("while every file above stays as shown"), "{m}");
+        // A file that cannot be bound: approve once only.
+        it.files[0].kind = proto::run::FileKind::Unbound;
+        let m = message(&it, Timestamp(1_000));
+        assert!(m.contains("can only be approved once"), "{m}");
     }
 
     #[test]

@@ -182,6 +182,129 @@ pub fn for_person(text: &str) -> ForPerson {
     ForPerson { text: out, escaped }
 }
 
+/// A digest for a person: `sha256 ` and its first 16 hex digits (the wire has all 64).
+fn short_digest(binding: &str) -> String {
+    match binding.strip_prefix("sha256:") {
+        Some(hex) => format!("sha256 {}…", hex.get(..16).unwrap_or(hex)),
+        None => binding.to_string(),
+    }
+}
+
+/// What an approval covers beyond its text, one line per file for a person (docs/spec.md
+/// §3.3 step 6): each file with its size and digest (the program marked as run from a copy
+/// of exactly that), a directory, what cannot be bound and why, and the places that were
+/// empty in one line. A file that changed since a person approved the same call says so,
+/// with what it was. Paths and notes come from the agent: they are escaped.
+pub fn covers(files: &[proto::run::FileDigest]) -> Vec<String> {
+    use proto::run::FileKind;
+    let mut lines = Vec::new();
+    let mut absent = Vec::new();
+    for f in files {
+        let path = for_person(if f.path.is_empty() {
+            "(the call)"
+        } else {
+            &f.path
+        })
+        .text;
+        let note = f.note.as_deref().map(|n| for_person(n).text);
+        let mut line = match f.kind {
+            FileKind::File => format!(
+                "{path}: {} bytes, {}{}",
+                f.size.unwrap_or(0),
+                short_digest(&f.binding()),
+                if f.pinned {
+                    " (the program: it runs from a read-only copy of exactly this)"
+                } else {
+                    ""
+                }
+            ),
+            FileKind::Directory => {
+                format!("{path}: a directory (bound as one; what it holds is not covered)")
+            }
+            FileKind::Absent if f.was.is_none() => {
+                absent.push(path);
+                continue;
+            }
+            FileKind::Absent => format!("{path}: nothing there"),
+            FileKind::Unbound => format!(
+                "{path}: NOT COVERED: {}",
+                note.unwrap_or_else(|| "its content cannot be bound".into())
+            ),
+        };
+        if let Some(was) = &f.was {
+            line.push_str(&format!(
+                "  CHANGED since the same call was approved (it was {})",
+                short_digest(&for_person(was).text)
+            ));
+        }
+        lines.push(line);
+    }
+    if !absent.is_empty() {
+        lines.push(format!(
+            "nothing there now (bound as absent): {}",
+            absent.join(", ")
+        ));
+    }
+    lines
+}
+
+/// Whether an approval that names these files can be remembered for the session: not when
+/// one of them cannot be bound (such a call asks every time).
+pub fn rememberable(files: &[proto::run::FileDigest]) -> bool {
+    files.iter().all(proto::run::FileDigest::bindable)
+}
+
+#[cfg(test)]
+mod covers_tests {
+    use super::*;
+    use proto::run::{FileDigest, FileKind};
+
+    fn f(path: &str, kind: FileKind) -> FileDigest {
+        FileDigest {
+            path: path.into(),
+            arg: 1,
+            kind,
+            sha256: (kind == FileKind::File).then(|| "ab".repeat(32)),
+            size: (kind == FileKind::File).then_some(14),
+            note: None,
+            pinned: false,
+            was: None,
+        }
+    }
+
+    #[test]
+    fn each_file_is_shown_with_its_digest_and_a_change_says_so() {
+        let mut script = f("/work/s.sh", FileKind::File);
+        script.pinned = true;
+        script.was = Some(format!("sha256:{}", "cd".repeat(32)));
+        let mut link = f("/work/l\u{202e}", FileKind::Unbound);
+        link.note = Some("/work/l is a symlink (to /etc/passwd)".into());
+        let lines = covers(&[
+            script,
+            f("/work/-y", FileKind::Absent),
+            f("/work/out", FileKind::Directory),
+            link,
+            f("/work/gone", FileKind::Absent),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "/work/s.sh: 14 bytes, sha256 abababababababab… (the program: it runs from a \
+                 read-only copy of exactly this)  CHANGED since the same call was approved (it \
+                 was sha256 cdcdcdcdcdcdcdcd…)",
+                "/work/out: a directory (bound as one; what it holds is not covered)",
+                "/work/l\\u{202e}: NOT COVERED: /work/l is a symlink (to /etc/passwd)",
+                "nothing there now (bound as absent): /work/-y, /work/gone",
+            ]
+        );
+        assert!(!rememberable(&[f("/work/x", FileKind::Unbound)]));
+        assert!(rememberable(&[
+            f("/work/x", FileKind::File),
+            f("/y", FileKind::Absent)
+        ]));
+    }
+}
+
 #[cfg(test)]
 mod person_tests {
     use super::*;

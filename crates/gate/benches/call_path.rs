@@ -118,7 +118,16 @@ impl ToolRunner for Instant0 {
         Ok(gate::link::Cleared::default())
     }
 
-    fn run(&self, req: &ToolRequest, _taint: policy::Taint) -> ToolResponse {
+    fn digest(&self, _req: &ToolRequest) -> Result<Vec<proto::run::FileDigest>, String> {
+        Ok(Vec::new())
+    }
+
+    fn run_approved(
+        &self,
+        req: &ToolRequest,
+        _taint: policy::Taint,
+        _files: &[proto::run::FileDigest],
+    ) -> ToolResponse {
         ToolResponse::Result {
             content: format!("{} ran {}", req.session, req.arguments),
             class: DataClass::Internal,

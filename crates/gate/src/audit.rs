@@ -290,6 +290,9 @@ pub enum Event {
         reason: ApprovalReason,
         expires: Timestamp,
         args_sha256: String,
+        /// SHA-256 of the file digests the approval binds (their JSON), when it names any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        files_sha256: Option<String>,
     },
     ApprovalDecided {
         session: SessionId,

@@ -3,7 +3,7 @@
 //!
 //! The gate trusts the runner to run tools, not to speak well. The link is an allowlist in
 //! the monitor's sense: the runner may answer only an id the gate asked, only once, only
-//! `final: true`, and only `result` or `failed`; besides answers it may send one kind of
+//! `final: true`, and only `result` or `failed` (a `digest` only `digests` or `failed`); besides answers it may send one kind of
 //! **event**, `egress` with id 0 (a box's connection through the egress proxy, docs/spec.md
 //! §2.5), which goes to the link's [`EventSink`] — the gate's audit log — and is never taken
 //! for an answer. Anything else — an unknown or repeated id, an event with another id, a
@@ -26,7 +26,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use policy::Taint;
 use proto::run::{
-    EgressRecord, Order, RunnerAnswer, RunnerRequest, read_runner_reply, write_runner_request,
+    EgressRecord, FileDigest, Order, RunnerAnswer, RunnerRequest, read_runner_reply,
+    write_runner_request,
 };
 use proto::{FrameError, SessionId, ToolRequest, ToolResponse};
 
@@ -89,9 +90,21 @@ pub struct Cleared {
 pub trait ToolRunner: Send + Sync {
     /// Runs the tool of `req` once, in a session whose committed taint is `taint` (the
     /// call's reach already raised into it), and returns its final answer.
-    fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse;
+    fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse {
+        self.run_approved(req, taint, &[])
+    }
 
-    /// As [`ToolRunner::run`], but `admit` says, at the moment the call would be sent,
+    /// As [`ToolRunner::run`], for a call a person approved with `files` (docs/spec.md
+    /// §3.3 step 6): the runner runs it only while each file still binds the same, and
+    /// runs its program from a copy of what it hashed. Empty `files`: a plain run.
+    fn run_approved(&self, req: &ToolRequest, taint: Taint, files: &[FileDigest]) -> ToolResponse;
+
+    /// What the call would run: a digest of each file its arguments name in `/work` or a
+    /// writable mount (empty for a tool that runs no such file). `Err` is why the runner
+    /// could not look; nothing runs either way.
+    fn digest(&self, req: &ToolRequest) -> Result<Vec<FileDigest>, String>;
+
+    /// As [`ToolRunner::run_approved`], but `admit` says, at the moment the call would be sent,
     /// whether it is sent at all: refused (`Err`, why), it answers `failed` with that and
     /// never reaches the runner. A runner that is sent resets too asks `admit` and sends the
     /// call as one step with respect to its resets, so that a call admitted before a reset
@@ -101,10 +114,11 @@ pub trait ToolRunner: Send + Sync {
         &self,
         req: &ToolRequest,
         taint: Taint,
+        files: &[FileDigest],
         admit: &mut dyn FnMut() -> Result<(), String>,
     ) -> ToolResponse {
         match admit() {
-            Ok(()) => self.run(req, taint),
+            Ok(()) => self.run_approved(req, taint, files),
             Err(message) => ToolResponse::Failed { message },
         }
     }
@@ -121,13 +135,22 @@ impl<T: ToolRunner + ?Sized> ToolRunner for Arc<T> {
         (**self).run(req, taint)
     }
 
+    fn run_approved(&self, req: &ToolRequest, taint: Taint, files: &[FileDigest]) -> ToolResponse {
+        (**self).run_approved(req, taint, files)
+    }
+
+    fn digest(&self, req: &ToolRequest) -> Result<Vec<FileDigest>, String> {
+        (**self).digest(req)
+    }
+
     fn run_if(
         &self,
         req: &ToolRequest,
         taint: Taint,
+        files: &[FileDigest],
         admit: &mut dyn FnMut() -> Result<(), String>,
     ) -> ToolResponse {
-        (**self).run_if(req, taint, admit)
+        (**self).run_if(req, taint, files, admit)
     }
 
     fn reset(&self, session: &SessionId) -> Result<Cleared, String> {
@@ -167,20 +190,26 @@ impl RunnerHandle {
 }
 
 impl ToolRunner for RunnerHandle {
-    fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse {
+    fn run_approved(&self, req: &ToolRequest, taint: Taint, files: &[FileDigest]) -> ToolResponse {
         // Not holding the lock while the call runs: a replace never waits for a tool.
         let link = self.current();
-        link.run(req, taint)
+        link.run_approved(req, taint, files)
+    }
+
+    fn digest(&self, req: &ToolRequest) -> Result<Vec<FileDigest>, String> {
+        let link = self.current();
+        link.digest(req)
     }
 
     fn run_if(
         &self,
         req: &ToolRequest,
         taint: Taint,
+        files: &[FileDigest],
         admit: &mut dyn FnMut() -> Result<(), String>,
     ) -> ToolResponse {
         let link = self.current();
-        link.run_if(req, taint, admit)
+        link.run_if(req, taint, files, admit)
     }
 
     fn reset(&self, session: &SessionId) -> Result<Cleared, String> {
@@ -194,6 +223,7 @@ impl ToolRunner for RunnerHandle {
 enum Wants {
     Call,
     Reset,
+    Digest,
 }
 
 /// The state shared by callers and the reader thread.
@@ -338,20 +368,22 @@ fn failed_answer(message: String) -> RunnerAnswer {
 }
 
 impl ToolRunner for RunnerLink {
-    fn run(&self, req: &ToolRequest, taint: Taint) -> ToolResponse {
-        self.run_if(req, taint, &mut || Ok(()))
+    fn run_approved(&self, req: &ToolRequest, taint: Taint, files: &[FileDigest]) -> ToolResponse {
+        self.run_if(req, taint, files, &mut || Ok(()))
     }
 
     fn run_if(
         &self,
         req: &ToolRequest,
         taint: Taint,
+        files: &[FileDigest],
         admit: &mut dyn FnMut() -> Result<(), String>,
     ) -> ToolResponse {
         let order = Order::Call {
             request: req.clone(),
             class: taint.class(),
             untrusted: taint.untrusted(),
+            files: files.to_vec(),
         };
         match self.ask(Wants::Call, order, admit) {
             RunnerAnswer::Answer { response } => response,
@@ -359,6 +391,22 @@ impl ToolRunner for RunnerLink {
             other => ToolResponse::Failed {
                 message: stopped_message(&format!("it answered a call with {other:?}")),
             },
+        }
+    }
+
+    fn digest(&self, req: &ToolRequest) -> Result<Vec<FileDigest>, String> {
+        match self.ask(
+            Wants::Digest,
+            Order::Digest {
+                request: req.clone(),
+            },
+            &mut || Ok(()),
+        ) {
+            RunnerAnswer::Digests { files } => Ok(files),
+            RunnerAnswer::Answer {
+                response: ToolResponse::Failed { message },
+            } => Err(message),
+            other => Err(format!("the runner answered a digest with {other:?}")),
         }
     }
 
@@ -415,12 +463,13 @@ fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>, events: &Event
                 Wants::Call,
             )
             | (RunnerAnswer::Reset { .. }, Wants::Reset)
-            // A reset the runner could not do: `failed`, with why.
+            | (RunnerAnswer::Digests { .. }, Wants::Digest)
+            // A reset or a digest the runner could not do: `failed`, with why.
             | (
                 RunnerAnswer::Answer {
                     response: ToolResponse::Failed { .. },
                 },
-                Wants::Reset,
+                Wants::Reset | Wants::Digest,
             ) => None,
             (
                 RunnerAnswer::Answer {
@@ -549,6 +598,37 @@ mod tests {
             })
         );
         answer.join().unwrap();
+    }
+
+    #[test]
+    fn a_digest_gets_digests_and_a_call_answered_with_digests_kills_the_link() {
+        let (gate_end, mut runner_end) = UnixStream::pair().unwrap();
+        let link = Arc::new(RunnerLink::new(gate_end.try_clone().unwrap(), gate_end));
+        let t = std::thread::spawn(move || {
+            let r = read_runner_request(&mut runner_end).unwrap();
+            assert!(matches!(r.order, Order::Digest { .. }), "{r:?}");
+            let files = vec![];
+            write_runner_reply(
+                &mut runner_end,
+                &RunnerReply::new(r.id, RunnerAnswer::Digests { files }),
+            )
+            .unwrap();
+            // A call answered with digests is not an answer to a call.
+            let r = read_runner_request(&mut runner_end).unwrap();
+            write_runner_reply(
+                &mut runner_end,
+                &RunnerReply::new(r.id, RunnerAnswer::Digests { files: vec![] }),
+            )
+            .unwrap();
+            runner_end
+        });
+        assert_eq!(link.digest(&req()), Ok(vec![]));
+        assert!(matches!(
+            link.run(&req(), CLEAN),
+            ToolResponse::Failed { .. }
+        ));
+        assert!(link.dead_reason().unwrap().contains("another kind"));
+        drop(t.join().unwrap());
     }
 
     #[test]

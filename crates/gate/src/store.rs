@@ -45,6 +45,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use proto::run::FileDigest;
 use proto::{CallId, DataClass, SessionId, Timestamp};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
 use serde::{Deserialize, Serialize};
@@ -107,6 +108,11 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE grants ADD COLUMN args_sha256 TEXT;
     ALTER TABLE grants ADD COLUMN arguments TEXT;
     ALTER TABLE grants ADD COLUMN approval TEXT;",
+    // v3 (issue 19 item 6): what an approval binds beyond its text — the digest of each file
+    // the call names in a writable place (JSON, `proto::run::FileDigest`s; NULL: none) —
+    // and the same for the remembered approval made from it.
+    "ALTER TABLE approvals ADD COLUMN files TEXT;
+    ALTER TABLE grants ADD COLUMN files TEXT;",
 ];
 
 /// What can go wrong in the state store.
@@ -329,6 +335,9 @@ pub struct NewApproval {
     pub reason: ApprovalReason,
     pub created: Timestamp,
     pub expires: Timestamp,
+    /// The files the call names, as the runner found them when it asked: what the person
+    /// is shown and what an approval binds (docs/spec.md §3.3 step 6).
+    pub files: Vec<FileDigest>,
 }
 
 /// An approval as stored.
@@ -358,6 +367,9 @@ pub struct ApprovalRow {
     pub decider: Option<Decider>,
     /// The remembered approval (run-time grant) an `approve_for_session` made.
     pub grant: Option<i64>,
+    /// The files the call names, with their digests when it asked (none before schema
+    /// version 3).
+    pub files: Vec<FileDigest>,
 }
 
 /// Who decided an approval: through what, and in the decider's words.
@@ -379,6 +391,8 @@ pub struct Remember {
     /// seen untrusted content the remembered approval no longer answers.
     pub if_untrusted: Effect,
     pub args_sha256: String,
+    /// The files the approval bound: a call matches only while they bind the same.
+    pub files: Vec<FileDigest>,
 }
 
 /// A run-time grant's scope, for a remembered approval: only calls whose arguments have
@@ -390,6 +404,9 @@ pub struct GrantScope {
     pub arguments: String,
     /// The approval it was remembered from.
     pub approval: String,
+    /// The files it binds (none for one remembered before schema version 3, which then
+    /// covers only calls that name no file).
+    pub files: Vec<FileDigest>,
 }
 
 /// A grant added at run time, before it has an id.
@@ -525,7 +542,7 @@ impl RawSession {
 }
 
 const APPROVAL_COLS: &str = "id, session, call, tool, arguments, reason, state, created, \
-     expires, decided, note, used, changed, via, decided_by, grant_id";
+     expires, decided, note, used, changed, via, decided_by, grant_id, files";
 
 struct RawApproval {
     id: String,
@@ -544,6 +561,7 @@ struct RawApproval {
     via: Option<String>,
     decided_by: Option<String>,
     grant_id: Option<i64>,
+    files: Option<String>,
 }
 
 fn raw_approval(r: &Row<'_>) -> rusqlite::Result<RawApproval> {
@@ -564,11 +582,15 @@ fn raw_approval(r: &Row<'_>) -> rusqlite::Result<RawApproval> {
         via: r.get(13)?,
         decided_by: r.get(14)?,
         grant_id: r.get(15)?,
+        files: r.get(16)?,
     })
 }
 
 impl RawApproval {
     fn convert(self) -> Result<ApprovalRow, StoreError> {
+        let files = files_from_sql(self.files.as_deref(), || {
+            format!("the files of approval {}", self.id)
+        })?;
         Ok(ApprovalRow {
             id: self.id,
             session: session_from_sql(self.session)?,
@@ -591,12 +613,38 @@ impl RawApproval {
                 _ => None,
             },
             grant: self.grant_id,
+            files,
         })
     }
 }
 
+/// The stored JSON of a list of file digests (`NULL`: none).
+fn files_from_sql(
+    text: Option<&str>,
+    what: impl FnOnce() -> String,
+) -> Result<Vec<FileDigest>, StoreError> {
+    match text {
+        None => Ok(Vec::new()),
+        Some(t) => serde_json::from_str(t).map_err(|e| StoreError::Corrupt {
+            what: format!("{}: {e}", what()),
+        }),
+    }
+}
+
+/// A list of file digests as stored: `NULL` when empty.
+fn files_to_sql(files: &[FileDigest]) -> Result<Option<String>, StoreError> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(files)
+        .map(Some)
+        .map_err(|e| StoreError::Corrupt {
+            what: format!("file digests that do not encode: {e}"),
+        })
+}
+
 const GRANT_COLS: &str = "id, tool, sessions, effect, max_class, if_untrusted, expires, added, \
-     revoked, args_sha256, arguments, approval";
+     revoked, args_sha256, arguments, approval, files";
 
 struct RawGrant {
     id: i64,
@@ -611,6 +659,7 @@ struct RawGrant {
     args_sha256: Option<String>,
     arguments: Option<String>,
     approval: Option<String>,
+    files: Option<String>,
 }
 
 fn raw_grant(r: &Row<'_>) -> rusqlite::Result<RawGrant> {
@@ -627,11 +676,16 @@ fn raw_grant(r: &Row<'_>) -> rusqlite::Result<RawGrant> {
         args_sha256: r.get(9)?,
         arguments: r.get(10)?,
         approval: r.get(11)?,
+        files: r.get(12)?,
     })
 }
 
 impl RawGrant {
     fn convert(self) -> Result<GrantRow, StoreError> {
+        let id = self.id;
+        let files = files_from_sql(self.files.as_deref(), || {
+            format!("the files of run-time grant {id}")
+        })?;
         Ok(GrantRow {
             id: self.id,
             tool: self.tool,
@@ -648,6 +702,7 @@ impl RawGrant {
                     args_sha256,
                     arguments,
                     approval,
+                    files,
                 }),
                 // Half a scope must never read as no scope (a grant for every argument).
                 _ => {
@@ -909,12 +964,13 @@ impl Store {
     /// Records a pending approval with a fresh random id.
     pub fn create_approval(&mut self, new: NewApproval) -> Result<ApprovalRow, StoreError> {
         let id = new_approval_id()?;
+        let files = files_to_sql(&new.files)?;
         let tx = self.write("record an approval")?;
         let change = next_change(&tx)?;
         tx.execute(
             "INSERT INTO approvals (id, session, call, tool, arguments, reason, state,
-                                    created, expires, changed)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9)",
+                                    created, expires, changed, files)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, ?10)",
             rusqlite::params![
                 id,
                 new.session.as_str(),
@@ -925,6 +981,7 @@ impl Store {
                 ts_to_sql(new.created),
                 ts_to_sql(new.expires),
                 change,
+                files,
             ],
         )
         .map_err(sql("record an approval"))?;
@@ -946,6 +1003,7 @@ impl Store {
             change: count_from_sql(change)?,
             decider: None,
             grant: None,
+            files: new.files,
         })
     }
 
@@ -1005,8 +1063,8 @@ impl Store {
             .query_map(rusqlite::params![after, limit], |r| {
                 Ok((
                     raw_approval(r)?,
-                    r.get::<_, Option<String>>(16)?,
-                    r.get::<_, Option<i64>>(17)?,
+                    r.get::<_, Option<String>>(17)?,
+                    r.get::<_, Option<i64>>(18)?,
                 ))
             })
             .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
@@ -1096,10 +1154,12 @@ impl Store {
         let grant = match remember {
             None => None,
             Some(r) => {
+                let files = files_to_sql(&r.files)?;
                 tx.execute(
                     "INSERT INTO grants (tool, sessions, effect, max_class, if_untrusted,
-                                         expires, added, args_sha256, arguments, approval)
-                     VALUES (?1, ?2, 'allow', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                         expires, added, args_sha256, arguments, approval,
+                                         files)
+                     VALUES (?1, ?2, 'allow', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                     rusqlite::params![
                         row.tool,
                         row.session.as_str(),
@@ -1110,6 +1170,7 @@ impl Store {
                         r.args_sha256,
                         row.arguments,
                         row.id,
+                        files,
                     ],
                 )
                 .map_err(sql("remember an approval"))?;
@@ -1431,6 +1492,7 @@ mod tests {
             reason: ApprovalReason::GrantAsk,
             created: Timestamp(100),
             expires: Timestamp(expires),
+            files: Vec::new(),
         }
     }
 
@@ -1526,14 +1588,84 @@ mod tests {
             Err(
                 e @ StoreError::TooNew {
                     found: 99,
-                    supported: 2,
+                    supported,
                     ..
                 },
             ) => {
+                assert_eq!(supported, MIGRATIONS.len());
                 assert!(e.to_string().contains("newer boxmaker"), "{e}");
             }
             other => panic!("expected TooNew, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_version_2_database_gains_file_digests_and_its_rows_bind_none() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(dir.path().join(DB_FILE)).unwrap();
+            for m in MIGRATIONS.iter().take(2) {
+                conn.execute_batch(m).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 2).unwrap();
+            conn.execute_batch(
+                "INSERT INTO approvals (id, session, call, tool, arguments, reason, state,
+                                        created, expires, changed)
+                 VALUES ('ap-0000000000000001', 's1', 1, 'run', '{}', 'grant_ask', 'pending',
+                         1, 301, 1);
+                 INSERT INTO grants (tool, sessions, effect, added, args_sha256, arguments,
+                                     approval)
+                 VALUES ('run', 's1', 'allow', 1, 'ab', '{}', 'ap-0000000000000001');",
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.schema_version().unwrap(), 3);
+        let old = store.approval("ap-0000000000000001").unwrap().unwrap();
+        assert!(old.files.is_empty());
+        let scope = store.grants().unwrap().remove(0).scope.unwrap();
+        assert!(scope.files.is_empty());
+        // What an approval binds now survives a reopen, exactly.
+        let file = FileDigest {
+            path: "/work/s.sh".into(),
+            arg: 1,
+            kind: proto::run::FileKind::File,
+            sha256: Some("cd".repeat(32)),
+            size: Some(14),
+            note: None,
+            pinned: true,
+            was: Some("absent".into()),
+        };
+        let mut new = new_approval(500);
+        new.files = vec![file.clone()];
+        let row = store.create_approval(new).unwrap();
+        let remember = Remember {
+            expires: Timestamp(600),
+            max_class: DataClass::Public,
+            if_untrusted: Effect::Ask,
+            args_sha256: "ef".repeat(32),
+            files: vec![file.clone()],
+        };
+        store
+            .decide_as(
+                &row.id,
+                Decision::Approve,
+                None,
+                Some(&remember),
+                Timestamp(150),
+            )
+            .unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            store.approval(&row.id).unwrap().unwrap().files,
+            vec![file.clone()]
+        );
+        let grants = store.grants().unwrap();
+        assert_eq!(
+            grants.last().unwrap().scope.as_ref().unwrap().files,
+            vec![file]
+        );
     }
 
     #[test]

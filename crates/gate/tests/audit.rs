@@ -55,6 +55,7 @@ fn events() -> Vec<Event> {
             reason: ApprovalReason::GrantAsk,
             expires: Timestamp(400),
             args_sha256: audit::sha256_hex(r#"{"cmd":"ls é"}"#.as_bytes()),
+            files_sha256: None,
         },
         Event::ApprovalDecided {
             session: s.clone(),

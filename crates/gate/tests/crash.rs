@@ -56,6 +56,7 @@ fn crash_child() {
                     reason: ApprovalReason::GrantAsk,
                     created: Timestamp(n),
                     expires: Timestamp(n + 300),
+                    files: Vec::new(),
                 })
                 .unwrap();
             println!("ACK approval {}", ap.id);

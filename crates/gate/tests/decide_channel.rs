@@ -298,6 +298,7 @@ fn an_approval_no_call_of_this_gate_waits_on_is_not_the_clients_to_decide() {
             reason: gate::store::ApprovalReason::GrantAsk,
             created: proto::Timestamp(h.now()),
             expires: proto::Timestamp(h.now() + 60),
+            files: Vec::new(),
         })
         .unwrap();
     let mut f = Front::connect(&h.gate);

@@ -20,6 +20,7 @@ fn approval(session: &str, call: u64, created: u64, ttl: u64) -> NewApproval {
         reason: ApprovalReason::UntrustedContent,
         created: Timestamp(created),
         expires: Timestamp(created + ttl),
+        files: Vec::new(),
     }
 }
 
@@ -488,6 +489,7 @@ fn a_remembered_grant_is_written_with_its_decision_or_not_at_all() {
         max_class: DataClass::Internal,
         if_untrusted: Effect::Ask,
         args_sha256: "ab".repeat(32),
+        files: Vec::new(),
     };
     // Too late: neither the decision nor the grant is written.
     assert!(matches!(

@@ -35,6 +35,9 @@ pub fn approval(u: &ApprovalUpdate) -> Value {
         "untrusted": a.untrusted,
         "created": a.created.0,
         "expires": a.expires.0,
+        // What it binds beyond the text (docs/spec.md §3.3 step 6), escaped.
+        "covers": front::explain::covers(&a.files),
+        "rememberable": front::explain::rememberable(&a.files),
     });
     // What a pending approval does not have yet is left out (ten thousand of them are
     // listed at once).
@@ -76,6 +79,7 @@ pub fn remembered(g: &GrantInfo) -> Option<Value> {
         "hidden": args.escaped,
         "max_class": g.grant.max_class.as_str(),
         "expires": g.grant.expires.map(|t| t.0),
+        "covers": front::explain::covers(&scope.files),
     }))
 }
 
@@ -169,6 +173,7 @@ mod tests {
                 created: Timestamp(1),
                 expires: Timestamp(301),
                 state: ApprovalState::Refused,
+                files: Vec::new(),
             },
             change: 9,
             call_sha256: "ab".into(),
@@ -189,6 +194,51 @@ mod tests {
         assert_eq!(v["note"], "no\\u{7}");
         assert_eq!(v["state"], "refused");
         assert_eq!(v["via"], "page");
+    }
+
+    #[test]
+    fn what_an_approval_covers_is_shown_escaped_and_says_whether_it_can_be_remembered() {
+        let file = |path: &str, kind| proto::run::FileDigest {
+            path: path.into(),
+            arg: 1,
+            kind,
+            sha256: None,
+            size: None,
+            note: Some("a symlink (to \u{1b}[2J/etc/passwd)".into()),
+            pinned: false,
+            was: None,
+        };
+        let item = ApprovalInfo {
+            id: "ap-1".into(),
+            session: SessionId::new("s").unwrap(),
+            call: CallId(3),
+            tool: "run".into(),
+            arguments: "{}".into(),
+            reason: ApprovalReason::GrantAsk,
+            class: DataClass::Public,
+            untrusted: false,
+            created: Timestamp(1),
+            expires: Timestamp(301),
+            state: ApprovalState::Pending,
+            files: vec![file("/work/<b>\u{202e}.sh", proto::run::FileKind::Unbound)],
+        };
+        let u = ApprovalUpdate {
+            item,
+            change: 1,
+            call_sha256: "ab".into(),
+            cut: false,
+            decided: None,
+            via: None,
+            by: None,
+            note: None,
+            grant: None,
+        };
+        let v = approval(&u);
+        assert_eq!(
+            v["covers"][0],
+            "/work/<b>\\u{202e}.sh: NOT COVERED: a symlink (to \\u{1b}[2J/etc/passwd)"
+        );
+        assert_eq!(v["rememberable"], false);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::frame::{FrameError, Versioned, read_framed, write_framed};
 use crate::ids::{CallId, DataClass, SessionId, Timestamp};
+use crate::run::FileDigest;
 use crate::strict::{strict_object, wire_names};
 use crate::wire::DenyReason;
 
@@ -216,6 +217,12 @@ pub struct ApprovalInfo {
     pub created: Timestamp,
     pub expires: Timestamp,
     pub state: ApprovalState,
+    /// What the approval covers beyond its text: each file the call's arguments name in
+    /// `/work` or a writable mount, with its digest as the runner found it when the call
+    /// asked (docs/spec.md §3.3 step 6). `was` says a file changed since a person approved
+    /// the same call. Left out when there are none (and read as none when missing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileDigest>,
 }
 
 /// An approval and what happened to it: what the history of approvals shows.
@@ -310,6 +317,10 @@ pub struct GrantScope {
     pub arguments_sha256: String,
     /// The approval the person decided.
     pub approval: String,
+    /// The files it binds: a call runs under it only while each has this digest. Left out
+    /// when there are none (and read as none when missing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileDigest>,
 }
 
 /// The longest a remembered approval lasts: 24 hours.

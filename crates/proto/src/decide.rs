@@ -7,7 +7,8 @@
 //! [`DecideReply`]. The channel answers two requests, and nothing else:
 //! - [`DecideOp::Show`]: what the person must be shown of one pending approval of the
 //!   front's own session — the exact tool and arguments as the gate holds them (the call
-//!   that runs), the session's taint, the reason and the expiry;
+//!   that runs), the files it names with their digests (what the approval binds), the
+//!   session's taint, the reason and the expiry;
 //! - [`DecideOp::Decide`]: the person's answer to that approval, bound to what was shown.
 //!
 //! It is the crosvm habit: a socket per kind of request, so the process that parses the

@@ -15,6 +15,12 @@
 //! {"v":1,"id":0,"reply":{"kind":"egress","body":{"record":{"session":"s1","call":3,…}}}}
 //! ```
 //!
+//! Before a call that asks a person, the gate asks the runner what the call would run
+//! (`digest`): one [`FileDigest`] per argument that names a place in `/work` or a writable
+//! mount. An approved call crosses with the digests the person approved (`files`), which
+//! the runner checks again, and pins, before the box starts (docs/spec.md §3.3 step 6,
+//! "What an approval binds").
+//!
 //! Besides answers, the runner sends **events**, always with id 0 (they answer no request):
 //! `egress`, one per connection attempt a box made through the egress proxy, and one more
 //! when an allowed connection ends (docs/spec.md §3.5). The gate audits them.
@@ -53,10 +59,18 @@ pub enum Order {
         request: ToolRequest,
         class: DataClass,
         untrusted: bool,
+        /// What a person approved the call with: the runner runs it only if each file still
+        /// has this digest, and runs the program from a read-only copy of what it hashed.
+        /// Empty (and left out) for a call no person approved.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<FileDigest>,
     },
     /// An operator reset the session: stop its servers and empty its workspace, since both
     /// may hold what the session saw before.
     ResetSession { session: SessionId },
+    /// What would this call run: a digest of each file its arguments name in `/work` or a
+    /// writable mount, as its box would see them. Nothing runs.
+    Digest { request: ToolRequest },
 }
 
 /// The runner's answer: `{"v":1,"id":N,"reply":{"kind":...,"body":{...}}}`.
@@ -88,6 +102,83 @@ pub enum RunnerAnswer {
     /// An event, not an answer (the reply's id is 0): a box's connection through the egress
     /// proxy was refused, opened or ended.
     Egress { record: EgressRecord },
+    /// The answer to `digest`: the files the call names, in argument order.
+    Digests { files: Vec<FileDigest> },
+}
+
+/// One place a call's arguments name in `/work` or a writable mount, as the runner found it
+/// there (docs/spec.md §3.3 step 6). Optional fields are present, `null` when empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct FileDigest {
+    /// The path as the box sees it: absolute, normal (`/work/s.sh`).
+    pub path: String,
+    /// The argument that names it (`0`: the program itself).
+    pub arg: u32,
+    pub kind: FileKind,
+    /// SHA-256 (hex) of the content of a `file`.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub sha256: Option<String>,
+    /// Its size in bytes, for a `file`.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub size: Option<u64>,
+    /// Why an `unbound` one is not covered (a symlink and where it points, too large, …).
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub note: Option<String>,
+    /// The program: the call runs a read-only copy of exactly the content hashed.
+    pub pinned: bool,
+    /// What an earlier approval of the same call bound here, when that differs (the file
+    /// changed since a person approved it), in [`FileDigest::binding`]'s words. Only the
+    /// gate sets it.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub was: Option<String>,
+}
+
+/// What a [`FileDigest`] found at its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", try_from = "String")]
+pub enum FileKind {
+    /// A regular file, hashed whole.
+    File,
+    /// A directory: bound as being one, its content not covered.
+    Directory,
+    /// Nothing there: bound as being absent.
+    Absent,
+    /// Something whose content cannot be bound (a symlink on the way, a file too large, one
+    /// the runner cannot read): no approval covers it for longer than one call.
+    Unbound,
+}
+
+crate::strict::wire_names!(FileKind, "file kind", "file, directory, absent or unbound", {
+    File => "file",
+    Directory => "directory",
+    Absent => "absent",
+    Unbound => "unbound",
+});
+
+impl FileDigest {
+    /// What an approval binds here, in words: `sha256:HEX` for a file, else its kind.
+    pub fn binding(&self) -> String {
+        match (self.kind, &self.sha256) {
+            (FileKind::File, Some(h)) => format!("sha256:{h}"),
+            (kind, _) => kind.as_str().to_string(),
+        }
+    }
+
+    /// Whether an approval can bind it (everything but `unbound`).
+    pub fn bindable(&self) -> bool {
+        self.kind != FileKind::Unbound
+    }
+}
+
+/// Whether a remembered approval that bound `a` covers a call that names `b`: the same
+/// paths, each bound to the same thing, and nothing `unbound` on either side (what cannot
+/// be bound is asked about every time). `arg`, `note` and `was` are words, not compared.
+pub fn same_binding(a: &[FileDigest], b: &[FileDigest]) -> bool {
+    let key = |l: &[FileDigest]| -> Vec<(String, String)> {
+        l.iter().map(|f| (f.path.clone(), f.binding())).collect()
+    };
+    a.iter().chain(b).all(FileDigest::bindable) && key(a) == key(b)
 }
 
 /// One connection attempt through the egress proxy, or the end of one (docs/spec.md §3.5).
@@ -147,7 +238,8 @@ strict_object!(
     Order,
     RunnerReply,
     RunnerAnswer,
-    EgressRecord
+    EgressRecord,
+    FileDigest
 );
 
 impl Versioned for RunnerRequest {
@@ -180,6 +272,7 @@ impl RunnerRequest {
                 request,
                 class,
                 untrusted,
+                files: Vec::new(),
             },
         )
     }
@@ -303,6 +396,100 @@ mod tests {
             assert!(serde_json::from_str::<RunnerReply>(&bad).is_err(), "{bad}");
         }
         Ok(())
+    }
+
+    fn digest(path: &str, kind: FileKind, sha: Option<&str>) -> FileDigest {
+        FileDigest {
+            path: path.into(),
+            arg: 1,
+            kind,
+            sha256: sha.map(str::to_string),
+            size: sha.map(|_| 3),
+            note: None,
+            pinned: false,
+            was: None,
+        }
+    }
+
+    #[test]
+    fn an_approved_call_carries_its_files_and_a_plain_one_does_not() -> Result<(), FrameError> {
+        let mut r = RunnerRequest::call(7, req(), DataClass::Public, false);
+        let plain = serde_json::to_string(&r).unwrap_or_default();
+        assert!(!plain.contains("files"), "{plain}");
+        if let Order::Call { files, .. } = &mut r.order {
+            files.push(digest("/work/s.sh", FileKind::File, Some("ab")));
+        }
+        let mut buf = Vec::new();
+        write_runner_request(&mut buf, &r)?;
+        let text = String::from_utf8_lossy(buf.get(4..).unwrap_or_default()).into_owned();
+        assert!(
+            text.ends_with(
+                r#""untrusted":false,"files":[{"path":"/work/s.sh","arg":1,"kind":"file","sha256":"ab","size":3,"note":null,"pinned":false,"was":null}]}}}"#
+            ),
+            "{text}"
+        );
+        assert_eq!(read_runner_request(&mut buf.as_slice())?, r);
+        // A digest is strict like everything else: every field present, no other.
+        for bad in [
+            text.replace(r#","note":null"#, ""),
+            text.replace(r#""kind":"file""#, r#""kind":"pipe""#),
+            text.replace(r#""was":null"#, r#""was":null,"x":1"#),
+        ] {
+            assert!(
+                serde_json::from_str::<RunnerRequest>(&bad).is_err(),
+                "{bad}"
+            );
+        }
+        let ask = RunnerRequest::new(8, Order::Digest { request: req() });
+        let text = serde_json::to_string(&ask).unwrap_or_default();
+        assert!(
+            text.starts_with(r#"{"v":1,"id":8,"order":{"kind":"digest","body":{"request":"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<RunnerRequest>(&text).ok(), Some(ask));
+        let answer = RunnerReply::new(
+            8,
+            RunnerAnswer::Digests {
+                files: vec![digest("/work/x", FileKind::Absent, None)],
+            },
+        );
+        let text = serde_json::to_string(&answer).unwrap_or_default();
+        assert_eq!(
+            serde_json::from_str::<RunnerReply>(&text).ok(),
+            Some(answer)
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn the_same_binding_is_the_same_paths_and_digests_and_nothing_unbound() {
+        let file = |h| digest("/work/s.sh", FileKind::File, Some(h));
+        let absent = digest("/work/-x", FileKind::Absent, None);
+        assert!(same_binding(
+            &[file("ab"), absent.clone()],
+            &[file("ab"), absent.clone()]
+        ));
+        assert!(same_binding(&[], &[]));
+        // Words (where it came from, what changed) are not compared.
+        let mut worded = file("ab");
+        worded.arg = 2;
+        worded.note = Some("the program".into());
+        worded.was = Some("sha256:cd".into());
+        assert!(same_binding(&[file("ab")], &[worded]));
+        assert!(!same_binding(&[file("ab")], &[file("cd")]));
+        assert!(!same_binding(
+            &[file("ab")],
+            &[digest("/work/s.sh", FileKind::Absent, None)]
+        ));
+        assert!(!same_binding(&[file("ab")], &[file("ab"), absent]));
+        let unbound = digest("/work/big", FileKind::Unbound, None);
+        let both = [unbound.clone(), unbound];
+        assert!(!same_binding(&both[..1], &both[1..]));
+        assert_eq!(file("ab").binding(), "sha256:ab");
+        assert_eq!(
+            digest("/work/d", FileKind::Directory, None).binding(),
+            "directory"
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ fn approval() -> ApprovalInfo {
         created: Timestamp(10),
         expires: Timestamp(310),
         state: ApprovalState::Pending,
+        files: Vec::new(),
     }
 }
 
@@ -156,6 +157,7 @@ fn every_answer() -> Vec<ControlAnswer> {
                         arguments: r#"{"argv":["make"]}"#.into(),
                         arguments_sha256: "ef".repeat(32),
                         approval: "ap-0123456789abcdef".into(),
+                        files: Vec::new(),
                     }),
                 },
             ],
@@ -315,4 +317,36 @@ fn the_codec_rules_apply_to_control_frames() {
         read_control_reply(&mut Cursor::new(Vec::new())),
         Err(FrameError::Closed)
     ));
+}
+
+#[test]
+fn an_approval_without_files_reads_as_before_and_one_with_files_carries_them() {
+    // What a gate without file digests sent (and what every approval that names no file
+    // still encodes to): no `files` key at all.
+    let item = approval();
+    let text = serde_json::to_string(&item).unwrap();
+    assert!(!text.contains("files"), "{text}");
+    assert_eq!(serde_json::from_str::<ApprovalInfo>(&text).unwrap(), item);
+    let mut with = approval();
+    with.files.push(proto::run::FileDigest {
+        path: "/work/s.sh".into(),
+        arg: 1,
+        kind: proto::run::FileKind::File,
+        sha256: Some("ab".repeat(32)),
+        size: Some(15),
+        note: None,
+        pinned: true,
+        was: Some(format!("sha256:{}", "cd".repeat(32))),
+    });
+    let text = serde_json::to_string(&with).unwrap();
+    assert!(
+        text.ends_with(
+            r#""was":"sha256:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"}]}"#
+        ),
+        "{text}"
+    );
+    assert_eq!(serde_json::from_str::<ApprovalInfo>(&text).unwrap(), with);
+    // Inside, as strict as ever.
+    let bad = text.replace(r#""pinned":true,"#, "");
+    assert!(serde_json::from_str::<ApprovalInfo>(&bad).is_err(), "{bad}");
 }

@@ -13,7 +13,8 @@
 //! 2. [`fit`] — cutting content so a result always fits in one frame.
 //! 3. [`label`] — the class of a result, from the tool's floor and the mounts it read.
 //! 4. [`inbox`] — the file tools' half that runs inside the box.
-//! 5. [`run`] — `Runner`: one call, one box, a labelled answer.
+//! 5. [`run`] — `Runner`: one call, one box, a labelled answer; [`digest`] — what a
+//!    call a person approves runs: the files it names, hashed, checked again and pinned.
 //! 6. [`downstream`] — MCP servers in the session's box: start, call, label, stop,
 //!    discovery.
 //! 7. [`egress`] — the egress proxy: a networked box's only way out, decided by the
@@ -26,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 pub use config::args as builtin;
+pub mod digest;
 pub mod downstream;
 pub mod egress;
 pub mod fit;

@@ -160,8 +160,20 @@ impl Runner {
     /// call's reach already in it), and answers `result` or `failed`. Never panics on
     /// anything in `req`. ([`Runner::admit`] and [`Runner::run_admitted`] in one.)
     pub fn handle(&self, req: &ToolRequest, taint: DataClass) -> ToolResponse {
+        self.handle_approved(req, taint, &[])
+    }
+
+    /// As [`Runner::handle`], for a call a person approved with `files` (docs/spec.md §3.3
+    /// step 6): a `run` whose files no longer have those digests does not run, and its
+    /// program runs from a read-only copy of what was hashed ([`crate::digest`]).
+    pub fn handle_approved(
+        &self,
+        req: &ToolRequest,
+        taint: DataClass,
+        files: &[proto::run::FileDigest],
+    ) -> ToolResponse {
         match self.admit(&req.session) {
-            Ok(call) => self.run_admitted(&call, req, taint),
+            Ok(call) => self.run_admitted(&call, req, taint, files),
             Err(refused) => refused,
         }
     }
@@ -183,6 +195,7 @@ impl Runner {
         call: &Admitted,
         req: &ToolRequest,
         taint: DataClass,
+        files: &[proto::run::FileDigest],
     ) -> ToolResponse {
         if call.session() != &req.session {
             return failed(format!(
@@ -202,7 +215,7 @@ impl Runner {
                     kind: ToolKind::Builtin(b),
                     ..
                 },
-            ) => self.builtin(call, req, tool, *b),
+            ) => self.builtin(call, req, tool, *b, files),
             // A server's own `name` is not a tool; its tools are `PREFIX_TOOL`.
             _ => self.downstream(call, req, taint),
         };
@@ -337,6 +350,7 @@ impl Runner {
         req: &ToolRequest,
         tool: &Tool,
         which: Builtin,
+        files: &[proto::run::FileDigest],
     ) -> ToolResponse {
         let parsed = match builtin::parse(which, &req.arguments) {
             Ok(parsed) => parsed,
@@ -356,7 +370,7 @@ impl Runner {
                 self.file_tool(call, req, tool, a.into(), Some(label))
             }
             BuiltinCall::ListDir(a) => self.file_tool(call, req, tool, a.into(), None),
-            BuiltinCall::Run(a) => self.run_tool(call, req, tool, a),
+            BuiltinCall::Run(a) => self.run_tool(call, req, tool, a, files),
         }
     }
 
@@ -695,22 +709,58 @@ impl Runner {
         req: &ToolRequest,
         tool: &Tool,
         args: builtin::Run,
+        approved: &[proto::run::FileDigest],
     ) -> ToolResponse {
         let mut timeout = Duration::from_secs(self.config.limits.timeout_seconds);
         if let Some(t) = args.timeout {
             timeout = timeout.min(Duration::from_secs(t));
         }
         let built_at = self.box_label(&req.session, tool);
+        // A call a person approved runs only what they approved (docs/spec.md §3.3 step 6):
+        // look again now, and run the program from a copy of the bytes just hashed.
+        let pin = if approved.is_empty() {
+            None
+        } else {
+            let looked = self.view(&req.session, tool).digests(&args.argv, true);
+            if let Some(why) = crate::digest::changed(approved, &looked.files) {
+                return failed(format!(
+                    "{}: nothing ran, because what the call runs changed since a person                      approved it: {why}. Call again and a person is asked about it as it is now.",
+                    tool.name
+                ));
+            }
+            match self.pin(&looked) {
+                Ok(pin) => pin,
+                Err(e) => {
+                    return failed(format!(
+                        "{}: nothing ran: cannot make the read-only copy of the approved                          program: {e}",
+                        tool.name
+                    ));
+                }
+            }
+        };
+        let mut argv = args.argv;
+        if let Some((_, arg, at)) = &pin
+            && let Some(a) = argv.get_mut(*arg)
+        {
+            *a = at.clone();
+        }
         let mut spec = self.spec(
             &req.session,
             tool,
-            args.argv,
+            argv,
             Io::Capture {
                 stdin: args.stdin.map(String::into_bytes).unwrap_or_default(),
                 output_cap: RUN_OUTPUT_CAP,
             },
             Some(built_at),
         );
+        if let Some((dir, _, _)) = &pin {
+            spec.mounts.push(Mount {
+                host: dir.path().to_path_buf(),
+                at: crate::digest::PIN_AT.into(),
+                write: false,
+            });
+        }
         spec.limits.timeout = timeout;
         let mut proxy = None;
         // The call's label, which its box's floats up from (docs/spec.md §3.6).

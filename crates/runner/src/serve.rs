@@ -30,7 +30,10 @@ enum Work {
         Result<crate::running::Admitted, proto::ToolResponse>,
         proto::ToolRequest,
         proto::DataClass,
+        Vec<proto::run::FileDigest>,
     ),
+    /// Digest the files a call would run (no box of the call starts).
+    Digest(proto::ToolRequest),
     Reset(crate::running::Resetting),
 }
 
@@ -124,17 +127,30 @@ where
         // admitted (or refused, while its session resets) and a reset begun, so a reset
         // stops every call sent before it and admits none sent after until it is done.
         let work = match req.order {
-            Order::Call { request, class, .. } => {
-                Work::Call(runner.admit(&request.session), request, class)
-            }
+            Order::Call {
+                request,
+                class,
+                files,
+                ..
+            } => Work::Call(runner.admit(&request.session), request, class, files),
+            Order::Digest { request } => Work::Digest(request),
             Order::ResetSession { session } => Work::Reset(runner.begin_reset(&session)),
         };
         let (runner, out, slots2, id) = (runner.clone(), output.clone(), slots.clone(), req.id);
         std::thread::spawn(move || {
             let (reply, call) = match work {
-                Work::Call(Ok(call), request, class) => (
-                    RunnerReply::answer(id, runner.run_admitted(&call, &request, class)),
+                Work::Call(Ok(call), request, class, files) => (
+                    RunnerReply::answer(id, runner.run_admitted(&call, &request, class, &files)),
                     Some(call),
+                ),
+                Work::Digest(request) => (
+                    RunnerReply::new(
+                        id,
+                        RunnerAnswer::Digests {
+                            files: runner.digest(&request),
+                        },
+                    ),
+                    None,
                 ),
                 Work::Call(Err(refused), ..) => (RunnerReply::answer(id, refused), None),
                 Work::Reset(reset) => match runner.finish_reset(reset) {

@@ -21,7 +21,10 @@ impl Gate {
         reason: ApprovalReason,
         now: Timestamp,
         reply: &mut dyn Reply,
+        files: Vec<FileDigest>,
     ) -> Result<String, CallError> {
+        let files_sha256 = (!files.is_empty())
+            .then(|| audit::sha256_hex(&serde_json::to_vec(&files).unwrap_or_default()));
         let row = lock(&self.store)
             .create_approval(NewApproval {
                 session: req.session.clone(),
@@ -31,6 +34,7 @@ impl Gate {
                 reason,
                 created: now,
                 expires: now.plus(self.config.gate.approval_ttl),
+                files,
             })
             .map_err(before("record the approval"))?;
         let asked = self.audit(
@@ -43,6 +47,7 @@ impl Gate {
                 reason,
                 expires: row.expires,
                 args_sha256: audit::sha256_hex(req.arguments.as_bytes()),
+                files_sha256,
             },
         );
         if let Err(e) = asked {
@@ -206,7 +211,8 @@ impl Gate {
         let now = self.now();
         let used = lock(&self.store).mark_used(approval, now);
         self.changed();
-        used.map_err(before("use the approval"))?;
+        // It runs only what the person approved: the files as they were shown.
+        let files = used.map_err(before("use the approval"))?.files;
         let taint = self
             .taint(&req.session)
             .map_err(before("read the session's taint"))?;
@@ -229,7 +235,7 @@ impl Gate {
         if let Decision::Deny(reason) = decision {
             return Ok(ToolResponse::Denied { reason });
         }
-        self.run_and_commit(req, at)
+        self.run_and_commit(req, at, &files)
     }
 
     /// Expires every pending approval that is due, audits each `approval_expired`, and wakes
@@ -417,7 +423,8 @@ impl Gate {
 }
 
 /// The SHA-256 (hex) of what a person decides on: the approval's id, session, call, tool
-/// and exact arguments, each length-prefixed so no two calls share a digest. A decision
+/// and exact arguments, and the files it binds when it names any (their digests as JSON),
+/// each length-prefixed so no two calls share a digest. A decision
 /// that names what was shown is refused unless it matches (the page, the client).
 pub fn call_sha256(row: &ApprovalRow) -> String {
     use sha2::Digest as _;
@@ -431,6 +438,13 @@ pub fn call_sha256(row: &ApprovalRow) -> String {
     ] {
         h.update(u64::try_from(part.len()).unwrap_or(u64::MAX).to_be_bytes());
         h.update(part);
+    }
+    // What the approval binds is part of what the person decides on (an approval that
+    // names no file hashes as it always did).
+    if !row.files.is_empty() {
+        let files = serde_json::to_vec(&row.files).unwrap_or_default();
+        h.update(u64::try_from(files.len()).unwrap_or(u64::MAX).to_be_bytes());
+        h.update(&files);
     }
     audit::Digest(h.finalize().into()).to_hex()
 }

@@ -66,6 +66,7 @@ use proto::control::{
     self, ApprovalInfo, CheckOutcome, Choice, ControlAnswer, ControlErrorCode, ControlOp,
     DecidedVia, GrantInfo, GrantSpec, SessionInfo, Shown,
 };
+use proto::run::{FileDigest, FileKind};
 use proto::{DataClass, DenyReason, MAX_FRAME, SessionId, Timestamp, ToolRequest, ToolResponse};
 
 use crate::anchor::{Anchor, KeyError, WitnessQueue};
@@ -221,8 +222,9 @@ struct Resumes {
 enum Start {
     /// Its final answer (denied).
     Final(ToolResponse),
-    /// Allowed: run it, at this committed taint (its reach already in it).
-    Run(Taint),
+    /// Allowed: run it, at this committed taint (its reach already in it), checking and
+    /// pinning these files (those of the remembered approval that answered it; none else).
+    Run(Taint, Vec<FileDigest>),
     /// Waiting for a person on this approval.
     Held(String),
 }
@@ -510,8 +512,10 @@ impl Gate {
                 drop(slot);
                 reply.finish(resp);
             }
-            Ok(Start::Run(taint)) => {
-                let resp = self.run_and_commit(&req, taint).unwrap_or_else(failed);
+            Ok(Start::Run(taint, files)) => {
+                let resp = self
+                    .run_and_commit(&req, taint, &files)
+                    .unwrap_or_else(failed);
                 drop(slot);
                 reply.finish(resp);
             }
@@ -591,19 +595,22 @@ impl Gate {
                 let at = at_reach(taint, reach);
                 let mut decision =
                     policy::decide_call(&grants, &req.session, &req.tool, args, at, now);
-                // A person approved exactly this call for the session: it answers the `ask`.
-                let mut remembered = None;
+                // A person approved exactly this call for the session, and it still runs
+                // what they approved: it answers the `ask`.
+                let mut remembered = remember::Lookup::default();
+                let mut files = Vec::new();
                 if decision == Decision::Ask {
+                    files = self.files_of(req);
                     remembered = self
-                        .remembered_answer(req, at, now)
+                        .remembered_answer(req, &files, at, now)
                         .map_err(before("look up the remembered approvals"))?;
-                    if remembered.is_some() {
+                    if remembered.grant.is_some() {
                         decision = Decision::Allow;
                     }
                 }
-                Ok((taint, at, grants, decision, remembered))
+                Ok((taint, at, grants, decision, remembered, files))
             });
-        let (taint, at, grants, decision, remembered) = match decided {
+        let (taint, at, grants, decision, remembered, mut files) = match decided {
             Ok(d) => d,
             Err(e) => {
                 // Still log that the request came; the call does not run either way.
@@ -624,7 +631,7 @@ impl Gate {
                     decision,
                     None,
                     reach,
-                    remembered.map(|g| format!("rt-{g}")),
+                    remembered.grant.map(|g| format!("rt-{g}")),
                 ),
             ),
         ];
@@ -662,7 +669,7 @@ impl Gate {
         }
         match decision {
             Decision::Deny(reason) => Ok(Start::Final(ToolResponse::Denied { reason })),
-            Decision::Allow => Ok(Start::Run(at)),
+            Decision::Allow => Ok(Start::Run(at, files)),
             Decision::Ask => {
                 let limit = self.config.gate.max_pending_per_session;
                 if self.pending_of(&req.session) >= limit {
@@ -678,7 +685,9 @@ impl Gate {
                     )));
                 }
                 let reason = ask_reason(&grants, req, args, at, now);
-                self.ask(req, reason, now, reply).map(Start::Held)
+                // The person is shown what changed since they approved this same call.
+                remember::mark_changed(&mut files, &remembered.before);
+                self.ask(req, reason, now, reply, files).map(Start::Held)
             }
         }
     }
@@ -693,6 +702,35 @@ impl Gate {
         config::args::parse(b, &req.arguments)
             .err()
             .map(|e| format!("{e} (nothing ran; see the tool's input schema)"))
+    }
+
+    /// What a call that asks would run (docs/spec.md §3.3 step 6): the runner's digest of
+    /// each file a `run` builtin's arguments name in a writable place; nothing for other
+    /// tools. A runner that cannot look gives one `unbound` entry saying why, so the
+    /// approval covers nothing it could not see and is never remembered.
+    fn files_of(&self, req: &ToolRequest) -> Vec<FileDigest> {
+        let runs_files = matches!(
+            self.config.tool(&req.tool).map(|t| &t.kind),
+            Some(config::ToolKind::Builtin(config::Builtin::Run))
+        );
+        if !runs_files {
+            return Vec::new();
+        }
+        self.runner.digest(req).unwrap_or_else(|why| {
+            vec![FileDigest {
+                path: String::new(),
+                arg: 0,
+                kind: FileKind::Unbound,
+                sha256: None,
+                size: None,
+                note: Some(format!(
+                    "the runner could not look at the files this call names ({why}), so \
+                     none is covered"
+                )),
+                pinned: false,
+                was: None,
+            }]
+        })
     }
 
     /// Queues `d` for the next group commit and returns once it is durable (or failed).
@@ -747,10 +785,15 @@ impl Gate {
     ///
     /// The call goes to the runner only if its session is not being reset at that moment
     /// (`sessions.rs`); else it answers `failed`, saying so, without running.
-    fn run_and_commit(&self, req: &ToolRequest, taint: Taint) -> Result<ToolResponse, CallError> {
+    fn run_and_commit(
+        &self,
+        req: &ToolRequest,
+        taint: Taint,
+        files: &[FileDigest],
+    ) -> Result<ToolResponse, CallError> {
         let sent = self
             .runner
-            .run_if(req, taint, &mut || self.sessions.admit(&req.session));
+            .run_if(req, taint, files, &mut || self.sessions.admit(&req.session));
         let resp = match sent {
             resp @ (ToolResponse::Result { .. } | ToolResponse::Failed { .. }) => resp,
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {

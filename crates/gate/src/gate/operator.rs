@@ -412,6 +412,7 @@ impl Gate {
             created: r.created,
             expires: r.expires,
             state,
+            files: r.files,
         })
     }
 }
@@ -486,6 +487,7 @@ pub(super) fn grant_info_of_row(r: &GrantRow) -> GrantInfo {
             arguments: s.arguments.clone(),
             arguments_sha256: s.args_sha256.clone(),
             approval: s.approval.clone(),
+            files: s.files.clone(),
         }),
     }
 }

@@ -17,6 +17,12 @@
 //!   the taint, and running it again brings nothing new): its `max_class` is the higher of
 //!   the class shown and the call's own class, and if the session was clean when shown and
 //!   the tool is trusted, untrusted content ends it;
+//! - it binds what the call runs, not only its text (docs/spec.md §3.3 step 6, "What an
+//!   approval binds"): the digest of every file the call names in a writable place, as the
+//!   runner found it when the person was asked. A call whose files bind anything else — a
+//!   script rewritten, a file that appeared, a symlink repointed — is asked about again,
+//!   the person shown which file changed; an approval that names a file it cannot bind
+//!   (a symlink, a file too large) is never remembered;
 //! - it is checked at every call, at that call's taint and time, like every grant.
 
 use super::*;
@@ -218,6 +224,35 @@ pub(super) struct Remembered {
     pub(super) max_class: DataClass,
     /// Whether it still answers once the session has seen untrusted content.
     pub(super) untrusted_ok: bool,
+    /// The files it binds.
+    pub(super) files: Vec<FileDigest>,
+}
+
+/// What the remembered approvals say about one call.
+#[derive(Debug, Default)]
+pub(super) struct Lookup {
+    /// The remembered approval that answers it.
+    pub(super) grant: Option<i64>,
+    /// When none does but one would have except for the files: the files that one bound,
+    /// so the person is shown what changed.
+    pub(super) before: Option<Vec<FileDigest>>,
+}
+
+/// Marks each of `files` whose binding differs from what `before` bound at its path: the
+/// file changed since a person approved this same call (`was` in the approval shown).
+pub(super) fn mark_changed(files: &mut [FileDigest], before: &Option<Vec<FileDigest>>) {
+    let Some(before) = before else {
+        return;
+    };
+    for f in files.iter_mut() {
+        let was = before
+            .iter()
+            .find(|b| b.path == f.path)
+            .map_or_else(|| "not named".to_string(), FileDigest::binding);
+        if was != f.binding() {
+            f.was = Some(was);
+        }
+    }
 }
 
 impl Remembered {
@@ -231,6 +266,7 @@ impl Remembered {
             expires: row.expires,
             max_class: row.max_class.unwrap_or(DataClass::Public),
             untrusted_ok: row.if_untrusted == Some(store::Effect::Allow),
+            files: scope.files.clone(),
         })
     }
 
@@ -258,28 +294,38 @@ impl Gate {
         Ok(list)
     }
 
-    /// The remembered approval that answers this call's `ask`, if one does. Called only
-    /// when the policy's decision is `ask`.
+    /// The remembered approval that answers this call's `ask`, if one does: the same
+    /// session, tool and arguments, still admitting the taint, and binding the same files
+    /// as `files` (what the call would run now). Called only when the policy's decision is
+    /// `ask`.
     pub(super) fn remembered_answer(
         &self,
         req: &ToolRequest,
+        files: &[FileDigest],
         taint: Taint,
         now: Timestamp,
-    ) -> Result<Option<i64>, GateError> {
+    ) -> Result<Lookup, GateError> {
         let list = self.remembered()?;
         let mut candidates = list
             .iter()
             .filter(|r| r.session == req.session && r.tool == req.tool)
             .peekable();
         if candidates.peek().is_none() {
-            return Ok(None);
+            return Ok(Lookup::default());
         }
         let Some(hash) = arguments_sha256(&req.arguments) else {
-            return Ok(None);
+            return Ok(Lookup::default());
         };
-        Ok(candidates
-            .find(|r| r.answers(&hash, taint, now))
-            .map(|r| r.grant))
+        let mut lookup = Lookup::default();
+        for r in candidates.filter(|r| r.answers(&hash, taint, now)) {
+            if proto::run::same_binding(&r.files, files) {
+                lookup.grant = Some(r.grant);
+                lookup.before = None;
+                return Ok(lookup);
+            }
+            lookup.before = Some(r.files.clone());
+        }
+        Ok(lookup)
     }
 
     /// What an `approve_for_session` writes: the person saw `shown` (or, from the command
@@ -312,6 +358,23 @@ impl Gate {
                 ),
             )
         })?;
+        // What cannot be bound cannot be remembered: such a call asks every time.
+        if let Some(f) = row.files.iter().find(|f| !f.bindable()) {
+            return Err((
+                ControlErrorCode::Conflict,
+                format!(
+                    "{} cannot be remembered for the session: {}{}. Approve it once instead",
+                    row.id,
+                    match &f.note {
+                        Some(note) if f.path.is_empty() || note.starts_with(&f.path) => {
+                            String::new()
+                        }
+                        _ => format!("{}: ", f.path),
+                    },
+                    f.note.as_deref().unwrap_or("its content cannot be bound"),
+                ),
+            ));
+        }
         let current = lock(&self.store)
             .taint(&row.session)
             .map_err(|e| (ControlErrorCode::Internal, e.to_string()))?;
@@ -330,6 +393,14 @@ impl Gate {
                 store::Effect::Ask
             },
             args_sha256,
+            files: row
+                .files
+                .iter()
+                .map(|f| FileDigest {
+                    was: None,
+                    ..f.clone()
+                })
+                .collect(),
         })
     }
 }

@@ -188,7 +188,17 @@ pub struct FakeRunner {
 }
 
 impl ToolRunner for FakeRunner {
-    fn run(&self, req: &ToolRequest, _taint: Taint) -> ToolResponse {
+    // The fake tool runs no file: nothing to bind (bound_files.rs has a runner that does).
+    fn digest(&self, _req: &ToolRequest) -> Result<Vec<proto::run::FileDigest>, String> {
+        Ok(Vec::new())
+    }
+
+    fn run_approved(
+        &self,
+        req: &ToolRequest,
+        _taint: Taint,
+        _files: &[proto::run::FileDigest],
+    ) -> ToolResponse {
         if let Some(h) = &self.hook {
             h(req);
         }
@@ -212,6 +222,10 @@ pub fn spawn_fake_runner(stream: UnixStream) {
             std::thread::spawn(move || {
                 let reply = match order.order {
                     Order::Call { request, .. } => RunnerReply::answer(id, fake_answer(&request)),
+                    // The fake tool runs no file.
+                    Order::Digest { .. } => {
+                        RunnerReply::new(id, RunnerAnswer::Digests { files: Vec::new() })
+                    }
                     Order::ResetSession { .. } => RunnerReply::new(
                         id,
                         RunnerAnswer::Reset {

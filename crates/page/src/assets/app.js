@@ -102,6 +102,19 @@
     c.light = false;
   }
 
+  // What an approval covers beyond its text, one item per file (text, never markup); a
+  // file that changed since the same call was approved is marked.
+  function covers(el, lines) {
+    const ul = q(el, ".covers");
+    ul.replaceChildren();
+    for (const line of lines || []) {
+      const li = document.createElement("li");
+      li.textContent = line;
+      if (line.includes("CHANGED since")) li.className = "changed";
+      ul.appendChild(li);
+    }
+  }
+
   function makeCard(item) {
     const el = cardT.cloneNode(true);
     el.dataset.id = item.id;
@@ -110,6 +123,7 @@
     const note = q(el, ".hidden-note");
     note.textContent = hidden(item.hidden);
     note.hidden = item.hidden === 0;
+    covers(el, item.covers);
     set(el, ".session", `${item.session} (call ${item.call})`);
     set(el, ".taint", taint(item));
     set(el, ".why", item.why);
@@ -117,6 +131,10 @@
     set(el, ".id", `approval ${item.id}`);
     el.setAttribute("aria-label", `${item.tool} call waiting for your approval`);
     const c = { item, el, cd: q(el, ".countdown"), busy: false };
+    if (item.rememberable === false) {
+      for (const b of el.querySelectorAll(".session-approve")) b.disabled = true;
+      set(el, ".msg", "A file this call names cannot be bound to an approval: approve it once.");
+    }
     if (item.cut) {
       for (const b of el.querySelectorAll(".approve, .session-approve")) b.disabled = true;
       set(el, ".msg", "The arguments are too long to show here in full: decide with `boxmaker approvals` and `boxmaker approve`.");
@@ -201,6 +219,7 @@
       set(el, ".tool", g.tool);
       set(el, ".expires", g.expires === null ? "never expires" : `until ${when(g.expires)}`);
       set(el, ".args", g.arguments);
+      covers(el, g.covers);
       const note = q(el, ".hidden-note");
       note.textContent = hidden(g.hidden);
       note.hidden = g.hidden === 0;
