@@ -115,6 +115,12 @@ impl Config {
         AnswerLabel { label, rules }
     }
 
+    /// [`Config::answer_label`] of a call whose arguments are the JSON text `arguments`, read
+    /// as the gate reads them (strict JSON: [`Arguments::parse`]).
+    pub fn answer_label_for(&self, tool: &str, arguments: &str) -> AnswerLabel {
+        self.answer_label(tool, &Arguments::parse(arguments))
+    }
+
     /// For `check --explain`: one line for every label rule whose tool pattern matches
     /// `tool`, saying whether it matches this call and what each condition found.
     pub fn explain_labels(&self, tool: &str, args: &Arguments) -> Vec<String> {

@@ -537,11 +537,23 @@ impl Runner {
         }
     }
 
-    /// The class of an answer of code boxmaker does not control, called `name`, in
-    /// `session`: its floor (docs/spec.md §3.4, the rule the gate's floor for a `failed` is),
-    /// raised to what the session's workspace may hold, which the box could read too.
-    pub(crate) fn foreign_class(&self, session: &SessionId, name: &str) -> DataClass {
-        self.config.floor(name).class.max(self.floor(session))
+    /// The label of every answer of `req`, before what its box read: the tool's own floor
+    /// raised by every label rule that matches the call (`Config::answer_label`, docs/spec.md
+    /// §3.6 — the function the gate labels a `failed` by).
+    pub(crate) fn answer_label(&self, req: &ToolRequest) -> (DataClass, bool) {
+        let l = self
+            .config
+            .answer_label_for(&req.tool, &req.arguments)
+            .label;
+        (l.class, l.untrusted)
+    }
+
+    /// The label of an answer of code boxmaker does not control: [`Runner::answer_label`]
+    /// (its reach in it, docs/spec.md §3.4), raised to what the session's workspace may
+    /// hold, which the box could read too.
+    pub(crate) fn foreign_label(&self, req: &ToolRequest) -> (DataClass, bool) {
+        let (class, untrusted) = self.answer_label(req);
+        (class.max(self.floor(&req.session)), untrusted)
     }
 
     fn file_tool(
@@ -589,9 +601,11 @@ impl Runner {
                 read,
                 truncated,
             }) => {
-                let class =
-                    class_of_reads(tool.class, &read, &self.hosts, self.floor(&req.session));
-                let mut resp = fit_result(content, class, tool.untrusted);
+                // The call's own label (its tool's class and its label rules), raised by
+                // every file the kernel opened.
+                let (own, untrusted) = self.answer_label(req);
+                let class = class_of_reads(own, &read, &self.hosts, self.floor(&req.session));
+                let mut resp = fit_result(content, class, untrusted);
                 if let ToolResponse::Result { truncated: t, .. } = &mut resp {
                     *t |= truncated;
                 }
@@ -649,14 +663,14 @@ impl Runner {
             s => s.exit_code(),
         };
         // `run` can read anything its box shows: its mounts, and the workspace.
-        let class = self.foreign_class(&req.session, &req.tool);
+        let (class, untrusted) = self.foreign_label(req);
         let cut = outcome.stdout_truncated || outcome.stderr_truncated;
         fit_run(
             exit,
             String::from_utf8_lossy(&outcome.stdout).into_owned(),
             String::from_utf8_lossy(&outcome.stderr).into_owned(),
             class,
-            tool.untrusted,
+            untrusted,
             cut,
         )
     }

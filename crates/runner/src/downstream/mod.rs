@@ -8,9 +8,10 @@
 //! when a call to it times out or its connection breaks (its calls in flight then fail with
 //! the reason), and with the runner; the next call starts it again.
 //!
-//! Results are labelled by the call's floor — `max(tool class, class of every mount the
-//! tool is given)`, the server can read every mount its box shows — raised to what the
-//! session's workspace may hold; `untrusted = tool.untrusted` ([`content`]). Its box shows
+//! Results are labelled by the call's own label — `max(tool class, class of every mount the
+//! tool is given)`, the server can read every mount its box shows, raised by every label
+//! rule that matches the call (`Config::answer_label`, docs/spec.md §3.6) — raised to what
+//! the session's workspace may hold ([`content`]). Its box shows
 //! a writable mount read-only when the session's label is above the mount's class, and a
 //! server started at a lower label is replaced when the label rises past such a mount (it
 //! remembers what it was given: no write down, docs/spec.md §3.5).
@@ -621,14 +622,14 @@ impl Runner {
         if result.is_error == Some(true) {
             return failed(format!("{}: {}", req.tool, content::error_text(&blocks)));
         }
-        let class = self.foreign_class(&req.session, &req.tool);
+        let (class, untrusted) = self.foreign_label(req);
         content::fit_content(
             catalog::Content {
                 content: blocks,
                 structured_content: result.structured_content,
             },
             class,
-            tool.untrusted,
+            untrusted,
         )
     }
 
