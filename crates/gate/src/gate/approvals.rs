@@ -226,7 +226,7 @@ impl Gate {
         if let Decision::Deny(reason) = decision {
             return Ok(ToolResponse::Denied { reason });
         }
-        self.run_and_commit(req, at)
+        self.run_and_commit(req, args, at)
     }
 
     /// Expires every pending approval that is due, audits each `approval_expired`, and wakes

@@ -496,7 +496,9 @@ impl Gate {
                 reply.finish(resp);
             }
             Ok(Start::Run(taint)) => {
-                let resp = self.run_and_commit(&req, taint).unwrap_or_else(failed);
+                let resp = self
+                    .run_and_commit(&req, &args, taint)
+                    .unwrap_or_else(failed);
                 drop(slot);
                 reply.finish(resp);
             }
@@ -733,10 +735,16 @@ impl Gate {
 
     /// Runs the call at `taint` (committed, its reach in it), raises the taint and audits
     /// the result (committed together with concurrent calls' raises and records), and only
-    /// then returns the answer. A `failed` raises the taint by the call's floor
-    /// ([`Config::floor`]: its reach, for code boxmaker does not control — the same rule the
-    /// runner labels its results by).
-    fn run_and_commit(&self, req: &ToolRequest, taint: Taint) -> Result<ToolResponse, CallError> {
+    /// then returns the answer. A `failed` raises the taint by the call's own label
+    /// ([`Config::answer_label`]: the tool's floor — its reach, for code boxmaker does not
+    /// control — raised by every label rule that matches the call; the same function the
+    /// runner labels its results by). The `result` record names the rules that matched.
+    fn run_and_commit(
+        &self,
+        req: &ToolRequest,
+        args: &Arguments,
+        taint: Taint,
+    ) -> Result<ToolResponse, CallError> {
         let resp = match self.runner.run(req, taint) {
             resp @ (ToolResponse::Result { .. } | ToolResponse::Failed { .. }) => resp,
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {
@@ -747,6 +755,7 @@ impl Gate {
                 }
             }
         };
+        let own = self.config.answer_label(&req.tool, args);
         let (label, outcome, content, truncated) = match &resp {
             ToolResponse::Result {
                 content,
@@ -759,12 +768,9 @@ impl Gate {
                 content.as_str(),
                 *truncated,
             ),
-            ToolResponse::Failed { message } => (
-                self.config.floor(&req.tool),
-                Outcome::Failed,
-                message.as_str(),
-                false,
-            ),
+            ToolResponse::Failed { message } => {
+                (own.label, Outcome::Failed, message.as_str(), false)
+            }
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => (
                 Label::new(DataClass::Secret, true),
                 Outcome::Failed,
@@ -782,7 +788,8 @@ impl Gate {
             label.class,
             label.untrusted,
             truncated,
-        );
+        )
+        .with_label_rules(audit::LabelRuleRef::of(&self.config, &own));
         self.make_durable(Durable {
             raise: Some(TaintRaise {
                 session: req.session.clone(),
