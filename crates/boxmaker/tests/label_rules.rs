@@ -241,15 +241,17 @@ impl Env {
         let run = self.boxmaker(&["audit", "tail", "-n", "200", "--json"]);
         let v: Value = serde_json::from_str(run.stdout.trim())
             .unwrap_or_else(|e| panic!("audit tail: {e}\n{}", run.show()));
-        let records = v["body"]["records"]
+        let lines = v["body"]["lines"]
             .as_array()
             .cloned()
-            .unwrap_or_else(|| panic!("no records in {v}"));
-        records
-            .into_iter()
-            .map(|r| r["event"].clone())
+            .unwrap_or_else(|| panic!("no lines in {v}"));
+        let mut out: Vec<Value> = lines
+            .iter()
+            .map(|l| serde_json::from_str::<Value>(l.as_str().unwrap()).unwrap())
             .filter(|e| e["event"] == "result" && e["session"] == session)
-            .collect()
+            .collect();
+        out.sort_by_key(|e| e["seq"].as_u64());
+        out
     }
 }
 
@@ -305,7 +307,7 @@ fn test_label_rules_through_mcp_make_a_destination_refuse_what_is_above_its_clea
             json!([{"rule": 1, "line": 35, "reason": "the whole company reads #general"}])
         )
     );
-    assert_eq!(labels[2], ("public".into(), Value::Null), "the send");
+    assert_eq!(labels[2], ("internal".into(), Value::Null), "the send");
     assert_eq!(
         labels[3],
         (
@@ -346,7 +348,11 @@ fn test_a_duplicated_key_does_not_escape_a_conditional_label_rule() {
     assert_eq!(a["status"], "denied", "{a}");
     assert_eq!(a["reason"], "taint_too_high", "{a}");
     // Strict arguments are labelled by what they say.
-    let a = env.call("strict", "chat_read_channel_messages", r#"{"channel":"random"}"#);
+    let a = env.call(
+        "strict",
+        "chat_read_channel_messages",
+        r#"{"channel":"random"}"#,
+    );
     assert_eq!(class_of(&a), ("public", false), "{a}");
 }
 
@@ -358,7 +364,10 @@ fn test_a_failure_carries_the_label_of_its_rules() {
     let a = env.call("fail", "chat_read_inbox", r#"{"user":"me","broken":true}"#);
     assert_eq!(a["status"], "failed", "{a}");
     assert!(
-        a["message"].as_str().unwrap().contains("my salary is 91000"),
+        a["message"]
+            .as_str()
+            .unwrap()
+            .contains("my salary is 91000"),
         "{a}"
     );
     assert_eq!(env.taint("fail"), ("confidential".into(), false));
@@ -407,7 +416,7 @@ fn test_check_explains_the_label_and_warns_of_a_rule_for_no_tool() {
     for want in [
         "label rule 1 (line 35, tool \"chat_read_channel_messages\", internal): matches (\"the whole company reads #general\") [condition 1 holds: /channel is the string \"general\"]",
         "label rule 2 (line 41, tool \"chat_read_channel_messages\", confidential): does not match (\"the board's channel\") [condition 1 fails: /channel is the string \"general\"]",
-        "answers labelled (internal, trusted): the tool's own (public, trusted), raised by label rule 1",
+        "answers labelled (internal, trusted): the tool's own (public, trusted), raised by label rule 1 (its reach included)",
     ] {
         assert!(run.stdout.contains(want), "no {want:?}\n{}", run.show());
     }
