@@ -132,7 +132,7 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     for line in &e.lines {
         println!("{line}");
     }
-    // What the call's answers are labelled (docs/spec.md §3.6), by the function the runner
+    // What the call's answers are labelled (docs/spec.md §3.4), by the function the runner
     // and the gate label them by, and every label rule that names the tool.
     for line in cfg.explain_labels(&args.tool, &call_args) {
         println!("{line}");
@@ -141,7 +141,8 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `answers labelled (CLASS, trusted): the tool's own (…), raised by label rules 1, 3`.
+/// `answers labelled (CLASS, trusted): the tool's own (…), with its reach, raised by label
+/// rules 1, 3`.
 fn answer_line(cfg: &config::Config, tool: &str, args: &Arguments) -> String {
     let show = |l: policy::Label| {
         format!(
@@ -158,15 +159,18 @@ fn answer_line(cfg: &config::Config, tool: &str, args: &Arguments) -> String {
         1 => format!(", raised by label rule {}", rules[0]),
         _ => format!(", raised by label rules {}", rules.join(", ")),
     };
-    let more = if cfg.call_reach(tool).is_some() {
-        " (its reach included)"
+    let (reach, more) = if cfg.call_reach(tool).is_some() {
+        (", with its reach", "")
     } else if cfg.tool(tool).is_some() {
-        "; a file read under a mount raises it to that mount's class"
+        (
+            "",
+            "; a file read under a mount raises it to that mount's class",
+        )
     } else {
-        ""
+        ("", "")
     };
     format!(
-        "answers labelled {}: the tool's own {own}{by}{more}",
+        "answers labelled {}: the tool's own {own}{reach}{by}{more}",
         show(answer.label)
     )
 }

@@ -1,4 +1,4 @@
-//! Label rules end to end (docs/spec.md §3.6 "Labels by call"), through the real binary and a
+//! Label rules end to end (docs/spec.md §3.4 "Label rules"), through the real binary and a
 //! real MCP server in a session box (`tests/servers/chat_server.py`: one server, a public
 //! channel, a private one, direct messages, a way to post): the answers of a call are
 //! labelled by the tool called and its arguments, for every answer — a result, a `failed`,
@@ -416,7 +416,7 @@ fn test_check_explains_the_label_and_warns_of_a_rule_for_no_tool() {
     for want in [
         "label rule 1 (line 35, tool \"chat_read_channel_messages\", internal): matches (\"the whole company reads #general\") [condition 1 holds: /channel is the string \"general\"]",
         "label rule 2 (line 41, tool \"chat_read_channel_messages\", confidential): does not match (\"the board's channel\") [condition 1 fails: /channel is the string \"general\"]",
-        "answers labelled (internal, trusted): the tool's own (public, trusted), raised by label rule 1 (its reach included)",
+        "answers labelled (internal, trusted): the tool's own (public, trusted), with its reach, raised by label rule 1",
     ] {
         assert!(run.stdout.contains(want), "no {want:?}\n{}", run.show());
     }

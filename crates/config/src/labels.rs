@@ -1,4 +1,4 @@
-//! Label rules (docs/spec.md §3.6 "Labels by call"): what the answers of a call are, by the
+//! Label rules (docs/spec.md §3.4 "Label rules"): what the answers of a call are, by the
 //! tool it calls and its arguments, so that a server's tools need not be one kind of data.
 //!
 //! ```toml
@@ -20,7 +20,8 @@
 //! call — the highest class, `untrusted` if any says so. A rule only ever raises, so rules
 //! do not depend on their order and no rule can make an answer lower than the tool's own
 //! label. The runner labels its results from it (the file tools raise it further by the
-//! files read), the gate its `failed` answers, and the egress proxy decides at it.
+//! files read), the gate its `failed` answers and a remembered approval's own class, and
+//! `check --explain` prints it.
 //!
 //! A rule's conditions are a grant's `when` (docs/spec.md §3.3), tested on the arguments
 //! the gate parsed as strict JSON. Where those are not strict JSON (a duplicated key, which
@@ -99,7 +100,7 @@ impl LabelRule {
 
 impl Config {
     /// The label of every answer of a call to `tool` with `args` — a result, a `failed`, a
-    /// timeout, a box that did not start (docs/spec.md §3.4, §3.6): the tool's own floor
+    /// timeout, a box that did not start (docs/spec.md §3.4): the tool's own floor
     /// ([`Config::floor`]) raised by every label rule that matches the call. The one place a
     /// call's label comes from; the file tools raise it further by the files they read.
     pub fn answer_label(&self, tool: &str, args: &Arguments) -> AnswerLabel {

@@ -53,7 +53,7 @@ pub struct Config {
     /// The `[[egress]]` rules, in file order: where networked boxes may connect.
     pub egress: Vec<EgressRule>,
     /// The `[[label]]` rules, in file order: what the answers of a call are at least
-    /// (docs/spec.md §3.6; [`Config::answer_label`] applies them).
+    /// (docs/spec.md §3.4 "Label rules"; [`Config::answer_label`] applies them).
     pub labels: Vec<LabelRule>,
     /// The file this config was read from (absolute), if it came from a file.
     pub file: Option<PathBuf>,

@@ -1,4 +1,4 @@
-//! `[[label]]` rules (docs/spec.md §3.6 "Labels by call"): a good file gives rules that raise
+//! `[[label]]` rules (docs/spec.md §3.4 "Label rules"): a good file gives rules that raise
 //! the label of a call's answers by the tool called and its arguments; every bad rule is one
 //! error naming its line; and no rule ever lowers a label.
 

@@ -358,7 +358,7 @@ pub enum Event {
         truncated: bool,
         size: u64,
         content_sha256: String,
-        /// The label rules that matched the call (docs/spec.md §3.6): the label is at least
+        /// The label rules that matched the call (docs/spec.md §3.4 "Label rules"): the label is at least
         /// each one's. Build it with [`Event::with_label_rules`].
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         labels: Vec<LabelRuleRef>,

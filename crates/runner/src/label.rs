@@ -13,7 +13,7 @@
 //!
 //! Every answer starts from the call's own label, `config::Config::answer_label`: the
 //! tool's floor (its class; its reach, for code boxmaker does not control) raised by every
-//! label rule that matches the call (docs/spec.md §3.6) — the same function the gate raises
+//! label rule that matches the call (docs/spec.md §3.4) — the same function the gate raises
 //! the taint by for its failures. A file tool's result is raised from there by the files
 //! read; the answer of code boxmaker does not control (`run`, a downstream server) by the
 //! session's floor (see `Runner::foreign_label`).

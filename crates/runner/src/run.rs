@@ -539,7 +539,7 @@ impl Runner {
 
     /// The label of every answer of `req`, before what its box read: the tool's own floor
     /// raised by every label rule that matches the call (`Config::answer_label`, docs/spec.md
-    /// §3.6 — the function the gate labels a `failed` by).
+    /// §3.4 — the function the gate labels a `failed` by).
     pub(crate) fn answer_label(&self, req: &ToolRequest) -> (DataClass, bool) {
         let l = self
             .config

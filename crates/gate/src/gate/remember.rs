@@ -335,7 +335,7 @@ impl Gate {
 }
 
 /// The label a call to `tool` with `arguments` puts in its session's taint by itself
-/// (docs/spec.md §3.4–§3.6): for `run` and a downstream server, which can read their whole
+/// (docs/spec.md §3.4, §3.5): for `run` and a downstream server, which can read their whole
 /// box, the tool's class raised to its reach, and the tool's `untrusted`; for the file
 /// tools, the tool's own floor (what they read under a mount is on top, and is not
 /// covered); both raised by every label rule that matches the call.

@@ -10,7 +10,7 @@
 //!
 //! Results are labelled by the call's own label — `max(tool class, class of every mount the
 //! tool is given)`, the server can read every mount its box shows, raised by every label
-//! rule that matches the call (`Config::answer_label`, docs/spec.md §3.6) — raised to what
+//! rule that matches the call (`Config::answer_label`, docs/spec.md §3.4) — raised to what
 //! the session's workspace may hold ([`content`]). Its box shows
 //! a writable mount read-only when the session's label is above the mount's class, and a
 //! server started at a lower label is replaced when the label rises past such a mount (it
