@@ -167,8 +167,16 @@ impl Runner {
             // A server's own `name` is not a tool; its tools are `PREFIX_TOOL`.
             _ => self.downstream(req),
         };
-        if let ToolResponse::Result { class, .. } = &resp {
-            self.raise_floor(&req.session, *class);
+        match &resp {
+            ToolResponse::Result { class, .. } => self.raise_floor(&req.session, *class),
+            // The gate raises the taint by the call's own label for a `failed` (its label
+            // rules included): the floor follows, so the session's open connections are
+            // decided at it before the next call brings the committed taint.
+            ToolResponse::Failed { .. } => {
+                let (class, _) = self.answer_label(req);
+                self.raise_floor(&req.session, class);
+            }
+            ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {}
         }
         resp
     }
@@ -848,6 +856,38 @@ mod sweep_tests {
         assert!(is_connection_session("mcp-0123456789abcdef"));
         assert!(!is_connection_session("mcp-0123"));
         assert!(!is_connection_session("mcp-0123456789ABCDEF"));
+    }
+}
+
+#[cfg(test)]
+mod floor_tests {
+    use super::*;
+
+    /// A `failed` carries the call's own label at the gate (its label rules included), so
+    /// the runner's floor for the session rises by it too: the session's open egress
+    /// connections and its next boxes go by the label the taint records, not a lower one.
+    #[test]
+    fn a_failure_raises_the_floor_by_the_label_rules_of_its_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "[[tool]]\nname = \"read_file\"\nbuiltin = \"read_file\"\n\
+                    [[label]]\ntool = \"read_file\"\n\
+                    when = [{ pointer = \"/path\", glob = \"/data/hr/*\" }]\nclass = \"secret\"\n";
+        let cfg = Arc::new(config::parse(text, "t.toml", dir.path()).unwrap());
+        let r = Runner::with_binary(cfg, dir.path(), "/bin/true".into()).unwrap();
+        let session = SessionId::new("s1").unwrap();
+        let req = |args: &str| ToolRequest {
+            session: session.clone(),
+            call: proto::CallId(1),
+            tool: "read_file".into(),
+            arguments: args.into(),
+        };
+        // Arguments the decoder refuses fail before any box starts.
+        let resp = r.handle(&req(r#"{"path":"/data/notes/a","x":1}"#), DataClass::Public);
+        assert!(matches!(resp, ToolResponse::Failed { .. }), "{resp:?}");
+        assert_eq!(r.floor(&session), DataClass::Public);
+        let resp = r.handle(&req(r#"{"path":"/data/hr/pay","x":1}"#), DataClass::Public);
+        assert!(matches!(resp, ToolResponse::Failed { .. }), "{resp:?}");
+        assert_eq!(r.floor(&session), DataClass::Secret);
     }
 }
 
