@@ -119,7 +119,18 @@ impl Config {
     /// [`Config::answer_label`] of a call whose arguments are the JSON text `arguments`, read
     /// as the gate reads them (strict JSON: [`Arguments::parse`]).
     pub fn answer_label_for(&self, tool: &str, arguments: &str) -> AnswerLabel {
-        self.answer_label(tool, &Arguments::parse(arguments))
+        // Parsed only when a rule of this tool has conditions to test: with none, what the
+        // arguments hold changes nothing (and `Unknown` is never tested).
+        let tested = self
+            .labels
+            .iter()
+            .any(|r| !r.when.is_empty() && r.tool.matches(tool));
+        let args = if tested {
+            Arguments::parse(arguments)
+        } else {
+            Arguments::Unknown
+        };
+        self.answer_label(tool, &args)
     }
 
     /// For `check --explain`: one line for every label rule whose tool pattern matches

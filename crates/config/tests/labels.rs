@@ -244,6 +244,31 @@ class = "internal"
 }
 
 #[test]
+fn test_the_arguments_text_is_read_as_the_gate_reads_it() {
+    let c = ok(SLACK);
+    for (text, class) in [
+        (r#"{"channel":"general"}"#, DataClass::Internal),
+        (r#"{"channel":"x"}"#, DataClass::Public),
+        (
+            r#"{"channel":"x","channel":"general"}"#,
+            DataClass::Internal,
+        ),
+        ("not json", DataClass::Internal),
+    ] {
+        let l = c.answer_label_for("slack_read_channel_messages", text);
+        assert_eq!(
+            l,
+            c.answer_label("slack_read_channel_messages", &Arguments::parse(text))
+        );
+        assert_eq!(l.label.class, class, "{text}");
+    }
+    // A tool whose rules test nothing: any text, the same label.
+    let l = c.answer_label_for("slack_read_inbox", "not json");
+    assert_eq!(l.label, Label::new(DataClass::Confidential, true));
+    assert_eq!(l.rules, vec![1, 2]);
+}
+
+#[test]
 fn test_a_config_without_label_rules_labels_as_before() {
     let c = ok("[[tool]]\nname = \"s\"\nmcp = [\"x\"]\nclass = \"internal\"\nuntrusted = true\n");
     assert!(c.labels.is_empty());
