@@ -2,7 +2,8 @@
 //!
 //! Prints exactly one line — `allow`, `ask`, or `denied REASON` — and exits 0, whatever
 //! the decision. `--explain` adds one line per grant whose tool pattern matched, with each
-//! argument condition and whether it held on `--arguments` (default `{}`).
+//! argument condition and whether it held on `--arguments` (default `{}`), then one line per
+//! label rule that names the tool, and the label the call's answers get.
 
 use std::path::PathBuf;
 
@@ -131,5 +132,45 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     for line in &e.lines {
         println!("{line}");
     }
+    // What the call's answers are labelled (docs/spec.md §3.4), by the function the runner
+    // and the gate label them by, and every label rule that names the tool.
+    for line in cfg.explain_labels(&args.tool, &call_args) {
+        println!("{line}");
+    }
+    println!("{}", answer_line(&cfg, &args.tool, &call_args));
     Ok(())
+}
+
+/// `answers labelled (CLASS, trusted): the tool's own (…), with its reach, raised by label
+/// rules 1, 3`.
+fn answer_line(cfg: &config::Config, tool: &str, args: &Arguments) -> String {
+    let show = |l: policy::Label| {
+        format!(
+            "({}, {})",
+            l.class,
+            if l.untrusted { "untrusted" } else { "trusted" }
+        )
+    };
+    let answer = cfg.answer_label(tool, args);
+    let own = show(cfg.floor(tool));
+    let rules: Vec<String> = answer.rules.iter().map(|i| (i + 1).to_string()).collect();
+    let by = match rules.len() {
+        0 => "; no label rule matches".to_owned(),
+        1 => format!(", raised by label rule {}", rules[0]),
+        _ => format!(", raised by label rules {}", rules.join(", ")),
+    };
+    let (reach, more) = if cfg.call_reach(tool).is_some() {
+        (", with its reach", "")
+    } else if cfg.tool(tool).is_some() {
+        (
+            "",
+            "; a file read under a mount raises it to that mount's class",
+        )
+    } else {
+        ("", "")
+    };
+    format!(
+        "answers labelled {}: the tool's own {own}{reach}{by}{more}",
+        show(answer.label)
+    )
 }

@@ -1,7 +1,7 @@
 //! What a config says that will not work, found when a person runs `check` or `doctor`
 //! rather than at the first call: a mount whose host path is not there (every box would fail
-//! to start), and a grant that names no tool boxmaker has (a typo that silently grants
-//! nothing), with the closest tool name.
+//! to start), and a grant or a label rule that names no tool boxmaker has (a typo that
+//! silently grants or labels nothing), with the closest tool name.
 
 use catalog::{Catalog, ToolsFile};
 use config::{Config, ToolKind};
@@ -14,7 +14,7 @@ pub struct Finding {
     pub text: String,
 }
 
-/// Every finding for `cfg`, in file order (mounts, then grants).
+/// Every finding for `cfg`, in file order (mounts, then grants, then label rules).
 pub fn lint(cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
     for m in &cfg.mounts {
@@ -79,28 +79,46 @@ pub fn lint(cfg: &Config) -> Vec<Finding> {
         .map(|t| t.name.clone())
         .collect();
     names.extend(catalog.entries().iter().map(|e| e.exposed.clone()));
-    for (i, g) in cfg.grants.iter().enumerate() {
-        let pattern = &g.tool;
+    // A pattern that names nothing: `None` when it may name a tool, else the closest name.
+    let names_nothing = |pattern: &policy::Pattern| -> Option<String> {
         if names.iter().any(|n| pattern.matches(n))
             || could_match_undiscovered(cfg, &catalog, pattern)
         {
-            continue;
+            return None;
         }
         let closest = names
             .iter()
             .map(|n| (distance(pattern.as_str(), n), n))
             .filter(|(d, n)| *d <= (n.len() / 3).max(2))
             .min();
-        out.push(Finding {
-            blocks_boxes: false,
-            text: format!(
-                "grant {} (tool {:?}) names no configured tool and matches no downstream tool, \
-                 so it grants nothing{}",
-                i + 1,
-                pattern.as_str(),
-                closest.map_or(String::new(), |(_, n)| format!("; did you mean {n:?}?"))
-            ),
-        });
+        Some(closest.map_or(String::new(), |(_, n)| format!("; did you mean {n:?}?")))
+    };
+    for (i, g) in cfg.grants.iter().enumerate() {
+        if let Some(closest) = names_nothing(&g.tool) {
+            out.push(Finding {
+                blocks_boxes: false,
+                text: format!(
+                    "grant {} (tool {:?}) names no configured tool and matches no downstream \
+                     tool, so it grants nothing{closest}",
+                    i + 1,
+                    g.tool.as_str(),
+                ),
+            });
+        }
+    }
+    // A label rule for no tool is a warning, not an error: a server may offer it later.
+    for (i, r) in cfg.labels.iter().enumerate() {
+        if let Some(closest) = names_nothing(&r.tool) {
+            out.push(Finding {
+                blocks_boxes: false,
+                text: format!(
+                    "label rule {} (tool {:?}) names no configured tool and matches no \
+                     downstream tool, so it labels nothing{closest}",
+                    i + 1,
+                    r.tool.as_str(),
+                ),
+            });
+        }
     }
     out
 }
@@ -179,6 +197,26 @@ mod tests {
         assert!(f[0].text.contains("grant 1") && f[0].text.contains("did you mean \"read_file\""));
         assert!(!f[0].blocks_boxes);
         assert!(f[1].text.contains("grant 5") && !f[1].text.contains("did you mean"));
+    }
+
+    #[test]
+    fn a_label_rule_for_no_tool_is_a_warning_with_the_closest_one() {
+        let c = cfg("[[tool]]\nname = \"read_file\"\nbuiltin = \"read_file\"\n\
+             [[tool]]\nname = \"fs\"\nmcp = [\"/usr/bin/true\"]\n\
+             [[label]]\ntool = \"read_fil\"\nclass = \"secret\"\n\
+             [[label]]\ntool = \"fs_read_*\"\nuntrusted = true\n\
+             [[label]]\ntool = \"read_file\"\nclass = \"internal\"\n");
+        let f = lint(&c);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(!f[0].blocks_boxes);
+        assert!(
+            f[0].text.contains("label rule 1 (tool \"read_fil\")")
+                && f[0]
+                    .text
+                    .contains("so it labels nothing; did you mean \"read_file\"?"),
+            "{}",
+            f[0].text
+        );
     }
 
     #[test]

@@ -604,21 +604,22 @@ impl Config {
     /// The label of a call to `name` (the tool as the agent called it) with `args` (its
     /// arguments, as sent), in a session whose floor is `floor`, by a tool whose reach is
     /// `reach` (docs/spec.md §3.6): the highest of the floor, the reach and the class of the
-    /// tool that serves `name`. Nothing has been read yet; the proxy raises `read` as
-    /// answers reach the box. This is the one place a call's label is made: label rules
-    /// (issue 20: matched by `name` and by conditions on `args`) will raise `call`
-    /// here; none exist yet, so nothing reads `args`.
+    /// tool that serves `name`, raised by every label rule that matches the call
+    /// ([`Config::answer_label_for`], docs/spec.md §3.4). Nothing has been read yet; the
+    /// proxy raises `read` as answers reach the box. This is the one place a call's label
+    /// for egress is made.
     pub fn call_label(
         &self,
         name: &str,
-        _args: &str,
+        args: &str,
         floor: DataClass,
         reach: DataClass,
     ) -> CallLabel {
         let call = self
             .candidates(name)
             .map(|t| t.class)
-            .fold(DataClass::Public, DataClass::max);
+            .fold(DataClass::Public, DataClass::max)
+            .max(self.answer_label_for(name, args).label.class);
         CallLabel {
             session: floor,
             reach,

@@ -2,7 +2,7 @@
 //! (docs/spec.md §3.1), parsed strictly and checked before anything uses it.
 //!
 //! **Owns:** the file format (`[gate]`, `[box]`, `[[mount]]`, `[[tool]]`, `[[grant]]`,
-//! `[[egress]]`, `[audit]`),
+//! `[[egress]]`, `[[label]]`, `[audit]`),
 //! the commented default that `boxmaker init` writes ([`DEFAULT_CONFIG`]), and the
 //! conversion of the file's grants into [`policy::Grants`].
 //!
@@ -20,7 +20,9 @@
 //!    every answer (one rule for the gate and the runner).
 //! 5. [`egress`] — where a networked box may connect, and at which label: the clearance
 //!    rule the runner's proxy decides every connection by.
-//! 6. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
+//! 6. [`labels`] — label rules: the label of a call's answers, by tool and arguments
+//!    (`Config::answer_label`, the one place a call's label comes from).
+//! 7. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
 //!    before it asks anyone; the runner decodes with it before it runs).
 
 #![forbid(unsafe_code)]
@@ -28,6 +30,7 @@
 pub mod args;
 pub mod egress;
 pub mod error;
+pub mod labels;
 pub mod model;
 mod raw;
 pub mod reach;
@@ -37,6 +40,7 @@ use std::path::Path;
 
 pub use egress::{CallLabel, Destination, EgressRule, Host, HostPattern, Refusal, Way};
 pub use error::ConfigError;
+pub use labels::{AnswerLabel, LabelRule};
 pub use model::{
     Audit, BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name,
 };

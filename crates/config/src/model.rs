@@ -22,6 +22,8 @@
 //!   it does. A `when` entry is `pointer` and exactly one of `equals`, `one_of`, `in` (a
 //!   `[lists]` name), `glob`, `range`, `email`, `url`, `links` (the typed tests, read in
 //!   `crate::typed`), and `optional = false` by default. `closed = false` by default.
+//! - `[[label]]`: no `when`, no `reason`, `untrusted = false`, no `class`; `tool` has no
+//!   default, and a rule needs a `class` or `untrusted = true` (`crate::labels`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -34,6 +36,7 @@ use toml::Spanned;
 
 use crate::egress::{DEFAULT_PORTS, DEFAULT_TUNNEL_PORT, EgressRule, HostPattern};
 use crate::error::{ConfigError, Source};
+use crate::labels::LabelRule;
 use crate::raw;
 use crate::typed::{self, Lists};
 
@@ -55,6 +58,9 @@ pub struct Config {
     pub egress: Vec<EgressRule>,
     /// The `[audit]` table: how the audit log is anchored.
     pub audit: Audit,
+    /// The `[[label]]` rules, in file order: what the answers of a call are at least
+    /// (docs/spec.md §3.4 "Label rules"; [`Config::answer_label`] applies them).
+    pub labels: Vec<LabelRule>,
     /// The file this config was read from (absolute), if it came from a file.
     pub file: Option<PathBuf>,
     /// SHA-256 (hex) of the config's text and the directory its relative paths start from:
@@ -353,14 +359,17 @@ pub(crate) fn parse(
     let egress = ctx.egress(file.egress)?;
     let tools = ctx.tools(file.tool, &mounts, &egress)?;
     let audit = ctx.audit(file.audit, &gate.state, &mounts)?;
+    let grants = ctx.grants(file.grant, &lists)?;
+    let labels = ctx.labels(file.label, &lists)?;
     Ok(Config {
         gate,
         limits,
         mounts,
         tools,
-        grants: ctx.grants(file.grant, &lists)?,
+        grants,
         egress,
         audit,
+        labels,
         file: None,
         fingerprint: fingerprint(text, base),
     })
@@ -412,8 +421,8 @@ fn fingerprint(text: &str, base: &Path) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-struct Ctx<'a> {
-    src: Source<'a>,
+pub(crate) struct Ctx<'a> {
+    pub src: Source<'a>,
     base: &'a Path,
     home: Option<&'a Path>,
 }
@@ -423,7 +432,11 @@ fn start(span: Range<usize>) -> Option<usize> {
 }
 
 impl Ctx<'_> {
-    fn err<T>(&self, span: Range<usize>, message: impl Into<String>) -> Result<T, ConfigError> {
+    pub(crate) fn err<T>(
+        &self,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> Result<T, ConfigError> {
         Err(self.src.error(start(span), message))
     }
 
@@ -1195,7 +1208,7 @@ impl Ctx<'_> {
     }
 
     /// One `when` entry: a checked pointer and exactly one test.
-    fn condition(&self, w: raw::When, lists: &Lists) -> Result<Condition, ConfigError> {
+    pub(crate) fn condition(&self, w: raw::When, lists: &Lists) -> Result<Condition, ConfigError> {
         let pointer = Pointer::new(w.pointer.get_ref().clone())
             .or_else(|e| self.err(w.pointer.span(), format!("condition `pointer`: {e}")))?;
         let at = format!("condition on {pointer}");
@@ -1294,12 +1307,10 @@ impl Ctx<'_> {
     fn grants(&self, raw: Vec<raw::Grant>, lists: &Lists) -> Result<Grants, ConfigError> {
         let mut out = Grants::new();
         for g in raw {
-            let tool = self.pattern(&g.tool, "tool", |b| {
-                b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-')
-            })?;
+            let tool = self.tool_pattern(&g.tool, "grant")?;
             let sessions = match &g.sessions {
                 None => Pattern::any(),
-                Some(s) => self.pattern(s, "sessions", |b| {
+                Some(s) => self.pattern(s, "grant", "sessions", |b| {
                     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':')
                 })?,
             };
@@ -1333,11 +1344,24 @@ impl Ctx<'_> {
         Ok(out)
     }
 
-    /// A grant pattern: not empty, and only characters that can occur in what it matches
-    /// (checked by `ok`) or the wildcards `*` and `?`.
+    /// The `tool` pattern of a `table` (`grant`, `label rule`): tool-name characters and
+    /// the wildcards.
+    pub(crate) fn tool_pattern(
+        &self,
+        value: &Spanned<String>,
+        table: &str,
+    ) -> Result<Pattern, ConfigError> {
+        self.pattern(value, table, "tool", |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-')
+        })
+    }
+
+    /// A pattern of a `table` (`grant`, `label rule`): not empty, and only characters that
+    /// can occur in what it matches (checked by `ok`) or the wildcards `*` and `?`.
     fn pattern(
         &self,
         value: &Spanned<String>,
+        table: &str,
         key: &str,
         ok: impl Fn(u8) -> bool,
     ) -> Result<Pattern, ConfigError> {
@@ -1349,10 +1373,10 @@ impl Ctx<'_> {
             return self.err(
                 value.span(),
                 format!(
-                    "grant `{key}` pattern {s:?} holds {bad:?}, which no {key} name can contain"
+                    "{table} `{key}` pattern {s:?} holds {bad:?}, which no {key} name can contain"
                 ),
             );
         }
-        Pattern::new(s.clone()).or_else(|e| self.err(value.span(), format!("grant `{key}`: {e}")))
+        Pattern::new(s.clone()).or_else(|e| self.err(value.span(), format!("{table} `{key}`: {e}")))
     }
 }

@@ -28,6 +28,9 @@ pub(crate) struct File {
     pub egress: Vec<Egress>,
     #[serde(default)]
     pub audit: Audit,
+    /// Label rules (`[[label]]`): what a call's answers are, by tool and arguments.
+    #[serde(default)]
+    pub label: Vec<Label>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -198,4 +201,19 @@ pub(crate) struct When {
     pub links: Option<Spanned<toml::Value>>,
     #[serde(default)]
     pub optional: bool,
+}
+
+/// One `[[label]]` rule: a tool pattern, optional argument conditions (a grant's `when`), and
+/// what the answers of a call it matches are at least.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Label {
+    pub tool: Spanned<String>,
+    #[serde(default)]
+    pub when: Vec<When>,
+    pub class: Option<DataClass>,
+    pub untrusted: Option<Spanned<bool>>,
+    pub reason: Option<Spanned<String>>,
+    /// Not a key of a label rule: read only to refuse it with a sentence of its own.
+    pub closed: Option<Spanned<toml::Value>>,
 }

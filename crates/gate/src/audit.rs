@@ -232,6 +232,35 @@ pub enum ApprovalOutcome {
     Refused,
 }
 
+/// A label rule that matched a call, as its `result` record names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelRuleRef {
+    /// Its number, from 1 in file order (as `boxmaker check --explain` numbers it).
+    pub rule: u64,
+    /// The line of its `tool` in the config file.
+    pub line: u64,
+    /// Its `reason`, as the config says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl LabelRuleRef {
+    /// The rules of `config` that `label` says matched.
+    pub fn of(config: &config::Config, label: &config::AnswerLabel) -> Vec<LabelRuleRef> {
+        label
+            .rules
+            .iter()
+            .filter_map(|&i| config.labels.get(i).map(|r| (i, r)))
+            .map(|(i, r)| LabelRuleRef {
+                rule: u64::try_from(i).map_or(u64::MAX, |i| i.saturating_add(1)),
+                line: u64::try_from(r.line).unwrap_or(u64::MAX),
+                reason: r.reason.clone(),
+            })
+            .collect()
+    }
+}
+
 /// How a call ended at the runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -336,6 +365,10 @@ pub enum Event {
         truncated: bool,
         size: u64,
         content_sha256: String,
+        /// The label rules that matched the call (docs/spec.md §3.4 "Label rules"): the label is at least
+        /// each one's. Build it with [`Event::with_label_rules`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        labels: Vec<LabelRuleRef>,
     },
     /// An operator reset a session; `class` and `untrusted` are the taint it had.
     SessionReset {
@@ -473,7 +506,18 @@ impl Event {
             truncated,
             size: u64::try_from(content.len()).unwrap_or(u64::MAX),
             content_sha256: sha256_hex(content.as_bytes()),
+            labels: Vec::new(),
         }
+    }
+
+    /// A `result` record that names the label rules that matched its call; any other event
+    /// unchanged.
+    #[must_use]
+    pub fn with_label_rules(mut self, rules: Vec<LabelRuleRef>) -> Event {
+        if let Event::Result { labels, .. } = &mut self {
+            *labels = rules;
+        }
+        self
     }
 
     /// An `egress` record from the runner's report of one connection.
@@ -1331,5 +1375,48 @@ mod tests {
         let json = serde_json::to_string(&e).unwrap();
         assert!(!json.contains("the secret text"));
         assert!(json.contains("\"size\":15"));
+    }
+
+    #[test]
+    fn result_records_name_their_label_rules_last_and_older_ones_still_read() {
+        let plain = Event::result(
+            sid("s"),
+            CallId(2),
+            "chat_read_inbox",
+            Outcome::Result,
+            "dm",
+            DataClass::Confidential,
+            false,
+            false,
+        );
+        // Without rules the record is what it was before the field existed.
+        let (_, old) = Record::seal(1, Timestamp(5), plain.clone(), Digest::ZERO).unwrap();
+        let old = String::from_utf8(old).unwrap();
+        let old = old.trim_end();
+        assert!(!old.contains("labels"), "{old}");
+        assert_eq!(
+            Record::parse_line(old.as_bytes()).unwrap().event,
+            plain.clone()
+        );
+        let rules = vec![LabelRuleRef {
+            rule: 3,
+            line: 47,
+            reason: Some("direct messages are private".into()),
+        }];
+        let named = plain.with_label_rules(rules.clone());
+        let (_, line) = Record::seal(1, Timestamp(5), named.clone(), Digest::ZERO).unwrap();
+        let text = String::from_utf8(line).unwrap();
+        let text = text.trim_end();
+        assert!(
+            text.contains(
+                r#""content_sha256":"#
+            ) && text.contains(
+                r#","labels":[{"rule":3,"line":47,"reason":"direct messages are private"}],"prev":"#
+            ),
+            "the field is last in the event: {text}"
+        );
+        let back = Record::parse_line(text.as_bytes()).unwrap();
+        assert_eq!(back.event, named);
+        assert!(matches!(back.event, Event::Result { labels, .. } if labels == rules));
     }
 }

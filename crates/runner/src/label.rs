@@ -11,11 +11,13 @@
 //! `/data/notes/hr/pay.csv` is secret, as it is through `/data/hr/pay.csv`. Anything else
 //! (`/usr`, `/tmp` of that box) adds nothing.
 //!
-//! The label of code boxmaker does not control (`run`, a downstream server) is its floor —
-//! `config::Config::floor`, the same function the gate raises the taint by for its
-//! failures — raised to the session's floor (see `Runner::foreign_class`) and to what its
-//! box reached: what destinations answered it, for a server since it started
-//! ([`call_class`]).
+//! Every answer starts from the call's own label, `config::Config::answer_label`: the
+//! tool's floor (its class; its reach, for code boxmaker does not control) raised by every
+//! label rule that matches the call (docs/spec.md §3.4) — the same function the gate raises
+//! the taint by for its failures. A file tool's result is raised from there by the files
+//! read; the answer of code boxmaker does not control (`run`, a downstream server) by the
+//! session's floor (see `Runner::foreign_label`) and by what its box reached: what
+//! destinations answered it, for a server since it started ([`call_class`]).
 
 use std::path::{Path, PathBuf};
 

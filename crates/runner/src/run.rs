@@ -222,8 +222,16 @@ impl Runner {
         if call.stopped() {
             return failed(STOPPED.into());
         }
-        if let ToolResponse::Result { class, .. } = &resp {
-            self.raise_floor(&req.session, *class);
+        match &resp {
+            ToolResponse::Result { class, .. } => self.raise_floor(&req.session, *class),
+            // The gate raises the taint by the call's own label for a `failed` (its label
+            // rules included): the floor follows, so the session's open connections are
+            // decided at it before the next call brings the committed taint.
+            ToolResponse::Failed { .. } => {
+                let (class, _) = self.answer_label(req);
+                self.raise_floor(&req.session, class);
+            }
+            ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {}
         }
         resp
     }
@@ -627,11 +635,23 @@ impl Runner {
         }
     }
 
-    /// The class of an answer of code boxmaker does not control, called `name`, in
-    /// `session`: its floor (docs/spec.md §3.4, the rule the gate's floor for a `failed` is),
-    /// raised to what the session's workspace may hold, which the box could read too.
-    pub(crate) fn foreign_class(&self, session: &SessionId, name: &str) -> DataClass {
-        self.config.floor(name).class.max(self.floor(session))
+    /// The label of every answer of `req`, before what its box read: the tool's own floor
+    /// raised by every label rule that matches the call (`Config::answer_label`, docs/spec.md
+    /// §3.4 — the function the gate labels a `failed` by).
+    pub(crate) fn answer_label(&self, req: &ToolRequest) -> (DataClass, bool) {
+        let l = self
+            .config
+            .answer_label_for(&req.tool, &req.arguments)
+            .label;
+        (l.class, l.untrusted)
+    }
+
+    /// The label of an answer of code boxmaker does not control: [`Runner::answer_label`]
+    /// (its reach in it, docs/spec.md §3.4), raised to what the session's workspace may
+    /// hold, which the box could read too.
+    pub(crate) fn foreign_label(&self, req: &ToolRequest) -> (DataClass, bool) {
+        let (class, untrusted) = self.answer_label(req);
+        (class.max(self.floor(&req.session)), untrusted)
     }
 
     fn file_tool(
@@ -685,9 +705,11 @@ impl Runner {
                 read,
                 truncated,
             }) => {
-                let class =
-                    class_of_reads(tool.class, &read, &self.hosts, self.floor(&req.session));
-                let mut resp = fit_result(content, class, tool.untrusted);
+                // The call's own label (its tool's class and its label rules), raised by
+                // every file the kernel opened.
+                let (own, untrusted) = self.answer_label(req);
+                let class = class_of_reads(own, &read, &self.hosts, self.floor(&req.session));
+                let mut resp = fit_result(content, class, untrusted);
                 if let ToolResponse::Result { truncated: t, .. } = &mut resp {
                     *t |= truncated;
                 }
@@ -802,15 +824,15 @@ impl Runner {
         };
         // `run` can read anything its box shows — its mounts, and the workspace — and what
         // destinations answered it in this call.
-        let class =
-            crate::label::call_class(self.foreign_class(&req.session, &req.tool), float.reached());
+        let (class, untrusted) = self.foreign_label(req);
+        let class = crate::label::call_class(class, float.reached());
         let cut = outcome.stdout_truncated || outcome.stderr_truncated;
         fit_run(
             exit,
             String::from_utf8_lossy(&outcome.stdout).into_owned(),
             String::from_utf8_lossy(&outcome.stderr).into_owned(),
             class,
-            tool.untrusted,
+            untrusted,
             cut,
         )
     }
@@ -988,6 +1010,38 @@ mod sweep_tests {
         assert!(is_connection_session("mcp-0123456789abcdef"));
         assert!(!is_connection_session("mcp-0123"));
         assert!(!is_connection_session("mcp-0123456789ABCDEF"));
+    }
+}
+
+#[cfg(test)]
+mod floor_tests {
+    use super::*;
+
+    /// A `failed` carries the call's own label at the gate (its label rules included), so
+    /// the runner's floor for the session rises by it too: the session's open egress
+    /// connections and its next boxes go by the label the taint records, not a lower one.
+    #[test]
+    fn a_failure_raises_the_floor_by_the_label_rules_of_its_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "[[tool]]\nname = \"read_file\"\nbuiltin = \"read_file\"\n\
+                    [[label]]\ntool = \"read_file\"\n\
+                    when = [{ pointer = \"/path\", glob = \"/data/hr/*\" }]\nclass = \"secret\"\n";
+        let cfg = Arc::new(config::parse(text, "t.toml", dir.path()).unwrap());
+        let r = Runner::with_binary(cfg, dir.path(), "/bin/true".into()).unwrap();
+        let session = SessionId::new("s1").unwrap();
+        let req = |args: &str| ToolRequest {
+            session: session.clone(),
+            call: proto::CallId(1),
+            tool: "read_file".into(),
+            arguments: args.into(),
+        };
+        // Arguments the decoder refuses fail before any box starts.
+        let resp = r.handle(&req(r#"{"path":"/data/notes/a","x":1}"#), DataClass::Public);
+        assert!(matches!(resp, ToolResponse::Failed { .. }), "{resp:?}");
+        assert_eq!(r.floor(&session), DataClass::Public);
+        let resp = r.handle(&req(r#"{"path":"/data/hr/pay","x":1}"#), DataClass::Public);
+        assert!(matches!(resp, ToolResponse::Failed { .. }), "{resp:?}");
+        assert_eq!(r.floor(&session), DataClass::Secret);
     }
 }
 

@@ -235,7 +235,7 @@ impl Gate {
         if let Decision::Deny(reason) = decision {
             return Ok(ToolResponse::Denied { reason });
         }
-        self.run_and_commit(req, at, &files)
+        self.run_and_commit(req, args, at, &files)
     }
 
     /// Expires every pending approval that is due, audits each `approval_expired`, and wakes

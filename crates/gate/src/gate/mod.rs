@@ -514,7 +514,7 @@ impl Gate {
             }
             Ok(Start::Run(taint, files)) => {
                 let resp = self
-                    .run_and_commit(&req, taint, &files)
+                    .run_and_commit(&req, &args, taint, &files)
                     .unwrap_or_else(failed);
                 drop(slot);
                 reply.finish(resp);
@@ -779,15 +779,17 @@ impl Gate {
 
     /// Runs the call at `taint` (committed, its reach in it), raises the taint and audits
     /// the result (committed together with concurrent calls' raises and records), and only
-    /// then returns the answer. A `failed` raises the taint by the call's floor
-    /// ([`Config::floor`]: its reach, for code boxmaker does not control — the same rule the
-    /// runner labels its results by).
+    /// then returns the answer. A `failed` raises the taint by the call's own label
+    /// ([`Config::answer_label`]: the tool's floor — its reach, for code boxmaker does not
+    /// control — raised by every label rule that matches the call; the same function the
+    /// runner labels its results by). The `result` record names the rules that matched.
     ///
     /// The call goes to the runner only if its session is not being reset at that moment
     /// (`sessions.rs`); else it answers `failed`, saying so, without running.
     fn run_and_commit(
         &self,
         req: &ToolRequest,
+        args: &Arguments,
         taint: Taint,
         files: &[FileDigest],
     ) -> Result<ToolResponse, CallError> {
@@ -804,6 +806,7 @@ impl Gate {
                 }
             }
         };
+        let own = self.config.answer_label(&req.tool, args);
         let (label, outcome, content, truncated) = match &resp {
             ToolResponse::Result {
                 content,
@@ -816,12 +819,9 @@ impl Gate {
                 content.as_str(),
                 *truncated,
             ),
-            ToolResponse::Failed { message } => (
-                self.config.floor(&req.tool),
-                Outcome::Failed,
-                message.as_str(),
-                false,
-            ),
+            ToolResponse::Failed { message } => {
+                (own.label, Outcome::Failed, message.as_str(), false)
+            }
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => (
                 Label::new(DataClass::Secret, true),
                 Outcome::Failed,
@@ -839,7 +839,8 @@ impl Gate {
             label.class,
             label.untrusted,
             truncated,
-        );
+        )
+        .with_label_rules(audit::LabelRuleRef::of(&self.config, &own));
         self.make_durable(Durable {
             raise: Some(TaintRaise {
                 session: req.session.clone(),

@@ -382,7 +382,7 @@ impl Gate {
             Some((c, u)) => (c.min(current.class), u && current.untrusted),
             None => (current.class, current.untrusted),
         };
-        let own = own_label(&self.config, &row.tool);
+        let own = own_label(&self.config, &row.tool, &row.arguments);
         let (class, untrusted) = (class.max(own.class), untrusted || own.untrusted);
         Ok(store::Remember {
             expires: now.plus(seconds),
@@ -405,12 +405,13 @@ impl Gate {
     }
 }
 
-/// The label a call to `tool` puts in its session's taint by itself (docs/spec.md §3.4,
-/// §3.5): for `run` and a downstream server, which can read their whole box, the tool's
-/// class raised to its reach, and the tool's `untrusted`; for the file tools, the tool's own
-/// floor (what they read under a mount is on top, and is not covered).
-pub fn own_label(config: &Config, tool: &str) -> Label {
-    config.floor(tool)
+/// The label a call to `tool` with `arguments` puts in its session's taint by itself
+/// (docs/spec.md §3.4, §3.5): for `run` and a downstream server, which can read their whole
+/// box, the tool's class raised to its reach, and the tool's `untrusted`; for the file
+/// tools, the tool's own floor (what they read under a mount is on top, and is not
+/// covered); both raised by every label rule that matches the call.
+pub fn own_label(config: &Config, tool: &str, arguments: &str) -> Label {
+    config.answer_label_for(tool, arguments).label
 }
 
 #[cfg(test)]

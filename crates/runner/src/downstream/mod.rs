@@ -8,12 +8,13 @@
 //! when a call to it times out or its connection breaks (its calls in flight then fail with
 //! the reason), and with the runner; the next call starts it again.
 //!
-//! Results are labelled by the call's floor — `max(tool class, class of every mount the
-//! tool is given)`, the server can read every mount its box shows — raised to what the
-//! session's workspace may hold and to what its box has reached since it started (what
+//! Results are labelled by the call's own label — `max(tool class, class of every mount the
+//! tool is given)`, the server can read every mount its box shows, raised by every label
+//! rule that matches the call (`Config::answer_label`, docs/spec.md §3.4) — raised to what
+//! the session's workspace may hold and to what its box has reached since it started (what
 //! destinations answered it: its label floats up, never down, docs/spec.md §3.6);
-//! `untrusted = tool.untrusted` ([`content`]). Once it has reached above what a failure
-//! carries, its failures withhold what it said. Its box shows
+//! `untrusted` as the call's label says ([`content`]). Once it has reached above what a
+//! failure carries, its failures withhold what it said. Its box shows
 //! a writable mount read-only when the session's label is above the mount's class, and a
 //! server started at a lower label is replaced when the label rises past such a mount (it
 //! remembers what it was given: no write down, docs/spec.md §3.5).
@@ -692,17 +693,15 @@ impl Runner {
         }
         // Its answer carries what its box reached: what destinations answered it since it
         // started, and its calls' own labels.
-        let class = crate::label::call_class(
-            self.foreign_class(&req.session, &req.tool),
-            instance.float.reached(),
-        );
+        let (class, untrusted) = self.foreign_label(req);
+        let class = crate::label::call_class(class, instance.float.reached());
         content::fit_content(
             catalog::Content {
                 content: blocks,
                 structured_content: result.structured_content,
             },
             class,
-            tool.untrusted,
+            untrusted,
         )
     }
 
