@@ -36,6 +36,7 @@ pub mod pattern;
 pub mod taint;
 pub mod typed;
 pub mod url;
+pub mod values;
 
 pub use condition::{
     Arguments, ArgumentsError, Condition, Context, List, MAX_CLOSED_CONDITIONS, NoContext, Pointer,

@@ -1,0 +1,2 @@
+//! Placeholder, written in full below.
+fn main() {}
