@@ -45,7 +45,8 @@
 //!
 //! Values are keyed by their text alone: the same text found as two kinds is one value.
 //!
-//! Not found: an address whose local part is outside ASCII (its domain is then a host), an
+//! Not found: a host that written alone is no link (one label, `http://intranet/`; a last
+//! label with digits), an address whose local part is outside ASCII (its domain is then a host), an
 //! address split across lines at its `@`, a number split by anything but the separators
 //! above. Each of these is also not found in the argument that carries it, so both readings
 //! agree.
@@ -398,10 +399,10 @@ fn read_into(t: &str, out: &mut Found) {
     let domains = emails_into(t, out, &mut taken);
     links::scan(t, |link| {
         let start = offset_in(t, link.text);
-        if domains.binary_search(&start).is_err() {
-            link_into(link.text, out);
+        let domain = domains.binary_search(&start).is_ok();
+        if domain || link_into(link.text, out) {
+            taken.push(start..start + link.text.len());
         }
-        taken.push(start..start + link.text.len());
         true
     });
     taken.sort_by_key(|r| r.start);
@@ -524,8 +525,10 @@ pub fn canonical_host(h: &str) -> Option<String> {
     parse_host(ascii).ok().map(|host| host.to_string())
 }
 
-/// The host, and the URL when it has a path, of one link as [`links::scan`] found it.
-fn link_into(link: &str, out: &mut Found) {
+/// The host, and the URL when it has a path, of one link as [`links::scan`] found it;
+/// whether it was one. A host that written alone is no link (`http://intranet/x`, a last
+/// label with digits) is not: an argument naming it plainly would not read as that host.
+fn link_into(link: &str, out: &mut Found) -> bool {
     let rest = match link.find("://") {
         Some(i) => link.get(i + 3..).unwrap_or(""),
         None => link,
@@ -534,8 +537,8 @@ fn link_into(link: &str, out: &mut Found) {
     let (authority, tail) = rest.split_at(end);
     let authority = authority.rsplit('@').next().unwrap_or(authority);
     let (host, port) = split_port(authority);
-    let Some(host) = canonical_host(host) else {
-        return;
+    let Some(host) = canonical_host(host).filter(|h| reads_as_link(h)) else {
+        return false;
     };
     let path_end = tail.find(['?', '#']).unwrap_or(tail.len());
     let path = percent_decoded(&tail.get(..path_end).unwrap_or("").replace('\\', "/"));
@@ -548,6 +551,22 @@ fn link_into(link: &str, out: &mut Found) {
         out.push(Kind::Url, format!("{host}{port}{path}"));
     }
     out.push(Kind::Host, host);
+    true
+}
+
+/// Whether a canonical host, written alone, is a link (so an argument that names it plainly
+/// reads as the same host): a name of two labels or more whose last is letters or `xn--`,
+/// or an address.
+fn reads_as_link(host: &str) -> bool {
+    if host.starts_with('[') {
+        return true;
+    }
+    let mut whole = false;
+    links::scan(host, |l| {
+        whole = l.text == host;
+        false
+    });
+    whole
 }
 
 fn split_port(authority: &str) -> (&str, Option<&str>) {
