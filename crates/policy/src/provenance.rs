@@ -10,6 +10,7 @@
 //! untrusted; with no index at all ([`crate::NoContext`]) both tests fail. The test asks the
 //! session's [`Context`]; this module does no I/O.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use proto::control::ConcernKind;
@@ -189,6 +190,39 @@ impl fmt::Display for FromTest {
             FromTest::Trusted => f.write_str("comes from trusted answers or the config"),
             FromTest::NotUntrusted => f.write_str("comes from no untrusted answer"),
         }
+    }
+}
+
+/// The values the config names — its `[lists]` entries and its conditions' literals — in
+/// canonical form: the person's own knowledge, trusted (docs/spec.md §3.7).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Known(HashSet<String>);
+
+impl Known {
+    /// The values `literals` stand for, each read as [`crate::values::in_literal`] reads it.
+    pub fn of<'a>(literals: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut set = HashSet::new();
+        for l in literals {
+            for v in crate::values::in_literal(l).into_values() {
+                set.insert(v.text);
+            }
+        }
+        Self(set)
+    }
+
+    /// Whether the config names this value (canonical text).
+    pub fn contains(&self, text: &str) -> bool {
+        self.0.contains(text)
+    }
+
+    /// How many values it holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
