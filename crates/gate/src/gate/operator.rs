@@ -369,6 +369,7 @@ impl Gate {
             created: r.created,
             expires: r.expires,
             state,
+            concerns: r.concerns,
         })
     }
 }

@@ -102,6 +102,7 @@ pub(super) fn approval_update(
             created: r.created,
             expires: r.expires,
             state,
+            concerns: r.concerns,
         },
     }
 }
