@@ -200,7 +200,11 @@ fn approval_line(a: &ApprovalInfo) -> String {
         a.reason,
         crate::when::at(a.created),
         crate::when::expires(a.expires)
-    )
+    ) + &a
+        .concerns
+        .iter()
+        .map(|c| format!("\n    consider: {}", front::explain::concern(c)))
+        .collect::<String>()
 }
 
 fn session_line(s: &SessionInfo) -> String {

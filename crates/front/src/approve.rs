@@ -223,12 +223,23 @@ pub fn message(item: &ApprovalInfo, now: Timestamp) -> String {
             "this session has seen untrusted content, and the grant for this tool asks after that"
         }
     };
+    // docs/spec.md §3.7: where a value came from, before anything else the person weighs.
+    let concerns: String = item
+        .concerns
+        .iter()
+        .map(|c| format!("\n  - {}", crate::explain::concern(c)))
+        .collect();
+    let concerns = if concerns.is_empty() {
+        String::new()
+    } else {
+        format!("\nconsider:{concerns}")
+    };
     format!(
         "boxmaker: a tool call waits for your approval.\n\n\
          tool: {tool}\n\
          arguments: {args}{marker}\n\
          session: {session} (taint: {taint})\n\
-         why: {why}\n\
+         why: {why}{concerns}\n\
          expires: {} (approval {})\n\n\
          Approve once runs this exact call. Approve for this session also lets this exact call \
          (the same tool and arguments, in this session) run again without asking, for the \

@@ -1911,10 +1911,11 @@ mod tests {
             Err(
                 e @ StoreError::TooNew {
                     found: 99,
-                    supported: 2,
+                    supported,
                     ..
                 },
             ) => {
+                assert_eq!(supported, MIGRATIONS.len());
                 assert!(e.to_string().contains("newer boxmaker"), "{e}");
             }
             other => panic!("expected TooNew, got {other:?}"),

@@ -35,6 +35,8 @@ pub fn approval(u: &ApprovalUpdate) -> Value {
         "untrusted": a.untrusted,
         "created": a.created.0,
         "expires": a.expires.0,
+        // docs/spec.md §3.7: each escaped, one line each.
+        "concerns": a.concerns.iter().map(front::explain::concern).collect::<Vec<_>>(),
     });
     // What a pending approval does not have yet is left out (ten thousand of them are
     // listed at once).
