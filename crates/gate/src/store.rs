@@ -620,6 +620,9 @@ impl RawSession {
 const APPROVAL_COLS: &str = "id, session, call, tool, arguments, reason, state, created, \
      expires, decided, note, used, changed, via, decided_by, grant_id, concerns";
 
+/// How many columns `APPROVAL_COLS` names (what a query selects after them starts here).
+const APPROVAL_COL_COUNT: usize = 17;
+
 struct RawApproval {
     id: String,
     session: String,
@@ -833,6 +836,33 @@ impl Store {
         let mut store = Store { conn, path };
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Opens `boxmaker.db` in `state_dir` to read only (`boxmaker check` reading a session's
+    /// provenance index beside a running gate): `None` when there is no database, or one
+    /// too old to hold an index (nothing recorded yet). Creates and migrates nothing.
+    pub fn open_read_only(state_dir: &Path) -> Result<Option<Store>, StoreError> {
+        let path = state_dir.join(DB_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|source| StoreError::Pragma {
+                pragma: "busy_timeout",
+                source,
+            })?;
+        let store = Store { conn, path };
+        let version = store.schema_version()?;
+        check_not_newer(&store.path, version)?;
+        Ok((version >= 3).then_some(store))
     }
 
     /// The database file's path.
@@ -1186,8 +1216,8 @@ impl Store {
             .query_map(rusqlite::params![after, limit], |r| {
                 Ok((
                     raw_approval(r)?,
-                    r.get::<_, Option<String>>(16)?,
-                    r.get::<_, Option<i64>>(17)?,
+                    r.get::<_, Option<String>>(APPROVAL_COL_COUNT)?,
+                    r.get::<_, Option<i64>>(APPROVAL_COL_COUNT + 1)?,
                 ))
             })
             .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
@@ -1899,6 +1929,11 @@ mod tests {
             .unwrap();
         assert_eq!(fk, 1);
         assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn approval_col_count_is_the_columns_named() {
+        assert_eq!(APPROVAL_COLS.split(',').count(), APPROVAL_COL_COUNT);
     }
 
     #[test]
