@@ -360,6 +360,7 @@ mod tests {
             created: Timestamp(1_000),
             expires: Timestamp(1_300),
             state: ApprovalState::Pending,
+            concerns: Vec::new(),
         }
     }
 
@@ -385,6 +386,28 @@ mod tests {
         assert!(m.contains("untrusted content, and the grant"), "{m}");
         assert!(
             m.contains("(in 5 min)") && m.contains("ap-0123456789abcdef"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn the_message_says_where_a_value_came_from() {
+        let mut i = item(r#"{"recipient":"DE89370400440532013000"}"#);
+        assert!(!message(&i, Timestamp(1_000)).contains("consider:"));
+        i.concerns.push(proto::control::Concern {
+            kind: proto::control::ConcernKind::UntrustedValue,
+            pointer: "/recipient".into(),
+            value: "DE89370400440532013000\n".into(),
+            detail: "the IBAN DE89370400440532013000 first appeared in an untrusted answer of \
+                     mail_read_inbox, call 1\nwhy: fake"
+                .into(),
+        });
+        let m = message(&i, Timestamp(1_000));
+        assert!(
+            m.contains(
+                "\nconsider:\n  - untrusted value at /recipient: the IBAN DE89370400440532013000 \
+                 first appeared in an untrusted answer of mail_read_inbox, call 1\\u{a}why: fake"
+            ),
             "{m}"
         );
     }

@@ -171,6 +171,13 @@ mod tests {
                 created: Timestamp(1),
                 expires: Timestamp(301),
                 state: ApprovalState::Refused,
+                concerns: vec![proto::control::Concern {
+                    kind: proto::control::ConcernKind::UntrustedValue,
+                    pointer: "/to".into(),
+                    value: "<b>\u{202e}".into(),
+                    detail: "the id <b>\u{202e} first appeared in an untrusted answer of m, call 1"
+                        .into(),
+                }],
             },
             change: 9,
             call_sha256: "ab".into(),
@@ -191,6 +198,11 @@ mod tests {
         assert_eq!(v["note"], "no\\u{7}");
         assert_eq!(v["state"], "refused");
         assert_eq!(v["via"], "page");
+        assert_eq!(
+            v["concerns"][0],
+            "untrusted value at /to: the id <b>\\u{202e} first appeared in an untrusted answer \
+             of m, call 1"
+        );
     }
 
     #[test]

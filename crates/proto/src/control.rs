@@ -219,7 +219,7 @@ pub struct ApprovalInfo {
     /// What the person should weigh beyond the call itself (docs/spec.md §3.7 provenance,
     /// §3.3 clearances): a value that first appeared in an untrusted answer or was never
     /// seen, data going above a destination's clearance. Empty when there is nothing.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub concerns: Vec<Concern>,
 }
 

@@ -25,6 +25,12 @@ fn approval() -> ApprovalInfo {
         created: Timestamp(10),
         expires: Timestamp(310),
         state: ApprovalState::Pending,
+        concerns: vec![proto::control::Concern {
+            kind: proto::control::ConcernKind::UntrustedValue,
+            pointer: "/argv/0".into(),
+            value: "make".into(),
+            detail: "the id make first appeared in an untrusted answer of fetch_get, call 2".into(),
+        }],
     }
 }
 

@@ -65,6 +65,7 @@ fn every_request_and_reply_round_trips_through_a_frame() {
                 created: Timestamp(1),
                 expires: Timestamp(301),
                 state: ApprovalState::Pending,
+                concerns: Vec::new(),
             },
             call_sha256: "00".repeat(32),
         },
