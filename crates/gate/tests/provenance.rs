@@ -202,8 +202,7 @@ fn a_value_first_seen_in_an_untrusted_answer_is_held_with_its_concern() {
     let line = h
         .audit_text()
         .lines()
-        .filter(|l| l.contains("\"event\":\"decision\"") && l.contains("\"call\":4"))
-        .next()
+        .find(|l| l.contains("\"event\":\"decision\"") && l.contains("\"call\":4"))
         .unwrap()
         .to_owned();
     assert!(

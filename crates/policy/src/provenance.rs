@@ -118,11 +118,10 @@ impl FromTest {
 
     /// Whether a value the index says `seen` of passes.
     pub fn admits(self, seen: &Seen) -> bool {
-        match (self, seen) {
-            (_, Seen::Config | Seen::Trusted(_)) => true,
-            (FromTest::NotUntrusted, Seen::Unseen) => true,
-            _ => false,
-        }
+        matches!(
+            (self, seen),
+            (_, Seen::Config | Seen::Trusted(_)) | (FromTest::NotUntrusted, Seen::Unseen)
+        )
     }
 
     pub(crate) fn holds(self, v: &Value, cx: &dyn Context) -> bool {

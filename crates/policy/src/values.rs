@@ -885,7 +885,7 @@ fn digit_run(b: &[u8], start: usize, out: &mut Found) -> usize {
                 }
                 j += 1;
             }
-            Some(&c) if matches!(c, b' ' | b'-' | b'.' | b'(' | b')' | b'/' | b'\n' | b'\t') => {
+            Some(b' ' | b'-' | b'.' | b'(' | b')' | b'/' | b'\n' | b'\t') => {
                 // One or two separators, then a digit (or an opening parenthesis and a digit).
                 let mut k = j;
                 let mut run = Vec::new();
