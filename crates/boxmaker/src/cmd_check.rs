@@ -4,10 +4,17 @@
 //! the decision. `--explain` adds one line per grant whose tool pattern matched, with each
 //! argument condition and whether it held on `--arguments` (default `{}`), then one line per
 //! label rule that names the tool, and the label the call's answers get.
+//!
+//! A `from` condition (docs/spec.md §3.7) asks the session's provenance index: `check`
+//! reads it from the state database, read-only, when there is one (else every value not
+//! named by the config is unseen), and `--explain` names where each refused value first
+//! appeared, what a person would be told, and whether provenance changed the decision.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
-use policy::{Arguments, Taint, decide_call, explain_call};
+use policy::values::Ident;
+use policy::{Arguments, Context, Known, Seen, Taint, decide_call_in, explain_call_in};
 use proto::{DataClass, SessionId, Timestamp};
 
 use crate::error::CliError;
@@ -56,6 +63,26 @@ fn tool_name(s: &str) -> Result<String, String> {
     }
 }
 
+/// The session's index when no database holds one: the config's values are trusted, every
+/// other value unseen; or, when the database could not be read, none placed (fail closed).
+#[derive(Debug)]
+struct NoIndex<'a> {
+    known: &'a Known,
+    unreadable: bool,
+}
+
+impl Context for NoIndex<'_> {
+    fn seen(&self, v: &Ident) -> Seen {
+        if self.known.contains(&v.text) {
+            Seen::Config
+        } else if self.unreadable {
+            Seen::Unplaced
+        } else {
+            Seen::Unseen
+        }
+    }
+}
+
 pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     let cfg = config::load(&args.config)?;
     // What will not work is said now, not at the first call (stderr: stdout stays one line).
@@ -93,27 +120,52 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
                 .map_or_else(String::new, |e| e.to_string())
         );
     }
+    let mut unreadable = false;
+    let store = match gate::store::Store::open_read_only(&cfg.gate.state) {
+        Ok(store) => store.map(Mutex::new),
+        Err(e) => {
+            unreadable = true;
+            eprintln!(
+                "boxmaker: note: could not read the session's provenance index ({e}); every \
+                 value the config does not name counts as untrusted"
+            );
+            None
+        }
+    };
+    let no_index = NoIndex {
+        known: &cfg.known,
+        unreadable,
+    };
+    let index = store
+        .as_ref()
+        .map(|s| gate::gate::SessionIndex::new(s, &args.session, &cfg.known));
+    let cx: &dyn Context = match &index {
+        Some(i) => i,
+        None => &no_index,
+    };
     if !args.explain {
         println!(
             "{}",
-            decide_call(
+            decide_call_in(
                 &cfg.grants,
                 &args.session,
                 &args.tool,
                 &call_args,
                 taint,
-                now
+                now,
+                cx
             )
         );
         return Ok(());
     }
-    let e = explain_call(
+    let e = explain_call_in(
         &cfg.grants,
         &args.session,
         &args.tool,
         &call_args,
         taint,
         now,
+        cx,
     );
     println!("{}", e.decision);
     let at = match reach {
@@ -138,6 +190,14 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         println!("{line}");
     }
     println!("{}", answer_line(&cfg, &args.tool, &call_args));
+    if e.by_provenance {
+        println!(
+            "provenance changed this decision: with every from condition holding it would differ"
+        );
+    }
+    for c in &e.concerns {
+        println!("a person would be told: {}", front::explain::concern(c));
+    }
     Ok(())
 }
 

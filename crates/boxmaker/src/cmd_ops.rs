@@ -215,6 +215,11 @@ fn approval_line(a: &ApprovalInfo) -> String {
         crate::when::at(a.created),
         crate::when::expires(a.expires)
     ) + &covers_lines(&a.files)
+        + &a
+            .concerns
+            .iter()
+            .map(|c| format!("\n    consider: {}", front::explain::concern(c)))
+            .collect::<String>()
 }
 
 /// What an approval (or a remembered one) covers beyond its text, on the same line (one

@@ -2,7 +2,8 @@
 //!
 //! Defaults (each documented in the default file, `default.toml`):
 //! - `[gate]`: `state = ".boxmaker"`, `approval_ttl = 300`, `log_arguments = false`,
-//!   `max_calls_per_session = 16`, `max_pending_per_session = 32`, `approve_in_client = false`.
+//!   `max_calls_per_session = 16`, `max_pending_per_session = 32`, `approve_in_client = false`,
+//!   `max_provenance_values = 10000`.
 //! - `[audit]`: `key` = the state directory's path plus `.audit-key` (beside it, never in
 //!   it), `checkpoint_every = 1000`, `checkpoint_secs = 60`, no `witness_file`, no
 //!   `witness_command`, `journal = true`.
@@ -21,7 +22,8 @@
 //!   `expires`, no `when` (argument conditions). `effect` has no default: a grant says what
 //!   it does. A `when` entry is `pointer` and exactly one of `equals`, `one_of`, `in` (a
 //!   `[lists]` name), `glob`, `range`, `email`, `url`, `links` (the typed tests, read in
-//!   `crate::typed`), and `optional = false` by default. `closed = false` by default.
+//!   `crate::typed`), `from` (`trusted` or `not_untrusted`: provenance), and `optional =
+//!   false` by default. `closed = false` by default.
 //! - `[[label]]`: no `when`, no `reason`, `untrusted = false`, no `class`; `tool` has no
 //!   default, and a rule needs a `class` or `untrusted = true` (`crate::labels`).
 
@@ -30,7 +32,9 @@ use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use policy::{Condition, Effect, Grant, Grants, Label, List, Pattern, Pointer, Scalar, Test};
+use policy::{
+    Condition, Effect, FromTest, Grant, Grants, Known, Label, List, Pattern, Pointer, Scalar, Test,
+};
 use proto::{DataClass, Timestamp};
 use toml::Spanned;
 
@@ -67,6 +71,9 @@ pub struct Config {
     /// two processes with the same fingerprint decide by the same config. A running gate
     /// reports it, so a client can tell that the file changed since the gate read it.
     pub fingerprint: String,
+    /// The values the config names (`[lists]` entries, conditions' literals), canonical: a
+    /// `from` test counts them as trusted (docs/spec.md §3.7).
+    pub known: Arc<Known>,
 }
 
 impl Config {
@@ -104,6 +111,9 @@ pub struct Gate {
     /// Whether a person may approve a call in the agent's own MCP client, through MCP
     /// elicitation (docs/spec.md §5). A trust decision: whoever controls the client answers.
     pub approve_in_client: bool,
+    /// The most identifying values one session's provenance index holds (docs/spec.md
+    /// §3.7); past it a value the index cannot place counts as untrusted.
+    pub max_provenance_values: u64,
 }
 
 /// The `[audit]` table: the signed checkpoints that anchor the audit log, and the witnesses
@@ -168,6 +178,10 @@ pub struct BoxLimits {
 /// parallel calls, far below what the gate and the runner serve at once (256), so no one
 /// session can fill them.
 pub const DEFAULT_CALLS_PER_SESSION: u64 = 16;
+/// `[gate] max_provenance_values` when the config does not say: far more than an agent's
+/// task shows, few enough that a session's index stays a few megabytes.
+pub const DEFAULT_PROVENANCE_VALUES: u64 = 10_000;
+
 /// `[gate] max_pending_per_session` when the config does not say.
 pub const DEFAULT_PENDING_PER_SESSION: u64 = 32;
 /// `[box] max_servers_per_session` when the config does not say.
@@ -352,6 +366,7 @@ pub(crate) fn parse(
         src.error(e.span().map(|s| s.start), message)
     })?;
     let ctx = Ctx { src, base, home };
+    let known = Arc::new(known_values(&file.lists, &file.grant));
     let lists = ctx.lists(file.lists)?;
     let gate = ctx.gate(file.gate)?;
     let limits = ctx.limits(file.limits)?;
@@ -372,7 +387,48 @@ pub(crate) fn parse(
         labels,
         file: None,
         fingerprint: fingerprint(text, base),
+        known,
     })
+}
+
+/// The values the config names (docs/spec.md §3.7: the person's own knowledge): every
+/// `[lists]` entry, and every string or integer a condition compares with (`equals`,
+/// `one_of`, and the addresses and hosts a typed test names; not globs, paths or the names
+/// of lists).
+fn known_values(
+    lists: &BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
+    grants: &[raw::Grant],
+) -> Known {
+    fn walk<'v>(v: &'v toml::Value, key: &str, out: &mut Vec<std::borrow::Cow<'v, str>>) {
+        if key == "path" || key == "in" || key.ends_with("_in") || key == "ports" {
+            return;
+        }
+        match v {
+            toml::Value::String(s) => out.push(std::borrow::Cow::Borrowed(s)),
+            toml::Value::Integer(n) => out.push(std::borrow::Cow::Owned(n.to_string())),
+            toml::Value::Array(items) => items.iter().for_each(|i| walk(i, key, out)),
+            toml::Value::Table(t) => t.iter().for_each(|(k, i)| walk(i, k, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for entries in lists.values() {
+        for e in entries.get_ref() {
+            walk(e.get_ref(), "", &mut out);
+        }
+    }
+    for w in grants.iter().flat_map(|g| &g.when) {
+        if let Some(v) = &w.equals {
+            walk(v.get_ref(), "", &mut out);
+        }
+        for v in w.one_of.iter().flat_map(|l| l.get_ref()) {
+            walk(v.get_ref(), "", &mut out);
+        }
+        for t in [&w.email, &w.url, &w.links].into_iter().flatten() {
+            walk(t.get_ref(), "", &mut out);
+        }
+    }
+    Known::of(out.iter().map(|c| c.as_ref()))
 }
 
 /// What to write where a list was expected: a key's value (`mcp = "node server.js"`) is a
@@ -503,6 +559,11 @@ impl Ctx<'_> {
                 DEFAULT_PENDING_PER_SESSION,
             )?,
             approve_in_client: g.approve_in_client,
+            max_provenance_values: self.positive(
+                g.max_provenance_values,
+                "max_provenance_values",
+                DEFAULT_PROVENANCE_VALUES,
+            )?,
         })
     }
 
@@ -1263,12 +1324,25 @@ impl Ctx<'_> {
         if let Some(v) = &w.links {
             tests.push((v.span(), typed::links(&typed_at, v, lists)?));
         }
+        if let Some(v) = &w.from {
+            let Some(t) = FromTest::from_name(v.get_ref()) else {
+                return self.err(
+                    v.span(),
+                    format!(
+                        "`from` of the {at} is \"trusted\" or \"not_untrusted\", not {:?}",
+                        v.get_ref()
+                    ),
+                );
+            };
+            tests.push((v.span(), Test::From(t)));
+        }
         let mut tests = tests.into_iter();
         let Some((_, test)) = tests.next() else {
             return self.err(
                 w.pointer.span(),
                 format!(
-                    "{at} needs one test: equals, one_of, in, glob, range, email, url or links"
+                    "{at} needs one test: equals, one_of, in, glob, range, email, url, links or \
+                     from"
                 ),
             );
         };

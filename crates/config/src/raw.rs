@@ -44,6 +44,7 @@ pub(crate) struct Gate {
     pub max_pending_per_session: Option<Spanned<u64>>,
     #[serde(default)]
     pub approve_in_client: bool,
+    pub max_provenance_values: Option<Spanned<u64>>,
 }
 
 /// `[audit]`: the audit log's anchor (docs/spec.md §6).
@@ -199,6 +200,8 @@ pub(crate) struct When {
     pub email: Option<Spanned<toml::Value>>,
     pub url: Option<Spanned<toml::Value>>,
     pub links: Option<Spanned<toml::Value>>,
+    /// Where every identifying value at the pointer came from (docs/spec.md §3.7).
+    pub from: Option<Spanned<String>>,
     #[serde(default)]
     pub optional: bool,
 }

@@ -465,3 +465,74 @@ fn test_bad_typed_conditions_name_their_line() {
     );
     assert!(m.contains("at most 64 conditions"), "{m}");
 }
+
+const PROVENANCE: &str = r#"
+[gate]
+max_provenance_values = 50
+
+[lists]
+payees = ["gb29 nwbk 6016 1331 9268 19", "Ann@ACME.com"]
+
+[[grant]]
+tool = "bank_send_money"
+effect = "allow"
+when = [
+  { pointer = "/recipient", from = "trusted" },
+  { pointer = "/amount", range = [0, 100] },
+  { pointer = "/memo", equals = "rent https://landlord.example/pay" },
+  { pointer = "/x", url = { host = ["acme.com"], path = "/docs/*" }, optional = true },
+]
+"#;
+
+#[test]
+fn test_from_conditions_and_what_the_config_itself_names() {
+    let c = ok(PROVENANCE);
+    assert_eq!(c.gate.max_provenance_values, 50);
+    assert_eq!(
+        ok("").gate.max_provenance_values,
+        config::model::DEFAULT_PROVENANCE_VALUES
+    );
+    let g = c.grants.iter().next().unwrap();
+    assert!(matches!(
+        g.when[0].test,
+        policy::Test::From(policy::FromTest::Trusted)
+    ));
+    // List entries and literals are the person's own knowledge, in canonical form.
+    for v in [
+        "GB29NWBK60161331926819",
+        "ann@acme.com",
+        "landlord.example/pay",
+        "landlord.example",
+        "acme.com",
+    ] {
+        assert!(c.known.contains(v), "{v} is not known");
+    }
+    // Not the path glob, not a list's name.
+    assert!(!c.known.contains("/docs/*"));
+    assert!(!c.known.contains("payees"));
+    // Without a session's index the from test fails: the grant does not match.
+    assert_eq!(
+        decide(
+            &c,
+            "bank_send_money",
+            r#"{"recipient":"GB29NWBK60161331926819","amount":5,"memo":"rent https://landlord.example/pay"}"#
+        ),
+        Decision::Deny(DenyReason::NoGrant)
+    );
+}
+
+#[test]
+fn test_bad_from_conditions_name_their_line() {
+    let m = bad(
+        "[[grant]]\ntool = \"t\"\neffect = \"allow\"\nwhen = [{ pointer = \"/a\", from = \"untrusted\" }]\n",
+        4,
+    );
+    assert!(m.contains("\"trusted\" or \"not_untrusted\""), "{m}");
+    let m = bad(
+        "[[grant]]\ntool = \"t\"\neffect = \"allow\"\nwhen = [{ pointer = \"/a\", from = \"trusted\", equals = \"x\" }]\n",
+        4,
+    );
+    assert!(m.contains("more than one test"), "{m}");
+    let m = bad("[gate]\nmax_provenance_values = 0\n", 2);
+    assert!(m.contains("max_provenance_values"), "{m}");
+}

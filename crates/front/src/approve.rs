@@ -241,12 +241,23 @@ pub fn message(item: &ApprovalInfo, now: Timestamp) -> String {
             "this session has seen untrusted content, and the grant for this tool asks after that"
         }
     };
+    // docs/spec.md §3.7: where a value came from, before anything else the person weighs.
+    let concerns: String = item
+        .concerns
+        .iter()
+        .map(|c| format!("\n  - {}", crate::explain::concern(c)))
+        .collect();
+    let concerns = if concerns.is_empty() {
+        String::new()
+    } else {
+        format!("\nconsider:{concerns}")
+    };
     format!(
         "boxmaker: a tool call waits for your approval.\n\n\
          tool: {tool}\n\
          arguments: {args}{marker}{files}\n\
          session: {session} (taint: {taint})\n\
-         why: {why}\n\
+         why: {why}{concerns}\n\
          expires: {} (approval {})\n\n\
          Approve once runs this exact call (with the files as shown, or not at all). \
          {remember} Refuse denies it. If you do not answer, it waits for \
@@ -367,6 +378,7 @@ mod tests {
             expires: Timestamp(1_300),
             state: ApprovalState::Pending,
             files: Vec::new(),
+            concerns: Vec::new(),
         }
     }
 
@@ -420,6 +432,28 @@ mod tests {
         it.files[0].kind = proto::run::FileKind::Unbound;
         let m = message(&it, Timestamp(1_000));
         assert!(m.contains("can only be approved once"), "{m}");
+    }
+
+    #[test]
+    fn the_message_says_where_a_value_came_from() {
+        let mut i = item(r#"{"recipient":"DE89370400440532013000"}"#);
+        assert!(!message(&i, Timestamp(1_000)).contains("consider:"));
+        i.concerns.push(proto::control::Concern {
+            kind: proto::control::ConcernKind::UntrustedValue,
+            pointer: "/recipient".into(),
+            value: "DE89370400440532013000\n".into(),
+            detail: "the IBAN DE89370400440532013000 first appeared in an untrusted answer of \
+                     mail_read_inbox, call 1\nwhy: fake"
+                .into(),
+        });
+        let m = message(&i, Timestamp(1_000));
+        assert!(
+            m.contains(
+                "\nconsider:\n  - untrusted value at /recipient: the IBAN DE89370400440532013000 \
+                 first appeared in an untrusted answer of mail_read_inbox, call 1\\u{a}why: fake"
+            ),
+            "{m}"
+        );
     }
 
     #[test]

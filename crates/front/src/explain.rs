@@ -305,6 +305,21 @@ mod covers_tests {
     }
 }
 
+/// One concern about a call waiting for a person (docs/spec.md §3.7), as every place that
+/// asks a person shows it — the CLI, the approvals page, the client's prompt — escaped by
+/// [`for_person`] (its value and pointer come from the call's arguments):
+/// `untrusted value at /recipient: the IBAN DE89… first appeared in an untrusted answer of
+/// mail_read, call 1`.
+pub fn concern(c: &proto::control::Concern) -> String {
+    use proto::control::ConcernKind;
+    let what = match c.kind {
+        ConcernKind::UntrustedValue => "untrusted value",
+        ConcernKind::UnseenValue => "value seen nowhere",
+        ConcernKind::AboveClearance => "above the destination's clearance",
+    };
+    for_person(&format!("{what} at {}: {}", c.pointer, c.detail)).text
+}
+
 #[cfg(test)]
 mod person_tests {
     use super::*;
@@ -333,6 +348,22 @@ mod person_tests {
         for c in ['a', 'é', '→', '中', ' ', '\u{1f600}'] {
             assert!(!is_hidden(c), "{c:?}");
         }
+    }
+
+    #[test]
+    fn a_concern_is_one_escaped_line() {
+        let c = proto::control::Concern {
+            kind: proto::control::ConcernKind::UntrustedValue,
+            pointer: "/recipient".into(),
+            value: "x\u{202e}y".into(),
+            detail: "the id x\u{202e}y first appeared in an untrusted answer of mail_read, call 1"
+                .into(),
+        };
+        assert_eq!(
+            concern(&c),
+            "untrusted value at /recipient: the id x\\u{202e}y first appeared in an untrusted \
+             answer of mail_read, call 1"
+        );
     }
 
     #[test]

@@ -224,6 +224,26 @@ pub enum Verdict {
     Deny,
 }
 
+/// One value (or destination) that changed a decision, as audited (docs/spec.md §3.7):
+/// what it was, where in the arguments, and where it first appeared. The value itself is
+/// argument content: only its SHA-256 is kept, unless the config logs arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvenanceNote {
+    pub concern: proto::control::ConcernKind,
+    pub pointer: String,
+    /// SHA-256 (hex) of the value's canonical text.
+    pub value_sha256: String,
+    /// The value, only with `[gate] log_arguments`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// The tool and call of the answer it first appeared in, when one showed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_call: Option<u64>,
+}
+
 /// A person's answer, as audited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -310,6 +330,10 @@ pub enum Event {
         /// said ask, and a person had approved exactly this call for the session.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant: Option<String>,
+        /// Provenance changed this decision (with every `from` test holding it would have
+        /// been another): each value a `from` test refused (docs/spec.md §3.7).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        provenance: Vec<ProvenanceNote>,
     },
     ApprovalAsked {
         session: SessionId,

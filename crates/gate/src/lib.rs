@@ -19,8 +19,9 @@
 //!
 //! Modules, in reading order:
 //! - [`store`] — [`store::Store`]: the SQLite state. Every write is one committed
-//!   transaction (`raise_taint`, `raise_taints`, `reset_session`, `create_approval`,
-//!   `decide`, `expire_due`, `withdraw`, `mark_used`, `add_grant`, `revoke_grant`).
+//!   transaction (`raise_taint`, `raise_taints`, `raise_and_record` — with the provenance
+//!   index —, `reset_session`, `create_approval`, `decide`, `expire_due`, `withdraw`,
+//!   `mark_used`, `add_grant`, `revoke_grant`).
 //! - [`audit`] — [`audit::AuditLog`]: the hash-chained JSON-lines log (`append`,
 //!   `append_batch`), the typed [`audit::Event`]s, and the readers [`audit::verify`] and
 //!   [`audit::tail`]. The module docs define the canonical form the hash covers.

@@ -1,7 +1,7 @@
 //! The gate's durable state: one SQLite database, `boxmaker.db`, in the state directory
 //! (docs/spec.md §6).
 //!
-//! It holds three things:
+//! It holds four things:
 //! - **sessions** and their taint (docs/spec.md §3.2). Taint only rises ([`Store::raise_taint`]);
 //!   only an operator's [`Store::reset_session`] lowers it.
 //! - **approvals** and their states (docs/spec.md §3.3 step 6): `pending` → `approved` | `refused` |
@@ -12,6 +12,12 @@
 //!   (`args_sha256`, `arguments`, `approval`): written in the same transaction as the
 //!   decision it comes from ([`Store::decide_as`]), and never read as a grant for its whole
 //!   tool ([`GrantRow::scope`]).
+//! - the **provenance index** of each session (docs/spec.md §3.7): every identifying value
+//!   the session's answers showed or its calls passed in, with the most trusted kind of
+//!   answer it was seen in and where first ([`Store::provenance`]), bounded per session
+//!   (past the bound a session is marked full, and every value the index cannot place counts
+//!   as untrusted). Written in the same transaction as the taint it goes with
+//!   ([`Store::raise_and_record`]); a reset clears it with the taint.
 //!
 //! Every write to an approval takes the next **change number** (`changed`, one above every
 //! approval's), so [`Store::approval_changes`] answers "what happened since N" for the
@@ -113,6 +119,28 @@ pub const MIGRATIONS: &[&str] = &[
     // and the same for the remembered approval made from it.
     "ALTER TABLE approvals ADD COLUMN files TEXT;
     ALTER TABLE grants ADD COLUMN files TEXT;",
+    // v4 (issue 20): each session's provenance index — a value, the most trusted kind of
+    // answer it was seen in (`none`: only the session's own calls passed it in), where it
+    // was first seen as that, and whether the session's calls passed it in (then no later
+    // answer vouches for it) — its size and whether it filled; what a person was told about
+    // an approval's call (JSON `[Concern]`).
+    "CREATE TABLE provenance (
+        session TEXT NOT NULL,
+        value   TEXT NOT NULL,
+        kind    TEXT NOT NULL
+                CHECK (kind IN ('email','url','host','iban','account','phone','id')),
+        seen    TEXT NOT NULL CHECK (seen IN ('trusted','untrusted','none')),
+        tool    TEXT NOT NULL,
+        call    INTEGER NOT NULL,
+        argued  INTEGER NOT NULL CHECK (argued IN (0, 1)),
+        PRIMARY KEY (session, value)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE provenance_sessions (
+        session TEXT PRIMARY KEY,
+        count   INTEGER NOT NULL,
+        full    INTEGER NOT NULL CHECK (full IN (0, 1))
+    ) STRICT;
+    ALTER TABLE approvals ADD COLUMN concerns TEXT;",
 ];
 
 /// What can go wrong in the state store.
@@ -225,6 +253,69 @@ impl StoredTaint {
             untrusted: self.untrusted || untrusted,
         }
     }
+}
+
+/// What one answer, or one call's arguments, showed a session's provenance index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sighting {
+    /// A trusted answer showed the values: it vouches for each the session's calls did not
+    /// pass in.
+    Trusted,
+    /// An untrusted answer showed them.
+    Untrusted,
+    /// A call of the session passes them in (before it runs): no later answer vouches for
+    /// them.
+    Argued,
+}
+
+/// One write to a session's provenance index: what one answer or call showed, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sightings {
+    pub session: SessionId,
+    pub tool: String,
+    pub call: CallId,
+    pub sighting: Sighting,
+    pub values: Vec<policy::values::Ident>,
+    /// The reading left values out (too many): the session's index fails closed from now.
+    pub overflow: bool,
+}
+
+/// How a value stands in a session's provenance index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SeenAs {
+    Trusted,
+    Untrusted,
+    /// Seen in no answer: only the session's own calls passed it in.
+    None,
+}
+
+impl SeenAs {
+    fn as_str(self) -> &'static str {
+        match self {
+            SeenAs::Trusted => "trusted",
+            SeenAs::Untrusted => "untrusted",
+            SeenAs::None => "none",
+        }
+    }
+}
+
+/// One value of a session's provenance index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProvenanceRow {
+    pub kind: policy::values::Kind,
+    pub seen: SeenAs,
+    /// Where it was first seen as `seen` (for `none`: the call that first passed it in).
+    pub tool: String,
+    pub call: CallId,
+    /// The session's calls passed it in before any trusted answer showed it.
+    pub argued: bool,
+}
+
+/// What a session's provenance index holds: how many values, and whether it filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IndexSize {
+    pub count: u64,
+    pub full: bool,
 }
 
 /// One raise of [`Store::raise_taints`]: a session and the label of what it was shown.
@@ -370,6 +461,8 @@ pub struct ApprovalRow {
     /// The files the call names, with their digests when it asked (none before schema
     /// version 3).
     pub files: Vec<FileDigest>,
+    /// What the person is told about the call beyond the call itself (docs/spec.md §3.7).
+    pub concerns: Vec<proto::control::Concern>,
 }
 
 /// Who decided an approval: through what, and in the decider's words.
@@ -542,7 +635,10 @@ impl RawSession {
 }
 
 const APPROVAL_COLS: &str = "id, session, call, tool, arguments, reason, state, created, \
-     expires, decided, note, used, changed, via, decided_by, grant_id, files";
+     expires, decided, note, used, changed, via, decided_by, grant_id, files, concerns";
+
+/// How many columns `APPROVAL_COLS` names (what a query selects after them starts here).
+const APPROVAL_COL_COUNT: usize = 18;
 
 struct RawApproval {
     id: String,
@@ -562,6 +658,7 @@ struct RawApproval {
     decided_by: Option<String>,
     grant_id: Option<i64>,
     files: Option<String>,
+    concerns: Option<String>,
 }
 
 fn raw_approval(r: &Row<'_>) -> rusqlite::Result<RawApproval> {
@@ -583,6 +680,7 @@ fn raw_approval(r: &Row<'_>) -> rusqlite::Result<RawApproval> {
         decided_by: r.get(14)?,
         grant_id: r.get(15)?,
         files: r.get(16)?,
+        concerns: r.get(17)?,
     })
 }
 
@@ -614,6 +712,12 @@ impl RawApproval {
             },
             grant: self.grant_id,
             files,
+            concerns: match self.concerns {
+                None => Vec::new(),
+                Some(text) => serde_json::from_str(&text).map_err(|_| StoreError::Corrupt {
+                    what: "an approval's concerns".into(),
+                })?,
+            },
         })
     }
 }
@@ -789,6 +893,33 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens `boxmaker.db` in `state_dir` to read only (`boxmaker check` reading a session's
+    /// provenance index beside a running gate): `None` when there is no database, or one
+    /// too old to hold an index (nothing recorded yet). Creates and migrates nothing.
+    pub fn open_read_only(state_dir: &Path) -> Result<Option<Store>, StoreError> {
+        let path = state_dir.join(DB_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|source| StoreError::Pragma {
+                pragma: "busy_timeout",
+                source,
+            })?;
+        let store = Store { conn, path };
+        let version = store.schema_version()?;
+        check_not_newer(&store.path, version)?;
+        Ok((version >= 3).then_some(store))
+    }
+
     /// The database file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -871,6 +1002,28 @@ impl Store {
         raises: &[TaintRaise],
         now: Timestamp,
     ) -> Result<Vec<StoredTaint>, StoreError> {
+        self.raise_and_record(raises, &[], u64::MAX, now)
+    }
+
+    /// [`Store::raise_taints`], and in the same transaction what answers and calls showed
+    /// the sessions' provenance indexes (each bounded at `limit` values a session).
+    ///
+    /// A value is kept with the most trusted kind of answer it was seen in and where it was
+    /// first seen as that: a trusted answer vouches for a value unless the session's own
+    /// calls passed it in first; an untrusted answer marks a value no answer showed before;
+    /// a call's arguments mark each value they carry as passed in. A value past the bound is
+    /// not kept, and the session is marked full (fail closed: the decision then counts every
+    /// value it cannot place as untrusted). The commit is a full sync when the taint rises
+    /// or when losing the write could let a value pass that should not (a new untrusted or
+    /// passed-in value, the full mark); a batch that only adds what is trusted (losing it
+    /// only refuses more) is committed as a count-only batch.
+    pub fn raise_and_record(
+        &mut self,
+        raises: &[TaintRaise],
+        sightings: &[Sightings],
+        limit: u64,
+        now: Timestamp,
+    ) -> Result<Vec<StoredTaint>, StoreError> {
         let mut rises = false;
         for r in raises {
             rises |= match read_taint(&self.conn, &r.session)? {
@@ -879,12 +1032,21 @@ impl Store {
                 None => true,
             };
         }
+        let mut writes = false;
+        for s in sightings {
+            let (any, matters) = plan(&self.conn, s, limit)?;
+            writes |= any;
+            rises |= matters;
+        }
+        if raises.is_empty() && !writes {
+            return Ok(Vec::new());
+        }
         if !rises {
             self.conn
                 .pragma_update(None, "synchronous", "NORMAL")
                 .map_err(sql("relax the sync of a count-only commit"))?;
         }
-        let result = self.raise_taints_in_one(raises, now);
+        let result = self.raise_taints_in_one(raises, sightings, limit, now);
         if !rises {
             // Back to FULL before anything else commits; if that fails the store is not
             // safe to use, and the error says so.
@@ -898,6 +1060,8 @@ impl Store {
     fn raise_taints_in_one(
         &mut self,
         raises: &[TaintRaise],
+        sightings: &[Sightings],
+        limit: u64,
         now: Timestamp,
     ) -> Result<Vec<StoredTaint>, StoreError> {
         let tx = self.write("raise sessions' taint")?;
@@ -905,6 +1069,9 @@ impl Store {
             .iter()
             .map(|r| raise_in(&tx, &r.session, r.class, r.untrusted, now))
             .collect::<Result<Vec<_>, _>>()?;
+        for s in sightings {
+            record_in(&tx, s, limit)?;
+        }
         tx.commit().map_err(sql("commit sessions' taint"))?;
         Ok(out)
     }
@@ -919,7 +1086,16 @@ impl Store {
         now: Timestamp,
     ) -> Result<Option<StoredTaint>, StoreError> {
         let tx = self.write("reset a session")?;
+        // The provenance index goes with the taint (docs/spec.md §3.7).
+        for table in ["provenance", "provenance_sessions"] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE session = ?1"),
+                [session.as_str()],
+            )
+            .map_err(sql("clear a session's provenance index"))?;
+        }
         let Some(before) = read_taint(&tx, session)? else {
+            tx.commit().map_err(sql("commit a session reset"))?;
             return Ok(None);
         };
         tx.execute(
@@ -930,6 +1106,20 @@ impl Store {
         .map_err(sql("reset a session"))?;
         tx.commit().map_err(sql("commit a session reset"))?;
         Ok(Some(before))
+    }
+
+    /// What the session's provenance index holds of `value` (canonical text), if anything.
+    pub fn provenance(
+        &self,
+        session: &SessionId,
+        value: &str,
+    ) -> Result<Option<ProvenanceRow>, StoreError> {
+        read_provenance(&self.conn, session, value)
+    }
+
+    /// How many values the session's provenance index holds, and whether it filled.
+    pub fn provenance_size(&self, session: &SessionId) -> Result<IndexSize, StoreError> {
+        read_size(&self.conn, session)
     }
 
     /// One recorded session, if the gate has recorded it.
@@ -963,14 +1153,33 @@ impl Store {
 
     /// Records a pending approval with a fresh random id.
     pub fn create_approval(&mut self, new: NewApproval) -> Result<ApprovalRow, StoreError> {
+        self.create_approval_with(new, Vec::new())
+    }
+
+    /// Records a pending approval with what the person is to be told about its call
+    /// (docs/spec.md §3.7: a value that first appeared in an untrusted answer, …).
+    pub fn create_approval_with(
+        &mut self,
+        new: NewApproval,
+        concerns: Vec<proto::control::Concern>,
+    ) -> Result<ApprovalRow, StoreError> {
         let id = new_approval_id()?;
         let files = files_to_sql(&new.files)?;
+        let concerns_json = if concerns.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_string(&concerns).map_err(|e| StoreError::Corrupt {
+                    what: format!("an approval's concerns ({e})"),
+                })?,
+            )
+        };
         let tx = self.write("record an approval")?;
         let change = next_change(&tx)?;
         tx.execute(
             "INSERT INTO approvals (id, session, call, tool, arguments, reason, state,
-                                    created, expires, changed, files)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, ?10)",
+                                    created, expires, changed, files, concerns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, ?10, ?11)",
             rusqlite::params![
                 id,
                 new.session.as_str(),
@@ -982,6 +1191,7 @@ impl Store {
                 ts_to_sql(new.expires),
                 change,
                 files,
+                concerns_json,
             ],
         )
         .map_err(sql("record an approval"))?;
@@ -1004,6 +1214,7 @@ impl Store {
             decider: None,
             grant: None,
             files: new.files,
+            concerns,
         })
     }
 
@@ -1063,8 +1274,8 @@ impl Store {
             .query_map(rusqlite::params![after, limit], |r| {
                 Ok((
                     raw_approval(r)?,
-                    r.get::<_, Option<String>>(17)?,
-                    r.get::<_, Option<i64>>(18)?,
+                    r.get::<_, Option<String>>(APPROVAL_COL_COUNT)?,
+                    r.get::<_, Option<i64>>(APPROVAL_COL_COUNT + 1)?,
                 ))
             })
             .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
@@ -1387,6 +1598,210 @@ fn read_taint(conn: &Connection, session: &SessionId) -> Result<Option<StoredTai
     .transpose()
 }
 
+fn read_provenance(
+    conn: &Connection,
+    session: &SessionId,
+    value: &str,
+) -> Result<Option<ProvenanceRow>, StoreError> {
+    let row: Option<(String, String, String, i64, i64)> = conn
+        .prepare_cached(
+            "SELECT kind, seen, tool, call, argued FROM provenance
+             WHERE session = ?1 AND value = ?2",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row([session.as_str(), value], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .optional()
+        })
+        .map_err(sql("read a session's provenance index"))?;
+    row.map(|(kind, seen, tool, call, argued)| {
+        let corrupt = |what: &str| StoreError::Corrupt {
+            what: format!("a provenance {what}"),
+        };
+        Ok(ProvenanceRow {
+            kind: policy::values::Kind::from_name(&kind).ok_or_else(|| corrupt("kind"))?,
+            seen: match seen.as_str() {
+                "trusted" => SeenAs::Trusted,
+                "untrusted" => SeenAs::Untrusted,
+                "none" => SeenAs::None,
+                _ => return Err(corrupt("sighting")),
+            },
+            tool,
+            call: call_from_sql(call),
+            argued: argued != 0,
+        })
+    })
+    .transpose()
+}
+
+fn read_size(conn: &Connection, session: &SessionId) -> Result<IndexSize, StoreError> {
+    let row: Option<(i64, i64)> = conn
+        .prepare_cached("SELECT count, full FROM provenance_sessions WHERE session = ?1")
+        .and_then(|mut stmt| {
+            stmt.query_row([session.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
+        .map_err(sql("read the size of a session's provenance index"))?;
+    Ok(match row {
+        Some((count, full)) => IndexSize {
+            count: count_from_sql(count)?,
+            full: full != 0,
+        },
+        None => IndexSize::default(),
+    })
+}
+
+/// What one sighting does to one value already in the index (or not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Insert {
+        seen: SeenAs,
+        argued: bool,
+    },
+    /// Seen now as this, first here.
+    Seen(SeenAs),
+    /// Passed in by the session's calls from now on.
+    Argued,
+    Nothing,
+}
+
+impl Change {
+    /// The rule of [`Store::raise_and_record`] for one value.
+    fn of(existing: Option<&ProvenanceRow>, sighting: Sighting) -> Change {
+        match (existing, sighting) {
+            (None, Sighting::Trusted) => Change::Insert {
+                seen: SeenAs::Trusted,
+                argued: false,
+            },
+            (None, Sighting::Untrusted) => Change::Insert {
+                seen: SeenAs::Untrusted,
+                argued: false,
+            },
+            (None, Sighting::Argued) => Change::Insert {
+                seen: SeenAs::None,
+                argued: true,
+            },
+            (Some(r), Sighting::Trusted) if r.seen != SeenAs::Trusted && !r.argued => {
+                Change::Seen(SeenAs::Trusted)
+            }
+            (Some(r), Sighting::Untrusted) if r.seen == SeenAs::None => {
+                Change::Seen(SeenAs::Untrusted)
+            }
+            (Some(r), Sighting::Argued) if r.seen != SeenAs::Trusted && !r.argued => Change::Argued,
+            (Some(_), _) => Change::Nothing,
+        }
+    }
+
+    /// Whether losing this write (a power cut after a relaxed commit) could let a value
+    /// pass that should not: anything but adding trust.
+    fn fails_open_if_lost(self) -> bool {
+        match self {
+            Change::Insert { seen, .. } | Change::Seen(seen) => seen != SeenAs::Trusted,
+            Change::Argued => true,
+            Change::Nothing => false,
+        }
+    }
+}
+
+/// Whether `s` writes anything, and whether losing that write could fail open.
+fn plan(conn: &Connection, s: &Sightings, limit: u64) -> Result<(bool, bool), StoreError> {
+    let size = read_size(conn, &s.session)?;
+    let mut count = size.count;
+    let (mut any, mut matters) = (false, false);
+    if s.overflow && !size.full {
+        any = true;
+        matters = true;
+    }
+    for v in &s.values {
+        let existing = read_provenance(conn, &s.session, &v.text)?;
+        let change = Change::of(existing.as_ref(), s.sighting);
+        if let Change::Insert { .. } = change {
+            if count >= limit {
+                if !size.full {
+                    any = true;
+                    matters = true;
+                }
+                continue;
+            }
+            count += 1;
+        }
+        any |= change != Change::Nothing;
+        matters |= change.fails_open_if_lost();
+    }
+    Ok((any, matters))
+}
+
+/// One session's sightings inside the caller's write transaction.
+fn record_in(tx: &Transaction<'_>, s: &Sightings, limit: u64) -> Result<(), StoreError> {
+    let size = read_size(tx, &s.session)?;
+    let (mut count, mut full) = (size.count, size.full || s.overflow);
+    let call = call_to_sql(s.call);
+    for v in &s.values {
+        let existing = read_provenance(tx, &s.session, &v.text)?;
+        let done = match Change::of(existing.as_ref(), s.sighting) {
+            Change::Nothing => Ok(0),
+            Change::Insert { seen, argued } => {
+                if count >= limit {
+                    full = true;
+                    continue;
+                }
+                count += 1;
+                tx.prepare_cached(
+                    "INSERT INTO provenance (session, value, kind, seen, tool, call, argued)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(rusqlite::params![
+                        s.session.as_str(),
+                        v.text,
+                        v.kind.as_str(),
+                        seen.as_str(),
+                        s.tool,
+                        call,
+                        argued
+                    ])
+                })
+            }
+            Change::Seen(seen) => tx
+                .prepare_cached(
+                    "UPDATE provenance SET seen = ?3, tool = ?4, call = ?5
+                     WHERE session = ?1 AND value = ?2",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(rusqlite::params![
+                        s.session.as_str(),
+                        v.text,
+                        seen.as_str(),
+                        s.tool,
+                        call
+                    ])
+                }),
+            Change::Argued => tx
+                .prepare_cached(
+                    "UPDATE provenance SET argued = 1 WHERE session = ?1 AND value = ?2",
+                )
+                .and_then(|mut stmt| stmt.execute([s.session.as_str(), v.text.as_str()])),
+        };
+        done.map_err(sql("write a session's provenance index"))?;
+    }
+    if count != size.count || full != size.full {
+        tx.prepare_cached(
+            "INSERT INTO provenance_sessions (session, count, full) VALUES (?1, ?2, ?3)
+             ON CONFLICT (session) DO UPDATE SET count = ?2, full = ?3",
+        )
+        .and_then(|mut stmt| {
+            stmt.execute(rusqlite::params![
+                s.session.as_str(),
+                i64::try_from(count).unwrap_or(i64::MAX),
+                full
+            ])
+        })
+        .map_err(sql("write the size of a session's provenance index"))?;
+    }
+    Ok(())
+}
+
 /// One raise inside the caller's write transaction.
 fn raise_in(
     tx: &Transaction<'_>,
@@ -1579,6 +1994,11 @@ mod tests {
     }
 
     #[test]
+    fn approval_col_count_is_the_columns_named() {
+        assert_eq!(APPROVAL_COLS.split(',').count(), APPROVAL_COL_COUNT);
+    }
+
+    #[test]
     fn open_refuses_a_newer_schema() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -1620,7 +2040,7 @@ mod tests {
             .unwrap();
         }
         let mut store = Store::open(dir.path()).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 3);
+        assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len() as i64);
         let old = store.approval("ap-0000000000000001").unwrap().unwrap();
         assert!(old.files.is_empty());
         let scope = store.grants().unwrap().remove(0).scope.unwrap();

@@ -35,6 +35,7 @@ fn events() -> Vec<Event> {
             approval: None,
             reach: None,
             grant: None,
+            provenance: Vec::new(),
         },
         Event::result(
             s.clone(),
@@ -88,6 +89,7 @@ fn events() -> Vec<Event> {
             approval: None,
             reach: None,
             grant: Some("rt-2".into()),
+            provenance: Vec::new(),
         },
         Event::Decision {
             session: s.clone(),
@@ -100,6 +102,7 @@ fn events() -> Vec<Event> {
             approval: None,
             reach: Some(DataClass::Secret),
             grant: None,
+            provenance: Vec::new(),
         },
         Event::SessionReset {
             session: s.clone(),

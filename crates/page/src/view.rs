@@ -38,6 +38,8 @@ pub fn approval(u: &ApprovalUpdate) -> Value {
         // What it binds beyond the text (docs/spec.md §3.3 step 6), escaped.
         "covers": front::explain::covers(&a.files),
         "rememberable": front::explain::rememberable(&a.files),
+        // docs/spec.md §3.7: each escaped, one line each.
+        "concerns": a.concerns.iter().map(front::explain::concern).collect::<Vec<_>>(),
     });
     // What a pending approval does not have yet is left out (ten thousand of them are
     // listed at once).
@@ -174,6 +176,13 @@ mod tests {
                 expires: Timestamp(301),
                 state: ApprovalState::Refused,
                 files: Vec::new(),
+                concerns: vec![proto::control::Concern {
+                    kind: proto::control::ConcernKind::UntrustedValue,
+                    pointer: "/to".into(),
+                    value: "<b>\u{202e}".into(),
+                    detail: "the id <b>\u{202e} first appeared in an untrusted answer of m, call 1"
+                        .into(),
+                }],
             },
             change: 9,
             call_sha256: "ab".into(),
@@ -194,6 +203,11 @@ mod tests {
         assert_eq!(v["note"], "no\\u{7}");
         assert_eq!(v["state"], "refused");
         assert_eq!(v["via"], "page");
+        assert_eq!(
+            v["concerns"][0],
+            "untrusted value at /to: the id <b>\\u{202e} first appeared in an untrusted answer \
+             of m, call 1"
+        );
     }
 
     #[test]
@@ -221,6 +235,7 @@ mod tests {
             expires: Timestamp(301),
             state: ApprovalState::Pending,
             files: vec![file("/work/<b>\u{202e}.sh", proto::run::FileKind::Unbound)],
+            concerns: Vec::new(),
         };
         let u = ApprovalUpdate {
             item,

@@ -29,8 +29,9 @@
 //!
 //! Evaluation walks the pointer without allocating; [`Condition::check`] returns, on
 //! failure, where the walk stopped and what it found, for `explain`. A test that needs to
-//! know more than the arguments and the config (where a value was first seen, docs/spec.md
-//! §3.7) asks a [`Context`], which [`Condition::check_in`] passes to every test.
+//! know more than the arguments and the config — [`Test::From`], where a value was first seen
+//! (docs/spec.md §3.7, [`crate::provenance`]) — asks a [`Context`], which
+//! [`Condition::check_in`] passes to every test.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -40,16 +41,26 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use crate::pattern::Pattern;
+use crate::provenance::{FromTest, Seen};
 use crate::typed::{EmailTest, LinksTest, UrlTest};
+use crate::values::Ident;
 
-/// What a test may consult beyond the call's arguments and the config. No test does yet:
-/// a test that needs outside knowledge of the session (where a value was first seen,
-/// docs/spec.md §3.7) gets it through a method added here, and the decision passes the
+/// What a test may consult beyond the call's arguments and the config: the session's
+/// provenance index (docs/spec.md §3.7), for [`Test::From`]. The decision passes the
 /// session's context down to every condition ([`Condition::check_in`]). [`NoContext`] knows
 /// nothing.
-pub trait Context: fmt::Debug {}
+pub trait Context: fmt::Debug {
+    /// What the session's provenance index says of `value` (canonical, from
+    /// [`crate::values`]). The default knows nothing ([`Seen::Unknown`]), so a `from` test
+    /// fails: a decision that was not given an index never trusts a value.
+    fn seen(&self, value: &Ident) -> Seen {
+        let _ = value;
+        Seen::Unknown
+    }
+}
 
-/// The context that knows nothing beyond the arguments: what `decide_call` uses today.
+/// The context that knows nothing beyond the arguments (a `from` test fails in it): what
+/// `decide_call` uses; the gate decides with `decide_call_in` and the session's index.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct NoContext;
 
@@ -425,16 +436,27 @@ pub enum Test {
     Url(UrlTest),
     /// A string of free text whose links the test allows.
     Links(LinksTest),
+    /// Every identifying value there came from where the test says (docs/spec.md §3.7).
+    From(FromTest),
 }
 
 impl Test {
     /// Whether the test reads the string as a type (and `explain` says what it read).
     pub fn is_typed(&self) -> bool {
-        matches!(self, Test::Email(_) | Test::Url(_) | Test::Links(_))
+        matches!(
+            self,
+            Test::Email(_) | Test::Url(_) | Test::Links(_) | Test::From(_)
+        )
     }
 
-    fn holds(&self, v: &Value, _cx: &dyn Context) -> bool {
+    /// Whether it asks the session's provenance index.
+    pub fn is_from(&self) -> bool {
+        matches!(self, Test::From(_))
+    }
+
+    fn holds(&self, v: &Value, cx: &dyn Context) -> bool {
         match self {
+            Test::From(t) => t.holds(v, cx),
             Test::Email(t) => t.holds(v),
             Test::Url(t) => t.holds(v),
             Test::Links(t) => t.holds(v),
@@ -484,6 +506,7 @@ impl fmt::Display for Test {
             Test::Email(t) => t.fmt(f),
             Test::Url(t) => t.fmt(f),
             Test::Links(t) => t.fmt(f),
+            Test::From(t) => write!(f, "{t} (from = {:?})", t.as_str()),
         }
     }
 }
@@ -585,7 +608,12 @@ impl Condition {
     /// A few words on what a holding condition found, for `explain`. A typed test says
     /// what it read at each value (`/to/0 is the address bob@acme.com (domain acme.com)`).
     pub fn describe_hold(&self, args: &Value) -> String {
-        if let Some(text) = self.describe_typed(args, None) {
+        self.describe_hold_in(args, &NoContext)
+    }
+
+    /// [`Condition::describe_hold`] for a session that `cx` knows about.
+    pub fn describe_hold_in(&self, args: &Value, cx: &dyn Context) -> String {
+        if let Some(text) = self.describe_typed(args, None, cx) {
             return text;
         }
         if self.pointer.has_every() {
@@ -614,8 +642,14 @@ impl Condition {
     /// and (cut) what it found; a typed test says what it read there and why it failed
     /// (`/to/0 is not one e-mail address: it holds a list (a ',') ("evil@x.com, …")`).
     pub fn describe(&self, args: &Value, failure: &Failure<'_>) -> String {
+        self.describe_in(args, failure, &NoContext)
+    }
+
+    /// [`Condition::describe`] for a session that `cx` knows about: a `from` test names
+    /// where each value it refused first appeared.
+    pub fn describe_in(&self, args: &Value, failure: &Failure<'_>, cx: &dyn Context) -> String {
         if let Failure::Test { found } = failure
-            && let Some(text) = self.describe_typed(args, Some(found))
+            && let Some(text) = self.describe_typed(args, Some(found), cx)
         {
             return text;
         }
@@ -642,11 +676,17 @@ impl Condition {
 impl Condition {
     /// For a typed test: what it read at each value the pointer finds (at most three, and
     /// how many more), or, with `failed`, at the value it failed on.
-    fn describe_typed(&self, args: &Value, failed: Option<&&Value>) -> Option<String> {
+    fn describe_typed(
+        &self,
+        args: &Value,
+        failed: Option<&&Value>,
+        cx: &dyn Context,
+    ) -> Option<String> {
         let explain = |v: &Value| match &self.test {
             Test::Email(t) => Some(t.explain(v)),
             Test::Url(t) => Some(t.explain(v)),
             Test::Links(t) => Some(t.explain(v)),
+            Test::From(t) => Some(t.explain(v, cx)),
             _ => None,
         };
         if !self.test.is_typed() {
@@ -660,7 +700,7 @@ impl Condition {
         if let Some(bad) = failed {
             let (p, v) = found.iter().find(|(_, v)| std::ptr::eq(*v, *bad))?;
             let (_, words) = explain(v)?;
-            return Some(format!("{} {words}", shown_path(p)));
+            return Some(joined(shown_path(p), &words));
         }
         if found.is_empty() {
             let required = Condition {
@@ -684,7 +724,7 @@ impl Condition {
             if v.is_null() {
                 parts.push(format!("{} is null, and it is optional", shown_path(p)));
             } else if let Some((_, words)) = explain(v) {
-                parts.push(format!("{} {words}", shown_path(p)));
+                parts.push(joined(shown_path(p), &words));
             }
         }
         if found.len() > 3 {
@@ -695,7 +735,7 @@ impl Condition {
 
     /// Calls `f` with the concrete path (`/to/0`) and value of everything the pointer
     /// finds, following every element at a `*`.
-    fn leaves<'v>(
+    pub(crate) fn leaves<'v>(
         &self,
         v: &'v Value,
         depth: usize,
@@ -736,7 +776,16 @@ impl Condition {
     }
 }
 
-fn shown_path(p: &str) -> &str {
+/// A path and the words after it (`/to/0 is the address …`; `/iban: from = …`).
+fn joined(path: &str, words: &str) -> String {
+    if words.starts_with(':') {
+        format!("{path}{words}")
+    } else {
+        format!("{path} {words}")
+    }
+}
+
+pub(crate) fn shown_path(p: &str) -> &str {
     if p.is_empty() { "(the arguments)" } else { p }
 }
 

@@ -7,10 +7,13 @@
 
 use std::fmt;
 
+use proto::control::{Concern, ConcernKind};
 use proto::{DataClass, DenyReason, SessionId, Timestamp};
+use serde_json::Value;
 
-use crate::condition::{Arguments, Context, NoContext, closed_holds, unnamed_key};
+use crate::condition::{Arguments, Context, NoContext, Test, closed_holds, unnamed_key};
 use crate::grant::{Effect, Grant, Grants};
+use crate::provenance::{AssumeTrusted, sentence};
 use crate::taint::Taint;
 
 /// What the gate does with a call.
@@ -56,7 +59,7 @@ struct Tally {
 /// parsed arguments, never on unparsed ones, and, with [`Arguments::Unknown`], when it is
 /// an `allow` or `ask` (some call could satisfy it; a conditional `deny` may not refuse
 /// every call). A closed grant also needs every key of the arguments named by a condition.
-/// `cx` is what the session knows beyond the arguments (nothing yet, [`NoContext`]).
+/// `cx` is what the session knows beyond the arguments (its provenance index).
 fn conditions_match(grant: &Grant, args: &Arguments, cx: &dyn Context) -> bool {
     if !grant.is_conditional() {
         return true;
@@ -124,6 +127,9 @@ pub fn decide(
 /// (docs/spec.md §3.3 steps 1–5). Pure: the same inputs always give the same decision,
 /// whatever the order of the grants. Only grants whose tool pattern can match are visited
 /// (see [`Grants`]); their conditions are evaluated last, after the sessions pattern.
+///
+/// A `from` test (docs/spec.md §3.7) fails here: no provenance index is known. The gate
+/// decides with [`decide_call_in`] and the session's index.
 pub fn decide_call(
     grants: &Grants,
     session: &SessionId,
@@ -132,9 +138,23 @@ pub fn decide_call(
     taint: Taint,
     now: Timestamp,
 ) -> Decision {
+    decide_call_in(grants, session, tool, args, taint, now, &NoContext)
+}
+
+/// [`decide_call`] for a session whose provenance index `cx` answers (docs/spec.md §3.7):
+/// a `from` test asks it where each value at its pointer was first seen.
+pub fn decide_call_in(
+    grants: &Grants,
+    session: &SessionId,
+    tool: &str,
+    args: &Arguments,
+    taint: Taint,
+    now: Timestamp,
+    cx: &dyn Context,
+) -> Decision {
     let mut tally = Tally::default();
     grants.for_each_tool_match(tool, |_, g| {
-        if g.sessions.matches(session.as_str()) && conditions_match(g, args, &NoContext) {
+        if g.sessions.matches(session.as_str()) && conditions_match(g, args, cx) {
             tally.add(g, taint, now);
         }
     });
@@ -179,13 +199,14 @@ impl Verdict {
         args: &Arguments,
         taint: Taint,
         now: Timestamp,
+        cx: &dyn Context,
     ) -> Self {
         if !grant.sessions.matches(session.as_str()) {
             return Verdict::OtherSessions;
         }
-        if !conditions_match(grant, args, &NoContext) {
+        if !conditions_match(grant, args, cx) {
             return match args.json() {
-                Some(v) => match grant.when.iter().position(|c| !c.holds(v)) {
+                Some(v) => match grant.when.iter().position(|c| c.check_in(v, cx).is_err()) {
                     Some(i) => Verdict::ConditionFails(i),
                     None => Verdict::KeyNotNamed,
                 },
@@ -262,6 +283,10 @@ pub struct VerdictLine {
     /// for a closed grant, which key no condition names (`closed: /bcc is named by none of
     /// its conditions`).
     pub conditions: Vec<String>,
+    /// For a grant with conditions whose `max_class` is below the taint: the destination's
+    /// clearance in the egress refusal's words (docs/spec.md §3.3 "Sinks"): `this session
+    /// holds confidential data and /channel "#general" is cleared for internal`.
+    pub clearance: Option<String>,
 }
 
 impl fmt::Display for VerdictLine {
@@ -273,6 +298,9 @@ impl fmt::Display for VerdictLine {
             self.grant,
             self.verdict
         )?;
+        if let Some(c) = &self.clearance {
+            write!(f, ": {c}")?;
+        }
         if !self.conditions.is_empty() {
             write!(f, " [{}]", self.conditions.join("; "))?;
         }
@@ -281,7 +309,7 @@ impl fmt::Display for VerdictLine {
 }
 
 /// What `explain` says of each of `grant`'s conditions on `args`.
-fn condition_lines(grant: &Grant, args: &Arguments) -> Vec<String> {
+fn condition_lines(grant: &Grant, args: &Arguments, cx: &dyn Context) -> Vec<String> {
     let Some(v) = args.json() else {
         return Vec::new();
     };
@@ -289,9 +317,9 @@ fn condition_lines(grant: &Grant, args: &Arguments) -> Vec<String> {
         .when
         .iter()
         .enumerate()
-        .map(|(i, c)| match c.check(v) {
-            Ok(()) => format!("condition {} holds: {}", i + 1, c.describe_hold(v)),
-            Err(fail) => format!("condition {} fails: {}", i + 1, c.describe(v, &fail)),
+        .map(|(i, c)| match c.check_in(v, cx) {
+            Ok(()) => format!("condition {} holds: {}", i + 1, c.describe_hold_in(v, cx)),
+            Err(fail) => format!("condition {} fails: {}", i + 1, c.describe_in(v, &fail, cx)),
         })
         .collect();
     if grant.closed {
@@ -309,6 +337,12 @@ fn condition_lines(grant: &Grant, args: &Arguments) -> Vec<String> {
 pub struct Explanation {
     pub decision: Decision,
     pub lines: Vec<VerdictLine>,
+    /// What a person asked about this call should be told (docs/spec.md §3.7, §3.3
+    /// "Sinks"): each value a `from` test refused in a grant that would otherwise have
+    /// matched, and each destination a grant whose conditions held is not cleared for.
+    pub concerns: Vec<Concern>,
+    /// Provenance changed the decision: with every `from` test holding it would differ.
+    pub by_provenance: bool,
 }
 
 /// Like [`decide`], and also says why: for every grant whose tool pattern matches `tool`,
@@ -335,19 +369,158 @@ pub fn explain_call(
     taint: Taint,
     now: Timestamp,
 ) -> Explanation {
+    explain_call_in(grants, session, tool, args, taint, now, &NoContext)
+}
+
+/// [`explain_call`] for a session whose provenance index `cx` answers: a `from` test's line
+/// names where each value first appeared, and the explanation carries the concerns a person
+/// is shown and whether provenance changed the decision.
+pub fn explain_call_in(
+    grants: &Grants,
+    session: &SessionId,
+    tool: &str,
+    args: &Arguments,
+    taint: Taint,
+    now: Timestamp,
+    cx: &dyn Context,
+) -> Explanation {
     let mut lines = Vec::new();
     grants.for_each_tool_match(tool, |index, g| {
+        let verdict = Verdict::of(g, session, args, taint, now, cx);
         lines.push(VerdictLine {
             index,
             grant: g.clone(),
-            verdict: Verdict::of(g, session, args, taint, now),
-            conditions: condition_lines(g, args),
+            verdict,
+            conditions: condition_lines(g, args, cx),
+            clearance: clearance(g, verdict, args, taint),
         });
     });
     lines.sort_by_key(|l| l.index);
+    let decision = decide_call_in(grants, session, tool, args, taint, now, cx);
+    let asks_provenance = lines
+        .iter()
+        .any(|l| l.grant.when.iter().any(|c| c.test.is_from()));
+    let by_provenance = asks_provenance
+        && decide_call_in(grants, session, tool, args, taint, now, &AssumeTrusted) != decision;
+    let mut concerns = Vec::new();
+    if let Some(v) = args.json() {
+        for l in &lines {
+            line_concerns(l, v, cx, taint, &mut concerns);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    concerns.retain(|c: &Concern| seen.insert((c.kind, c.pointer.clone(), c.value.clone())));
     Explanation {
-        decision: decide_call(grants, session, tool, args, taint, now),
+        decision,
         lines,
+        concerns,
+        by_provenance,
+    }
+}
+
+/// The destination a grant's conditions name, for a sentence: its first condition's
+/// concrete paths and values (at most three).
+fn destination(grant: &Grant, v: &Value) -> Vec<(String, String)> {
+    let Some(c) = grant
+        .when
+        .iter()
+        .find(|c| !c.test.is_from())
+        .or(grant.when.first())
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut path = String::new();
+    c.leaves(v, 0, &mut path, &mut |p, found| {
+        if out.len() < 3 {
+            let shown = match found {
+                Value::String(s) => {
+                    let cut: String = s.chars().take(60).collect();
+                    if cut.len() < s.len() {
+                        format!("{cut:?}…")
+                    } else {
+                        format!("{cut:?}")
+                    }
+                }
+                other => other.to_string().chars().take(60).collect(),
+            };
+            out.push((crate::condition::shown_path(p).to_owned(), shown));
+        }
+    });
+    out
+}
+
+/// For a conditional grant that matched but whose `max_class` is below the taint: the
+/// clearance sentence (docs/spec.md §3.3 "Sinks").
+fn clearance(grant: &Grant, verdict: Verdict, args: &Arguments, taint: Taint) -> Option<String> {
+    let Verdict::ClassAbove(max) = verdict else {
+        return None;
+    };
+    let v = args.json()?;
+    let named = destination(grant, v);
+    let first = named.first()?;
+    Some(format!(
+        "this session holds {} data and {} {} is cleared for {max}",
+        taint.class(),
+        first.0,
+        first.1
+    ))
+}
+
+/// What one grant's verdict tells a person (see [`Explanation::concerns`]).
+fn line_concerns(
+    l: &VerdictLine,
+    v: &Value,
+    cx: &dyn Context,
+    taint: Taint,
+    out: &mut Vec<Concern>,
+) {
+    match l.verdict {
+        Verdict::ConditionFails(_) => {
+            let g = &l.grant;
+            let others_hold = g
+                .when
+                .iter()
+                .filter(|c| !c.test.is_from())
+                .all(|c| c.check_in(v, cx).is_ok())
+                && (!g.closed || closed_holds(&g.when, v));
+            if !others_hold {
+                return;
+            }
+            for c in g.when.iter().filter(|c| c.check_in(v, cx).is_err()) {
+                let Test::From(t) = &c.test else { continue };
+                let mut path = String::new();
+                c.leaves(v, 0, &mut path, &mut |p, found| {
+                    for (ident, seen, ok) in t.judge(found, cx) {
+                        let Some(kind) = seen.concern().filter(|_| !ok) else {
+                            continue;
+                        };
+                        out.push(Concern {
+                            kind,
+                            pointer: crate::condition::shown_path(p).to_owned(),
+                            value: ident.text.clone(),
+                            detail: sentence(&ident, &seen),
+                        });
+                    }
+                });
+            }
+        }
+        Verdict::ClassAbove(max) if l.grant.is_conditional() => {
+            for (pointer, value) in destination(&l.grant, v) {
+                out.push(Concern {
+                    kind: ConcernKind::AboveClearance,
+                    detail: format!(
+                        "this session holds {} data and {pointer} {value} is cleared for {max} \
+                         (grant {}'s max_class)",
+                        taint.class(),
+                        l.index + 1
+                    ),
+                    pointer,
+                    value: value.trim_matches('"').to_owned(),
+                });
+            }
+        }
+        _ => {}
     }
 }
 

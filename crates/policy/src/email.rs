@@ -186,7 +186,7 @@ impl fmt::Display for Address<'_> {
 }
 
 /// RFC 5322 `atext`, less `%` and `!` (refused before with their own reason).
-fn is_atext(c: char) -> bool {
+pub(crate) fn is_atext(c: char) -> bool {
     c.is_ascii_alphanumeric()
         || matches!(
             c,

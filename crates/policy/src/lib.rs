@@ -21,7 +21,10 @@
 //!    equal / one of / glob / range, and the strict parse of a call's arguments.
 //! 5. [`host`], [`email`], [`url`], [`links`] and [`typed`] — the typed tests: a string
 //!    read as one e-mail address, one URL, or free text and the links it carries.
-//! 6. [`decide`](mod@decide) — `decide_call` and `explain_call` (and `decide`/`explain`
+//! 6. [`values`] and [`provenance`] — the identifying values an answer shows and an
+//!    argument carries, in canonical form, and the `from` test that asks the session's
+//!    provenance index where each came from ([`Context`]).
+//! 7. [`decide`](mod@decide) — `decide_call` and `explain_call` (and `decide`/`explain`
 //!    for a call whose arguments are unknown), and the `Decision` they return.
 
 #![forbid(unsafe_code)]
@@ -33,19 +36,23 @@ pub mod grant;
 pub mod host;
 pub mod links;
 pub mod pattern;
+pub mod provenance;
 pub mod taint;
 pub mod typed;
 pub mod url;
+pub mod values;
 
 pub use condition::{
     Arguments, ArgumentsError, Condition, Context, List, MAX_CLOSED_CONDITIONS, NoContext, Pointer,
     PointerError, Scalar, Test, closed_holds, parse_strict, unnamed_key,
 };
 pub use decide::{
-    Decision, Explanation, Verdict, VerdictLine, decide, decide_call, explain, explain_call,
+    Decision, Explanation, Verdict, VerdictLine, decide, decide_call, decide_call_in, explain,
+    explain_call, explain_call_in,
 };
 pub use grant::{Effect, Grant, Grants};
 pub use host::{Host, HostError, HostPatternError, HostSet};
 pub use pattern::{Pattern, PatternError};
+pub use provenance::{AssumeTrusted, FromTest, Known, Seen, Shown};
 pub use taint::{Label, Taint};
 pub use typed::{EmailTest, LinksTest, UrlTest};

@@ -61,8 +61,14 @@ const ROUNDS: usize = 4;
 /// Calls `f` with every link in `text`, in order, until `f` returns `false`. Returns
 /// whether it went through the whole text. Allocates only when the text holds something
 /// to normalise (anything outside ASCII, `%`, `&`, `\`, a bracket or a line break).
-pub fn for_each_link(text: &str, mut f: impl FnMut(Link<'_>) -> bool) -> bool {
+pub fn for_each_link(text: &str, f: impl FnMut(Link<'_>) -> bool) -> bool {
     let text = normalize(text);
+    scan(&text, f)
+}
+
+/// [`for_each_link`] on text that is already [`normalize`]d: every link's `text` is a slice
+/// of `text` itself (so a caller can tell what stands before it).
+pub fn scan(text: &str, mut f: impl FnMut(Link<'_>) -> bool) -> bool {
     let bytes = text.as_bytes();
     let (mut start, mut at) = (0, 0);
     while let Some(&b) = bytes.get(at) {

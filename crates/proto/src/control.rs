@@ -223,7 +223,46 @@ pub struct ApprovalInfo {
     /// the same call. Left out when there are none (and read as none when missing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileDigest>,
+    /// What the person should weigh beyond the call itself (docs/spec.md §3.7 provenance,
+    /// §3.3 clearances): a value that first appeared in an untrusted answer or was never
+    /// seen, data going above a destination's clearance. Empty when there is nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub concerns: Vec<Concern>,
 }
+
+/// One thing a person is told about a call waiting for them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct Concern {
+    pub kind: ConcernKind,
+    /// Where in the arguments (`/recipient`, `/to/1`).
+    pub pointer: String,
+    /// The value there, in canonical form (for `above_clearance`: the destination).
+    pub value: String,
+    /// One sentence: "the IBAN DE89… first appeared in an untrusted answer of
+    /// bank_read_file, call 3".
+    pub detail: String,
+}
+
+/// What a [`Concern`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", try_from = "String")]
+pub enum ConcernKind {
+    /// The value first appeared in an untrusted answer (or the session's provenance index is
+    /// full and cannot place it, which counts as untrusted).
+    UntrustedValue,
+    /// The value was seen in no answer of the session and not in the config: only the
+    /// prompt, or the model, chose it.
+    UnseenValue,
+    /// The session holds data above what the destination is cleared for.
+    AboveClearance,
+}
+
+wire_names!(ConcernKind, "concern kind", "untrusted_value, unseen_value or above_clearance", {
+    UntrustedValue => "untrusted_value",
+    UnseenValue => "unseen_value",
+    AboveClearance => "above_clearance",
+});
 
 /// An approval and what happened to it: what the history of approvals shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -466,6 +505,7 @@ strict_object!(
     ControlReply,
     ControlAnswer,
     ApprovalInfo,
+    Concern,
     SessionInfo,
     GrantSpec,
     GrantInfo,

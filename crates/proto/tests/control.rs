@@ -26,6 +26,12 @@ fn approval() -> ApprovalInfo {
         expires: Timestamp(310),
         state: ApprovalState::Pending,
         files: Vec::new(),
+        concerns: vec![proto::control::Concern {
+            kind: proto::control::ConcernKind::UntrustedValue,
+            pointer: "/argv/0".into(),
+            value: "make".into(),
+            detail: "the id make first appeared in an untrusted answer of fetch_get, call 2".into(),
+        }],
     }
 }
 
@@ -328,6 +334,7 @@ fn an_approval_without_files_reads_as_before_and_one_with_files_carries_them() {
     assert!(!text.contains("files"), "{text}");
     assert_eq!(serde_json::from_str::<ApprovalInfo>(&text).unwrap(), item);
     let mut with = approval();
+    with.concerns.clear();
     with.files.push(proto::run::FileDigest {
         path: "/work/s.sh".into(),
         arg: 1,

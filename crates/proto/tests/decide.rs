@@ -66,6 +66,7 @@ fn every_request_and_reply_round_trips_through_a_frame() {
                 expires: Timestamp(301),
                 state: ApprovalState::Pending,
                 files: Vec::new(),
+                concerns: Vec::new(),
             },
             call_sha256: "00".repeat(32),
         },

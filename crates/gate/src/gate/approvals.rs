@@ -19,6 +19,7 @@ impl Gate {
         &self,
         req: &ToolRequest,
         reason: ApprovalReason,
+        concerns: Vec<proto::control::Concern>,
         now: Timestamp,
         reply: &mut dyn Reply,
         files: Vec<FileDigest>,
@@ -26,16 +27,19 @@ impl Gate {
         let files_sha256 = (!files.is_empty())
             .then(|| audit::sha256_hex(&serde_json::to_vec(&files).unwrap_or_default()));
         let row = lock(&self.store)
-            .create_approval(NewApproval {
-                session: req.session.clone(),
-                call: req.call,
-                tool: req.tool.clone(),
-                arguments: req.arguments.clone(),
-                reason,
-                created: now,
-                expires: now.plus(self.config.gate.approval_ttl),
-                files,
-            })
+            .create_approval_with(
+                NewApproval {
+                    session: req.session.clone(),
+                    call: req.call,
+                    tool: req.tool.clone(),
+                    arguments: req.arguments.clone(),
+                    reason,
+                    created: now,
+                    expires: now.plus(self.config.gate.approval_ttl),
+                    files,
+                },
+                concerns,
+            )
             .map_err(before("record the approval"))?;
         let asked = self.audit(
             now,
@@ -219,17 +223,37 @@ impl Gate {
         let grants = self.grants().map_err(before("build the grants"))?;
         let reach = self.config.call_reach(&req.tool);
         let at = at_reach(taint, reach);
-        let decision = policy::decide_call(&grants, &req.session, &req.tool, args, at, now);
-        let raise = match decision {
-            Decision::Deny(_) => None,
-            Decision::Allow | Decision::Ask => reach_raise(req, taint, reach),
+        let decision = policy::decide_call_in(
+            &grants,
+            &req.session,
+            &req.tool,
+            args,
+            at,
+            now,
+            &self.index(&req.session),
+        );
+        let (raise, sightings) = match decision {
+            Decision::Deny(_) => (None, None),
+            Decision::Allow | Decision::Ask => (
+                reach_raise(req, taint, reach),
+                provenance::argued(req, args),
+            ),
         };
         self.make_durable(Durable {
             raise,
             events: vec![(
                 now,
-                decision_event(req, at, decision, Some(approval.to_string()), reach, None),
+                decision_event(
+                    req,
+                    at,
+                    decision,
+                    Some(approval.to_string()),
+                    reach,
+                    None,
+                    Vec::new(),
+                ),
             )],
+            sightings,
         })
         .map_err(|f| before("record the decision and its reach")(f.into_gate()))?;
         if let Decision::Deny(reason) = decision {

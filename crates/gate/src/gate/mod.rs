@@ -75,7 +75,7 @@ use crate::commit::GroupCommit;
 use crate::link::ToolRunner;
 use crate::store::{
     self, ApprovalFilter, ApprovalReason, ApprovalRow, ApprovalState, Decider, GrantRow,
-    NewApproval, NewGrant, SessionRow, Store, StoreError, TaintRaise,
+    NewApproval, NewGrant, SessionRow, Sightings, Store, StoreError, TaintRaise,
 };
 
 mod anchoring;
@@ -83,11 +83,13 @@ mod approvals;
 mod client;
 mod egress;
 mod operator;
+mod provenance;
 mod remember;
 mod sessions;
 mod watch;
 
 pub use approvals::call_sha256;
+pub use provenance::{MAX_CONCERNS, SessionIndex};
 pub use remember::{MAX_DEPTH, arguments_sha256, canonical_arguments};
 
 use operator::policy_grant;
@@ -234,6 +236,8 @@ enum Start {
 struct Durable {
     raise: Option<TaintRaise>,
     events: Vec<(Timestamp, Event)>,
+    /// What the call showed its session's provenance index, committed with the raise.
+    sightings: Option<Sightings>,
 }
 
 /// Which write of a group commit failed, for one item.
@@ -471,6 +475,60 @@ impl Gate {
         *lock(&self.remembered) = None;
     }
 
+    /// The session's provenance index, as a decision asks it (docs/spec.md §3.7).
+    pub fn index<'a>(&'a self, session: &'a SessionId) -> SessionIndex<'a> {
+        SessionIndex::new(&self.store, session, &self.config.known)
+    }
+
+    /// The explanation of a decision, in the session's context.
+    fn explain(
+        &self,
+        grants: &Grants,
+        req: &ToolRequest,
+        args: &Arguments,
+        at: Taint,
+        now: Timestamp,
+    ) -> policy::Explanation {
+        policy::explain_call_in(
+            grants,
+            &req.session,
+            &req.tool,
+            args,
+            at,
+            now,
+            &self.index(&req.session),
+        )
+    }
+
+    /// The explanation, only when some grant for the tool asks where a value came from
+    /// (else provenance cannot have changed the decision and the cost is not paid).
+    fn explained(
+        &self,
+        grants: &Grants,
+        req: &ToolRequest,
+        args: &Arguments,
+        at: Taint,
+        now: Timestamp,
+        decision: Decision,
+    ) -> Option<policy::Explanation> {
+        let mut asks = false;
+        grants.for_each_tool_match(&req.tool, |_, g| {
+            asks |= g.when.iter().any(|c| c.test.is_from());
+        });
+        let _ = decision;
+        asks.then(|| self.explain(grants, req, args, at, now))
+    }
+
+    /// What the `decision` record says of provenance (nothing unless it changed it).
+    fn notes(
+        &self,
+        e: Option<&policy::Explanation>,
+        session: &SessionId,
+    ) -> Vec<audit::ProvenanceNote> {
+        e.map(|e| provenance::notes(e, &self.index(session), &self.config))
+            .unwrap_or_default()
+    }
+
     // --- the call path --------------------------------------------------------------------
 
     /// Decides and (if allowed or approved) runs one call; returns its final answer.
@@ -555,6 +613,7 @@ impl Gate {
     fn capped(&self, req: &ToolRequest, cap: &str, limit: u64, message: String) -> ToolResponse {
         let _ = self.make_durable(Durable {
             raise: None,
+            sightings: None,
             events: vec![(
                 self.now(),
                 Event::CapReached {
@@ -593,8 +652,15 @@ impl Gate {
                 let grants = self.grants().map_err(before("build the grants"))?;
                 // Step 4 at max(taint, reach) for code boxmaker does not control.
                 let at = at_reach(taint, reach);
-                let mut decision =
-                    policy::decide_call(&grants, &req.session, &req.tool, args, at, now);
+                let mut decision = policy::decide_call_in(
+                    &grants,
+                    &req.session,
+                    &req.tool,
+                    args,
+                    at,
+                    now,
+                    &self.index(&req.session),
+                );
                 // A person approved exactly this call for the session, and it still runs
                 // what they approved: it answers the `ask`.
                 let mut remembered = remember::Lookup::default();
@@ -617,10 +683,13 @@ impl Gate {
                 let _ = self.make_durable(Durable {
                     raise: None,
                     events: vec![(now, request)],
+                    sightings: None,
                 });
                 return Err(e);
             }
         };
+        // Why, for a person and the log, when provenance or a clearance had a say.
+        let explained = self.explained(&grants, req, args, at, now, decision);
         let mut events = vec![
             (now, request),
             (
@@ -632,6 +701,7 @@ impl Gate {
                     None,
                     reach,
                     remembered.grant.map(|g| format!("rt-{g}")),
+                    self.notes(explained.as_ref(), &req.session),
                 ),
             ),
         ];
@@ -658,12 +728,19 @@ impl Gate {
         }
         // An allowed call's reach is committed with the records of its request, before its
         // box starts: one durable write, shared with concurrent calls.
-        let raise = match (decision, &bad) {
-            (Decision::Allow, None) => reach_raise(req, taint, reach),
-            _ => None,
+        let (raise, sightings) = match (decision, &bad) {
+            (Decision::Allow, None) => (
+                reach_raise(req, taint, reach),
+                provenance::argued(req, args),
+            ),
+            _ => (None, None),
         };
-        self.make_durable(Durable { raise, events })
-            .map_err(|f| before("record the request, its decision and its reach")(f.into_gate()))?;
+        self.make_durable(Durable {
+            raise,
+            events,
+            sightings,
+        })
+        .map_err(|f| before("record the request, its decision and its reach")(f.into_gate()))?;
         if let Some(message) = bad {
             return Ok(Start::Final(ToolResponse::Failed { message }));
         }
@@ -684,10 +761,15 @@ impl Gate {
                         ),
                     )));
                 }
-                let reason = ask_reason(&grants, req, args, at, now);
+                let explained = match explained {
+                    Some(e) => e,
+                    None => self.explain(&grants, req, args, at, now),
+                };
+                let reason = ask_reason(&explained);
+                let concerns = provenance::concerns(&explained);
                 // The person is shown what changed since they approved this same call.
                 remember::mark_changed(&mut files, &remembered.before);
-                self.ask(req, reason, now, reply, files).map(Start::Held)
+                self.ask(req, reason, concerns, now, reply, files).map(Start::Held)
             }
         }
     }
@@ -747,20 +829,28 @@ impl Gate {
     /// `fdatasync`. One result per item, in order.
     fn commit_batch(&self, batch: Vec<Durable>) -> Vec<Result<(), CommitFailed>> {
         let raises: Vec<TaintRaise> = batch.iter().filter_map(|d| d.raise.clone()).collect();
-        let raised = if raises.is_empty() {
+        let sightings: Vec<Sightings> = batch.iter().filter_map(|d| d.sightings.clone()).collect();
+        let raised = if raises.is_empty() && sightings.is_empty() {
             Ok(())
         } else {
             lock(&self.store)
-                .raise_taints(&raises, self.now())
+                .raise_and_record(
+                    &raises,
+                    &sightings,
+                    self.config.gate.max_provenance_values,
+                    self.now(),
+                )
                 .map(drop)
                 .map_err(|e| Arc::new(GateError::from(e)))
         };
         let mut out: Vec<Result<(), CommitFailed>> = batch
             .iter()
-            .map(|d| match (&d.raise, &raised) {
-                (Some(_), Err(e)) => Err(CommitFailed::Taint(Arc::clone(e))),
-                _ => Ok(()),
-            })
+            .map(
+                |d| match (d.raise.is_some() || d.sightings.is_some(), &raised) {
+                    (true, Err(e)) => Err(CommitFailed::Taint(Arc::clone(e))),
+                    _ => Ok(()),
+                },
+            )
             .collect();
         let events: Vec<(Timestamp, Event)> = batch
             .into_iter()
@@ -830,6 +920,8 @@ impl Gate {
             ),
         };
         let now = self.now();
+        // docs/spec.md §3.7: what the answer showed, with the taint it raises.
+        let sightings = provenance::answered(req, args, content, label);
         let result = Event::result(
             req.session.clone(),
             req.call,
@@ -848,6 +940,7 @@ impl Gate {
                 untrusted: label.untrusted,
             }),
             events: vec![(now, result)],
+            sightings,
         })
         .map_err(|f| match f {
             CommitFailed::Taint(e) => withheld("record the session's taint")(GateError::Shared(e)),
@@ -889,6 +982,7 @@ fn decision_event(
     approval: Option<String>,
     reach: Option<DataClass>,
     grant: Option<String>,
+    provenance: Vec<audit::ProvenanceNote>,
 ) -> Event {
     let (verdict, reason) = match decision {
         Decision::Allow => (audit::Verdict::Allow, None),
@@ -906,20 +1000,14 @@ fn decision_event(
         approval,
         reach,
         grant,
+        provenance,
     }
 }
 
 /// Why a call that policy says `ask` needs a person: untrusted content when some admitting
 /// grant would allow the call but for `if_untrusted = "ask"` (a clean session would run it),
 /// else the grant's `ask`.
-fn ask_reason(
-    grants: &Grants,
-    req: &ToolRequest,
-    args: &Arguments,
-    taint: Taint,
-    now: Timestamp,
-) -> ApprovalReason {
-    let e = policy::explain_call(grants, &req.session, &req.tool, args, taint, now);
+fn ask_reason(e: &policy::Explanation) -> ApprovalReason {
     if e.lines
         .iter()
         .any(|l| l.verdict == policy::Verdict::AsksUntrusted)
@@ -1024,13 +1112,17 @@ class = "secret"
         };
         let dirty = Taint::new(DataClass::Public, true);
         let args = Arguments::parse("{}");
-        assert_eq!(
-            ask_reason(&grants, &r("sh"), &args, dirty, Timestamp(1)),
-            ApprovalReason::UntrustedContent
-        );
-        assert_eq!(
-            ask_reason(&grants, &r("run"), &args, dirty, Timestamp(1)),
-            ApprovalReason::GrantAsk
-        );
+        let reason = |req: &ToolRequest| {
+            ask_reason(&policy::explain_call(
+                &grants,
+                &req.session,
+                &req.tool,
+                &args,
+                dirty,
+                Timestamp(1),
+            ))
+        };
+        assert_eq!(reason(&r("sh")), ApprovalReason::UntrustedContent);
+        assert_eq!(reason(&r("run")), ApprovalReason::GrantAsk);
     }
 }

@@ -413,6 +413,7 @@ impl Gate {
             expires: r.expires,
             state,
             files: r.files,
+            concerns: r.concerns,
         })
     }
 }

@@ -103,6 +103,7 @@ pub(super) fn approval_update(
             expires: r.expires,
             state,
             files: r.files,
+            concerns: r.concerns,
         },
     }
 }

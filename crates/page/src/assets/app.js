@@ -127,6 +127,14 @@
     set(el, ".session", `${item.session} (call ${item.call})`);
     set(el, ".taint", taint(item));
     set(el, ".why", item.why);
+    // Where a value came from, a destination's clearance: text only, escaped by the server.
+    const concerns = q(el, ".concerns");
+    for (const line of item.concerns || []) {
+      const li = document.createElement("li");
+      li.textContent = line;
+      concerns.appendChild(li);
+    }
+    concerns.hidden = !(item.concerns || []).length;
     set(el, ".expires", when(item.expires));
     set(el, ".id", `approval ${item.id}`);
     el.setAttribute("aria-label", `${item.tool} call waiting for your approval`);

@@ -1,0 +1,341 @@
+//! The real binary, end to end (docs/spec.md §3.7): an agent drives `boxmaker mcp` over
+//! stdio; a mailbox server (untrusted) and a bank server run in real boxes. The mail asks to
+//! pay the attacker's IBAN — written with spaces and a zero-width space — and to save it to
+//! the workspace first. A `send_money` grant with `from = "trusted"` on the recipient:
+//! - lets the payment to the IBAN the bank's own history shows run outright;
+//! - holds the payment to the mail's IBAN for a person, and the person is told why (the
+//!   CLI's approvals list, `check --explain`, the audit record);
+//! - still holds it after the IBAN went through the workspace (`write_file`, then the
+//!   trusted `read_file`): a value the session passed in is never vouched for by an answer.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
+const LIMIT: Duration = Duration::from_secs(60);
+
+const ATTACKER: &str = "DE89370400440532013000";
+const LANDLORD: &str = "GB29NWBK60161331926819";
+
+fn dir(name: &str) -> PathBuf {
+    assert!(
+        Path::new("/usr/bin/python3").exists(),
+        "the servers run under /usr/bin/python3, which is missing"
+    );
+    let servers = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/servers")
+        .canonicalize()
+        .unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("provenance")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let server =
+        |role: &str| format!("[\"/usr/bin/python3\", \"/opt/servers/bank_server.py\", \"{role}\"]");
+    let text = format!(
+        r#"
+[gate]
+state = "state"
+approval_ttl = 120
+
+[[mount]]
+host = {servers:?}
+at = "/opt/servers"
+class = "public"
+
+[[tool]]
+name = "mail"
+mcp = {mail}
+untrusted = true
+
+[[tool]]
+name = "bank"
+mcp = {bank}
+
+[[tool]]
+name = "read_file"
+builtin = "read_file"
+class = "public"
+
+[[tool]]
+name = "write_file"
+builtin = "write_file"
+
+[[grant]]
+tool = "mail_read_inbox"
+effect = "allow"
+
+[[grant]]
+tool = "bank_get_history"
+effect = "allow"
+
+[[grant]]
+tool = "*_file"
+effect = "allow"
+
+# Pay outright only an IBAN the session saw in a trusted answer (or the config names).
+[[grant]]
+tool = "bank_send_money"
+effect = "allow"
+when = [{{ pointer = "/recipient", from = "trusted" }}]
+
+[[grant]]
+tool = "bank_send_money"
+effect = "ask"
+"#,
+        servers = servers.display().to_string(),
+        mail = server("mail"),
+        bank = server("bank"),
+    );
+    std::fs::write(dir.join("boxmaker.toml"), text).unwrap();
+    dir
+}
+
+fn boxmaker(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--config")
+        .arg(dir.join("boxmaker.toml"))
+        .output()
+        .unwrap()
+}
+
+/// The agent: a plain MCP client over `boxmaker mcp`'s stdio.
+struct Agent {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    next: u64,
+}
+
+impl Agent {
+    fn start(dir: &Path, session: &str) -> Agent {
+        let mut child = Command::new(BIN)
+            .args(["mcp", "--session", session, "--config"])
+            .arg(dir.join("boxmaker.toml"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(File::create(dir.join(format!("mcp-{session}.err"))).unwrap())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut a = Agent {
+            child,
+            stdin,
+            lines,
+            next: 1,
+        };
+        let id = a.send_request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "agent", "version": "0"}}),
+        );
+        assert!(a.answer(id).get("result").is_some());
+        a.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        a
+    }
+
+    fn send(&mut self, v: &Value) {
+        let mut line = serde_json::to_vec(v).unwrap();
+        line.push(b'\n');
+        self.stdin.write_all(&line).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn answer(&mut self, id: u64) -> Value {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("no answer to request {id}: {e}"));
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    fn start_call(&mut self, tool: &str, args: Value) -> u64 {
+        self.send_request("tools/call", json!({"name": tool, "arguments": args}))
+    }
+
+    /// A call that must run: its text.
+    fn ok(&mut self, tool: &str, args: Value) -> String {
+        let id = self.start_call(tool, args);
+        let v = self.answer(id);
+        assert_ne!(v["result"]["isError"], json!(true), "{tool}: {v}");
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The pending approvals as `boxmaker approvals` prints them, once there is one.
+fn wait_for_pending(dir: &Path) -> (String, String) {
+    let start = Instant::now();
+    loop {
+        let o = boxmaker(dir, &["approvals"]);
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        if let Some(at) = text.find("ap-") {
+            return (text[at..at + 19].to_string(), text);
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "no approval became pending: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Pays `recipient`: whether it ran outright, or, when it was held, what the approvals
+/// list said (the approval is then refused).
+fn pay(agent: &mut Agent, dir: &Path, recipient: &str) -> Result<String, String> {
+    let id = agent.start_call(
+        "bank_send_money",
+        json!({"recipient": recipient, "amount": 1200}),
+    );
+    // The call either answers at once or waits for a person.
+    let first = agent.lines.recv_timeout(Duration::from_secs(20));
+    if let Ok(line) = &first {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["id"] == json!(id) {
+            assert_ne!(v["result"]["isError"], json!(true), "{v}");
+            return Ok(v["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned());
+        }
+    }
+    let (approval, listed) = wait_for_pending(dir);
+    let o = boxmaker(dir, &["refuse", &approval]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = agent.answer(id);
+    assert_eq!(v["result"]["isError"], json!(true), "a refused call: {v}");
+    Err(listed)
+}
+
+#[test]
+fn an_iban_from_an_untrusted_mail_is_held_with_its_concern_and_a_trusted_one_runs() {
+    let dir = dir("mail-then-pay");
+    let mut agent = Agent::start(&dir, "s1");
+    let mail = agent.ok("mail_read_inbox", json!({}));
+    assert!(mail.contains("DE89 3704"), "{mail}");
+    let history = agent.ok("bank_get_history", json!({}));
+    assert!(history.contains("GB29"), "{history}");
+
+    // The IBAN the bank's own records show: outright.
+    let sent = pay(&mut agent, &dir, LANDLORD).expect("the landlord's IBAN runs outright");
+    assert!(sent.contains(LANDLORD), "{sent}");
+
+    // The mail's IBAN, as the model would copy it: held, and the person is told why.
+    let listed = pay(&mut agent, &dir, "DE89 3704 0044 0532 0130 00").unwrap_err();
+    assert!(
+        listed.contains(&format!(
+            "consider: untrusted value at /recipient: the IBAN {ATTACKER} first appeared in an \
+             untrusted answer of mail_read_inbox, call"
+        )),
+        "{listed}"
+    );
+
+    // `check --explain` reads the same index and says the same.
+    let o = boxmaker(
+        &dir,
+        &[
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            "bank_send_money",
+            "--untrusted",
+            "--arguments",
+            &json!({"recipient": ATTACKER, "amount": 1}).to_string(),
+            "--explain",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("ask\n"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "from = \"trusted\" fails: the IBAN {ATTACKER} first appeared in an untrusted \
+             answer of mail_read_inbox, call"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("provenance changed this decision"), "{out}");
+
+    // The decision record says provenance changed it, without the value.
+    let log = std::fs::read_to_string(dir.join("state/audit.log")).unwrap();
+    let held = log
+        .lines()
+        .find(|l| l.contains("\"event\":\"decision\"") && l.contains("\"provenance\":["))
+        .unwrap_or_else(|| panic!("no decision record names provenance:\n{log}"));
+    assert!(
+        held.contains("\"first_tool\":\"mail_read_inbox\""),
+        "{held}"
+    );
+    assert!(!held.contains(ATTACKER), "{held}");
+    let o = boxmaker(&dir, &["audit", "verify"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn an_iban_saved_to_the_workspace_and_read_back_is_still_the_mails() {
+    let dir = dir("launder-through-work");
+    let mut agent = Agent::start(&dir, "s2");
+    let mail = agent.ok("mail_read_inbox", json!({}));
+    // The model does what the mail says: it saves the IBAN, and reads it back from a
+    // trusted tool, whose answer now shows the attacker's IBAN.
+    let iban = mail
+        .split("rent to ")
+        .nth(1)
+        .and_then(|s| s.split(" at once").next())
+        .unwrap()
+        .to_owned();
+    agent.ok(
+        "write_file",
+        json!({"path": "/work/payee.txt", "content": format!("payee: {iban}\n")}),
+    );
+    let back = agent.ok("read_file", json!({"path": "/work/payee.txt"}));
+    assert!(back.contains("DE89"), "{back}");
+    let listed = pay(&mut agent, &dir, ATTACKER).unwrap_err();
+    assert!(
+        listed.contains("first appeared in an untrusted answer of mail_read_inbox"),
+        "{listed}"
+    );
+}

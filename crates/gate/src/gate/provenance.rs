@@ -1,0 +1,173 @@
+//! The gate's side of provenance (docs/spec.md §3.7): what it feeds a session's index, and
+//! the [`policy::Context`] through which a decision asks it.
+//!
+//! - **Fed from every answer the gate labels** ([`answered`]): the values the answer shows
+//!   ([`policy::values::in_answer`]), marked `trusted` or `untrusted` by the untrusted bit of
+//!   its label, in the same commit as the taint it raises. **Echo guard:** a value the
+//!   call's own arguments carried is left out — an answer that repeats what it was asked
+//!   vouches for nothing, and never makes it untrusted either (the session chose it, not
+//!   the answer).
+//! - **Passed in** ([`argued`]): before a call runs, every value its arguments carry is
+//!   marked as passed in by the session, in the same commit as its decision; from then on
+//!   no answer vouches for it (a value written to a file and read back, posted and listed,
+//!   is the session's own choice coming back, not a trusted answer's).
+//! - **Asked** ([`SessionIndex`]): the config's lists and literals first (trusted), then
+//!   the store; a value the store does not hold is unseen, or untrusted when the session's
+//!   index is full, and a store that cannot be read counts as untrusted (fail closed).
+
+use std::sync::Mutex;
+
+use config::Config;
+use policy::values::{Found, Ident, in_answer, in_arguments};
+use policy::{Arguments, Context, Explanation, Known, Label, Seen, Shown};
+use proto::control::Concern;
+use proto::{SessionId, ToolRequest};
+
+use crate::audit::{ProvenanceNote, sha256_hex};
+use crate::store::{SeenAs, Sighting, Sightings, Store};
+
+use super::lock;
+
+/// The most concerns one approval carries (a body full of links would list them all).
+pub const MAX_CONCERNS: usize = 16;
+
+/// One session's provenance index, as a decision asks it.
+pub struct SessionIndex<'a> {
+    store: &'a Mutex<Store>,
+    session: &'a SessionId,
+    known: &'a Known,
+}
+
+impl std::fmt::Debug for SessionIndex<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionIndex")
+            .field("session", self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> SessionIndex<'a> {
+    /// The index of `session` in `store`, with the values `known` names as trusted.
+    pub fn new(store: &'a Mutex<Store>, session: &'a SessionId, known: &'a Known) -> Self {
+        Self {
+            store,
+            session,
+            known,
+        }
+    }
+}
+
+impl Context for SessionIndex<'_> {
+    fn seen(&self, value: &Ident) -> Seen {
+        if self.known.contains(&value.text) {
+            return Seen::Config;
+        }
+        let store = lock(self.store);
+        let at = |tool: String, call: proto::CallId| Shown { tool, call: call.0 };
+        match store.provenance(self.session, &value.text) {
+            Ok(Some(row)) => match row.seen {
+                SeenAs::Trusted => Seen::Trusted(at(row.tool, row.call)),
+                SeenAs::Untrusted => Seen::Untrusted(at(row.tool, row.call)),
+                SeenAs::None => Seen::Unseen,
+            },
+            Ok(None) => match store.provenance_size(self.session) {
+                Ok(size) if !size.full => Seen::Unseen,
+                _ => Seen::Unplaced,
+            },
+            // An index that cannot be read places nothing: fail closed.
+            Err(_) => Seen::Unplaced,
+        }
+    }
+}
+
+/// The values a call's arguments carry, marked as passed in by its session (before it
+/// runs). `None` when they carry none.
+pub fn argued(req: &ToolRequest, args: &Arguments) -> Option<Sightings> {
+    let found = in_arguments(args.json()?);
+    sightings(req, Sighting::Argued, found)
+}
+
+/// What an answer showed the session's index: its values less those its own call's
+/// arguments carried (the echo guard), trusted or untrusted by its label.
+pub fn answered(
+    req: &ToolRequest,
+    args: &Arguments,
+    content: &str,
+    label: Label,
+) -> Option<Sightings> {
+    let echoed = args.json().map(in_arguments).unwrap_or_default();
+    let shown = in_answer(content);
+    let overflow = shown.overflowed();
+    let values: Vec<Ident> = shown
+        .into_values()
+        .into_iter()
+        .filter(|v| !echoed.contains(&v.text))
+        .collect();
+    let sighting = if label.untrusted {
+        Sighting::Untrusted
+    } else {
+        Sighting::Trusted
+    };
+    if values.is_empty() && !overflow {
+        return None;
+    }
+    Some(Sightings {
+        session: req.session.clone(),
+        tool: req.tool.clone(),
+        call: req.call,
+        sighting,
+        values,
+        overflow,
+    })
+}
+
+fn sightings(req: &ToolRequest, sighting: Sighting, found: Found) -> Option<Sightings> {
+    if found.is_empty() && !found.overflowed() {
+        return None;
+    }
+    let overflow = found.overflowed();
+    Some(Sightings {
+        session: req.session.clone(),
+        tool: req.tool.clone(),
+        call: req.call,
+        sighting,
+        values: found.into_values(),
+        overflow,
+    })
+}
+
+/// The concerns a person is shown, at most [`MAX_CONCERNS`].
+pub fn concerns(e: &Explanation) -> Vec<Concern> {
+    e.concerns.iter().take(MAX_CONCERNS).cloned().collect()
+}
+
+/// The audit notes of a decision provenance changed (empty when it changed nothing): each
+/// refused value by its hash (and itself with `log_arguments`), and where it first
+/// appeared.
+pub fn notes(e: &Explanation, cx: &dyn Context, config: &Config) -> Vec<ProvenanceNote> {
+    if !e.by_provenance {
+        return Vec::new();
+    }
+    e.concerns
+        .iter()
+        .filter(|c| c.kind != proto::control::ConcernKind::AboveClearance)
+        .take(MAX_CONCERNS)
+        .map(|c| {
+            let first = match cx.seen(&Ident {
+                kind: policy::values::Kind::Id,
+                text: c.value.clone(),
+            }) {
+                Seen::Trusted(s) | Seen::Untrusted(s) => Some(s),
+                _ => None,
+            };
+            ProvenanceNote {
+                concern: c.kind,
+                pointer: c.pointer.clone(),
+                value_sha256: sha256_hex(c.value.as_bytes()),
+                value: config.gate.log_arguments.then(|| c.value.clone()),
+                first_tool: first.as_ref().map(|s| s.tool.clone()),
+                first_call: first.map(|s| s.call),
+            }
+        })
+        .collect()
+}
