@@ -722,3 +722,205 @@ fn the_readme_inspector_command_runs_as_written() {
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("read_file"), "{}", stdout(&o));
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 21: the two commands on a stock machine.
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Programs that write their name and arguments to `log` and fail, named `names`, in `dir`.
+fn tattletales(dir: &Path, log: &Path, names: &[&str]) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    for name in names {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\necho \"{name} $*\" >> '{}'\nexit 1\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// Modification times of every stamp and lock file `make deps` keeps.
+fn deps_stamps(root: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+    [
+        "tests/node/package-lock.json",
+        "tests/node-proxy/package-lock.json",
+        "tests/node/node_modules/.package-lock.json",
+        "tests/node-proxy/node_modules/.package-lock.json",
+        "tests/py/venv",
+        "tests/py/client-venv",
+        "bench/agentdojo/venv",
+    ]
+    .iter()
+    .map(|f| {
+        let path = root.join(f);
+        let modified = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|e| panic!("run `make deps` first: {}: {e}", path.display()));
+        (path, modified)
+    })
+    .collect()
+}
+
+#[test]
+fn make_deps_again_installs_nothing_rewrites_nothing_and_never_runs_the_path_python() {
+    let root = repo_root();
+    let dir = long_dir("make-deps", 0);
+    let log = dir.join("called.log");
+    // The interpreter on PATH (a pyenv's, or Debian's, which refuses `pip install`) and
+    // every installer: none may run when everything is in place.
+    let shims = dir.join("bin");
+    tattletales(
+        &shims,
+        &log,
+        &[
+            "python3", "python", "pip", "pip3", "npm", "npx", "apt-get", "sudo",
+        ],
+    );
+    let git_status = || {
+        let o = Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=all"])
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let before = (git_status(), deps_stamps(&root));
+    let path = format!(
+        "{}:{}",
+        shims.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("make")
+        .args(["--no-print-directory", "-s", "-C"])
+        .arg(&root)
+        .arg("deps")
+        .arg(format!("SYSTEM_PYTHON={}", shims.join("python3").display()))
+        .arg(format!("NPM={}", shims.join("npm").display()))
+        .arg(format!("APT_GET={}", shims.join("apt-get").display()))
+        .env("PATH", path)
+        .env_remove("MAKEFLAGS")
+        .output()
+        .unwrap();
+    let called = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        o.status.success() && called.is_empty(),
+        "a `make deps` with everything installed ran {called:?}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "deps: ok\n", "{}", stderr(&o));
+    assert_eq!((git_status(), deps_stamps(&root)), before);
+}
+
+#[test]
+fn the_python_clients_run_from_the_projects_own_virtualenv() {
+    let python = repo_root().join("tests/py/client-venv/bin/python3");
+    let o = Command::new(&python)
+        .args([
+            "-c",
+            "import sys, mcp.client.stdio, selenium\n\
+             import importlib.metadata as m\n\
+             print(sys.prefix != sys.base_prefix, m.version('mcp'), m.version('selenium'))",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("run `make deps`: {}: {e}", python.display()));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let makefile = std::fs::read_to_string(repo_root().join("Makefile")).unwrap();
+    let pinned = |name: &str| {
+        let reqs =
+            std::fs::read_to_string(repo_root().join("tests/py/client-requirements.txt")).unwrap();
+        reqs.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}==")))
+            .unwrap_or_else(|| panic!("{name} is not pinned"))
+            .to_string()
+    };
+    assert_eq!(
+        stdout(&o),
+        format!("True {} {}\n", pinned("mcp"), pinned("selenium"))
+    );
+    // Nothing in `make deps` installs with an interpreter's own pip: only a virtualenv's.
+    for line in makefile.lines().filter(|l| l.contains("pip install")) {
+        assert!(line.contains("$(1)/bin/python3 -m pip install"), "{line}");
+    }
+}
+
+/// `tests/sysdeps.sh` in a mount namespace where `hidden` look absent (each covered by
+/// /dev/null, which is not executable), as `uid`, with `apt_get` as the installer.
+fn sysdeps_without(hidden: &[&str], uid: u32, apt_get: &Path) -> Output {
+    let mut script = String::from("mount --make-rprivate / || exit 99\n");
+    for h in hidden {
+        script.push_str(&format!("mount --bind /dev/null {h} || exit 99\n"));
+    }
+    script.push_str(&format!(
+        "exec setpriv --reuid={uid} --regid={uid} --clear-groups env APT_GET={} sh {}\n",
+        apt_get.display(),
+        repo_root().join("tests/sysdeps.sh").display()
+    ));
+    Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn sysdeps_installs_what_is_missing_as_root_and_prints_the_exact_command_otherwise() {
+    assert!(
+        Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| stdout(&o).trim() == "0"),
+        "this test needs root (CI runs as root) to hide packages in a mount namespace"
+    );
+    let dir = long_dir("sysdeps", 0);
+    let log = dir.join("apt.log");
+    let apt = dir.join("apt-get");
+    std::fs::write(
+        &apt,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&apt, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hidden = ["/usr/bin/chromium", "/usr/bin/chromedriver"];
+    for h in hidden {
+        assert!(Path::new(h).exists(), "{h} is missing: run `make sysdeps`");
+    }
+
+    // Everything present: nothing to do, as anyone.
+    let o = sysdeps_without(&[], 65534, &apt);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o) + &stderr(&o), "");
+
+    // Root: apt-get installs exactly what is missing.
+    let o = sysdeps_without(&hidden, 0, &apt);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "update -qq\ninstall -y -qq chromium chromium-driver\n"
+    );
+
+    // Anyone else: the exact command, and a failure, so `make deps` stops there.
+    std::fs::remove_file(&log).unwrap();
+    let o = sysdeps_without(&hidden, 65534, &apt);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("\n    sudo apt-get install -y chromium chromium-driver\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!log.exists(), "apt-get ran as a user");
+}
