@@ -105,7 +105,7 @@ fn show(a: &ShowArgs) -> Result<u8, CliError> {
                 })?,
         ),
     };
-    print!(
+    out!(
         "{}",
         runner
             .describe_box(&a.session, a.network, tool)

@@ -59,12 +59,12 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     let cfg = config::load(&args.config)?;
     // What will not work is said now, not at the first call (stderr: stdout stays one line).
     for f in crate::lint::lint(&cfg) {
-        eprintln!("boxmaker: warning: {}", f.text);
+        errln!("boxmaker: warning: {}", f.text);
     }
     // The same vocabulary as `call` and MCP: a name the config has no tool for is unknown
     // (a call would not even be sent); the line on stdout is still what the gate decides.
     if !cfg.could_name(&args.tool) {
-        eprintln!(
+        errln!(
             "boxmaker: note: unknown tool {:?}: the config has no tool by that name (its \
              tools: {}); `call` and MCP clients would be told so",
             args.tool,
@@ -84,7 +84,7 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     );
     let call_args = Arguments::parse(&args.arguments);
     if matches!(call_args, Arguments::Unparsed) {
-        eprintln!(
+        errln!(
             "boxmaker: note: the --arguments are not strict JSON ({}), so no grant with \
              argument conditions matches, as at the gate",
             policy::parse_strict(&args.arguments)
@@ -93,7 +93,7 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         );
     }
     if !args.explain {
-        println!(
+        outln!(
             "{}",
             decide_call(
                 &cfg.grants,
@@ -114,14 +114,14 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         taint,
         now,
     );
-    println!("{}", e.decision);
+    outln!("{}", e.decision);
     let at = match reach {
         Some(r) => {
             format!("taint ({given}), reach {r} (what its box can read), decided at ({taint})")
         }
         None => format!("taint ({taint})"),
     };
-    println!(
+    outln!(
         "session {}, tool {}, {at}, at {now}: {} of {} grants name this tool",
         args.session,
         args.tool,
@@ -129,7 +129,7 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         cfg.grants.len()
     );
     for line in &e.lines {
-        println!("{line}");
+        outln!("{line}");
     }
     Ok(())
 }

@@ -72,7 +72,7 @@ fn start_page(addr: std::net::SocketAddr, state: &std::path::Path) -> Result<(),
         .block_on(page::bind(addr))
         .map_err(|e| CliError::Local(e.to_string()))?;
     let bound = listener.local_addr().unwrap_or(addr);
-    eprintln!(
+    errln!(
         "boxmaker: approvals page at http://{bound}/ — log in with the token {token} (also in {})",
         path.display()
     );
@@ -81,7 +81,7 @@ fn start_page(addr: std::net::SocketAddr, state: &std::path::Path) -> Result<(),
         .name("approvals-page".into())
         .spawn(move || {
             if let Err(e) = runtime.block_on(page::serve_on(listener, state, token)) {
-                eprintln!("boxmaker: {e}");
+                errln!("boxmaker: {e}");
             }
         })
         .map_err(|source| CliError::State {
@@ -144,7 +144,7 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
             })
     };
     let mut child = start()?;
-    eprintln!(
+    errln!(
         "boxmaker: serving; agent socket {}, control socket {}",
         state.join(gate::serve::AGENT_SOCKET).display(),
         state.join(gate::serve::CONTROL_SOCKET).display()
@@ -160,7 +160,7 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
         if stop.load(Ordering::SeqCst) {
             let _ = child.kill();
             let _ = child.wait();
-            eprintln!("boxmaker: stopped");
+            errln!("boxmaker: stopped");
             break 0;
         }
         match child.try_wait() {
@@ -172,11 +172,11 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
                 let now = Instant::now();
                 restarts.retain(|t| now.duration_since(*t) < RESTART_WINDOW);
                 if status.code() == Some(2) || restarts.len() >= MAX_RESTARTS {
-                    eprintln!("boxmaker: the gate exited ({status}); not restarting it");
+                    errln!("boxmaker: the gate exited ({status}); not restarting it");
                     break 1;
                 }
                 restarts.push(now);
-                eprintln!("boxmaker: the gate exited ({status}); restarting it");
+                errln!("boxmaker: the gate exited ({status}); restarting it");
                 std::thread::sleep(Duration::from_millis(200));
                 child = start()?;
             }
@@ -222,7 +222,7 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
             let _ = crate::client::control(&stream, proto::control::ControlOp::Retire {});
         }
         if !waited {
-            eprintln!("boxmaker: another process holds the gate; waiting for it to finish");
+            errln!("boxmaker: another process holds the gate; waiting for it to finish");
             waited = true;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -230,7 +230,7 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
     loop {
         std::thread::sleep(Duration::from_millis(200));
         if std::os::unix::process::parent_id() != supervisor {
-            eprintln!("boxmaker: the supervisor is gone; the gate role stops");
+            errln!("boxmaker: the supervisor is gone; the gate role stops");
             return Ok(0);
         }
     }
@@ -276,7 +276,7 @@ fn on_demand(args: &GateArgs, cfg: Arc<config::Config>) -> Result<u8, CliError> 
     loop {
         std::thread::sleep(Duration::from_millis(100));
         if hosted.gate().retire_requested() {
-            eprintln!("boxmaker: a client asked this gate to retire");
+            errln!("boxmaker: a client asked this gate to retire");
             break;
         }
         if hosted.active() == 0 && !Presence::anyone(&state) {

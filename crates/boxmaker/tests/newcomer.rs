@@ -924,3 +924,121 @@ fn sysdeps_installs_what_is_missing_as_root_and_prints_the_exact_command_otherwi
     );
     assert!(!log.exists(), "apt-get ran as a user");
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 11: a reader that goes away (`boxmaker sessions | head -1`).
+
+/// Runs `boxmaker ARGS` with stdout (and, with `both`, stderr too) the write end of a pipe
+/// whose read end is already closed, as `| head -1` leaves it once head has exited. Returns
+/// the exit status and what went to stderr (nothing, with `both`).
+fn into_a_closed_pipe(args: &[&str], both: bool) -> (Option<i32>, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).stdin(Stdio::null());
+    if both {
+        cmd.stderr(writer.try_clone().unwrap());
+    } else {
+        cmd.stderr(Stdio::piped());
+    }
+    let mut child = cmd.stdout(writer).spawn().unwrap();
+    let err = child.stderr.take();
+    let reading = std::thread::spawn(move || err.map(std::io::read_to_string));
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} went on writing into a closed pipe");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = reading
+        .join()
+        .unwrap()
+        .transpose()
+        .unwrap()
+        .unwrap_or_default();
+    (status.code(), err)
+}
+
+#[test]
+fn no_command_panics_when_its_reader_goes_away_and_each_exits_141() {
+    let dir = long_dir("broken-pipe", 0);
+    let config = init(&dir, "");
+    let c = config.to_str().unwrap();
+    ok(
+        &config,
+        &[
+            "call",
+            "--session",
+            "s1",
+            "write_file",
+            r#"{"path":"a.txt","content":"hi"}"#,
+        ],
+    );
+    let fresh = dir.join("fresh");
+    let fresh = fresh.to_str().unwrap();
+    let commands: Vec<Vec<&str>> = vec![
+        vec![],
+        vec!["init", fresh],
+        vec![
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            "read_file",
+            "--config",
+            c,
+        ],
+        vec![
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            "run",
+            "--explain",
+            "--config",
+            c,
+        ],
+        vec!["doctor", "--config", c],
+        vec!["sessions", "--config", c],
+        vec!["sessions", "--json", "--config", c],
+        vec!["grants", "--config", c],
+        vec!["approvals", "--all", "--config", c],
+        vec!["approvals", "--watch", "--config", c],
+        vec!["audit", "tail", "--config", c],
+        vec!["audit", "verify", "--config", c],
+        vec!["tools", "list", "--config", c],
+        vec!["tools", "diff", "--config", c],
+        vec!["box", "show", "--session", "s1", "--config", c],
+        vec![
+            "call",
+            "--session",
+            "s1",
+            "read_file",
+            r#"{"path":"a.txt"}"#,
+            "--config",
+            c,
+        ],
+        vec!["demo"],
+    ];
+    for args in &commands {
+        let (code, err) = into_a_closed_pipe(args, false);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(code, Some(141), "{args:?}: {err}");
+        assert_eq!(err, "", "{args:?}: a reader gone is no error to report");
+        // `2>&1 | head -1`: nowhere to say anything, and still no panic (101).
+        if args.first() == Some(&"init") {
+            std::fs::remove_dir_all(fresh).unwrap();
+        }
+        let (code, _) = into_a_closed_pipe(args, true);
+        assert_eq!(code, Some(141), "{args:?} with stderr gone too");
+        if args.first() == Some(&"init") {
+            std::fs::remove_dir_all(fresh).unwrap();
+        }
+    }
+}
