@@ -1042,3 +1042,59 @@ fn no_command_panics_when_its_reader_goes_away_and_each_exits_141() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 13: every answer carries a label, failures and denials too.
+
+#[test]
+fn failed_and_denied_answers_carry_a_label_in_meta_like_results() {
+    let dir = long_dir("labels-on-failures", 0);
+    let config = init(
+        &dir,
+        "\n[[tool]]\nname = \"peek\"\nbuiltin = \"read_file\"\nclass = \"confidential\"\n\
+         untrusted = true\n\n[[grant]]\ntool = \"peek\"\neffect = \"allow\"\n\n\
+         [[tool]]\nname = \"erase\"\nbuiltin = \"write_file\"\n\n\
+         [[grant]]\ntool = \"erase\"\neffect = \"deny\"\n",
+    );
+    let mut m = Mcp::start(&config);
+    let label = |r: &Value| r["result"]["_meta"]["boxmaker"].clone();
+
+    let ok = m.call("list_dir", json!({"path": "/work"}));
+    assert_eq!(ok["result"]["isError"], json!(false), "{ok}");
+    assert_eq!(
+        label(&ok),
+        json!({"class": "internal", "untrusted": false, "truncated": false}),
+        "{ok}"
+    );
+    // A failure is labelled as the gate raised the session by: the tool's floor (the
+    // default config's read_file is `internal`).
+    let failed = m.call("read_file", json!({"path": "no-such-file"}));
+    assert_eq!(failed["result"]["isError"], json!(true), "{failed}");
+    assert!(text_of(&failed).starts_with("failed: "), "{failed}");
+    assert_eq!(
+        label(&failed),
+        json!({"class": "internal", "untrusted": false, "truncated": false}),
+        "{failed}"
+    );
+    let failed = m.call("peek", json!({"path": "no-such-file"}));
+    assert!(text_of(&failed).starts_with("failed: "), "{failed}");
+    assert_eq!(
+        label(&failed),
+        json!({"class": "confidential", "untrusted": true, "truncated": false}),
+        "{failed}"
+    );
+    // A denial ran nothing: boxmaker's own sentence, public and trusted.
+    let denied = m.call("erase", json!({"path": "a", "content": ""}));
+    assert!(text_of(&denied).starts_with("denied: "), "{denied}");
+    assert_eq!(
+        label(&denied),
+        json!({"class": "public", "untrusted": false, "truncated": false}),
+        "{denied}"
+    );
+    // A `run` the gate refuses for its arguments ran nothing either, yet is a `failed`:
+    // labelled at least the floor, never left without a label.
+    let refused = m.call("run", json!({"command": "ls"}));
+    assert!(text_of(&refused).starts_with("failed: "), "{refused}");
+    assert!(label(&refused)["class"].is_string(), "{refused}");
+    m.close();
+}

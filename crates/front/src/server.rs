@@ -106,6 +106,17 @@ impl Front {
         )
     }
 
+    /// Remembers a label relayed to the client (for wording a later denial).
+    fn saw(&self, class: DataClass, untrusted: bool) {
+        let mut seen = self
+            .inner
+            .seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        seen.0 = seen.0.max(class);
+        seen.1 |= untrusted;
+    }
+
     /// Turns the gate's final answer into the MCP result.
     fn answer(&self, tool: &str, resp: ToolResponse) -> CallToolResult {
         match resp {
@@ -115,32 +126,23 @@ impl Front {
                 untrusted,
                 truncated,
             } => {
-                {
-                    let mut seen = self
-                        .inner
-                        .seen
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    seen.0 = seen.0.max(class);
-                    seen.1 |= untrusted;
-                }
-                let mut meta = serde_json::Map::new();
-                meta.insert(
-                    "boxmaker".into(),
-                    json!({"class": class, "untrusted": untrusted, "truncated": truncated}),
-                );
+                self.saw(class, untrusted);
+                let meta = label_meta(class, untrusted, truncated);
                 if self.inner.catalog.get(tool).is_none() {
                     return CallToolResult::success(vec![ContentBlock::text(content)])
-                        .with_meta(Some(MetaObject(meta)));
+                        .with_meta(Some(meta));
                 }
                 // A downstream server's blocks pass through in MCP form (docs/spec.md §5, issue 7).
                 let (blocks, structured) = downstream_blocks(&content);
-                let mut result = CallToolResult::success(blocks).with_meta(Some(MetaObject(meta)));
+                let mut result = CallToolResult::success(blocks).with_meta(Some(meta));
                 result.structured_content = structured;
                 result
             }
             ToolResponse::Failed { message } => {
-                CallToolResult::error(vec![ContentBlock::text(format!("failed: {message}"))])
+                let answer = failed(&self.inner.config, tool, &message);
+                let floor = self.inner.config.floor(tool);
+                self.saw(floor.class, floor.untrusted);
+                answer
             }
             ToolResponse::Denied { reason } => {
                 let seen = *self
@@ -156,15 +158,42 @@ impl Front {
                     seen,
                     now(),
                 ))])
+                .with_meta(Some(nothing_ran()))
             }
             // The gate never ends a call with a pending answer; say so rather than guess.
-            ToolResponse::PendingApproval { .. } => {
-                CallToolResult::error(vec![ContentBlock::text(
-                    "failed: the gate ended the call while it was still pending",
-                )])
-            }
+            ToolResponse::PendingApproval { .. } => failed(
+                &self.inner.config,
+                tool,
+                "the gate ended the call while it was still pending",
+            ),
         }
     }
+}
+
+/// The label every answer carries in `_meta.boxmaker` (docs/spec.md §5), as for a result.
+fn label_meta(class: DataClass, untrusted: bool, truncated: bool) -> MetaObject {
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "boxmaker".into(),
+        json!({"class": class, "untrusted": untrusted, "truncated": truncated}),
+    );
+    MetaObject(meta)
+}
+
+/// The label of an answer in which nothing of a tool's came back: a denial, or a call the
+/// front refused before any gate saw it. Its text is boxmaker's own.
+fn nothing_ran() -> MetaObject {
+    label_meta(DataClass::Public, false, false)
+}
+
+/// A `failed` answer, labelled by the tool's floor ([`Config::floor`]): the label the gate
+/// raises the session's taint by for a failure (a message may quote what the tool read), so
+/// a client that follows the labels sees what the gate recorded — or more, for a failure
+/// that ran nothing, never less.
+fn failed(config: &Config, tool: &str, message: &str) -> CallToolResult {
+    let floor = config.floor(tool);
+    CallToolResult::error(vec![ContentBlock::text(format!("failed: {message}"))])
+        .with_meta(Some(label_meta(floor.class, floor.untrusted, false)))
 }
 
 /// A downstream result's content (a [`catalog::Content`] as JSON) as MCP blocks and
@@ -280,6 +309,7 @@ impl ServerHandler for Front {
             return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "failed: {name}: bad arguments: {why} (nothing ran; see the tool's input schema)"
             ))])
+            .with_meta(Some(nothing_ran()))
             .into());
         }
         let arguments = serde_json::to_string(&arguments)
