@@ -1098,3 +1098,72 @@ fn failed_and_denied_answers_carry_a_label_in_meta_like_results() {
     assert!(label(&refused)["class"].is_string(), "{refused}");
     m.close();
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 14: a look changes nothing.
+
+/// Every path under `dir` with its type, mode, size and modification time.
+fn tree(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(p) = todo.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        out.push(format!(
+            "{} {:o} {} {}.{}",
+            p.display(),
+            m.mode(),
+            if m.is_dir() { 0 } else { m.size() },
+            m.mtime(),
+            m.mtime_nsec()
+        ));
+        if m.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                todo.push(e.unwrap().path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn box_show_changes_nothing_on_disk() {
+    let dir = long_dir("box-show-looks", 0);
+    let config = init(&dir, "");
+    let looks: [&[&str]; 4] = [
+        &["box", "show"],
+        &["box", "show", "--session", "s1"],
+        &["box", "show", "--session", "s1", "--tool", "run"],
+        &["box", "show", "--session", "s1", "--network"],
+    ];
+    // Before anything ever ran: no state directory is made, no workspace.
+    let before = tree(&dir);
+    for look in looks {
+        let shown = ok(&config, look);
+        assert!(shown.contains("/work "), "{shown}");
+        assert_eq!(tree(&dir), before, "{look:?} changed the disk");
+    }
+    assert!(!dir.join(".boxmaker").exists());
+    // With a session that has a workspace (and a gate that has gone): not even its time.
+    ok(
+        &config,
+        &[
+            "call",
+            "--session",
+            "s1",
+            "write_file",
+            r#"{"path":"a.txt","content":"hi"}"#,
+        ],
+    );
+    let deadline = Instant::now() + WAIT;
+    while !gate_pids(&config).is_empty() {
+        assert!(Instant::now() < deadline, "the on-demand gate did not end");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = tree(&dir);
+    for look in looks {
+        ok(&config, look);
+        assert_eq!(tree(&dir), before, "{look:?} changed the disk");
+    }
+}
