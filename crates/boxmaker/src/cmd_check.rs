@@ -1,7 +1,8 @@
 //! `boxmaker check`: what the gate would decide for one call, without running anything.
 //!
-//! Prints exactly one line — `allow`, `ask`, or `denied REASON` — and exits 0, whatever
-//! the decision. `--explain` adds one line per grant whose tool pattern matched, with each
+//! Prints exactly one line — `allow`, `ask`, `denied REASON`, or `failed: MESSAGE` for
+//! arguments the real call would refuse before anything runs — and exits 0, whatever the
+//! decision. `--explain` adds one line per grant whose tool pattern matched, with each
 //! argument condition and whether it held on `--arguments` (default `{}`).
 
 use std::path::PathBuf;
@@ -92,18 +93,23 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
                 .map_or_else(String::new, |e| e.to_string())
         );
     }
+    let decision = decide_call(
+        &cfg.grants,
+        &args.session,
+        &args.tool,
+        &call_args,
+        taint,
+        now,
+    );
+    // What the call would get: a call whose arguments can never run fails at once, as the
+    // front (a downstream tool's schema, before anything else) and the gate (a builtin's
+    // decoder, once the grants do not deny it) would say.
+    let never = never_runs(&cfg, &args.tool, &args.arguments, &decision);
     if !args.explain {
-        outln!(
-            "{}",
-            decide_call(
-                &cfg.grants,
-                &args.session,
-                &args.tool,
-                &call_args,
-                taint,
-                now
-            )
-        );
+        match &never {
+            Some(message) => outln!("failed: {message}"),
+            None => outln!("{decision}"),
+        }
         return Ok(());
     }
     let e = explain_call(
@@ -114,7 +120,17 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         taint,
         now,
     );
-    outln!("{}", e.decision);
+    match &never {
+        Some(message) => {
+            outln!("failed: {message}");
+            outln!(
+                "the grants say {}, but these arguments can never run: the call fails at \
+                 once and nobody is asked",
+                e.decision
+            );
+        }
+        None => outln!("{}", e.decision),
+    }
     let at = match reach {
         Some(r) => {
             format!("taint ({given}), reach {r} (what its box can read), decided at ({taint})")
@@ -132,4 +148,42 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         outln!("{line}");
     }
     Ok(())
+}
+
+/// Why a call of `tool` with `arguments` would fail before it runs, in the words the real
+/// call gets: a downstream tool's arguments against its input schema as last discovered (the
+/// front's check, before the gate sees the call), a builtin's against its decoder
+/// (`config::args`, the gate's check, unless the grants deny the call first). `None` when
+/// they would run — or cannot be checked here (a downstream tool never discovered, or text
+/// an MCP client could not send, which the note above covers).
+fn never_runs(
+    cfg: &config::Config,
+    tool: &str,
+    arguments: &str,
+    decision: &policy::Decision,
+) -> Option<String> {
+    if let Some(def) = catalog::ToolsFile::load(&cfg.gate.state)
+        .ok()
+        .map(|f| catalog::Catalog::build(cfg, &f))
+        .and_then(|c| c.get(tool).and_then(|e| e.shown.clone()))
+    {
+        let value = serde_json::from_str::<serde_json::Value>(arguments).ok()?;
+        if !value.is_object() {
+            return None;
+        }
+        return catalog::schema::check(&def.input_schema, &value)
+            .err()
+            .map(|why| {
+                format!("{tool}: bad arguments: {why} (nothing ran; see the tool's input schema)")
+            });
+    }
+    if matches!(decision, policy::Decision::Deny(_)) {
+        return None;
+    }
+    let config::ToolKind::Builtin(b) = cfg.tool(tool)?.kind else {
+        return None;
+    };
+    config::args::parse(b, arguments)
+        .err()
+        .map(|e| format!("{e} (nothing ran; see the tool's input schema)"))
 }

@@ -1167,3 +1167,83 @@ fn box_show_changes_nothing_on_disk() {
         assert_eq!(tree(&dir), before, "{look:?} changed the disk");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 10: `check` says what the call would, bad arguments included.
+
+#[test]
+fn check_says_what_the_real_call_would_for_bad_arguments() {
+    let dir = long_dir("check-arguments", 0);
+    let servers = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/servers")
+        .canonicalize()
+        .unwrap();
+    let config = init(
+        &dir,
+        &format!(
+            "\n[[mount]]\nhost = \"{}\"\nat = \"/opt/servers\"\nclass = \"public\"\n\n\
+             [[tool]]\nname = \"h\"\nmcp = [\"/usr/bin/python3\", \"/opt/servers/hostile_server.py\", \"well\"]\n\n\
+             [[grant]]\ntool = \"h_*\"\neffect = \"ask\"\n\n\
+             [[tool]]\nname = \"erase\"\nbuiltin = \"write_file\"\n\n\
+             [[grant]]\ntool = \"erase\"\neffect = \"deny\"\n",
+            servers.display()
+        ),
+    );
+    let check = |tool: &str, arguments: &str, explain: bool| {
+        let mut a = vec![
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            tool,
+            "--arguments",
+            arguments,
+        ];
+        if explain {
+            a.push("--explain");
+        }
+        ok(&config, &a)
+    };
+    // A builtin: the grant says ask, but the call fails at once, and `check` says so in the
+    // words `call` prints.
+    let said = check("run", r#"{"argv":"ls"}"#, false);
+    let real = run(
+        &config,
+        &["call", "--session", "s1", "run", r#"{"argv":"ls"}"#],
+    );
+    assert_eq!(real.status.code(), Some(1), "{}", stderr(&real));
+    assert!(
+        stderr(&real).starts_with("failed: run: bad arguments"),
+        "{}",
+        stderr(&real)
+    );
+    assert_eq!(said, stderr(&real));
+    let explained = check("run", r#"{"argv":"ls"}"#, true);
+    assert!(explained.starts_with(&said), "{explained}");
+    assert!(
+        explained.contains("the grants say ask, but these arguments can never run"),
+        "{explained}"
+    );
+    // Good arguments, and a denial (the gate denies before it looks at arguments): as before.
+    assert_eq!(check("run", r#"{"argv":["ls"]}"#, false), "ask\n");
+    let denied = check("erase", r#"{"path":1}"#, false);
+    assert!(denied.starts_with("denied "), "{denied}");
+    let real = run(
+        &config,
+        &["call", "--session", "s1", "erase", r#"{"path":1}"#],
+    );
+    assert_eq!(real.status.code(), Some(3), "{}", stderr(&real));
+
+    // A downstream tool, once discovered: checked against its input schema, as the front does.
+    assert!(ok(&config, &["tools", "list"]).contains("h_echo"));
+    assert_eq!(check("h_echo", r#"{"text":"hi"}"#, false), "ask\n");
+    let said = check("h_echo", r#"{"txt":"hi"}"#, false);
+    assert!(
+        said.starts_with("failed: h_echo: bad arguments: ") && said.contains("nothing ran"),
+        "{said}"
+    );
+    let mut m = Mcp::start(&config);
+    let r = m.call("h_echo", json!({"txt": "hi"}));
+    assert_eq!(format!("{}\n", text_of(&r)), said, "{r}");
+    m.close();
+}
