@@ -138,14 +138,17 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         None => format!("taint ({taint})"),
     };
     outln!(
-        "session {}, tool {}, {at}, at {now}: {} of {} grants name this tool",
+        "session {}, tool {}, {at}, at {}: {} of {} grants name this tool",
         args.session,
         args.tool,
+        crate::when::at(now),
         e.lines.len(),
         cfg.grants.len()
     );
+    // Times as a person reads them, and how far each is from the call's time.
+    let time = |t: Timestamp| crate::when::at_from(t, now);
     for line in &e.lines {
-        outln!("{line}");
+        outln!("{}", line.describe(&time));
     }
     Ok(())
 }

@@ -162,7 +162,8 @@ fn demo(root: &Path) -> Result<(), CliError> {
         &mut |p| {
             if let ToolResponse::PendingApproval { approval, expires } = p {
                 say(&format!(
-                    "pending approval {approval} (expires {expires}); a person is shown the exact command"
+                    "pending approval {approval} ({}); a person is shown the exact command",
+                    crate::when::expires(*expires)
                 ));
                 // A person approves, through the control socket (what `boxmaker approve` does).
                 let approver = statedir::connect_path(&control_path)

@@ -111,6 +111,10 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
         Some(d) => f.with_client_approvals(d.clone()),
         None => f,
     };
+    // What the front words for a person needs two things it cannot read once confined:
+    // the time zone (a file) and this binary's path (a link). Read them now.
+    let _ = front::when::zone();
+    let _ = front::explain::program();
     // Before the first byte from the agent, and on the process's only thread (the
     // runtime's threads start after, confined too).
     confine(args.probe_open.as_deref())?;

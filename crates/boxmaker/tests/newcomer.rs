@@ -145,9 +145,14 @@ struct Mcp {
 
 impl Mcp {
     fn start(config: &Path) -> Self {
+        Self::start_env(config, &[])
+    }
+
+    fn start_env(config: &Path, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(BIN)
             .args(["mcp", "--config"])
             .arg(config)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -489,17 +494,22 @@ fn the_approval_hint_is_a_command_that_works_from_any_directory() {
         .split('`')
         .nth(1)
         .unwrap_or_else(|| panic!("no command in {line}"));
-    assert!(command.starts_with("boxmaker approve ap-"), "{line}");
+    // The binary by its absolute path: `boxmaker` alone need not be on PATH (issue 21).
+    assert!(
+        command.starts_with(&format!("{} approve ap-", bin_path())),
+        "{line}"
+    );
     assert!(
         command.contains(&format!("--config {}", config.display())),
         "{line}"
     );
-    // Typed as shown, from another directory (the shell is not needed: the path has no
-    // characters a shell would treat specially).
-    let words: Vec<&str> = command.split_whitespace().skip(1).collect();
-    let o = Command::new(BIN)
-        .args(&words)
+    // Typed as shown, from another directory with an empty PATH (the shell is not needed:
+    // the paths have no characters a shell would treat specially).
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let o = Command::new(words[0])
+        .args(&words[1..])
         .current_dir("/")
+        .env("PATH", "")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -1245,5 +1255,144 @@ fn check_says_what_the_real_call_would_for_bad_arguments() {
     let mut m = Mcp::start(&config);
     let r = m.call("h_echo", json!({"txt": "hi"}));
     assert_eq!(format!("{}\n", text_of(&r)), said, "{r}");
+    m.close();
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 12: times a person reads, and a command a person can type.
+
+/// The binary as boxmaker names itself (its absolute path, symlinks resolved).
+fn bin_path() -> String {
+    Path::new(BIN).canonicalize().unwrap().display().to_string()
+}
+
+/// Fails when `text` holds a run of nine or more digits: a Unix time left for a person.
+#[track_caller]
+fn no_unix_seconds(text: &str) {
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c.is_ascii_digit() { run + 1 } else { 0 };
+        assert!(run < 9, "raw Unix seconds in: {text}");
+    }
+}
+
+/// A zone with an offset no machine's default would have, to tell local time from UTC.
+const ZONE: (&str, &str) = ("TZ", "Asia/Kolkata");
+
+#[test]
+fn the_demo_check_and_the_mcp_log_line_show_local_times_and_the_binarys_path() {
+    // The demo's pending approval.
+    let o = Command::new(BIN)
+        .arg("demo")
+        .env(ZONE.0, ZONE.1)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.contains("pending approval"))
+        .unwrap_or_else(|| panic!("no pending line: {}", stdout(&o)))
+        .to_string();
+    assert!(
+        line.contains("expires 20") && line.contains("+05:30 (in "),
+        "{line}"
+    );
+    no_unix_seconds(&line);
+
+    // `check --explain`: the time of the call and a grant's expiry.
+    let dir = long_dir("local-times", 0);
+    let config = init(
+        &dir,
+        "\n[[grant]]\ntool = \"write_file\"\neffect = \"allow\"\nexpires = 1900000000\n",
+    );
+    let o = Command::new(BIN)
+        .args([
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            "write_file",
+            "--explain",
+            "--config",
+        ])
+        .arg(&config)
+        .env(ZONE.0, ZONE.1)
+        .output()
+        .unwrap();
+    let explained = stdout(&o);
+    assert!(o.status.success(), "{explained}{}", stderr(&o));
+    assert!(
+        explained.contains(", at 20") && explained.contains("+05:30"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("expires 2030-03-17 23:16:40 +05:30 (in "),
+        "{explained}"
+    );
+    no_unix_seconds(&explained);
+    let o = Command::new(BIN)
+        .args([
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            "write_file",
+            "--explain",
+            "--at",
+            "1900000100",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .env(ZONE.0, ZONE.1)
+        .output()
+        .unwrap();
+    let explained = stdout(&o);
+    assert!(
+        explained.contains("expired at 2030-03-17 23:16:40 +05:30 (2 min ago)"),
+        "{explained}"
+    );
+    no_unix_seconds(&explained);
+
+    // The MCP log notification a pending call sends: local time, from the confined front,
+    // and commands that name the binary by its absolute path.
+    let mut m = Mcp::start_env(&config, &[ZONE]);
+    m.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                   "params": {"name": "run", "arguments": {"argv": ["true"]}}}));
+    let deadline = Instant::now() + WAIT;
+    let note = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = m.lines.recv_timeout(left).expect("no log notification");
+        if v["method"] == "notifications/message" {
+            break v;
+        }
+    };
+    let message = note["params"]["data"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(note["params"]["data"]["expires"].is_u64(), "{note}");
+    assert!(
+        message.contains("expires 20") && message.contains("+05:30 (in "),
+        "{message}"
+    );
+    no_unix_seconds(&message);
+    let approve = format!("`{} approve ap-", bin_path());
+    assert!(message.contains(&approve), "{message}");
+    let id = note["params"]["data"]["approval"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(&config, &["refuse", &id]);
+    let answer = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = m
+            .lines
+            .recv_timeout(left)
+            .expect("no answer after the refusal");
+        if v["id"] == json!(99) {
+            break v;
+        }
+    };
+    assert!(text_of(&answer).starts_with("denied: "), "{answer}");
     m.close();
 }

@@ -360,8 +360,9 @@ impl ServerHandler for Front {
                         let (approve, refuse) =
                             crate::explain::approval_commands(&self.inner.config, &approval);
                         let text = format!(
-                            "waiting for a person to approve {name} (approval {approval}, expires {expires}); \
-                             a person runs `{approve}` or `{refuse}`"
+                            "waiting for a person to approve {name} (approval {approval}, {}); \
+                             a person runs `{approve}` or `{refuse}`",
+                            crate::when::expires(expires)
                         );
                         if let Some(token) = progress.clone() {
                             step += 1.0;
