@@ -1396,3 +1396,103 @@ fn the_demo_check_and_the_mcp_log_line_show_local_times_and_the_binarys_path() {
     assert!(text_of(&answer).starts_with("denied: "), "{answer}");
     m.close();
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 15: an ended connection session's remembered approvals end with it.
+
+/// Over `m`, a `run` call that asks; a person approves it for the session from the CLI.
+/// Returns the session it was remembered for.
+fn remember_a_run(m: &mut Mcp, config: &Path, id: u64) -> String {
+    m.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "run", "arguments": {"argv": ["true"]}}}));
+    let deadline = Instant::now() + WAIT;
+    let approval = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = m.lines.recv_timeout(left).expect("no log notification");
+        if v["method"] == "notifications/message" {
+            break v["params"]["data"]["approval"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        }
+    };
+    let listed: Value = serde_json::from_str(&ok(config, &["approvals", "--json"])).unwrap();
+    let session = listed["body"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == json!(approval))
+        .unwrap_or_else(|| panic!("{approval} not pending: {listed}"))["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(config, &["approve", &approval, "--for", "10m"]);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = m
+            .lines
+            .recv_timeout(left)
+            .expect("no answer after approval");
+        if v["id"] == json!(id) {
+            assert_eq!(v["result"]["isError"], json!(false), "{v}");
+            break;
+        }
+    }
+    session
+}
+
+/// The sessions that have a remembered approval listed by `grants`.
+fn remembered_sessions(config: &Path) -> Vec<String> {
+    let g: Value = serde_json::from_str(&ok(config, &["grants", "--json"])).unwrap();
+    g["body"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| !i["scope"].is_null())
+        .map(|i| i["grant"]["sessions"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn an_ended_sessions_remembered_approvals_end_with_it_and_a_live_ones_stay() {
+    let dir = long_dir("remembered-end", 0);
+    let config = init(&dir, "");
+    let mut stays = Mcp::start(&config);
+    let live = remember_a_run(&mut stays, &config, 10);
+    let mut closes = Mcp::start(&config);
+    let closed = remember_a_run(&mut closes, &config, 20);
+    let mut killed = Mcp::start(&config);
+    let gone = remember_a_run(&mut killed, &config, 30);
+    assert!(live.starts_with("mcp-") && closed.starts_with("mcp-") && gone.starts_with("mcp-"));
+    let all = remembered_sessions(&config);
+    for s in [&live, &closed, &gone] {
+        assert!(all.contains(s), "{s} not remembered: {all:?}");
+    }
+    // One client goes away as clients do; another is killed (no goodbye at all).
+    closes.close();
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let now = remembered_sessions(&config);
+        if !now.contains(&closed) && !now.contains(&gone) {
+            assert!(
+                now.contains(&live),
+                "a live session lost its approval: {now:?}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "still remembered: {now:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Not listed anywhere a person looks: `grants` (text), and the audit says why.
+    let text = ok(&config, &["grants"]);
+    assert!(!text.contains(&closed) && !text.contains(&gone), "{text}");
+    assert!(text.contains(&live), "{text}");
+    let audit = ok(&config, &["audit", "tail", "-n", "50"]);
+    assert!(audit.contains("grant_revoked"), "{audit}");
+    // The live session's approval still answers its calls.
+    let r = stays.call("run", json!({"argv": ["true"]}));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    stays.close();
+}

@@ -43,6 +43,9 @@ struct Inner {
     connector: gatecall::Connector,
     /// The decision socket, when the config lets a person approve in the agent's client.
     decide: std::sync::OnceLock<crate::approve::DecideConnector>,
+    /// What keeps a connection session live (`statedir::live`): closed when the last clone
+    /// of this front goes, which is when the MCP session ends.
+    live: std::sync::OnceLock<std::os::fd::OwnedFd>,
     next_call: AtomicU64,
     seen: Mutex<(DataClass, bool)>,
 }
@@ -76,6 +79,7 @@ impl Front {
                 session,
                 connector,
                 decide: std::sync::OnceLock::new(),
+                live: std::sync::OnceLock::new(),
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
             }),
@@ -89,6 +93,15 @@ impl Front {
     #[must_use]
     pub fn with_client_approvals(self, decide: crate::approve::DecideConnector) -> Self {
         let _ = self.inner.decide.set(decide);
+        self
+    }
+
+    /// The same front, keeping `live` open for as long as it serves: the descriptor that
+    /// holds its connection session live (`front::channel::Channel::hold_live`), so the
+    /// gate ends the session's remembered approvals once it is gone (docs/spec.md §6).
+    #[must_use]
+    pub fn holding_live(self, live: std::os::fd::OwnedFd) -> Self {
+        let _ = self.inner.live.set(live);
         self
     }
 
