@@ -107,9 +107,23 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 .map_err(|e| std::io::Error::other(e.to_string()))
         }) as front::approve::DecideConnector
     });
-    let with_decide = move |f: Front| match &decide {
-        Some(d) => f.with_client_approvals(d.clone()),
-        None => f,
+    // What will not work with this config (a mount whose host path is not there, …) is
+    // said now, on stderr and to each client's log, not first by a failing call.
+    let notes: Arc<Vec<String>> = Arc::new(
+        crate::lint::lint(&cfg)
+            .into_iter()
+            .map(|f| format!("warning: {}", f.text))
+            .collect(),
+    );
+    for n in notes.iter() {
+        front::note!("boxmaker mcp: {n}");
+    }
+    let with_decide = move |f: Front| {
+        let f = f.with_notes(notes.clone());
+        match &decide {
+            Some(d) => f.with_client_approvals(d.clone()),
+            None => f,
+        }
     };
     // A connection session is live while its front holds the lock the broker hands it; its
     // remembered approvals end with it (docs/spec.md §6). A session named with --session

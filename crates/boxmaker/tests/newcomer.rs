@@ -1496,3 +1496,117 @@ fn an_ended_sessions_remembered_approvals_end_with_it_and_a_live_ones_stay() {
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
     stays.close();
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 items 6 and 7: a venv python the box cannot follow, a mount that is not there.
+
+#[test]
+fn a_venv_python_whose_symlink_leads_outside_the_box_is_named_as_a_symlink() {
+    let dir = long_dir("venv-symlink", 0);
+    // What `python -m venv` makes from a Python under the home directory: bin/python3 a
+    // symlink to an interpreter the box does not show.
+    let venv = dir.join("venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::os::unix::fs::symlink("python", venv.join("bin/python3")).unwrap();
+    std::os::unix::fs::symlink(
+        "/opt/boxmaker-test-pyenv/versions/3.11.7/bin/python3.11",
+        venv.join("bin/python"),
+    )
+    .unwrap();
+    let config = init(
+        &dir,
+        "\n[[mount]]\nhost = \"venv\"\nat = \"/opt/venv\"\nclass = \"public\"\n\n\
+         [[tool]]\nname = \"srv\"\nmcp = [\"/opt/venv/bin/python3\", \"-m\", \"srv\"]\n",
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("timeout_seconds = 300", "timeout_seconds = 5"),
+    )
+    .unwrap();
+    let o = run(&config, &["tools", "list"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{}{err}", stdout(&o));
+    assert!(!err.contains("no file is there"), "{err}");
+    assert!(
+        err.contains(
+            "/opt/venv/bin/python3 is a symlink (through /opt/venv/bin/python) to \
+             /opt/boxmaker-test-pyenv/versions/3.11.7/bin/python3.11, which is not inside the box"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("points there: make it with `/usr/bin/python3 -m venv DIR`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_mount_that_is_not_there_is_said_at_start_and_by_each_call() {
+    let dir = long_dir("missing-mount", 0);
+    let config = init(
+        &dir,
+        "\n[[mount]]\nhost = \"not-there\"\nat = \"/data/x\"\n",
+    );
+    let missing = dir.join("not-there").display().to_string();
+    // `boxmaker mcp` says so on stderr as it starts, and in the MCP log once the client is
+    // initialized.
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--config"])
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "newcomer", "version": "0"}}})
+    )
+    .unwrap();
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "list_dir", "arguments": {"path": "/work"}}})
+    )
+    .unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let (mut logged, mut answer) = (None, None);
+    for line in out.lines().map_while(Result::ok) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["method"] == "notifications/message" {
+            logged = Some(v.clone());
+        }
+        if v["id"] == json!(2) {
+            answer = Some(v);
+            break;
+        }
+    }
+    drop(input);
+    let _ = child.wait();
+    let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
+    let said = format!("mount /data/x: its host path {missing} cannot be used (it does not exist)");
+    assert!(err.contains(&said), "{err}");
+    let logged = logged.expect("no MCP log notification about the mount");
+    assert_eq!(logged["params"]["level"], "warning", "{logged}");
+    assert!(logged.to_string().contains(&said), "{logged}");
+    // The call says the path does not exist, not that a symlink appeared.
+    let answer = answer.unwrap();
+    let text = text_of(&answer);
+    assert!(
+        text.contains(&format!("{missing} (shown at /data/x) does not exist")),
+        "{text}"
+    );
+    assert!(!text.contains("appeared after"), "{text}");
+}

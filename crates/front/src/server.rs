@@ -43,6 +43,9 @@ struct Inner {
     connector: gatecall::Connector,
     /// The decision socket, when the config lets a person approve in the agent's client.
     decide: std::sync::OnceLock<crate::approve::DecideConnector>,
+    /// What the launcher found wrong with the config at start (a mount that is not there…),
+    /// said to the client's log once it has initialized.
+    notes: std::sync::OnceLock<Arc<Vec<String>>>,
     /// What keeps a connection session live (`statedir::live`): closed when the last clone
     /// of this front goes, which is when the MCP session ends.
     live: std::sync::OnceLock<std::os::fd::OwnedFd>,
@@ -80,6 +83,7 @@ impl Front {
                 connector,
                 decide: std::sync::OnceLock::new(),
                 live: std::sync::OnceLock::new(),
+                notes: std::sync::OnceLock::new(),
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
             }),
@@ -102,6 +106,15 @@ impl Front {
     #[must_use]
     pub fn holding_live(self, live: std::os::fd::OwnedFd) -> Self {
         let _ = self.inner.live.set(live);
+        self
+    }
+
+    /// The same front, telling the client's log each of `notes` (`warning`, logger
+    /// `boxmaker`) once the client has initialized: what will not work with this config,
+    /// said before the first call fails of it (docs/spec.md §5).
+    #[must_use]
+    pub fn with_notes(self, notes: Arc<Vec<String>>) -> Self {
+        let _ = self.inner.notes.set(notes);
         self
     }
 
@@ -228,6 +241,26 @@ fn downstream_blocks(content: &str) -> (Vec<ContentBlock>, Option<serde_json::Va
 }
 
 impl ServerHandler for Front {
+    // MCP logging is what the clients people use today show (as for a pending call).
+    #[allow(deprecated)]
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        let Some(notes) = self.inner.notes.get() else {
+            return;
+        };
+        for note in notes.iter() {
+            let _ = context
+                .peer
+                .notify_logging_message(
+                    LoggingMessageNotificationParam::new(
+                        LoggingLevel::Warning,
+                        json!({"message": note}),
+                    )
+                    .with_logger("boxmaker"),
+                )
+                .await;
+        }
+    }
+
     #[allow(deprecated)]
     fn get_info(&self) -> InitializeResult {
         let mut info = InitializeResult::new(
