@@ -213,7 +213,7 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
     // pass on), this role ends too, and with it the runner and every box it holds: an
     // orphaned gate would keep the state directory's lock from the next `serve`.
     let supervisor = std::os::unix::process::parent_id();
-    let mut waited = false;
+    let mut waited: Option<Instant> = None;
     let _hosted = loop {
         if let Some(hosted) = try_host(&args.config, cfg.clone())? {
             break hosted;
@@ -221,12 +221,20 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
         if let Ok(stream) = statedir::connect(&cfg.gate.state, statedir::CONTROL_SOCKET) {
             let _ = crate::client::control(&stream, proto::control::ControlOp::Retire {});
         }
-        if !waited {
+        if waited.is_none() {
             errln!("boxmaker: another process holds the gate; waiting for it to finish");
-            waited = true;
+            waited = Some(Instant::now());
         }
         std::thread::sleep(Duration::from_millis(100));
     };
+    // Said once the wait is over, so a person watching knows it is this gate that serves.
+    if let Some(since) = waited {
+        errln!(
+            "boxmaker: took over the gate of {} after {:.1} s: this serve's gate serves it now",
+            cfg.gate.state.display(),
+            since.elapsed().as_secs_f64()
+        );
+    }
     loop {
         std::thread::sleep(Duration::from_millis(200));
         if std::os::unix::process::parent_id() != supervisor {

@@ -1610,3 +1610,64 @@ fn a_mount_that_is_not_there_is_said_at_start_and_by_each_call() {
     );
     assert!(!text.contains("appeared after"), "{text}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 18: `serve` says when it took over the gate.
+
+#[test]
+fn serve_says_when_it_has_taken_over_a_gate_another_process_held() {
+    let dir = long_dir("serve-takes-over", 0);
+    let config = init(&dir, "");
+    // A client's on-demand gate holds the state directory.
+    let mut m = Mcp::start(&config);
+    let r = m.call("list_dir", json!({"path": "/work"}));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    let on_demand = gate_pids(&config);
+    assert_eq!(on_demand.len(), 1);
+    let mut serve = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = serve.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    let took = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(line) = rx.recv_timeout(left) else {
+            break None;
+        };
+        if line.contains("took over") {
+            break Some(line);
+        }
+        seen.push(line);
+    };
+    let _ = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status();
+    wait_exit(&mut serve);
+    let took = took.unwrap_or_else(|| panic!("serve never said it took over: {seen:?}"));
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("another process holds the gate")),
+        "{seen:?}"
+    );
+    assert!(
+        took.contains(&dir.join(".boxmaker").display().to_string()),
+        "{took}"
+    );
+    assert!(
+        on_demand.iter().all(|p| !gate_pids(&config).contains(p)),
+        "the on-demand gate still runs"
+    );
+    m.close();
+}
