@@ -699,10 +699,29 @@ fn which(program: &str) -> bool {
 fn the_readme_inspector_command_runs_as_written() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    // The version the README names is the one the tests pin (issue 21: an unversioned
+    // `npx` fetches 0.15 on Node 20, whose arguments differ).
+    let pinned: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/node/package.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let version = pinned["dependencies"]["@modelcontextprotocol/inspector"]
+        .as_str()
+        .unwrap();
     let line = readme
         .lines()
-        .find(|l| l.starts_with("npx @modelcontextprotocol/inspector --cli"))
+        .find(|l| l.starts_with("npx @modelcontextprotocol/inspector"))
         .expect("the README shows the inspector's command line");
+    assert!(
+        line.starts_with(&format!(
+            "npx @modelcontextprotocol/inspector@{version} --cli"
+        )),
+        "the README's inspector line names another version than tests/node pins ({version}): {line}"
+    );
     let dir = long_dir("readme-inspector", 0);
     let config = init(&dir, "");
     let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/node");
