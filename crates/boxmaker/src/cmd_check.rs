@@ -1,7 +1,7 @@
 //! `boxmaker check`: what the gate would decide for one call, without running anything.
 //!
 //! Prints exactly one line — `allow`, `ask`, `denied REASON`, or `failed: MESSAGE` for
-//! arguments the real call would refuse before anything runs — and exits 0, whatever the
+//! `--arguments` the real call would refuse before anything runs — and exits 0, whatever the
 //! decision. `--explain` adds one line per grant whose tool pattern matched, with each
 //! argument condition and whether it held on `--arguments` (default `{}`).
 
@@ -33,16 +33,13 @@ pub struct CheckArgs {
     /// The time of the call, in seconds since the Unix epoch (default: now).
     #[arg(long, value_name = "UNIX_SECONDS")]
     at: Option<u64>,
-    /// The call's arguments, as the model would send them: one JSON object (default `{}`).
-    /// Grants with argument conditions are tested on them; text that is not strict JSON
-    /// (a duplicated key included) matches no conditional grant, as at the gate.
-    #[arg(
-        long,
-        value_name = "JSON",
-        allow_hyphen_values = true,
-        default_value = "{}"
-    )]
-    arguments: String,
+    /// The call's arguments, as the model would send them: one JSON object. Grants with
+    /// argument conditions are tested on them; text that is not strict JSON (a duplicated
+    /// key included) matches no conditional grant, as at the gate; and arguments the real
+    /// call would refuse before it runs are said (`failed: …`). Without it: `{}`, and only
+    /// the grants are asked.
+    #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
+    arguments: Option<String>,
     /// Also say which grants matched and why each did or did not admit the call.
     #[arg(long)]
     explain: bool,
@@ -83,12 +80,13 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         || Timestamp::from_system_time(std::time::SystemTime::now()),
         Timestamp,
     );
-    let call_args = Arguments::parse(&args.arguments);
+    let arguments = args.arguments.as_deref().unwrap_or("{}");
+    let call_args = Arguments::parse(arguments);
     if matches!(call_args, Arguments::Unparsed) {
         errln!(
             "boxmaker: note: the --arguments are not strict JSON ({}), so no grant with \
              argument conditions matches, as at the gate",
-            policy::parse_strict(&args.arguments)
+            policy::parse_strict(arguments)
                 .err()
                 .map_or_else(String::new, |e| e.to_string())
         );
@@ -104,7 +102,11 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     // What the call would get: a call whose arguments can never run fails at once, as the
     // front (a downstream tool's schema, before anything else) and the gate (a builtin's
     // decoder, once the grants do not deny it) would say.
-    let never = never_runs(&cfg, &args.tool, &args.arguments, &decision);
+    // Only for arguments given: without --arguments the question is the grants' alone.
+    let never = args
+        .arguments
+        .as_deref()
+        .and_then(|a| never_runs(&cfg, &args.tool, a, &decision));
     if !args.explain {
         match &never {
             Some(message) => outln!("failed: {message}"),

@@ -1255,6 +1255,11 @@ fn check_says_what_the_real_call_would_for_bad_arguments() {
     );
     // Good arguments, and a denial (the gate denies before it looks at arguments): as before.
     assert_eq!(check("run", r#"{"argv":["ls"]}"#, false), "ask\n");
+    // Without --arguments the question is the grants' alone (`{}` would never decode).
+    assert_eq!(
+        ok(&config, &["check", "--session", "s1", "--tool", "run"]),
+        "ask\n"
+    );
     let denied = check("erase", r#"{"path":1}"#, false);
     assert!(denied.starts_with("denied "), "{denied}");
     let real = run(
