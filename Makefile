@@ -2,52 +2,57 @@
 # and only when all of them passed.
 CARGO ?= cargo
 
-.PHONY: gate test fmt-check clippy bench fuzz fmt deps efficacy efficacy-ci
+.PHONY: gate test fmt-check clippy bench fuzz fmt deps sysdeps efficacy efficacy-ci
 
 gate: fmt-check clippy test
 	@echo "gate: ok"
 
 # The real MCP clients the tests drive (crates/boxmaker/tests/mcp_clients.rs): the official
-# Python SDK, pinned, and the MCP inspector's CLI, pinned in tests/node/package-lock.json and
-# installed there (never globally). The real MCP servers crates/boxmaker/tests/downstream.rs
-# runs inside boxes: the npm ones (server-filesystem, server-everything) in the same
-# tests/node/, the PyPI ones (tests/py/requirements.txt) in a virtualenv of the SYSTEM python
-# at tests/py/venv, since a box sees /usr, /bin and /lib but not a python under $HOME.
-# Selenium (pinned) drives Debian's headless Chromium against the approvals page
-# (crates/boxmaker/tests/approvals.rs; `.ci/run` installs chromium and chromium-driver).
+# Python SDK, pinned, in a virtualenv of the project's own (tests/py/client-venv, with
+# Selenium, which drives Debian's headless Chromium against the approvals page,
+# crates/boxmaker/tests/approvals.rs), and the MCP inspector's CLI, pinned in
+# tests/node/package-lock.json and installed there (never globally). The real MCP servers
+# crates/boxmaker/tests/downstream.rs runs inside boxes: the npm ones (server-filesystem,
+# server-everything) in the same tests/node/, the PyPI ones (tests/py/requirements.txt) in
+# tests/py/venv. Every virtualenv is made from the SYSTEM python (/usr/bin/python3): a box
+# sees /usr, /bin and /lib but not a python under $HOME, and nothing is ever installed into
+# an interpreter itself (Debian's and Ubuntu's refuse: externally-managed-environment).
 # The egress tests' clients: mcp-server-fetch and requests (tests/py/requirements.txt, the
 # same virtualenv) and a Node that honours NODE_USE_ENV_PROXY (tests/node-proxy/, apart from
 # tests/node so the inspector keeps the system Node).
-# Does nothing when all of them are already in place.
-PYTHON ?= python3
+# The system packages come first, through `make sysdeps` (tests/sysdeps.sh): installed with
+# apt-get as root, or the exact command printed. `npm ci` installs exactly the lock file and
+# never rewrites it; each install leaves a stamp, so a second `make deps` changes nothing.
 SYSTEM_PYTHON ?= /usr/bin/python3
 NPM ?= npm
-MCP_PY_VERSION := 2.3.0
-SELENIUM_VERSION := 4.38.0
+APT_GET ?= apt-get
 PY_VENV := tests/py/venv
-deps:
-	@$(PYTHON) -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "$(MCP_PY_VERSION)")' 2>/dev/null \
-	  || $(PYTHON) -m pip install --quiet --disable-pip-version-check 'mcp==$(MCP_PY_VERSION)'
-	@$(PYTHON) -c 'import importlib.metadata as m, sys; sys.exit(m.version("selenium") != "$(SELENIUM_VERSION)")' 2>/dev/null \
-	  || $(PYTHON) -m pip install --quiet --disable-pip-version-check 'selenium==$(SELENIUM_VERSION)'
-	@[ tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ] \
-	  || (cd tests/node && $(NPM) install --no-audit --no-fund --loglevel=error)
-	@[ tests/node-proxy/node_modules/.package-lock.json -nt tests/node-proxy/package-lock.json ] \
-	  || (cd tests/node-proxy && $(NPM) install --no-audit --no-fund --loglevel=error)
-	@[ $(PY_VENV)/.installed -nt tests/py/requirements.txt ] \
-	  || { rm -rf $(PY_VENV) \
-	       && $(SYSTEM_PYTHON) -m venv $(PY_VENV) \
-	       && $(PY_VENV)/bin/python3 -m pip install --quiet --disable-pip-version-check -r tests/py/requirements.txt \
-	       && touch $(PY_VENV)/.installed; }
-	@[ $(AGENTDOJO_VENV)/.installed -nt bench/agentdojo/requirements.txt ] \
-	  || { rm -rf $(AGENTDOJO_VENV) \
-	       && $(SYSTEM_PYTHON) -m venv $(AGENTDOJO_VENV) \
-	       && $(AGENTDOJO_VENV)/bin/python3 -m pip install --quiet --disable-pip-version-check -r bench/agentdojo/requirements.txt \
-	       && touch $(AGENTDOJO_VENV)/.installed; }
+CLIENT_VENV := tests/py/client-venv
+sysdeps:
+	@APT_GET=$(APT_GET) sh tests/sysdeps.sh
+
+deps: sysdeps
+	@[ tests/node/node_modules/.boxmaker-installed -nt tests/node/package-lock.json ] \
+	  || { (cd tests/node && $(NPM) ci --no-audit --no-fund --loglevel=error) \
+	       && touch tests/node/node_modules/.boxmaker-installed; }
+	@[ tests/node-proxy/node_modules/.boxmaker-installed -nt tests/node-proxy/package-lock.json ] \
+	  || { (cd tests/node-proxy && $(NPM) ci --no-audit --no-fund --loglevel=error) \
+	       && touch tests/node-proxy/node_modules/.boxmaker-installed; }
+	@$(call venv,$(CLIENT_VENV),tests/py/client-requirements.txt)
+	@$(call venv,$(PY_VENV),tests/py/requirements.txt)
+	@$(call venv,$(AGENTDOJO_VENV),bench/agentdojo/requirements.txt)
 	@echo "deps: ok"
 
+# $(call venv,DIR,REQUIREMENTS): DIR made afresh from the system python (--clear empties it
+# first) and REQUIREMENTS installed, unless DIR's stamp is newer than REQUIREMENTS.
+venv = [ $(1)/.installed -nt $(2) ] \
+  || { $(SYSTEM_PYTHON) -m venv --clear $(1) \
+       && $(1)/bin/python3 -m pip install --quiet --disable-pip-version-check -r $(2) \
+       && touch $(1)/.installed; }
+
+# Every test binary runs, and every failure is reported (not only the first binary's).
 test:
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --no-fail-fast
 
 # AgentDojo replayed through the real `boxmaker mcp` as a hijacked agent (issue 15;
 # docs/efficacy.md). `efficacy`: the four suites in full, with the release binary, figures
@@ -64,7 +69,6 @@ efficacy:
 	@for s in $(EFFICACY_SUITES); do \
 	  BOXMAKER_BIN=$(CURDIR)/target/release/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
 	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
-	    --person reads --also approves,absent,oracle \
 	    --json target/efficacy/$$s.json || exit 1; \
 	done
 	@python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s).json)

@@ -15,7 +15,7 @@ transport (a new process) to the first result, with no server running yet:
   boxmaker mcp, cold           a fresh state dir: discovery runs, then box + server start
   boxmaker mcp, warm discovery the discovery cache is in place: only box + server start
 
-Usage: bench/downstream-overhead.py [N] [W] [--direct-only]
+Usage: tests/py/client-venv/bin/python3 bench/downstream-overhead.py [N] [W] [--direct-only]
   (builds the release binary first unless --direct-only; needs `make deps`)
 """
 import asyncio, os, shutil, statistics, subprocess, sys, tempfile, time

@@ -9,7 +9,8 @@ Paths, each timed per call (p50, p99, mean), N calls after a warm-up:
                 (crates/front/examples/instant_gate.rs): the front's own cost, no box
   full, boxed   `boxmaker mcp` with the real gate and runner: read_file in a box
 
-Usage: bench/mcp-overhead.py [N]   (builds release binaries first; needs `make deps`)
+Usage: tests/py/client-venv/bin/python3 bench/mcp-overhead.py [N]
+  (builds release binaries first; needs `make deps`, which makes that virtualenv)
 """
 import asyncio, os, shutil, statistics, subprocess, sys, tempfile, time
 

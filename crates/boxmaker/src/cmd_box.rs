@@ -52,7 +52,8 @@ struct ShowArgs {
     /// The config file.
     #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
     config: PathBuf,
-    /// The session whose box to show (its workspace is created if missing).
+    /// The session whose box to show (nothing is created: a missing workspace is shown by
+    /// the path its first call makes).
     #[arg(
         long,
         value_name = "ID",
@@ -92,7 +93,10 @@ fn exec(a: &ExecArgs) -> Result<u8, CliError> {
 }
 
 fn show(a: &ShowArgs) -> Result<u8, CliError> {
-    let runner = runner_for(&a.config)?;
+    // A look: nothing is created or touched on disk (docs/spec.md §7).
+    let cfg = config::load(&a.config)?;
+    let state = cfg.gate.state.clone();
+    let runner = Runner::to_describe(Arc::new(cfg), &state)?;
     let tool = match &a.tool {
         None => None,
         Some(name) => Some(
@@ -105,7 +109,7 @@ fn show(a: &ShowArgs) -> Result<u8, CliError> {
                 })?,
         ),
     };
-    print!(
+    out!(
         "{}",
         runner
             .describe_box(&a.session, a.network, tool)

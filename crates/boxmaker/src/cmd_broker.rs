@@ -25,16 +25,23 @@ pub fn run(args: &BrokerArgs) -> Result<u8, CliError> {
     // that changed since a running gate read it replaces that gate once, here.
     let _ = host::reach(&args.config, &cfg, host::Channel::Agent, true);
     front::channel::serve(std::io::stdin(), |kind| match kind {
-        front::channel::Kind::Agent => {
-            host::reach(&args.config, &cfg, host::Channel::Agent, false).map_err(|e| e.to_string())
-        }
+        front::channel::Kind::Agent => host::reach(&args.config, &cfg, host::Channel::Agent, false)
+            .map(Into::into)
+            .map_err(|e| e.to_string()),
         // The decision socket only where the config lets a person approve in the client.
         front::channel::Kind::Decide if cfg.gate.approve_in_client => {
-            host::reach(&args.config, &cfg, host::Channel::Decide, false).map_err(|e| e.to_string())
+            host::reach(&args.config, &cfg, host::Channel::Decide, false)
+                .map(Into::into)
+                .map_err(|e| e.to_string())
         }
         front::channel::Kind::Decide => {
             Err("approving in the client is off (`[gate] approve_in_client = false`)".to_string())
         }
+        // A connection session, live while the front keeps this file open (its remembered
+        // approvals end with it: docs/spec.md §6).
+        front::channel::Kind::Live(session) => statedir::live::hold(&cfg.gate.state, &session)
+            .map(Into::into)
+            .map_err(|e| format!("cannot mark session {session} live: {e}")),
     });
     Ok(0)
 }

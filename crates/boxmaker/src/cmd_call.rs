@@ -7,7 +7,6 @@
 //! T)` on stderr while a person decides. Exit status: 0 `result`, 1 `failed`, 3 `denied`,
 //! 2 a usage, config or connection error.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -62,38 +61,38 @@ pub fn run(args: &CallArgs) -> Result<u8, CliError> {
     let resp = agent_call(&conn.stream, req, &mut |p| {
         if let ToolResponse::PendingApproval { approval, expires } = p {
             let (approve, refuse) = front::explain::approval_commands(&cfg, approval);
-            eprintln!(
+            errln!(
                 "pending approval {approval} ({}): a person runs `{approve}` or `{refuse}`",
                 crate::when::expires(*expires)
             );
         }
     })?;
     drop(conn);
-    let mut out = std::io::stdout().lock();
     if args.json {
         let text = serde_json::to_string(&resp).map_err(|e| CliError::Unexpected(e.to_string()))?;
-        let _ = writeln!(out, "{text}");
+        outln!("{text}");
     }
     Ok(match resp {
         ToolResponse::Result { content, .. } => {
             if !args.json {
-                let _ = out.write_all(content.as_bytes());
                 // A shell prompt after the answer starts on a line of its own.
-                if !content.is_empty() && !content.ends_with('\n') {
-                    let _ = out.write_all(b"\n");
+                if content.is_empty() || content.ends_with('\n') {
+                    crate::out::stdout_bytes(content.as_bytes());
+                } else {
+                    outln!("{content}");
                 }
             }
             0
         }
         ToolResponse::Failed { message } => {
             if !args.json {
-                eprintln!("failed: {message}");
+                errln!("failed: {message}");
             }
             1
         }
         ToolResponse::Denied { reason } => {
             if !args.json {
-                eprintln!(
+                errln!(
                     "{}",
                     front::explain::denial(
                         &cfg,

@@ -1,7 +1,8 @@
 //! `boxmaker check`: what the gate would decide for one call, without running anything.
 //!
-//! Prints exactly one line — `allow`, `ask`, or `denied REASON` — and exits 0, whatever
-//! the decision. `--explain` adds one line per grant whose tool pattern matched, with each
+//! Prints exactly one line — `allow`, `ask`, `denied REASON`, or `failed: MESSAGE` for
+//! `--arguments` the real call would refuse before anything runs — and exits 0, whatever the
+//! decision. `--explain` adds one line per grant whose tool pattern matched, with each
 //! argument condition and whether it held on `--arguments` (default `{}`), then one line per
 //! label rule that names the tool, and the label the call's answers get.
 //!
@@ -40,16 +41,13 @@ pub struct CheckArgs {
     /// The time of the call, in seconds since the Unix epoch (default: now).
     #[arg(long, value_name = "UNIX_SECONDS")]
     at: Option<u64>,
-    /// The call's arguments, as the model would send them: one JSON object (default `{}`).
-    /// Grants with argument conditions are tested on them; text that is not strict JSON
-    /// (a duplicated key included) matches no conditional grant, as at the gate.
-    #[arg(
-        long,
-        value_name = "JSON",
-        allow_hyphen_values = true,
-        default_value = "{}"
-    )]
-    arguments: String,
+    /// The call's arguments, as the model would send them: one JSON object. Grants with
+    /// argument conditions are tested on them; text that is not strict JSON (a duplicated
+    /// key included) matches no conditional grant, as at the gate; and arguments the real
+    /// call would refuse before it runs are said (`failed: …`). Without it: `{}`, and only
+    /// the grants are asked.
+    #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
+    arguments: Option<String>,
     /// Also say which grants matched and why each did or did not admit the call.
     #[arg(long)]
     explain: bool,
@@ -87,12 +85,12 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
     let cfg = config::load(&args.config)?;
     // What will not work is said now, not at the first call (stderr: stdout stays one line).
     for f in crate::lint::lint(&cfg) {
-        eprintln!("boxmaker: warning: {}", f.text);
+        errln!("boxmaker: warning: {}", f.text);
     }
     // The same vocabulary as `call` and MCP: a name the config has no tool for is unknown
     // (a call would not even be sent); the line on stdout is still what the gate decides.
     if !cfg.could_name(&args.tool) {
-        eprintln!(
+        errln!(
             "boxmaker: note: unknown tool {:?}: the config has no tool by that name (its \
              tools: {}); `call` and MCP clients would be told so",
             args.tool,
@@ -110,12 +108,13 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         || Timestamp::from_system_time(std::time::SystemTime::now()),
         Timestamp,
     );
-    let call_args = Arguments::parse(&args.arguments);
+    let arguments = args.arguments.as_deref().unwrap_or("{}");
+    let call_args = Arguments::parse(arguments);
     if matches!(call_args, Arguments::Unparsed) {
-        eprintln!(
+        errln!(
             "boxmaker: note: the --arguments are not strict JSON ({}), so no grant with \
              argument conditions matches, as at the gate",
-            policy::parse_strict(&args.arguments)
+            policy::parse_strict(arguments)
                 .err()
                 .map_or_else(String::new, |e| e.to_string())
         );
@@ -125,7 +124,7 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         Ok(store) => store.map(Mutex::new),
         Err(e) => {
             unreadable = true;
-            eprintln!(
+            errln!(
                 "boxmaker: note: could not read the session's provenance index ({e}); every \
                  value the config does not name counts as untrusted"
             );
@@ -143,19 +142,28 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         Some(i) => i,
         None => &no_index,
     };
+    let decision = decide_call_in(
+        &cfg.grants,
+        &args.session,
+        &args.tool,
+        &call_args,
+        taint,
+        now,
+        cx,
+    );
+    // What the call would get: a call whose arguments can never run fails at once, as the
+    // front (a downstream tool's schema, before anything else) and the gate (a builtin's
+    // decoder, once the grants do not deny it) would say.
+    // Only for arguments given: without --arguments the question is the grants' alone.
+    let never = args
+        .arguments
+        .as_deref()
+        .and_then(|a| never_runs(&cfg, &args.tool, a, &decision));
     if !args.explain {
-        println!(
-            "{}",
-            decide_call_in(
-                &cfg.grants,
-                &args.session,
-                &args.tool,
-                &call_args,
-                taint,
-                now,
-                cx
-            )
-        );
+        match &never {
+            Some(message) => outln!("failed: {message}"),
+            None => outln!("{decision}"),
+        }
         return Ok(());
     }
     let e = explain_call_in(
@@ -167,36 +175,49 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
         now,
         cx,
     );
-    println!("{}", e.decision);
+    match &never {
+        Some(message) => {
+            outln!("failed: {message}");
+            outln!(
+                "the grants say {}, but these arguments can never run: the call fails at \
+                 once and nobody is asked",
+                e.decision
+            );
+        }
+        None => outln!("{}", e.decision),
+    }
     let at = match reach {
         Some(r) => {
             format!("taint ({given}), reach {r} (what its box can read), decided at ({taint})")
         }
         None => format!("taint ({taint})"),
     };
-    println!(
-        "session {}, tool {}, {at}, at {now}: {} of {} grants name this tool",
+    outln!(
+        "session {}, tool {}, {at}, at {}: {} of {} grants name this tool",
         args.session,
         args.tool,
+        crate::when::at(now),
         e.lines.len(),
         cfg.grants.len()
     );
+    // Times as a person reads them, and how far each is from the call's time.
+    let time = |t: Timestamp| crate::when::at_from(t, now);
     for line in &e.lines {
-        println!("{line}");
+        outln!("{}", line.describe(&time));
     }
     // What the call's answers are labelled (docs/spec.md §3.4), by the function the runner
     // and the gate label them by, and every label rule that names the tool.
     for line in cfg.explain_labels(&args.tool, &call_args) {
-        println!("{line}");
+        outln!("{line}");
     }
-    println!("{}", answer_line(&cfg, &args.tool, &call_args));
+    outln!("{}", answer_line(&cfg, &args.tool, &call_args));
     if e.by_provenance {
-        println!(
+        outln!(
             "provenance changed this decision: with every from condition holding it would differ"
         );
     }
     for c in &e.concerns {
-        println!("a person would be told: {}", front::explain::concern(c));
+        outln!("a person would be told: {}", front::explain::concern(c));
     }
     Ok(())
 }
@@ -233,4 +254,42 @@ fn answer_line(cfg: &config::Config, tool: &str, args: &Arguments) -> String {
         "answers labelled {}: the tool's own {own}{reach}{by}{more}",
         show(answer.label)
     )
+}
+
+/// Why a call of `tool` with `arguments` would fail before it runs, in the words the real
+/// call gets: a downstream tool's arguments against its input schema as last discovered (the
+/// front's check, before the gate sees the call), a builtin's against its decoder
+/// (`config::args`, the gate's check, unless the grants deny the call first). `None` when
+/// they would run — or cannot be checked here (a downstream tool never discovered, or text
+/// an MCP client could not send, which the note above covers).
+fn never_runs(
+    cfg: &config::Config,
+    tool: &str,
+    arguments: &str,
+    decision: &policy::Decision,
+) -> Option<String> {
+    if let Some(def) = catalog::ToolsFile::load(&cfg.gate.state)
+        .ok()
+        .map(|f| catalog::Catalog::build(cfg, &f))
+        .and_then(|c| c.get(tool).and_then(|e| e.shown.clone()))
+    {
+        let value = serde_json::from_str::<serde_json::Value>(arguments).ok()?;
+        if !value.is_object() {
+            return None;
+        }
+        return catalog::schema::check(&def.input_schema, &value)
+            .err()
+            .map(|why| {
+                format!("{tool}: bad arguments: {why} (nothing ran; see the tool's input schema)")
+            });
+    }
+    if matches!(decision, policy::Decision::Deny(_)) {
+        return None;
+    }
+    let config::ToolKind::Builtin(b) = cfg.tool(tool)?.kind else {
+        return None;
+    };
+    config::args::parse(b, arguments)
+        .err()
+        .map(|e| format!("{e} (nothing ran; see the tool's input schema)"))
 }

@@ -45,11 +45,11 @@ max_class = "public"       # never once the session has read anything above publ
 "#;
 
 fn step(n: u32, text: &str) {
-    println!("{n}. {text}");
+    outln!("{n}. {text}");
 }
 
 fn say(text: &str) {
-    println!("   {text}");
+    outln!("   {text}");
 }
 
 fn expect(ok: bool, what: &str) -> Result<(), CliError> {
@@ -72,7 +72,7 @@ pub fn run(args: &DemoArgs) -> Result<u8, CliError> {
     let result = demo(&root);
     if args.keep {
         let kept = dir.keep();
-        println!("state kept in {}", kept.display());
+        outln!("state kept in {}", kept.display());
     }
     result.map(|()| 0)
 }
@@ -97,8 +97,8 @@ fn demo(root: &Path) -> Result<(), CliError> {
         &format!("{}{DEMO_EXTRA}", config::DEFAULT_CONFIG),
     )?;
     let cfg = Arc::new(config::load(&config_path)?);
-    println!("boxmaker demo: one agent session on the default config plus a confidential");
-    println!(
+    outln!("boxmaker demo: one agent session on the default config plus a confidential");
+    outln!(
         "mount and a public-only `share` tool; state in {}",
         cfg.gate.state.display()
     );
@@ -162,7 +162,8 @@ fn demo(root: &Path) -> Result<(), CliError> {
         &mut |p| {
             if let ToolResponse::PendingApproval { approval, expires } = p {
                 say(&format!(
-                    "pending approval {approval} (expires {expires}); a person is shown the exact command"
+                    "pending approval {approval} ({}); a person is shown the exact command",
+                    crate::when::expires(*expires)
                 ));
                 // A person approves, through the control socket (what `boxmaker approve` does).
                 let approver = statedir::connect_path(&control_path)
@@ -245,7 +246,7 @@ fn demo(root: &Path) -> Result<(), CliError> {
         ok.records,
         ok.last_hash.to_hex().get(..16).unwrap_or_default()
     ));
-    println!("demo complete: allow, approval, taint, denial and audit all behaved as shown");
+    outln!("demo complete: allow, approval, taint, denial and audit all behaved as shown");
     Ok(())
 }
 

@@ -24,14 +24,14 @@ pub fn run(args: &DoctorArgs) -> Result<u8, CliError> {
         .as_ref()
         .map_or_else(config::BoxLimits::default, |c| c.limits);
     let (report, mut ok) = runner::doctor(&limits);
-    print!("{report}");
+    out!("{report}");
     // The front (`boxmaker mcp`) confines itself before it reads the agent's first byte:
     // probed for real, in a process of its own that confines itself and tries to open a file.
     match front_probe() {
-        Ok(line) => println!("front: {line}"),
+        Ok(line) => outln!("front: {line}"),
         Err(why) => {
             ok = false;
-            println!(
+            outln!(
                 "front: cannot confine itself here ({why}); `boxmaker mcp` will refuse to serve"
             );
         }
@@ -41,13 +41,13 @@ pub fn run(args: &DoctorArgs) -> Result<u8, CliError> {
     for f in cfg.iter().flat_map(crate::lint::lint) {
         if f.blocks_boxes {
             ok = false;
-            println!("config: {}", f.text);
+            outln!("config: {}", f.text);
         } else {
-            println!("config (warning): {}", f.text);
+            outln!("config (warning): {}", f.text);
         }
     }
     if !ok && cfg.is_some() {
-        println!("boxes cannot run with this config until the lines above are fixed");
+        outln!("boxes cannot run with this config until the lines above are fixed");
     }
     Ok(if ok { 0 } else { 1 })
 }
@@ -78,21 +78,21 @@ fn front_probe() -> Result<String, String> {
 pub fn probe() -> u8 {
     let path = "/proc/self/status";
     if std::fs::File::open(path).is_err() {
-        println!("cannot open {path} even before confinement; no probe possible");
+        outln!("cannot open {path} even before confinement; no probe possible");
         return 1;
     }
     match front::confine::confine() {
         Err(e) => {
-            println!("{e}");
+            outln!("{e}");
             1
         }
         Ok(confined) => match std::fs::File::open(path) {
             Ok(_) => {
-                println!("confined ({confined}), yet it could still open {path}");
+                outln!("confined ({confined}), yet it could still open {path}");
                 1
             }
             Err(e) => {
-                println!("confines itself: {confined}; a probe could not open a file ({e})");
+                outln!("confines itself: {confined}; a probe could not open a file ({e})");
                 0
             }
         },

@@ -39,6 +39,6 @@ pub fn run(args: &InitArgs) -> Result<(), CliError> {
             path: path.clone(),
             source,
         })?;
-    println!("wrote {}", path.display());
+    outln!("wrote {}", path.display());
     Ok(())
 }

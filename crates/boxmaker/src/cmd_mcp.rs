@@ -107,10 +107,41 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 .map_err(|e| std::io::Error::other(e.to_string()))
         }) as front::approve::DecideConnector
     });
-    let with_decide = move |f: Front| match &decide {
-        Some(d) => f.with_client_approvals(d.clone()),
-        None => f,
+    // What will not work with this config (a mount whose host path is not there, …) is
+    // said now, on stderr and to each client's log, not first by a failing call.
+    let notes: Arc<Vec<String>> = Arc::new(
+        crate::lint::lint(&cfg)
+            .into_iter()
+            .map(|f| format!("warning: {}", f.text))
+            .collect(),
+    );
+    for n in notes.iter() {
+        front::note!("boxmaker mcp: {n}");
+    }
+    let with_decide = move |f: Front| {
+        let f = f.with_notes(notes.clone());
+        match &decide {
+            Some(d) => f.with_client_approvals(d.clone()),
+            None => f,
+        }
     };
+    // A connection session is live while its front holds the lock the broker hands it; its
+    // remembered approvals end with it (docs/spec.md §6). A session named with --session
+    // may be used again and is never over.
+    let live_channel = channel.clone();
+    let hold_live = move |f: Front| -> Result<Front, String> {
+        if !statedir::live::is_connection_session(f.session().as_str()) {
+            return Ok(f);
+        }
+        let live = live_channel
+            .hold_live(f.session().as_str())
+            .map_err(|e| e.to_string())?;
+        Ok(f.holding_live(live))
+    };
+    // What the front words for a person needs two things it cannot read once confined:
+    // the time zone (a file) and this binary's path (a link). Read them now.
+    let _ = front::when::zone();
+    let _ = front::explain::program();
     // Before the first byte from the agent, and on the process's only thread (the
     // runtime's threads start after, confined too).
     confine(args.probe_open.as_deref())?;
@@ -132,7 +163,13 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 None => fresh_session()?,
             };
             front::note!("boxmaker mcp: session {session}");
-            let front = with_decide(Front::new(cfg.clone(), catalog, session, connector));
+            let front = hold_live(with_decide(Front::new(
+                cfg.clone(),
+                catalog,
+                session,
+                connector,
+            )))
+            .map_err(CliError::Local)?;
             runtime.block_on(async move {
                 let service = front
                     // front's own stdio transport: bounded lines, and the JSON-RPC error for
@@ -167,12 +204,13 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                     None => fresh_session().map_err(|e| std::io::Error::other(e.to_string()))?,
                 };
                 front::note!("boxmaker mcp: new MCP session {session}");
-                Ok(with_decide(Front::new(
+                hold_live(with_decide(Front::new(
                     cfg.clone(),
                     catalog.clone(),
                     session,
                     connector.clone(),
                 )))
+                .map_err(std::io::Error::other)
             };
             runtime
                 .block_on(front::http::serve_on(

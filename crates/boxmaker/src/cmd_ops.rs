@@ -183,7 +183,7 @@ fn ask(common: &Common, op: ControlOp) -> Result<ControlAnswer, CliError> {
 
 fn print_json(answer: &ControlAnswer) -> Result<(), CliError> {
     let text = serde_json::to_string(answer).map_err(|e| CliError::Unexpected(e.to_string()))?;
-    println!("{text}");
+    outln!("{text}");
     Ok(())
 }
 
@@ -215,8 +215,7 @@ fn approval_line(a: &ApprovalInfo) -> String {
         crate::when::at(a.created),
         crate::when::expires(a.expires)
     ) + &covers_lines(&a.files)
-        + &a
-            .concerns
+        + &a.concerns
             .iter()
             .map(|c| format!("\n    consider: {}", front::explain::concern(c)))
             .collect::<String>()
@@ -326,10 +325,10 @@ pub fn approvals(args: &ApprovalsArgs) -> Result<u8, CliError> {
         return Err(unexpected(answer));
     };
     if items.is_empty() {
-        println!("no {}approvals", if args.all { "" } else { "pending " });
+        outln!("no {}approvals", if args.all { "" } else { "pending " });
     }
     for a in &items {
-        println!("{}", approval_line(a));
+        outln!("{}", approval_line(a));
     }
     Ok(0)
 }
@@ -377,7 +376,7 @@ fn decided(common: &Common, op: ControlOp) -> Result<u8, CliError> {
     let ControlAnswer::Decided { item } = answer else {
         return Err(unexpected(answer));
     };
-    println!("{}", update_line(&item));
+    outln!("{}", update_line(&item));
     Ok(0)
 }
 
@@ -386,14 +385,11 @@ fn decided(common: &Common, op: ControlOp) -> Result<u8, CliError> {
 /// again (or started) and the watch goes on from the change it had reached: change numbers
 /// are kept in the state database.
 fn watch(common: &Common) -> Result<u8, CliError> {
-    use std::io::Write;
     const PAGE: u64 = 1000;
     let cfg = Arc::new(config::load(&common.config)?);
     let mut conn = connect(&common.config, cfg.clone(), Channel::Control)?;
-    let mut out = std::io::stdout();
     if !common.json {
-        let _ = writeln!(
-            out,
+        outln!(
             "watching the approvals of {} (interrupt to stop)",
             cfg.gate.state.display()
         );
@@ -438,19 +434,18 @@ fn watch(common: &Common) -> Result<u8, CliError> {
             if common.json {
                 let text =
                     serde_json::to_string(u).map_err(|e| CliError::Unexpected(e.to_string()))?;
-                let _ = writeln!(out, "{text}");
+                outln!("{text}");
             } else if u.item.state == ApprovalState::Pending {
                 if shown.insert(u.item.id.clone()) {
                     let bell = if rang { "" } else { "\x07" };
                     rang = true;
-                    let _ = writeln!(out, "{bell}waiting: {}", approval_line(&u.item));
+                    outln!("{bell}waiting: {}", approval_line(&u.item));
                 }
             } else {
                 shown.remove(&u.item.id);
-                let _ = writeln!(out, "{}", update_line(u));
+                outln!("{}", update_line(u));
             }
         }
-        let _ = out.flush();
         match (cursor, items.last()) {
             // More pending ones than a page: read on from the last one.
             (None, Some(last)) if items.len() as u64 >= PAGE => after = last.change,
@@ -478,13 +473,13 @@ pub fn sessions(args: &SessionsArgs) -> Result<u8, CliError> {
     match answer {
         ControlAnswer::Sessions { items } => {
             if items.is_empty() {
-                println!("no sessions");
+                outln!("no sessions");
             }
             for s in &items {
-                println!("{}", session_line(s));
+                outln!("{}", session_line(s));
             }
         }
-        ControlAnswer::Session { item } => println!("reset: {}", session_line(&item)),
+        ControlAnswer::Session { item } => outln!("reset: {}", session_line(&item)),
         other => return Err(unexpected(other)),
     }
     Ok(0)
@@ -500,7 +495,7 @@ pub fn grants(args: &GrantsArgs) -> Result<u8, CliError> {
         let ControlAnswer::Grant { item } = answer else {
             return Err(unexpected(answer));
         };
-        println!("revoked: {}", grant_line(&item));
+        outln!("revoked: {}", grant_line(&item));
         return Ok(0);
     }
     let answer = ask(&args.common, ControlOp::ListGrants {})?;
@@ -512,7 +507,7 @@ pub fn grants(args: &GrantsArgs) -> Result<u8, CliError> {
         return Err(unexpected(answer));
     };
     for g in &items {
-        println!("{}", grant_line(g));
+        outln!("{}", grant_line(g));
     }
     Ok(0)
 }
@@ -558,19 +553,19 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
     match answer {
         ControlAnswer::AuditRecords { lines } => {
             for l in &lines {
-                println!("{l}");
+                outln!("{l}");
             }
         }
         ControlAnswer::AuditVerified {
             records,
             first_bad: None,
             detail,
-        } => println!("audit log intact: {records} records ({detail})"),
+        } => outln!("audit log intact: {records} records ({detail})"),
         ControlAnswer::AuditVerified {
             first_bad: Some(seq),
             detail,
             ..
-        } => eprintln!("audit log broken: the first bad record is {seq} ({detail})"),
+        } => errln!("audit log broken: the first bad record is {seq} ({detail})"),
         other => return Err(unexpected(other)),
     }
     Ok(u8::from(broken))
@@ -700,9 +695,9 @@ fn audit_checkpoint(cfg: &config::Config, json: bool) -> Result<u8, CliError> {
             "public_key": key.as_ref().ok().map(anchor::PublicKey::to_hex),
             "signed_by_key": signed,
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!(
+        outln!(
             "# the latest checkpoint of {}: {} records, signed {}, key id {}",
             cfg.gate.state.join(gate::audit::AUDIT_FILE).display(),
             cp.tree_size,
@@ -710,19 +705,19 @@ fn audit_checkpoint(cfg: &config::Config, json: bool) -> Result<u8, CliError> {
             cp.key_id
         );
         match &key {
-            Ok(k) => println!(
+            Ok(k) => outln!(
                 "# public key {} (the public half of {}); elsewhere: `boxmaker audit verify \
                  --checkpoint FILE --key {}`",
                 k.to_hex(),
                 cfg.audit.key.display(),
                 k.to_hex()
             ),
-            Err(e) => println!("# public key unknown: {e}"),
+            Err(e) => outln!("# public key unknown: {e}"),
         }
-        println!("{}", cp.to_line());
+        outln!("{}", cp.to_line());
     }
     if signed == Some(false) {
-        eprintln!(
+        errln!(
             "boxmaker: this checkpoint is not signed by the key in {}: it was forged or \
              damaged, or the key was replaced",
             cfg.audit.key.display()

@@ -76,7 +76,7 @@ fn start_page(addr: std::net::SocketAddr, state: &std::path::Path) -> Result<(),
         .block_on(page::bind(addr))
         .map_err(|e| CliError::Local(e.to_string()))?;
     let bound = listener.local_addr().unwrap_or(addr);
-    eprintln!(
+    errln!(
         "boxmaker: approvals page at http://{bound}/ — log in with the token {token} (also in {})",
         path.display()
     );
@@ -85,7 +85,7 @@ fn start_page(addr: std::net::SocketAddr, state: &std::path::Path) -> Result<(),
         .name("approvals-page".into())
         .spawn(move || {
             if let Err(e) = runtime.block_on(page::serve_on(listener, state, token)) {
-                eprintln!("boxmaker: {e}");
+                errln!("boxmaker: {e}");
             }
         })
         .map_err(|source| CliError::State {
@@ -128,7 +128,7 @@ fn stop_gate(child: &mut Child) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    eprintln!(
+    errln!(
         "boxmaker: the gate did not stop within {} s; killing it",
         STOP_WAIT.as_secs()
     );
@@ -183,7 +183,7 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
             })
     };
     let mut child = start()?;
-    eprintln!(
+    errln!(
         "boxmaker: serving; agent socket {}, control socket {}",
         state.join(gate::serve::AGENT_SOCKET).display(),
         state.join(gate::serve::CONTROL_SOCKET).display()
@@ -198,7 +198,7 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
     let code = loop {
         if stop.load(Ordering::SeqCst) {
             stop_gate(&mut child);
-            eprintln!("boxmaker: stopped");
+            errln!("boxmaker: stopped");
             break 0;
         }
         match child.try_wait() {
@@ -210,11 +210,11 @@ pub fn serve(args: &ServeArgs) -> Result<u8, CliError> {
                 let now = Instant::now();
                 restarts.retain(|t| now.duration_since(*t) < RESTART_WINDOW);
                 if status.code() == Some(2) || restarts.len() >= MAX_RESTARTS {
-                    eprintln!("boxmaker: the gate exited ({status}); not restarting it");
+                    errln!("boxmaker: the gate exited ({status}); not restarting it");
                     break 1;
                 }
                 restarts.push(now);
-                eprintln!("boxmaker: the gate exited ({status}); restarting it");
+                errln!("boxmaker: the gate exited ({status}); restarting it");
                 std::thread::sleep(Duration::from_millis(200));
                 child = start()?;
             }
@@ -252,7 +252,7 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
     // orphaned gate would keep the state directory's lock from the next `serve`.
     let supervisor = std::os::unix::process::parent_id();
     let stop = stop_flag(&cfg.gate.state)?;
-    let mut waited = false;
+    let mut waited: Option<Instant> = None;
     let hosted = loop {
         if let Some(hosted) = try_host(&args.config, cfg.clone())? {
             break hosted;
@@ -260,19 +260,27 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
         if let Ok(stream) = statedir::connect(&cfg.gate.state, statedir::CONTROL_SOCKET) {
             let _ = crate::client::control(&stream, proto::control::ControlOp::Retire {});
         }
-        if !waited {
-            eprintln!("boxmaker: another process holds the gate; waiting for it to finish");
-            waited = true;
+        if waited.is_none() {
+            errln!("boxmaker: another process holds the gate; waiting for it to finish");
+            waited = Some(Instant::now());
         }
         std::thread::sleep(Duration::from_millis(100));
     };
+    // Said once the wait is over, so a person watching knows it is this gate that serves.
+    if let Some(since) = waited {
+        errln!(
+            "boxmaker: took over the gate of {} after {:.1} s: this serve's gate serves it now",
+            cfg.gate.state.display(),
+            since.elapsed().as_secs_f64()
+        );
+    }
     loop {
         std::thread::sleep(Duration::from_millis(100));
         if stop.load(Ordering::SeqCst) {
             break;
         }
         if std::os::unix::process::parent_id() != supervisor {
-            eprintln!("boxmaker: the supervisor is gone; the gate role stops");
+            errln!("boxmaker: the supervisor is gone; the gate role stops");
             break;
         }
     }
@@ -328,11 +336,11 @@ fn on_demand(args: &GateArgs, cfg: Arc<config::Config>) -> Result<u8, CliError> 
     loop {
         std::thread::sleep(Duration::from_millis(100));
         if hosted.gate().retire_requested() {
-            eprintln!("boxmaker: a client asked this gate to retire");
+            errln!("boxmaker: a client asked this gate to retire");
             break;
         }
         if stop.load(Ordering::SeqCst) {
-            eprintln!("boxmaker: asked to stop");
+            errln!("boxmaker: asked to stop");
             break;
         }
         if hosted.active() == 0 && !Presence::anyone(&state) {

@@ -73,7 +73,7 @@ fn discover_counting(cfg: &Arc<Config>, all: bool) -> Result<(Arc<Catalog>, usiz
     for (server, r) in runner.refresh_tools(all) {
         if let Err(e) = r {
             failed += 1;
-            eprintln!("boxmaker: {server}: cannot discover its tools: {e}");
+            errln!("boxmaker: {server}: cannot discover its tools: {e}");
         }
     }
     let catalog = runner
@@ -90,10 +90,10 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
     match &args.what {
         ToolsCommand::List | ToolsCommand::Refresh => {
             if catalog.entries().is_empty() && catalog.problems.is_empty() && failed == 0 {
-                println!("no downstream tools: the config has no [[tool]] with `mcp = [...]`");
+                outln!("no downstream tools: the config has no [[tool]] with `mcp = [...]`");
             }
             for e in catalog.entries() {
-                println!(
+                outln!(
                     "{:<40} {} {:?}: {}",
                     e.exposed,
                     e.server,
@@ -102,11 +102,11 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
                 );
             }
             for p in &catalog.problems {
-                println!("not offered: {p}");
+                outln!("not offered: {p}");
             }
             // A server that could not be asked is a failure to report, not an empty list.
             if failed > 0 {
-                eprintln!(
+                errln!(
                     "boxmaker: {failed} server{} could not be asked for {} tools (see above)",
                     if failed == 1 { "" } else { "s" },
                     if failed == 1 { "its" } else { "their" }
@@ -119,27 +119,27 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
             let mut any = false;
             for e in catalog.changes() {
                 any = true;
-                println!("{}: {}", e.exposed, e.standing.describe());
+                outln!("{}: {}", e.exposed, e.standing.describe());
                 let now = seen(&cfg, &e.server, &e.downstream);
                 match (&e.standing, &e.accepted, &now) {
                     (Standing::Changed(_), Some(old), Some(new)) => {
                         if old.description != new.description {
-                            println!("  accepted description: {:?}", old.description);
-                            println!("  now:                  {:?}", new.description);
+                            outln!("  accepted description: {:?}", old.description);
+                            outln!("  now:                  {:?}", new.description);
                         }
                         if old.input_schema != new.input_schema {
-                            println!("  accepted schema: {}", old.input_schema);
-                            println!("  now:             {}", new.input_schema);
+                            outln!("  accepted schema: {}", old.input_schema);
+                            outln!("  now:             {}", new.input_schema);
                         }
                     }
                     (Standing::Added, _, Some(new)) => {
-                        println!("  description: {:?}", new.description);
-                        println!("  schema:      {}", new.input_schema);
+                        outln!("  description: {:?}", new.description);
+                        outln!("  schema:      {}", new.input_schema);
                     }
                     _ => {}
                 }
                 if let Some(new) = &now {
-                    println!(
+                    outln!(
                         "  accept exactly this: boxmaker tools accept {}@{}",
                         e.exposed,
                         new.fingerprint()
@@ -147,10 +147,10 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
                 }
             }
             if !any {
-                println!("no changes: every downstream tool is as accepted");
+                outln!("no changes: every downstream tool is as accepted");
             }
             if any {
-                println!(
+                outln!(
                     "NAME@FINGERPRINT accepts only the definition shown here; a bare NAME (or \
                      --all) accepts whatever the server offers when you run it"
                 );
@@ -207,7 +207,7 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
                             expect.unwrap_or_default()
                         )));
                     }
-                    Ok((changed, now)) => println!(
+                    Ok((changed, now)) => outln!(
                         "{}: {}{}",
                         e.exposed,
                         if changed {

@@ -273,7 +273,7 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
     // The runner's egress records go to this gate's audit log.
     events.set(gate.runner_events());
     if let Some(notice) = repaired {
-        eprintln!("boxmaker: {notice}");
+        errln!("boxmaker: {notice}");
     }
     let agent = bind_agent_socket(&state).map_err(CliError::Socket)?;
     let control = bind_control_socket(&state).map_err(CliError::Socket)?;
@@ -310,7 +310,7 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
                         Socket::Decide => gate::serve_decide::serve_decide_stream(g, stream),
                     };
                 });
-                eprintln!("boxmaker: the gate stopped accepting connections: {err}");
+                errln!("boxmaker: the gate stopped accepting connections: {err}");
             })
             .map_err(|source| CliError::State {
                 path: state.clone(),
@@ -466,7 +466,7 @@ fn same_config(cfg: &Config) -> Result<bool, CliError> {
     match crate::client::control(&stream, ControlOp::Status {}) {
         Ok(ControlAnswer::Status { config, .. }) if config == cfg.fingerprint => Ok(true),
         Ok(ControlAnswer::Status { kept: true, .. }) => {
-            eprintln!(
+            errln!(
                 "boxmaker: the gate `boxmaker serve` keeps for {} read another version of the \
                  config; restart `serve` to apply your changes",
                 cfg.gate.state.display()

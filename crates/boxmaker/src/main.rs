@@ -10,6 +10,11 @@
 //! those modes before anything else, so they run with nothing of the CLI set up.
 
 #![forbid(unsafe_code)]
+// Every line goes through `out`'s macros, which never panic (docs/spec.md §7).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+#[macro_use]
+mod out;
 
 mod client;
 mod cmd_box;
@@ -87,7 +92,7 @@ fn main() -> ExitCode {
     // What our caller left open (a shell's `exec 9<file`) never reaches a role we start, or
     // a box: every inherited descriptor past stdio is close-on-exec from here on.
     if let Err(e) = runner::seal_inherited_descriptors() {
-        eprintln!("boxmaker: cannot mark inherited descriptors close-on-exec: {e}");
+        errln!("boxmaker: cannot mark inherited descriptors close-on-exec: {e}");
         return ExitCode::from(error::FAILURE);
     }
     let cli = match Cli::try_parse() {
@@ -98,14 +103,14 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            eprintln!("{}", error::one_line_usage_error(&e));
+            errln!("{}", error::one_line_usage_error(&e));
             return ExitCode::from(error::USAGE);
         }
     };
     let ok = |r: Result<(), error::CliError>| r.map(|()| 0);
     let result = match cli.command {
         None => {
-            println!(
+            outln!(
                 "boxmaker {} (wire protocol {}): see `boxmaker --help`",
                 env!("CARGO_PKG_VERSION"),
                 proto::PROTOCOL_VERSION
@@ -140,7 +145,7 @@ fn exit(result: Result<u8, error::CliError>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("boxmaker: {e}");
+            errln!("boxmaker: {e}");
             ExitCode::from(e.exit_code())
         }
     }

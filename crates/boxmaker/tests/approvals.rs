@@ -21,6 +21,12 @@ fn python_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python")
 }
 
+/// The interpreter of the Python MCP SDK and Selenium: `make deps` installs them into the
+/// project's own virtualenv, never into a system interpreter.
+fn client_python() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/py/client-venv/bin/python3")
+}
+
 /// A fresh config dir from `boxmaker init`, with `extra` added to its `[gate]` table.
 fn config_dir(name: &str, gate: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -68,7 +74,7 @@ fn wait_or_kill(child: &mut Child, deadline: Instant) -> ExitStatus {
 
 /// Runs a script of tests/python with the binary and the config in its environment.
 fn python(script: &str, dir: &Path, env: &[(&str, &str)]) -> Run {
-    let sdk = Command::new("python3")
+    let sdk = Command::new(client_python())
         .args(["-c", "import mcp.client.stdio"])
         .output();
     assert!(
@@ -77,7 +83,7 @@ fn python(script: &str, dir: &Path, env: &[(&str, &str)]) -> Run {
     );
     let out_path = dir.join(format!("{script}.stdout"));
     let err_path = dir.join(format!("{script}.stderr"));
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(client_python());
     cmd.arg(python_dir().join(script))
         .current_dir(python_dir())
         .env("BOXMAKER_BIN", BIN)
@@ -344,7 +350,7 @@ fn require_browser() {
             "{bin} is missing: `apt-get install chromium chromium-driver` (.ci/run does)"
         );
     }
-    let o = Command::new("python3")
+    let o = Command::new(client_python())
         .args(["-c", "import selenium"])
         .output()
         .unwrap();

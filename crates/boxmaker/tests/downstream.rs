@@ -58,6 +58,12 @@ fn python_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python")
 }
 
+/// The interpreter of the Python MCP SDK and Selenium: `make deps` installs them into the
+/// project's own virtualenv, never into a system interpreter.
+fn client_python() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/py/client-venv/bin/python3")
+}
+
 fn servers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/servers")
@@ -106,7 +112,7 @@ fn pyvenv() -> PathBuf {
 
 /// Fails (never skips) when `make deps` has not installed the Python SDK.
 fn require_python_sdk() {
-    let o = Command::new("python3")
+    let o = Command::new(client_python())
         .args(["-c", "import mcp.client.stdio"])
         .output();
     match o {
@@ -115,7 +121,10 @@ fn require_python_sdk() {
             "the Python MCP SDK is missing: run `make deps` ({})",
             String::from_utf8_lossy(&o.stderr).trim()
         ),
-        Err(e) => panic!("the Python MCP SDK is missing: run `make deps` (python3: {e})"),
+        Err(e) => panic!(
+            "the Python MCP SDK is missing: run `make deps` ({}: {e})",
+            client_python().display()
+        ),
     }
 }
 
@@ -1144,7 +1153,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 /// Runs one script of tests/python against `env` and asserts it passed.
 fn python_script(script: &str, env: &Env, vars: &[(&str, &str)]) -> Run {
     require_python_sdk();
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(client_python());
     cmd.arg(python_dir().join(script))
         .current_dir(python_dir())
         .env("BOXMAKER_BIN", BIN)

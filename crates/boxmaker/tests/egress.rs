@@ -314,7 +314,7 @@ fn mcp_server_fetch_is_allowed_refused_and_cleared_as_the_config_says() {
     let lab = Lab::new("fetch");
     let cfg = lab.config("c", &format!("{BASE}{FETCH}"));
     require_python_sdk();
-    let mut c = lab.cmd("python3");
+    let mut c = lab.cmd(client_python());
     c.arg(python_dir().join("egress_fetch_client.py"))
         .env("BOXMAKER_BIN", BIN)
         .env("BOXMAKER_CONFIG", &cfg)
@@ -341,7 +341,7 @@ fn mcp_server_fetch_is_allowed_refused_and_cleared_as_the_config_says() {
 }
 
 fn require_python_sdk() {
-    let o = Command::new("python3")
+    let o = Command::new(client_python())
         .args(["-c", "import mcp.client.stdio"])
         .output()
         .unwrap();

@@ -145,9 +145,14 @@ struct Mcp {
 
 impl Mcp {
     fn start(config: &Path) -> Self {
+        Self::start_env(config, &[])
+    }
+
+    fn start_env(config: &Path, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(BIN)
             .args(["mcp", "--config"])
             .arg(config)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -489,17 +494,22 @@ fn the_approval_hint_is_a_command_that_works_from_any_directory() {
         .split('`')
         .nth(1)
         .unwrap_or_else(|| panic!("no command in {line}"));
-    assert!(command.starts_with("boxmaker approve ap-"), "{line}");
+    // The binary by its absolute path: `boxmaker` alone need not be on PATH (issue 21).
+    assert!(
+        command.starts_with(&format!("{} approve ap-", bin_path())),
+        "{line}"
+    );
     assert!(
         command.contains(&format!("--config {}", config.display())),
         "{line}"
     );
-    // Typed as shown, from another directory (the shell is not needed: the path has no
-    // characters a shell would treat specially).
-    let words: Vec<&str> = command.split_whitespace().skip(1).collect();
-    let o = Command::new(BIN)
-        .args(&words)
+    // Typed as shown, from another directory with an empty PATH (the shell is not needed:
+    // the paths have no characters a shell would treat specially).
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let o = Command::new(words[0])
+        .args(&words[1..])
         .current_dir("/")
+        .env("PATH", "")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -689,10 +699,29 @@ fn which(program: &str) -> bool {
 fn the_readme_inspector_command_runs_as_written() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    // The version the README names is the one the tests pin (issue 21: an unversioned
+    // `npx` fetches 0.15 on Node 20, whose arguments differ).
+    let pinned: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/node/package.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let version = pinned["dependencies"]["@modelcontextprotocol/inspector"]
+        .as_str()
+        .unwrap();
     let line = readme
         .lines()
-        .find(|l| l.starts_with("npx @modelcontextprotocol/inspector --cli"))
+        .find(|l| l.starts_with("npx @modelcontextprotocol/inspector"))
         .expect("the README shows the inspector's command line");
+    assert!(
+        line.starts_with(&format!(
+            "npx @modelcontextprotocol/inspector@{version} --cli"
+        )),
+        "the README's inspector line names another version than tests/node pins ({version}): {line}"
+    );
     let dir = long_dir("readme-inspector", 0);
     let config = init(&dir, "");
     let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/node");
@@ -721,4 +750,948 @@ fn the_readme_inspector_command_runs_as_written() {
         .unwrap();
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("read_file"), "{}", stdout(&o));
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21: the two commands on a stock machine.
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Programs that write their name and arguments to `log` and fail, named `names`, in `dir`.
+fn tattletales(dir: &Path, log: &Path, names: &[&str]) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    for name in names {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\necho \"{name} $*\" >> '{}'\nexit 1\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// Modification times of every stamp and lock file `make deps` keeps.
+fn deps_stamps(root: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+    [
+        "tests/node/package-lock.json",
+        "tests/node-proxy/package-lock.json",
+        "tests/node/node_modules/.package-lock.json",
+        "tests/node-proxy/node_modules/.package-lock.json",
+        "tests/py/venv",
+        "tests/py/client-venv",
+        "bench/agentdojo/venv",
+    ]
+    .iter()
+    .map(|f| {
+        let path = root.join(f);
+        let modified = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|e| panic!("run `make deps` first: {}: {e}", path.display()));
+        (path, modified)
+    })
+    .collect()
+}
+
+#[test]
+fn make_deps_again_installs_nothing_rewrites_nothing_and_never_runs_the_path_python() {
+    let root = repo_root();
+    let dir = long_dir("make-deps", 0);
+    let log = dir.join("called.log");
+    // The interpreter on PATH (a pyenv's, or Debian's, which refuses `pip install`) and
+    // every installer: none may run when everything is in place.
+    let shims = dir.join("bin");
+    tattletales(
+        &shims,
+        &log,
+        &[
+            "python3", "python", "pip", "pip3", "npm", "npx", "apt-get", "sudo",
+        ],
+    );
+    let git_status = || {
+        let o = Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=all"])
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let before = (git_status(), deps_stamps(&root));
+    let path = format!(
+        "{}:{}",
+        shims.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("make")
+        .args(["--no-print-directory", "-s", "-C"])
+        .arg(&root)
+        .arg("deps")
+        .arg(format!("SYSTEM_PYTHON={}", shims.join("python3").display()))
+        .arg(format!("NPM={}", shims.join("npm").display()))
+        .arg(format!("APT_GET={}", shims.join("apt-get").display()))
+        .env("PATH", path)
+        .env_remove("MAKEFLAGS")
+        .output()
+        .unwrap();
+    let called = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        o.status.success() && called.is_empty(),
+        "a `make deps` with everything installed ran {called:?}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "deps: ok\n", "{}", stderr(&o));
+    assert_eq!((git_status(), deps_stamps(&root)), before);
+}
+
+#[test]
+fn the_python_clients_run_from_the_projects_own_virtualenv() {
+    let python = repo_root().join("tests/py/client-venv/bin/python3");
+    let o = Command::new(&python)
+        .args([
+            "-c",
+            "import sys, mcp.client.stdio, selenium\n\
+             import importlib.metadata as m\n\
+             print(sys.prefix != sys.base_prefix, m.version('mcp'), m.version('selenium'))",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("run `make deps`: {}: {e}", python.display()));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let makefile = std::fs::read_to_string(repo_root().join("Makefile")).unwrap();
+    let pinned = |name: &str| {
+        let reqs =
+            std::fs::read_to_string(repo_root().join("tests/py/client-requirements.txt")).unwrap();
+        reqs.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}==")))
+            .unwrap_or_else(|| panic!("{name} is not pinned"))
+            .to_string()
+    };
+    assert_eq!(
+        stdout(&o),
+        format!("True {} {}\n", pinned("mcp"), pinned("selenium"))
+    );
+    // Nothing in `make deps` installs with an interpreter's own pip: only a virtualenv's.
+    for line in makefile.lines().filter(|l| l.contains("pip install")) {
+        assert!(line.contains("$(1)/bin/python3 -m pip install"), "{line}");
+    }
+}
+
+/// `tests/sysdeps.sh` in a mount namespace where `hidden` look absent (each covered by
+/// /dev/null, which is not executable), as `uid`, with `apt_get` as the installer.
+fn sysdeps_without(hidden: &[&str], uid: u32, apt_get: &Path) -> Output {
+    let mut script = String::from("mount --make-rprivate / || exit 99\n");
+    for h in hidden {
+        script.push_str(&format!("mount --bind /dev/null {h} || exit 99\n"));
+    }
+    script.push_str(&format!(
+        "exec setpriv --reuid={uid} --regid={uid} --clear-groups env APT_GET={} sh {}\n",
+        apt_get.display(),
+        repo_root().join("tests/sysdeps.sh").display()
+    ));
+    Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn sysdeps_installs_what_is_missing_as_root_and_prints_the_exact_command_otherwise() {
+    assert!(
+        Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| stdout(&o).trim() == "0"),
+        "this test needs root (CI runs as root) to hide packages in a mount namespace"
+    );
+    let dir = long_dir("sysdeps", 0);
+    let log = dir.join("apt.log");
+    let apt = dir.join("apt-get");
+    std::fs::write(
+        &apt,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&apt, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hidden = ["/usr/bin/chromium", "/usr/bin/chromedriver"];
+    for h in hidden {
+        assert!(Path::new(h).exists(), "{h} is missing: run `make sysdeps`");
+    }
+
+    // Everything present: nothing to do, as anyone.
+    let o = sysdeps_without(&[], 65534, &apt);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o) + &stderr(&o), "");
+
+    // Root: apt-get installs exactly what is missing.
+    let o = sysdeps_without(&hidden, 0, &apt);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "update -qq\ninstall -y -qq chromium chromium-driver\n"
+    );
+
+    // Anyone else: the exact command, and a failure, so `make deps` stops there.
+    std::fs::remove_file(&log).unwrap();
+    let o = sysdeps_without(&hidden, 65534, &apt);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("\n    sudo apt-get install -y chromium chromium-driver\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!log.exists(), "apt-get ran as a user");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 11: a reader that goes away (`boxmaker sessions | head -1`).
+
+/// Runs `boxmaker ARGS` with stdout (and, with `both`, stderr too) the write end of a pipe
+/// whose read end is already closed, as `| head -1` leaves it once head has exited. Returns
+/// the exit status and what went to stderr (nothing, with `both`).
+fn into_a_closed_pipe(args: &[&str], both: bool) -> (Option<i32>, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).stdin(Stdio::null());
+    if both {
+        cmd.stderr(writer.try_clone().unwrap());
+    } else {
+        cmd.stderr(Stdio::piped());
+    }
+    let mut child = cmd.stdout(writer).spawn().unwrap();
+    let err = child.stderr.take();
+    let reading = std::thread::spawn(move || err.map(std::io::read_to_string));
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} went on writing into a closed pipe");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = reading
+        .join()
+        .unwrap()
+        .transpose()
+        .unwrap()
+        .unwrap_or_default();
+    (status.code(), err)
+}
+
+#[test]
+fn no_command_panics_when_its_reader_goes_away_and_each_exits_141() {
+    let dir = long_dir("broken-pipe", 0);
+    let config = init(&dir, "");
+    let c = config.to_str().unwrap();
+    ok(
+        &config,
+        &[
+            "call",
+            "--session",
+            "s1",
+            "write_file",
+            r#"{"path":"a.txt","content":"hi"}"#,
+        ],
+    );
+    let fresh = dir.join("fresh");
+    let fresh = fresh.to_str().unwrap();
+    let commands: Vec<Vec<&str>> = vec![
+        vec![],
+        vec!["init", fresh],
+        vec![
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            "read_file",
+            "--config",
+            c,
+        ],
+        vec![
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            "run",
+            "--explain",
+            "--config",
+            c,
+        ],
+        vec!["doctor", "--config", c],
+        vec!["sessions", "--config", c],
+        vec!["sessions", "--json", "--config", c],
+        vec!["grants", "--config", c],
+        vec!["approvals", "--all", "--config", c],
+        vec!["approvals", "--watch", "--config", c],
+        vec!["audit", "tail", "--config", c],
+        vec!["audit", "verify", "--config", c],
+        vec!["tools", "list", "--config", c],
+        vec!["tools", "diff", "--config", c],
+        vec!["box", "show", "--session", "s1", "--config", c],
+        vec![
+            "call",
+            "--session",
+            "s1",
+            "read_file",
+            r#"{"path":"a.txt"}"#,
+            "--config",
+            c,
+        ],
+        vec!["demo"],
+    ];
+    for args in &commands {
+        let (code, err) = into_a_closed_pipe(args, false);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(code, Some(141), "{args:?}: {err}");
+        assert_eq!(err, "", "{args:?}: a reader gone is no error to report");
+        // `2>&1 | head -1`: nowhere to say anything, and still no panic (101).
+        if args.first() == Some(&"init") {
+            std::fs::remove_dir_all(fresh).unwrap();
+        }
+        let (code, _) = into_a_closed_pipe(args, true);
+        assert_eq!(code, Some(141), "{args:?} with stderr gone too");
+        if args.first() == Some(&"init") {
+            std::fs::remove_dir_all(fresh).unwrap();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 13: every answer carries a label, failures and denials too.
+
+#[test]
+fn failed_and_denied_answers_carry_a_label_in_meta_like_results() {
+    let dir = long_dir("labels-on-failures", 0);
+    let config = init(
+        &dir,
+        "\n[[tool]]\nname = \"peek\"\nbuiltin = \"read_file\"\nclass = \"confidential\"\n\
+         untrusted = true\n\n[[grant]]\ntool = \"peek\"\neffect = \"allow\"\n\n\
+         [[tool]]\nname = \"erase\"\nbuiltin = \"write_file\"\n\n\
+         [[grant]]\ntool = \"erase\"\neffect = \"deny\"\n",
+    );
+    let mut m = Mcp::start(&config);
+    let label = |r: &Value| r["result"]["_meta"]["boxmaker"].clone();
+
+    let ok = m.call("list_dir", json!({"path": "/work"}));
+    assert_eq!(ok["result"]["isError"], json!(false), "{ok}");
+    assert_eq!(
+        label(&ok),
+        json!({"class": "internal", "untrusted": false, "truncated": false}),
+        "{ok}"
+    );
+    // A failure is labelled as the gate raised the session by: the tool's floor (the
+    // default config's read_file is `internal`).
+    let failed = m.call("read_file", json!({"path": "no-such-file"}));
+    assert_eq!(failed["result"]["isError"], json!(true), "{failed}");
+    assert!(text_of(&failed).starts_with("failed: "), "{failed}");
+    assert_eq!(
+        label(&failed),
+        json!({"class": "internal", "untrusted": false, "truncated": false}),
+        "{failed}"
+    );
+    let failed = m.call("peek", json!({"path": "no-such-file"}));
+    assert!(text_of(&failed).starts_with("failed: "), "{failed}");
+    assert_eq!(
+        label(&failed),
+        json!({"class": "confidential", "untrusted": true, "truncated": false}),
+        "{failed}"
+    );
+    // A denial ran nothing: boxmaker's own sentence, public and trusted.
+    let denied = m.call("erase", json!({"path": "a", "content": ""}));
+    assert!(text_of(&denied).starts_with("denied: "), "{denied}");
+    assert_eq!(
+        label(&denied),
+        json!({"class": "public", "untrusted": false, "truncated": false}),
+        "{denied}"
+    );
+    // A `run` the gate refuses for its arguments ran nothing either, yet is a `failed`:
+    // labelled at least the floor, never left without a label.
+    let refused = m.call("run", json!({"command": "ls"}));
+    assert!(text_of(&refused).starts_with("failed: "), "{refused}");
+    assert!(label(&refused)["class"].is_string(), "{refused}");
+    m.close();
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 14: a look changes nothing.
+
+/// Every path under `dir` with its type, mode, size and modification time.
+fn tree(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(p) = todo.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        out.push(format!(
+            "{} {:o} {} {}.{}",
+            p.display(),
+            m.mode(),
+            if m.is_dir() { 0 } else { m.size() },
+            m.mtime(),
+            m.mtime_nsec()
+        ));
+        if m.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                todo.push(e.unwrap().path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn box_show_changes_nothing_on_disk() {
+    let dir = long_dir("box-show-looks", 0);
+    let config = init(&dir, "");
+    let looks: [&[&str]; 4] = [
+        &["box", "show"],
+        &["box", "show", "--session", "s1"],
+        &["box", "show", "--session", "s1", "--tool", "run"],
+        &["box", "show", "--session", "s1", "--network"],
+    ];
+    // Before anything ever ran: no state directory is made, no workspace.
+    let before = tree(&dir);
+    for look in looks {
+        let shown = ok(&config, look);
+        assert!(shown.contains("/work "), "{shown}");
+        assert_eq!(tree(&dir), before, "{look:?} changed the disk");
+    }
+    assert!(!dir.join(".boxmaker").exists());
+    // With a session that has a workspace (and a gate that has gone): not even its time.
+    ok(
+        &config,
+        &[
+            "call",
+            "--session",
+            "s1",
+            "write_file",
+            r#"{"path":"a.txt","content":"hi"}"#,
+        ],
+    );
+    let deadline = Instant::now() + WAIT;
+    while !gate_pids(&config).is_empty() {
+        assert!(Instant::now() < deadline, "the on-demand gate did not end");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = tree(&dir);
+    for look in looks {
+        ok(&config, look);
+        assert_eq!(tree(&dir), before, "{look:?} changed the disk");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 10: `check` says what the call would, bad arguments included.
+
+#[test]
+fn check_says_what_the_real_call_would_for_bad_arguments() {
+    let dir = long_dir("check-arguments", 0);
+    let servers = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/servers")
+        .canonicalize()
+        .unwrap();
+    let config = init(
+        &dir,
+        &format!(
+            "\n[[mount]]\nhost = \"{}\"\nat = \"/opt/servers\"\nclass = \"public\"\n\n\
+             [[tool]]\nname = \"h\"\nmcp = [\"/usr/bin/python3\", \"/opt/servers/hostile_server.py\", \"well\"]\n\n\
+             [[grant]]\ntool = \"h_*\"\neffect = \"ask\"\n\n\
+             [[tool]]\nname = \"erase\"\nbuiltin = \"write_file\"\n\n\
+             [[grant]]\ntool = \"erase\"\neffect = \"deny\"\n",
+            servers.display()
+        ),
+    );
+    let check = |tool: &str, arguments: &str, explain: bool| {
+        let mut a = vec![
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            tool,
+            "--arguments",
+            arguments,
+        ];
+        if explain {
+            a.push("--explain");
+        }
+        ok(&config, &a)
+    };
+    // A builtin: the grant says ask, but the call fails at once, and `check` says so in the
+    // words `call` prints.
+    let said = check("run", r#"{"argv":"ls"}"#, false);
+    let real = run(
+        &config,
+        &["call", "--session", "s1", "run", r#"{"argv":"ls"}"#],
+    );
+    assert_eq!(real.status.code(), Some(1), "{}", stderr(&real));
+    assert!(
+        stderr(&real).starts_with("failed: run: bad arguments"),
+        "{}",
+        stderr(&real)
+    );
+    assert_eq!(said, stderr(&real));
+    let explained = check("run", r#"{"argv":"ls"}"#, true);
+    assert!(explained.starts_with(&said), "{explained}");
+    assert!(
+        explained.contains("the grants say ask, but these arguments can never run"),
+        "{explained}"
+    );
+    // Good arguments, and a denial (the gate denies before it looks at arguments): as before.
+    assert_eq!(check("run", r#"{"argv":["ls"]}"#, false), "ask\n");
+    // Without --arguments the question is the grants' alone (`{}` would never decode).
+    assert_eq!(
+        ok(&config, &["check", "--session", "s1", "--tool", "run"]),
+        "ask\n"
+    );
+    let denied = check("erase", r#"{"path":1}"#, false);
+    assert!(denied.starts_with("denied "), "{denied}");
+    let real = run(
+        &config,
+        &["call", "--session", "s1", "erase", r#"{"path":1}"#],
+    );
+    assert_eq!(real.status.code(), Some(3), "{}", stderr(&real));
+
+    // A downstream tool, once discovered: checked against its input schema, as the front does.
+    assert!(ok(&config, &["tools", "list"]).contains("h_echo"));
+    assert_eq!(check("h_echo", r#"{"text":"hi"}"#, false), "ask\n");
+    let said = check("h_echo", r#"{"txt":"hi"}"#, false);
+    assert!(
+        said.starts_with("failed: h_echo: bad arguments: ") && said.contains("nothing ran"),
+        "{said}"
+    );
+    let mut m = Mcp::start(&config);
+    let r = m.call("h_echo", json!({"txt": "hi"}));
+    assert_eq!(format!("{}\n", text_of(&r)), said, "{r}");
+    m.close();
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 12: times a person reads, and a command a person can type.
+
+/// The binary as boxmaker names itself (its absolute path, symlinks resolved).
+fn bin_path() -> String {
+    Path::new(BIN).canonicalize().unwrap().display().to_string()
+}
+
+/// Fails when `text` holds a run of nine or more digits: a Unix time left for a person.
+#[track_caller]
+fn no_unix_seconds(text: &str) {
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c.is_ascii_digit() { run + 1 } else { 0 };
+        assert!(run < 9, "raw Unix seconds in: {text}");
+    }
+}
+
+/// A zone with an offset no machine's default would have, to tell local time from UTC.
+const ZONE: (&str, &str) = ("TZ", "Asia/Kolkata");
+
+#[test]
+fn the_demo_check_and_the_mcp_log_line_show_local_times_and_the_binarys_path() {
+    // The demo's pending approval.
+    let o = Command::new(BIN)
+        .arg("demo")
+        .env(ZONE.0, ZONE.1)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.contains("pending approval"))
+        .unwrap_or_else(|| panic!("no pending line: {}", stdout(&o)))
+        .to_string();
+    assert!(
+        line.contains("expires 20") && line.contains("+05:30 (in "),
+        "{line}"
+    );
+    no_unix_seconds(&line);
+
+    // `check --explain`: the time of the call and a grant's expiry.
+    let dir = long_dir("local-times", 0);
+    let config = init(
+        &dir,
+        "\n[[grant]]\ntool = \"write_file\"\neffect = \"allow\"\nexpires = 1900000000\n",
+    );
+    let o = Command::new(BIN)
+        .args([
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            "write_file",
+            "--explain",
+            "--config",
+        ])
+        .arg(&config)
+        .env(ZONE.0, ZONE.1)
+        .output()
+        .unwrap();
+    let explained = stdout(&o);
+    assert!(o.status.success(), "{explained}{}", stderr(&o));
+    assert!(
+        explained.contains(", at 20") && explained.contains("+05:30"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("expires 2030-03-17 23:16:40 +05:30 (in "),
+        "{explained}"
+    );
+    no_unix_seconds(&explained);
+    let o = Command::new(BIN)
+        .args([
+            "check",
+            "--session",
+            "s1",
+            "--tool",
+            "write_file",
+            "--explain",
+            "--at",
+            "1900000100",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .env(ZONE.0, ZONE.1)
+        .output()
+        .unwrap();
+    let explained = stdout(&o);
+    assert!(
+        explained.contains("expired at 2030-03-17 23:16:40 +05:30 (2 min ago)"),
+        "{explained}"
+    );
+    no_unix_seconds(&explained);
+
+    // The MCP log notification a pending call sends: local time, from the confined front,
+    // and commands that name the binary by its absolute path.
+    let mut m = Mcp::start_env(&config, &[ZONE]);
+    m.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                   "params": {"name": "run", "arguments": {"argv": ["true"]}}}));
+    let deadline = Instant::now() + WAIT;
+    let note = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = m.lines.recv_timeout(left).expect("no log notification");
+        if v["method"] == "notifications/message" {
+            break v;
+        }
+    };
+    let message = note["params"]["data"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(note["params"]["data"]["expires"].is_u64(), "{note}");
+    assert!(
+        message.contains("expires 20") && message.contains("+05:30 (in "),
+        "{message}"
+    );
+    no_unix_seconds(&message);
+    let approve = format!("`{} approve ap-", bin_path());
+    assert!(message.contains(&approve), "{message}");
+    let id = note["params"]["data"]["approval"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(&config, &["refuse", &id]);
+    let answer = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = m
+            .lines
+            .recv_timeout(left)
+            .expect("no answer after the refusal");
+        if v["id"] == json!(99) {
+            break v;
+        }
+    };
+    assert!(text_of(&answer).starts_with("denied: "), "{answer}");
+    m.close();
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 15: an ended connection session's remembered approvals end with it.
+
+/// Over `m`, a `run` call that asks; a person approves it for the session from the CLI.
+/// Returns the session it was remembered for.
+fn remember_a_run(m: &mut Mcp, config: &Path, id: u64) -> String {
+    m.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "run", "arguments": {"argv": ["true"]}}}));
+    let deadline = Instant::now() + WAIT;
+    let approval = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = m.lines.recv_timeout(left).expect("no log notification");
+        if v["method"] == "notifications/message" {
+            break v["params"]["data"]["approval"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        }
+    };
+    let listed: Value = serde_json::from_str(&ok(config, &["approvals", "--json"])).unwrap();
+    let session = listed["body"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == json!(approval))
+        .unwrap_or_else(|| panic!("{approval} not pending: {listed}"))["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(config, &["approve", &approval, "--for", "10m"]);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = m
+            .lines
+            .recv_timeout(left)
+            .expect("no answer after approval");
+        if v["id"] == json!(id) {
+            assert_eq!(v["result"]["isError"], json!(false), "{v}");
+            break;
+        }
+    }
+    session
+}
+
+/// The sessions that have a remembered approval listed by `grants`.
+fn remembered_sessions(config: &Path) -> Vec<String> {
+    let g: Value = serde_json::from_str(&ok(config, &["grants", "--json"])).unwrap();
+    g["body"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| !i["scope"].is_null())
+        .map(|i| i["grant"]["sessions"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn an_ended_sessions_remembered_approvals_end_with_it_and_a_live_ones_stay() {
+    let dir = long_dir("remembered-end", 0);
+    let config = init(&dir, "");
+    let mut stays = Mcp::start(&config);
+    let live = remember_a_run(&mut stays, &config, 10);
+    let mut closes = Mcp::start(&config);
+    let closed = remember_a_run(&mut closes, &config, 20);
+    let mut killed = Mcp::start(&config);
+    let gone = remember_a_run(&mut killed, &config, 30);
+    assert!(live.starts_with("mcp-") && closed.starts_with("mcp-") && gone.starts_with("mcp-"));
+    let all = remembered_sessions(&config);
+    for s in [&live, &closed, &gone] {
+        assert!(all.contains(s), "{s} not remembered: {all:?}");
+    }
+    // One client goes away as clients do; another is killed (no goodbye at all).
+    closes.close();
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let now = remembered_sessions(&config);
+        if !now.contains(&closed) && !now.contains(&gone) {
+            assert!(
+                now.contains(&live),
+                "a live session lost its approval: {now:?}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "still remembered: {now:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Not listed anywhere a person looks: `grants` (text), and the audit says why.
+    let text = ok(&config, &["grants"]);
+    assert!(!text.contains(&closed) && !text.contains(&gone), "{text}");
+    assert!(text.contains(&live), "{text}");
+    let audit = ok(&config, &["audit", "tail", "-n", "50"]);
+    assert!(audit.contains("grant_revoked"), "{audit}");
+    // The live session's approval still answers its calls.
+    let r = stays.call("run", json!({"argv": ["true"]}));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    stays.close();
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 items 6 and 7: a venv python the box cannot follow, a mount that is not there.
+
+#[test]
+fn a_venv_python_whose_symlink_leads_outside_the_box_is_named_as_a_symlink() {
+    let dir = long_dir("venv-symlink", 0);
+    // What `python -m venv` makes from a Python under the home directory: bin/python3 a
+    // symlink to an interpreter the box does not show.
+    let venv = dir.join("venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::os::unix::fs::symlink("python", venv.join("bin/python3")).unwrap();
+    std::os::unix::fs::symlink(
+        "/opt/boxmaker-test-pyenv/versions/3.11.7/bin/python3.11",
+        venv.join("bin/python"),
+    )
+    .unwrap();
+    let config = init(
+        &dir,
+        "\n[[mount]]\nhost = \"venv\"\nat = \"/opt/venv\"\nclass = \"public\"\n\n\
+         [[tool]]\nname = \"srv\"\nmcp = [\"/opt/venv/bin/python3\", \"-m\", \"srv\"]\n",
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("timeout_seconds = 300", "timeout_seconds = 5"),
+    )
+    .unwrap();
+    let o = run(&config, &["tools", "list"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{}{err}", stdout(&o));
+    assert!(!err.contains("no file is there"), "{err}");
+    assert!(
+        err.contains(
+            "/opt/venv/bin/python3 is a symlink (through /opt/venv/bin/python) to \
+             /opt/boxmaker-test-pyenv/versions/3.11.7/bin/python3.11, which is not inside the box"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("points there: make it with `/usr/bin/python3 -m venv DIR`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_mount_that_is_not_there_is_said_at_start_and_by_each_call() {
+    let dir = long_dir("missing-mount", 0);
+    let config = init(
+        &dir,
+        "\n[[mount]]\nhost = \"not-there\"\nat = \"/data/x\"\n",
+    );
+    let missing = dir.join("not-there").display().to_string();
+    // `boxmaker mcp` says so on stderr as it starts, and in the MCP log once the client is
+    // initialized.
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--config"])
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "newcomer", "version": "0"}}})
+    )
+    .unwrap();
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "list_dir", "arguments": {"path": "/work"}}})
+    )
+    .unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let (mut logged, mut answer) = (None, None);
+    for line in out.lines().map_while(Result::ok) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["method"] == "notifications/message" {
+            logged = Some(v.clone());
+        }
+        if v["id"] == json!(2) {
+            answer = Some(v);
+            break;
+        }
+    }
+    drop(input);
+    let _ = child.wait();
+    let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
+    let said = format!("mount /data/x: its host path {missing} cannot be used (it does not exist)");
+    assert!(err.contains(&said), "{err}");
+    let logged = logged.expect("no MCP log notification about the mount");
+    assert_eq!(logged["params"]["level"], "warning", "{logged}");
+    assert!(logged.to_string().contains(&said), "{logged}");
+    // The call says the path does not exist, not that a symlink appeared.
+    let answer = answer.unwrap();
+    let text = text_of(&answer);
+    assert!(
+        text.contains(&format!("{missing} (shown at /data/x) does not exist")),
+        "{text}"
+    );
+    assert!(!text.contains("appeared after"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 item 18: `serve` says when it took over the gate.
+
+#[test]
+fn serve_says_when_it_has_taken_over_a_gate_another_process_held() {
+    let dir = long_dir("serve-takes-over", 0);
+    let config = init(&dir, "");
+    // A client's on-demand gate holds the state directory.
+    let mut m = Mcp::start(&config);
+    let r = m.call("list_dir", json!({"path": "/work"}));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    let on_demand = gate_pids(&config);
+    assert_eq!(on_demand.len(), 1);
+    let mut serve = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = serve.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    let took = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(line) = rx.recv_timeout(left) else {
+            break None;
+        };
+        if line.contains("took over") {
+            break Some(line);
+        }
+        seen.push(line);
+    };
+    let _ = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status();
+    wait_exit(&mut serve);
+    let took = took.unwrap_or_else(|| panic!("serve never said it took over: {seen:?}"));
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("another process holds the gate")),
+        "{seen:?}"
+    );
+    assert!(
+        took.contains(&dir.join(".boxmaker").display().to_string()),
+        "{took}"
+    );
+    assert!(
+        on_demand.iter().all(|p| !gate_pids(&config).contains(p)),
+        "the on-demand gate still runs"
+    );
+    m.close();
 }

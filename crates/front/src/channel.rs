@@ -9,13 +9,16 @@
 //! front ── 'c' ──────────────────────────────▶ launcher: finds (or starts) a gate, connects
 //! front ◀── 'k' + SCM_RIGHTS(agent connection) ─┘  (or 'e' + one line: why not)
 //! front ── 'd' ─▶ the same, for the gate's decision socket (only with `approve_in_client`)
+//! front ── 'p' + SESSION (20 bytes) ─▶ launcher: holds the connection session live
+//! front ◀── 'k' + SCM_RIGHTS(its lock file) ──┘  (statedir::live; the front keeps it open
+//!                                                  for as long as the session lasts)
 //! ```
 //!
 //! Both halves live here, so the protocol is written once.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -36,20 +39,31 @@ fn broken(e: impl std::fmt::Display) -> GateCallError {
     }
 }
 
-/// Which of the gate's sockets a request asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
     /// The agent socket (`'c'`): every tool call.
     Agent,
     /// The decision socket (`'d'`): showing and deciding the session's own approvals.
     Decide,
+    /// The lock that keeps a connection session live (`'p'` and the session's 20 bytes,
+    /// `mcp-` and 16 hex digits; `statedir::live`).
+    Live(String),
 }
 
+/// The length of a connection session's name: `mcp-` and 16 hex digits.
+const LIVE_NAME: usize = 20;
+
 impl Kind {
-    fn byte(self) -> u8 {
+    fn bytes(&self) -> Vec<u8> {
         match self {
-            Kind::Agent => b'c',
-            Kind::Decide => b'd',
+            Kind::Agent => b"c".to_vec(),
+            Kind::Decide => b"d".to_vec(),
+            Kind::Live(session) => {
+                let mut b = b"p".to_vec();
+                b.extend(session.bytes());
+                b
+            }
         }
     }
 }
@@ -66,7 +80,16 @@ impl Channel {
     /// Asks the launcher for one connection of `kind`. One request at a time (calls run on
     /// several threads).
     pub fn ask(&self, kind: Kind) -> Result<UnixStream, GateCallError> {
-        ask(&self.0, kind)
+        ask(&self.0, &kind).map(UnixStream::from)
+    }
+
+    /// Asks the launcher to hold connection session `session` live: the descriptor it hands
+    /// back keeps it so until it is closed (in every process that has a copy).
+    pub fn hold_live(&self, session: &str) -> Result<OwnedFd, GateCallError> {
+        if session.len() != LIVE_NAME || !session.starts_with("mcp-") {
+            return Err(broken(format!("{session:?} is not a connection session")));
+        }
+        ask(&self.0, &Kind::Live(session.to_string()))
     }
 }
 
@@ -76,10 +99,15 @@ pub fn connector(channel: Channel) -> Connector {
     Arc::new(move || channel.ask(Kind::Agent))
 }
 
-fn ask(channel: &Mutex<UnixStream>, kind: Kind) -> Result<UnixStream, GateCallError> {
+fn ask(channel: &Mutex<UnixStream>, kind: &Kind) -> Result<OwnedFd, GateCallError> {
     {
         let ch = channel.lock().unwrap_or_else(PoisonError::into_inner);
-        rustix::net::send(&*ch, &[kind.byte()], SendFlags::NOSIGNAL).map_err(broken)?;
+        let request = kind.bytes();
+        let mut sent = 0;
+        while sent < request.len() {
+            let rest = request.get(sent..).unwrap_or_default();
+            sent += rustix::net::send(&*ch, rest, SendFlags::NOSIGNAL).map_err(broken)?;
+        }
         let mut byte = [0u8; 1 + MAX_REASON];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -99,7 +127,7 @@ fn ask(channel: &Mutex<UnixStream>, kind: Kind) -> Result<UnixStream, GateCallEr
         let text = byte.get(1..got.bytes).unwrap_or_default();
         match (byte.first(), got.bytes, fds.len()) {
             (_, 0, _) => Err(broken("the launcher is gone")),
-            (Some(b'k'), _, 1) => Ok(UnixStream::from(fds.remove(0))),
+            (Some(b'k'), _, 1) => Ok(fds.remove(0)),
             (Some(b'e'), _, 0) => Err(GateCallError::Connect {
                 path: "the gate".into(),
                 source: std::io::Error::other(String::from_utf8_lossy(text).into_owned()),
@@ -109,9 +137,10 @@ fn ask(channel: &Mutex<UnixStream>, kind: Kind) -> Result<UnixStream, GateCallEr
     }
 }
 
-/// The launcher's side: answers each request on `channel` with a connection from
-/// `connect` (or why there is none), until the front closes it.
-pub fn serve(channel: impl AsFd, connect: impl Fn(Kind) -> Result<UnixStream, String>) {
+/// The launcher's side: answers each request on `channel` with a descriptor from
+/// `connect` (a connection, or a session's lock file) or why there is none, until the front
+/// closes it.
+pub fn serve(channel: impl AsFd, connect: impl Fn(Kind) -> Result<OwnedFd, String>) {
     let channel = channel.as_fd();
     let mut byte = [0u8; 1];
     loop {
@@ -119,6 +148,24 @@ pub fn serve(channel: impl AsFd, connect: impl Fn(Kind) -> Result<UnixStream, St
             Ok((0, _)) | Err(_) => return,
             Ok(_) if byte[0] == b'c' => Kind::Agent,
             Ok(_) if byte[0] == b'd' => Kind::Decide,
+            Ok(_) if byte[0] == b'p' => {
+                let mut name = [0u8; LIVE_NAME];
+                let mut got = 0;
+                while got < LIVE_NAME {
+                    match rustix::net::recv(
+                        channel,
+                        name.get_mut(got..).unwrap_or_default(),
+                        RecvFlags::empty(),
+                    ) {
+                        Ok((0, _)) | Err(_) => return,
+                        Ok((n, _)) => got += n,
+                    }
+                }
+                match std::str::from_utf8(&name) {
+                    Ok(s) => Kind::Live(s.to_string()),
+                    Err(_) => return,
+                }
+            }
             // Anything else is not the front speaking as it should: stop serving it.
             Ok(_) => return,
         };
@@ -169,7 +216,7 @@ mod tests {
                         let mut m = mine;
                         m.write_all(b"from the gate").unwrap();
                     });
-                    Ok(theirs)
+                    Ok(theirs.into())
                 } else {
                     Err("no gate answered".into())
                 }

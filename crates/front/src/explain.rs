@@ -88,18 +88,31 @@ pub fn shell_word(path: &str) -> String {
     }
 }
 
+/// This binary as a person types it: its absolute path as one shell word (`boxmaker` need
+/// not be on anyone's PATH), `boxmaker` only when the system cannot say. Found once; the
+/// confined front can read no link, so `boxmaker mcp` calls this before it confines itself.
+pub fn program() -> &'static str {
+    static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        std::env::current_exe()
+            .map(|p| shell_word(&p.display().to_string()))
+            .unwrap_or_else(|_| "boxmaker".into())
+    })
+}
+
 /// The commands that decide `approval`, exactly as a person types them in any directory:
-/// `boxmaker approve ID --config FILE` (the config's absolute path, when it came from a
-/// file) and the same with `refuse`.
+/// `/abs/boxmaker approve ID --config FILE` ([`program`]; the config's absolute path, when
+/// it came from a file) and the same with `refuse`.
 pub fn approval_commands(cfg: &Config, approval: &str) -> (String, String) {
     let config = cfg
         .file
         .as_ref()
         .map(|f| format!(" --config {}", shell_word(&f.display().to_string())))
         .unwrap_or_default();
+    let program = program();
     (
-        format!("boxmaker approve {approval}{config}"),
-        format!("boxmaker refuse {approval}{config}"),
+        format!("{program} approve {approval}{config}"),
+        format!("{program} refuse {approval}{config}"),
     )
 }
 
@@ -110,14 +123,19 @@ mod tests {
     #[test]
     fn the_approval_commands_name_the_config_and_survive_a_shell() {
         let mut cfg = config::parse("", "t.toml", std::path::Path::new("/")).unwrap();
-        assert_eq!(approval_commands(&cfg, "ap-1").0, "boxmaker approve ap-1");
+        let me = shell_word(&std::env::current_exe().unwrap().display().to_string());
+        assert!(me.starts_with('/') || me.starts_with("'/"), "{me}");
+        assert_eq!(
+            approval_commands(&cfg, "ap-1").0,
+            format!("{me} approve ap-1")
+        );
         cfg.file = Some("/home/a b/it's/boxmaker.toml".into());
         let (approve, refuse) = approval_commands(&cfg, "ap-1");
         assert_eq!(
             approve,
-            "boxmaker approve ap-1 --config '/home/a b/it'\\''s/boxmaker.toml'"
+            format!("{me} approve ap-1 --config '/home/a b/it'\\''s/boxmaker.toml'")
         );
-        assert!(refuse.starts_with("boxmaker refuse ap-1 --config '"));
+        assert!(refuse.starts_with(&format!("{me} refuse ap-1 --config '")));
         assert_eq!(shell_word("/srv/x.toml"), "/srv/x.toml");
     }
 }

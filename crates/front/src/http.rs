@@ -170,6 +170,19 @@ async fn check_message(req: Request<Body>, next: Next) -> Response<Body> {
         .await
 }
 
+/// A session's `DELETE` (the client ends it) answered `200 OK`, which the clients expect
+/// (the Python SDK logs `Session termination failed: 202` for rmcp's `202 Accepted`): the
+/// session is over when the answer is sent, so nothing is merely accepted. Other answers
+/// (401, 404 for an unknown session, 405) pass as they are.
+async fn answer_delete(req: Request<Body>, next: Next) -> Response<Body> {
+    let delete = req.method() == Method::DELETE;
+    let mut resp = next.run(req).await;
+    if delete && resp.status() == StatusCode::ACCEPTED {
+        *resp.status_mut() = StatusCode::OK;
+    }
+    resp
+}
+
 /// Serves MCP at `http://ADDR/mcp` until the process ends. `new_front` makes the front of a
 /// new MCP session (with a new boxmaker session id); its error refuses that session.
 pub async fn serve(
@@ -214,6 +227,7 @@ pub async fn serve_on(
     let allowed = Arc::new(allowed_origins);
     let app = axum::Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(answer_delete))
         .layer(axum::middleware::from_fn(check_message))
         .layer(axum::middleware::from_fn(move |req, next| {
             require_token(token.clone(), req, next)

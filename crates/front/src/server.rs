@@ -43,6 +43,12 @@ struct Inner {
     connector: gatecall::Connector,
     /// The decision socket, when the config lets a person approve in the agent's client.
     decide: std::sync::OnceLock<crate::approve::DecideConnector>,
+    /// What the launcher found wrong with the config at start (a mount that is not there…),
+    /// said to the client's log once it has initialized.
+    notes: std::sync::OnceLock<Arc<Vec<String>>>,
+    /// What keeps a connection session live (`statedir::live`): closed when the last clone
+    /// of this front goes, which is when the MCP session ends.
+    live: std::sync::OnceLock<std::os::fd::OwnedFd>,
     next_call: AtomicU64,
     seen: Mutex<(DataClass, bool)>,
 }
@@ -76,6 +82,8 @@ impl Front {
                 session,
                 connector,
                 decide: std::sync::OnceLock::new(),
+                live: std::sync::OnceLock::new(),
+                notes: std::sync::OnceLock::new(),
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
             }),
@@ -89,6 +97,24 @@ impl Front {
     #[must_use]
     pub fn with_client_approvals(self, decide: crate::approve::DecideConnector) -> Self {
         let _ = self.inner.decide.set(decide);
+        self
+    }
+
+    /// The same front, keeping `live` open for as long as it serves: the descriptor that
+    /// holds its connection session live (`front::channel::Channel::hold_live`), so the
+    /// gate ends the session's remembered approvals once it is gone (docs/spec.md §6).
+    #[must_use]
+    pub fn holding_live(self, live: std::os::fd::OwnedFd) -> Self {
+        let _ = self.inner.live.set(live);
+        self
+    }
+
+    /// The same front, telling the client's log each of `notes` (`warning`, logger
+    /// `boxmaker`) once the client has initialized: what will not work with this config,
+    /// said before the first call fails of it (docs/spec.md §5).
+    #[must_use]
+    pub fn with_notes(self, notes: Arc<Vec<String>>) -> Self {
+        let _ = self.inner.notes.set(notes);
         self
     }
 
@@ -106,6 +132,17 @@ impl Front {
         )
     }
 
+    /// Remembers a label relayed to the client (for wording a later denial).
+    fn saw(&self, class: DataClass, untrusted: bool) {
+        let mut seen = self
+            .inner
+            .seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        seen.0 = seen.0.max(class);
+        seen.1 |= untrusted;
+    }
+
     /// Turns the gate's final answer into the MCP result.
     fn answer(&self, tool: &str, resp: ToolResponse) -> CallToolResult {
         match resp {
@@ -115,32 +152,23 @@ impl Front {
                 untrusted,
                 truncated,
             } => {
-                {
-                    let mut seen = self
-                        .inner
-                        .seen
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    seen.0 = seen.0.max(class);
-                    seen.1 |= untrusted;
-                }
-                let mut meta = serde_json::Map::new();
-                meta.insert(
-                    "boxmaker".into(),
-                    json!({"class": class, "untrusted": untrusted, "truncated": truncated}),
-                );
+                self.saw(class, untrusted);
+                let meta = label_meta(class, untrusted, truncated);
                 if self.inner.catalog.get(tool).is_none() {
                     return CallToolResult::success(vec![ContentBlock::text(content)])
-                        .with_meta(Some(MetaObject(meta)));
+                        .with_meta(Some(meta));
                 }
                 // A downstream server's blocks pass through in MCP form (docs/spec.md §5, issue 7).
                 let (blocks, structured) = downstream_blocks(&content);
-                let mut result = CallToolResult::success(blocks).with_meta(Some(MetaObject(meta)));
+                let mut result = CallToolResult::success(blocks).with_meta(Some(meta));
                 result.structured_content = structured;
                 result
             }
             ToolResponse::Failed { message } => {
-                CallToolResult::error(vec![ContentBlock::text(format!("failed: {message}"))])
+                let answer = failed(&self.inner.config, tool, &message);
+                let floor = self.inner.config.floor(tool);
+                self.saw(floor.class, floor.untrusted);
+                answer
             }
             ToolResponse::Denied { reason } => {
                 let seen = *self
@@ -156,15 +184,42 @@ impl Front {
                     seen,
                     now(),
                 ))])
+                .with_meta(Some(nothing_ran()))
             }
             // The gate never ends a call with a pending answer; say so rather than guess.
-            ToolResponse::PendingApproval { .. } => {
-                CallToolResult::error(vec![ContentBlock::text(
-                    "failed: the gate ended the call while it was still pending",
-                )])
-            }
+            ToolResponse::PendingApproval { .. } => failed(
+                &self.inner.config,
+                tool,
+                "the gate ended the call while it was still pending",
+            ),
         }
     }
+}
+
+/// The label every answer carries in `_meta.boxmaker` (docs/spec.md §5), as for a result.
+fn label_meta(class: DataClass, untrusted: bool, truncated: bool) -> MetaObject {
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "boxmaker".into(),
+        json!({"class": class, "untrusted": untrusted, "truncated": truncated}),
+    );
+    MetaObject(meta)
+}
+
+/// The label of an answer in which nothing of a tool's came back: a denial, or a call the
+/// front refused before any gate saw it. Its text is boxmaker's own.
+fn nothing_ran() -> MetaObject {
+    label_meta(DataClass::Public, false, false)
+}
+
+/// A `failed` answer, labelled by the tool's floor ([`Config::floor`]): the label the gate
+/// raises the session's taint by for a failure (a message may quote what the tool read), so
+/// a client that follows the labels sees what the gate recorded — or more, for a failure
+/// that ran nothing, never less.
+fn failed(config: &Config, tool: &str, message: &str) -> CallToolResult {
+    let floor = config.floor(tool);
+    CallToolResult::error(vec![ContentBlock::text(format!("failed: {message}"))])
+        .with_meta(Some(label_meta(floor.class, floor.untrusted, false)))
 }
 
 /// A downstream result's content (a [`catalog::Content`] as JSON) as MCP blocks and
@@ -186,6 +241,26 @@ fn downstream_blocks(content: &str) -> (Vec<ContentBlock>, Option<serde_json::Va
 }
 
 impl ServerHandler for Front {
+    // MCP logging is what the clients people use today show (as for a pending call).
+    #[allow(deprecated)]
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        let Some(notes) = self.inner.notes.get() else {
+            return;
+        };
+        for note in notes.iter() {
+            let _ = context
+                .peer
+                .notify_logging_message(
+                    LoggingMessageNotificationParam::new(
+                        LoggingLevel::Warning,
+                        json!({"message": note}),
+                    )
+                    .with_logger("boxmaker"),
+                )
+                .await;
+        }
+    }
+
     #[allow(deprecated)]
     fn get_info(&self) -> InitializeResult {
         let mut info = InitializeResult::new(
@@ -280,6 +355,7 @@ impl ServerHandler for Front {
             return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "failed: {name}: bad arguments: {why} (nothing ran; see the tool's input schema)"
             ))])
+            .with_meta(Some(nothing_ran()))
             .into());
         }
         let arguments = serde_json::to_string(&arguments)
@@ -330,8 +406,9 @@ impl ServerHandler for Front {
                         let (approve, refuse) =
                             crate::explain::approval_commands(&self.inner.config, &approval);
                         let text = format!(
-                            "waiting for a person to approve {name} (approval {approval}, expires {expires}); \
-                             a person runs `{approve}` or `{refuse}`"
+                            "waiting for a person to approve {name} (approval {approval}, {}); \
+                             a person runs `{approve}` or `{refuse}`",
+                            crate::when::expires(expires)
                         );
                         if let Some(token) = progress.clone() {
                             step += 1.0;

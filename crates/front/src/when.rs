@@ -4,7 +4,15 @@
 
 use proto::Timestamp;
 
-/// `2026-12-01 14:03:22 +01:00` in the machine's time zone (UTC when it has none).
+/// The machine's time zone (`TZ`, else `/etc/localtime`; UTC when it has none), read once:
+/// the confined front can open no file, so `boxmaker mcp` calls this before it confines
+/// itself, and every later time is worded in the zone read then.
+pub fn zone() -> &'static jiff::tz::TimeZone {
+    static ZONE: std::sync::OnceLock<jiff::tz::TimeZone> = std::sync::OnceLock::new();
+    ZONE.get_or_init(jiff::tz::TimeZone::system)
+}
+
+/// `2026-12-01 14:03:22 +01:00` in the machine's time zone ([`zone`]).
 pub fn local(t: Timestamp) -> String {
     let Ok(secs) = i64::try_from(t.0) else {
         return format!("{} (Unix seconds)", t.0);
@@ -12,7 +20,7 @@ pub fn local(t: Timestamp) -> String {
     let Ok(ts) = jiff::Timestamp::from_second(secs) else {
         return format!("{secs} (Unix seconds)");
     };
-    let zoned = ts.to_zoned_datetime(jiff::tz::TimeZone::system());
+    let zoned = ts.to_zoned_datetime(zone().clone());
     zoned.strftime("%Y-%m-%d %H:%M:%S %:z").to_string()
 }
 

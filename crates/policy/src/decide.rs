@@ -239,6 +239,16 @@ impl Verdict {
 
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_with(f, &|t| t.to_string())
+    }
+}
+
+impl Verdict {
+    fn write_with(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        time: &dyn Fn(Timestamp) -> String,
+    ) -> fmt::Result {
         match self {
             Verdict::OtherSessions => f.write_str("does not apply: its sessions do not match"),
             Verdict::ConditionFails(i) => {
@@ -252,7 +262,7 @@ impl fmt::Display for Verdict {
                 "does not apply: it has argument conditions and the call's arguments are not \
                  strict JSON",
             ),
-            Verdict::Expired(t) => write!(f, "does not apply: expired at {t}"),
+            Verdict::Expired(t) => write!(f, "does not apply: expired at {}", time(*t)),
             Verdict::Denies => f.write_str("denies the call"),
             Verdict::ClassAbove(max) => {
                 write!(f, "does not admit: the taint is above its max_class {max}")
@@ -291,20 +301,33 @@ pub struct VerdictLine {
 
 impl fmt::Display for VerdictLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
+        f.write_str(&self.describe(&|t| t.to_string()))
+    }
+}
+
+impl VerdictLine {
+    /// As `Display`, with every time worded by `time` (a person reads local time, not Unix
+    /// seconds: `boxmaker check --explain`).
+    pub fn describe(&self, time: &dyn Fn(Timestamp) -> String) -> String {
+        struct Verdict<'a>(&'a VerdictLine, &'a dyn Fn(Timestamp) -> String);
+        impl fmt::Display for Verdict<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.verdict.write_with(f, self.1)
+            }
+        }
+        let mut out = format!(
             "grant {} ({}): {}",
             self.index + 1,
-            self.grant,
-            self.verdict
-        )?;
+            self.grant.describe(time),
+            Verdict(self, time)
+        );
         if let Some(c) = &self.clearance {
-            write!(f, ": {c}")?;
+            out.push_str(&format!(": {c}"));
         }
         if !self.conditions.is_empty() {
-            write!(f, " [{}]", self.conditions.join("; "))?;
+            out.push_str(&format!(" [{}]", self.conditions.join("; ")));
         }
-        Ok(())
+        out
     }
 }
 

@@ -154,6 +154,28 @@ impl Grant {
 
 impl fmt::Display for Grant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_with(f, &|t| t.to_string())
+    }
+}
+
+impl Grant {
+    /// As `Display`, with its expiry worded by `time` (a person reads local time, not Unix
+    /// seconds: `boxmaker check --explain`).
+    pub fn describe(&self, time: &dyn Fn(Timestamp) -> String) -> String {
+        struct With<'a>(&'a Grant, &'a dyn Fn(Timestamp) -> String);
+        impl fmt::Display for With<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.write_with(f, self.1)
+            }
+        }
+        With(self, time).to_string()
+    }
+
+    fn write_with(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        time: &dyn Fn(Timestamp) -> String,
+    ) -> fmt::Result {
         write!(
             f,
             "tool {:?}, sessions {:?}, effect {}",
@@ -168,7 +190,7 @@ impl fmt::Display for Grant {
             write!(f, ", if_untrusted {}", self.if_untrusted)?;
         }
         if let Some(t) = self.expires {
-            write!(f, ", expires {t}")?;
+            write!(f, ", expires {}", time(t))?;
         }
         for (i, c) in self.when.iter().enumerate() {
             let lead = if i == 0 { ", when " } else { " and " };

@@ -100,8 +100,19 @@ impl Runner {
         state_dir: &Path,
         binary: PathBuf,
     ) -> Result<Self, RunnerError> {
+        create_private_dir(&state_dir.join("work"))?;
+        Ok(Self::unprepared(config, state_dir, binary))
+    }
+
+    /// A runner that only looks ([`Runner::describe_box`]): it creates nothing on disk,
+    /// not even `state_dir/work/` (docs/spec.md §7: `box show` changes nothing).
+    pub fn to_describe(config: Arc<Config>, state_dir: &Path) -> Result<Self, RunnerError> {
+        let binary = std::env::current_exe().map_err(RunnerError::Binary)?;
+        Ok(Self::unprepared(config, state_dir, binary))
+    }
+
+    fn unprepared(config: Arc<Config>, state_dir: &Path, binary: PathBuf) -> Self {
         let workspaces = state_dir.join("work");
-        create_private_dir(&workspaces)?;
         let helper = HelperCommand {
             program: binary.clone(),
             args: vec![sandbox::HELPER_ARG.into()],
@@ -109,7 +120,7 @@ impl Runner {
         let hosts = Arc::new(Hosts::resolve(config.clone()));
         let floors: Arc<Mutex<HashMap<SessionId, DataClass>>> = Arc::default();
         let egress = Arc::new(crate::egress::Egress::new(config.clone(), floors.clone()));
-        Ok(Self {
+        Self {
             config,
             state_dir: state_dir.to_path_buf(),
             workspaces,
@@ -120,7 +131,7 @@ impl Runner {
             floors,
             egress,
             running: Arc::default(),
-        })
+        }
     }
 
     /// The state directory (the discovery file lives there; the gate's files too).
@@ -546,16 +557,24 @@ impl Runner {
     }
 
     /// `boxmaker box show`: the mount table, network and limits of `session`'s box, as text.
+    /// A look changes nothing on disk (docs/spec.md §7): a workspace that does not exist yet
+    /// is shown by the path the session's first call will make, and an existing one is not
+    /// touched (its time decides when an ended session's workspace is swept).
     pub fn describe_box(
         &self,
         session: &SessionId,
         network: bool,
         tool: Option<&Tool>,
     ) -> Result<String, sandbox::Error> {
-        self.ensure_workspace(session)
-            .map_err(|e| sandbox::Error::InvalidSpec(e.to_string()))?;
+        let workspace = self.workspace(session);
+        let made = workspace.is_dir();
         let network = tool.map_or(network, |t| t.network);
         let mut spec = self.box_spec(session, network, &[], vec!["/bin/true".into()], Io::Inherit);
+        if !made {
+            // The table is built by the same code either way; `/` stands in for the
+            // directory, and the path it will be is put back below.
+            spec.workspace = PathBuf::from("/");
+        }
         let mut reach = String::new();
         if let Some(t) = tool {
             spec.mounts = self.box_mounts(Some(t), Some(self.box_label(session, t)));
@@ -575,7 +594,21 @@ impl Runner {
                 )
             };
         }
-        let table = sandbox::mount_table(&spec)?;
+        let mut table = sandbox::mount_table(&spec)?;
+        let mut work = String::new();
+        if !made {
+            for e in &mut table {
+                if let (true, sandbox::MountKind::Bind { host, .. }) =
+                    (e.at == Path::new("/work"), &mut e.kind)
+                {
+                    host.clone_from(&workspace);
+                }
+            }
+            work = format!(
+                "work: {} does not exist yet; the session's first call makes it\n",
+                workspace.display()
+            );
+        }
         let l = &spec.limits;
         let network = if !network {
             "none (only lo)".to_string()
@@ -583,7 +616,7 @@ impl Runner {
             self.describe_egress(tool)
         };
         Ok(format!(
-            "{}{reach}network: {}\nlimits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock\n",
+            "{}{work}{reach}network: {}\nlimits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock\n",
             sandbox::describe_mounts(&table),
             network,
             l.memory_bytes,

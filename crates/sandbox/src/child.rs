@@ -114,7 +114,21 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
     for e in c.table {
         sources.push(match &e.kind {
             MountKind::Bind { host, .. } | MountKind::Device { host } => {
-                Some(sys::open_path(host)?)
+                Some(sys::open_path(host).map_err(|err| match &err {
+                    // Said as what it is: the path is not there (a symlink that appeared is
+                    // ELOOP, and keeps its own sentence).
+                    Error::Syscall { source, .. }
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        Error::Setup(format!(
+                            "{} (shown at {}) does not exist on the host: create it, or remove \
+                             its [[mount]]",
+                            host.display(),
+                            e.at.display()
+                        ))
+                    }
+                    _ => err,
+                })?)
             }
             _ => None,
         });
@@ -293,6 +307,20 @@ fn exec_failed(spec: &Spec, e: &std::io::Error) -> String {
         .collect();
     seen.extend(spec.mounts.iter().map(|m| m.at.display().to_string()));
     let seen = seen.join(", ");
+    if let Some((link, target)) = dangling_link(Path::new(name)) {
+        return format!(
+            "{name} is a symlink{} to {}, which is not inside the box (it sees only {seen}); \
+             a virtualenv made from a Python under a home directory (pyenv, …) points there: \
+             make it with `/usr/bin/python3 -m venv DIR`, or mount the directory that holds \
+             the target",
+            if link == Path::new(name) {
+                String::new()
+            } else {
+                format!(" (through {})", link.display())
+            },
+            target.display()
+        );
+    }
     if name.contains('/') {
         format!(
             "{name} is not inside the box: no file is there in the box, which sees only \
@@ -310,6 +338,29 @@ fn exec_failed(spec: &Spec, e: &std::io::Error) -> String {
              program's full path inside one of these, or mount the directory that holds it"
         )
     }
+}
+
+/// When `name` is a symlink (or a chain of them) whose end is not there: the last link and
+/// the target it names. Read inside the box, where the exec failed.
+fn dangling_link(name: &Path) -> Option<(PathBuf, PathBuf)> {
+    let mut at = name.to_path_buf();
+    let mut last = None;
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&at).ok()?;
+                let next = match at.parent() {
+                    Some(dir) if target.is_relative() => dir.join(&target),
+                    _ => target,
+                };
+                last = Some(at);
+                at = next;
+            }
+            Ok(_) => return None,
+            Err(_) => return last.map(|l| (l, at)),
+        }
+    }
+    None
 }
 
 /// Reads one go-ahead message from the helper; returns the descriptors it carried.

@@ -15,6 +15,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod live;
+
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;

@@ -88,6 +88,12 @@ pub fn python_dir() -> PathBuf {
         .unwrap()
 }
 
+/// The interpreter of the Python MCP SDK and Selenium: `make deps` installs them into the
+/// project's own virtualenv, never into a system interpreter.
+pub fn client_python() -> PathBuf {
+    repo_root().join("tests/py/client-venv/bin/python3")
+}
+
 fn need(program: &str, install: &str) {
     let ok = Command::new("sh")
         .args(["-c", &format!("command -v {program}")])

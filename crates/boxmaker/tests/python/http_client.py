@@ -3,6 +3,7 @@
 plain HTTP requests without the token, or with a wrong one, which must be 401."""
 
 import json
+import logging
 import os
 import re
 import socket
@@ -123,6 +124,15 @@ async def main() -> None:
         check(code == 200, f"with the token the answer was {code}, not 200")
 
         step("the Python SDK's streamable HTTP client with the bearer header")
+        # What the SDK logs of the server's answers: a DELETE of the session it does not
+        # expect (anything but 200 or 204) is "Session termination failed: STATUS".
+        sdk_log: list[str] = []
+
+        class Keep(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                sdk_log.append(record.getMessage())
+
+        logging.getLogger("mcp.client.streamable_http").addHandler(Keep(logging.WARNING))
         notes = Notes()
         async with httpx2.AsyncClient(
             headers={"Authorization": f"Bearer {token}"},
@@ -133,6 +143,12 @@ async def main() -> None:
                 async with ClientSession(r, w, logging_callback=notes.on_log) as session:
                     await initialize_and_list(session)
                     await scenario(session, notes)
+        step("the session's DELETE is answered as the SDK expects")
+        print("SDK warnings:", sdk_log)
+        check(
+            not any("Session termination failed" in m for m in sdk_log),
+            f"the SDK logged {sdk_log}",
+        )
         step("done")
         check(proc.poll() is None, f"the server exited: {proc.returncode}")
     finally:

@@ -769,7 +769,8 @@ impl Gate {
                 let concerns = provenance::concerns(&explained);
                 // The person is shown what changed since they approved this same call.
                 remember::mark_changed(&mut files, &remembered.before);
-                self.ask(req, reason, concerns, now, reply, files).map(Start::Held)
+                self.ask(req, reason, concerns, now, reply, files)
+                    .map(Start::Held)
             }
         }
     }

@@ -152,6 +152,7 @@ impl Gate {
                 })
             }
             ControlOp::ListGrants {} => {
+                self.end_remembered_of_ended_sessions();
                 let mut items: Vec<GrantInfo> = self
                     .config
                     .grants
@@ -393,6 +394,32 @@ impl Gate {
         Ok(ControlAnswer::Grant {
             item: grant_info_of_row(&row),
         })
+    }
+
+    /// Ends the remembered approvals of connection sessions that have ended (docs/spec.md
+    /// §6, `statedir::live`): each is revoked, as an operator's revocation is, and audited
+    /// `grant_revoked`. A session named by a person never ends; nothing is ended when the
+    /// store cannot be read (the listing then says why).
+    pub(super) fn end_remembered_of_ended_sessions(&self) {
+        let Ok(rows) = lock(&self.store).grants() else {
+            return;
+        };
+        let state = &self.config.gate.state;
+        let ended: Vec<i64> = rows
+            .iter()
+            .filter(|r| r.scope.is_some() && statedir::live::ended(state, &r.sessions))
+            .map(|r| r.id)
+            .collect();
+        if ended.is_empty() {
+            return;
+        }
+        let now = self.now();
+        for id in ended {
+            if lock(&self.store).revoke_grant(id, now).is_ok() {
+                let _ = self.audit(now, Event::GrantRevoked { grant: id });
+            }
+        }
+        self.invalidate_grants();
     }
 
     /// What the person sees. The taint shown is the session's taint now (the store does not
