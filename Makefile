@@ -69,6 +69,7 @@ efficacy:
 	@for s in $(EFFICACY_SUITES); do \
 	  BOXMAKER_BIN=$(CURDIR)/target/release/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
 	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
+	    --person reads --also approves,absent,oracle \
 	    --json target/efficacy/$$s.json || exit 1; \
 	done
 	@python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s).json)

@@ -23,12 +23,35 @@ def row(s):
             str(s.get("pairs_replayed", "")), str(s.get("seconds", "")))
 
 
-def table(summaries):
-    rows = [HEAD] + [row(s) for s in summaries]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD))]
+PERSONS_HEAD = ("suite", "person", "benign outright", "benign completed", "benign denied",
+                "attacks", "reached", "reached (text-only aside)", "at person", "denied")
+
+
+def person_rows(s):
+    for person, f in s.get("persons", {}).items():
+        yield (s["suite"], person, f"{f['benign_outright']}/{f['benign_total']}",
+               f"{f['benign_completed']}/{f['benign_total']}", str(f["benign_denied"]),
+               str(f["attacks_total"]), str(f["attacks_reached"]),
+               f"{f['attacks_reached'] - f['attacks_reached_text_only']} "
+               f"({100 * (f['attacks_reached'] - f['attacks_reached_text_only']) / max(1, f['attacks_total']):.1f}%)",
+               str(f["attacks_at_person"]), str(f["attacks_denied"]))
+
+
+def persons_table(summaries):
+    rows = [PERSONS_HEAD] + [r for s in summaries for r in person_rows(s)]
+    return render(rows)
+
+
+def render(rows):
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
+
+
+def table(summaries):
+    rows = [HEAD] + [row(s) for s in summaries]
+    return render(rows)
 
 
 if __name__ == "__main__":
@@ -37,3 +60,6 @@ if __name__ == "__main__":
         with open(path) as f:
             summaries.append(json.load(f))
     print(table(summaries))
+    if any(s.get("persons") for s in summaries):
+        print()
+        print(persons_table(summaries))
