@@ -35,6 +35,12 @@ fn python_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python")
 }
 
+/// The interpreter of the Python MCP SDK: `make deps` installs it into the project's own
+/// virtualenv, never into a system interpreter.
+fn client_python() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/py/client-venv/bin/python3")
+}
+
 /// The chat server and its rules: #general is internal, #ceo confidential, the inbox
 /// confidential; reading is allowed, posting only to #general and only up to internal.
 fn chat_config(state: &Path) -> String {
@@ -268,7 +274,7 @@ fn class_of(answer: &Value) -> (&str, bool) {
 #[test]
 fn test_label_rules_through_mcp_make_a_destination_refuse_what_is_above_its_clearance() {
     let env = Env::new("mcp-chain");
-    let o = Command::new("python3")
+    let o = Command::new(client_python())
         .args(["-c", "import mcp.client.stdio"])
         .output()
         .unwrap();
@@ -277,7 +283,7 @@ fn test_label_rules_through_mcp_make_a_destination_refuse_what_is_above_its_clea
         "the Python MCP SDK is missing: run `make deps` ({})",
         String::from_utf8_lossy(&o.stderr).trim()
     );
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(client_python());
     cmd.arg(python_dir().join("label_chain.py"))
         .current_dir(python_dir())
         .env("BOXMAKER_BIN", BIN)

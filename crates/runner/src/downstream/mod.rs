@@ -551,11 +551,12 @@ impl Runner {
                 .label_rose(&req.session, self.floor(&req.session));
         }
         // A failure may quote what the server's box read, and carries no label: the gate
-        // raises the taint by the tool's floor for it. Once the box has reached above that
-        // (and above the session's taint), what the server said is withheld.
+        // raises the taint by the call's own label for it (`Config::answer_label`, its label
+        // rules included). Once the box has reached above that (and above the session's
+        // taint), what the server said is withheld.
         let fail = |message: String| {
             let reached = instance.float.reached();
-            if reached > self.config().floor(&req.tool).class.max(taint) {
+            if reached > self.answer_label(req).0.max(taint) {
                 failed(format!(
                     "{}: the call failed, and what the server said is withheld: its box has \
                      read {reached} data (a destination's answer), and a failure carries no \
