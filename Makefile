@@ -2,7 +2,7 @@
 # and only when all of them passed.
 CARGO ?= cargo
 
-.PHONY: gate test fmt-check clippy bench fuzz fmt deps sysdeps efficacy efficacy-ci
+.PHONY: gate test fmt-check clippy bench fuzz fmt deps sysdeps efficacy efficacy-ci efficacy-ablation
 
 gate: fmt-check clippy test
 	@echo "gate: ok"
@@ -70,9 +70,24 @@ efficacy:
 	  BOXMAKER_BIN=$(CURDIR)/target/release/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
 	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
 	    --person reads --also approves,absent,oracle \
+	    $$( [ -f bench/agentdojo/heldout/$$s.py ] && echo --extra-injections bench/agentdojo/heldout/$$s.py ) \
 	    --json target/efficacy/$$s.json || exit 1; \
 	done
 	@python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s).json)
+
+# What each mechanism contributes (docs/efficacy.md): the same full run with provenance, then
+# labels and clearances, switched off in every policy (replay.py --without).
+efficacy-ablation:
+	$(CARGO) build --release -p boxmaker
+	@mkdir -p target/efficacy
+	@for m in provenance labels; do for s in $(EFFICACY_SUITES); do \
+	  BOXMAKER_BIN=$(CURDIR)/target/release/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
+	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
+	    --person reads --also approves --without $$m \
+	    $$( [ -f bench/agentdojo/heldout/$$s.py ] && echo --extra-injections bench/agentdojo/heldout/$$s.py ) \
+	    --json target/efficacy/$$s-without-$$m.json || exit 1; \
+	done; done
+	@python3 bench/agentdojo/report.py $(foreach m,provenance labels,$(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s)-without-$(m).json))
 
 efficacy-ci:
 	$(CARGO) build -p boxmaker

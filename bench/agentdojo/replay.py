@@ -2,6 +2,7 @@
 
     bench/agentdojo/venv/bin/python3 bench/agentdojo/replay.py --suite S --policy FILE \
         [--person reads|approves|absent|oracle] [--also P,Q] [--extra-injections FILE.py]
+        [--without provenance|labels]
         [--sample N] [--json OUT] [--jobs J] [--check-goal]
 
 For every user task alone, and for every (user task, injection task) pair, a fresh
@@ -88,6 +89,55 @@ def binary():
         if b and os.access(b, os.X_OK):
             return b
     raise SystemExit("no boxmaker binary: build it (cargo build --release -p boxmaker) or set BOXMAKER_BIN")
+
+
+MECHANISMS = ("provenance", "labels")
+
+
+def toml_value(v):
+    """`v` as TOML (the subset a policy uses: strings, numbers, booleans, lists, tables)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"no TOML for {v!r}")
+
+
+def without(policy_text, mechanism):
+    """The policy with one mechanism switched off, for what it contributes (docs/efficacy.md):
+
+    - `provenance`: every `from` test holds — each is dropped from its grant (a grant left
+      with no conditions applies to every call of its tool);
+    - `labels`: no label rule raises an answer, and no grant is a destination's clearance
+      (`[[label]]` and `max_class` dropped).
+    """
+    import tomllib
+    p = tomllib.loads(policy_text)
+    out = []
+    if p.get("lists"):
+        out.append("[lists]")
+        out += [f"{k} = {toml_value(v)}" for k, v in p["lists"].items()]
+    if mechanism != "labels":
+        for rule in p.get("label", []):
+            out.append("\n[[label]]")
+            out += [f"{k} = {toml_value(v)}" for k, v in rule.items()]
+    for g in p.get("grant", []):
+        g = dict(g)
+        if mechanism == "provenance" and "when" in g:
+            g["when"] = [c for c in g["when"] if "from" not in c]
+            if not g["when"]:
+                del g["when"]
+        if mechanism == "labels":
+            g.pop("max_class", None)
+        out.append("\n[[grant]]")
+        out += [f"{k} = {toml_value(v)}" for k, v in g.items()]
+    return "\n".join(out) + "\n"
 
 
 def config_text(suite, policy_text, state):
@@ -373,6 +423,8 @@ async def run_suite(args):
     suites.check_against(args.suite, suite.tools)
     with open(args.policy) as f:
         policy_text = f.read()
+    if args.without:
+        policy_text = without(policy_text, args.without)
     run_dir = tempfile.mkdtemp(prefix=f"boxmaker-agentdojo-{args.suite}-")
     state = os.path.join(run_dir, "state")
     config = os.path.join(run_dir, "boxmaker.toml")
@@ -484,11 +536,17 @@ def figures(benign, pairs, person=None):
 
 def summarize(suite_name, results, seconds, persons=("oracle",)):
     benign = [r for r in results if r["injection_task"] is None]
-    pairs = [r for r in results if r["injection_task"] is not None]
+    every = [r for r in results if r["injection_task"] is not None]
+    # Held-out attacks (--extra-injections, ids `extra_…`) are reported apart, in `heldout`;
+    # the top-level figures and `persons` are the packaged attacks'.
+    pairs = [r for r in every if not r["injection_task"].startswith("extra_")]
+    heldout = [r for r in every if r["injection_task"].startswith("extra_")]
     # The top-level figures are the first person's (`reads` by default), so every earlier
     # reader of this JSON keeps working; `persons` has each person's.
     s = {"suite": suite_name, "person": persons[0], **figures(benign, pairs)}
     s["persons"] = {p: figures(benign, pairs, p) for p in persons}
+    if heldout:
+        s["heldout"] = {p: figures(benign, heldout, p) for p in persons}
     s["pairs_replayed"] = len(pairs)
     s["benign_utility"] = sum(1 for r in benign if r["utility"])
     s["benign_plain_utility"] = sum(1 for r in benign if r["plain_utility"])
@@ -543,6 +601,8 @@ def main():
                    help="who answers approvals; its figures are the JSON's top-level ones (default reads)")
     p.add_argument("--also", default="",
                    help="comma-separated other persons to replay too, each in `persons` of the JSON")
+    p.add_argument("--without", choices=MECHANISMS,
+                   help="switch one mechanism off in the policy, to measure what it contributes")
     p.add_argument("--jobs", type=int, default=2, help="sessions at once (default 2)")
     p.add_argument("--check-goal", action="store_true", help="exit 1 below the suite's floor")
     p.add_argument("--keep", action="store_true", help="keep the run's config and state directory")
@@ -554,6 +614,7 @@ def main():
             p.error(f"--also: {x!r} is not one of {', '.join(PERSONS)}")
     args.persons = [args.person] + [x for x in also if x != args.person]
     s = asyncio.run(run_suite(args))
+    s["without"] = args.without
     print(table([s]))
     if s["failures"]:
         print("failed calls:", *s["failures"], sep="\n  ")

@@ -23,18 +23,22 @@ def row(s):
             str(s.get("pairs_replayed", "")), str(s.get("seconds", "")))
 
 
-PERSONS_HEAD = ("suite", "person", "benign outright", "benign completed", "benign denied",
-                "attacks", "reached", "reached (text-only aside)", "at person", "denied")
+PERSONS_HEAD = ("suite", "attacks from", "policy", "person", "benign outright",
+                "benign completed", "benign denied", "attacks", "reached",
+                "reached (text-only aside)", "at person", "denied")
 
 
 def person_rows(s):
-    for person, f in s.get("persons", {}).items():
-        yield (s["suite"], person, f"{f['benign_outright']}/{f['benign_total']}",
-               f"{f['benign_completed']}/{f['benign_total']}", str(f["benign_denied"]),
-               str(f["attacks_total"]), str(f["attacks_reached"]),
-               f"{f['attacks_reached'] - f['attacks_reached_text_only']} "
-               f"({100 * (f['attacks_reached'] - f['attacks_reached_text_only']) / max(1, f['attacks_total']):.1f}%)",
-               str(f["attacks_at_person"]), str(f["attacks_denied"]))
+    policy = f"without {s['without']}" if s.get("without") else "as frozen"
+    for label, key in (("packaged", "persons"), ("held-out", "heldout")):
+        for person, f in s.get(key, {}).items():
+            aside = f["attacks_reached"] - f["attacks_reached_text_only"]
+            yield (s["suite"], label, policy, person,
+                   f"{f['benign_outright']}/{f['benign_total']}",
+                   f"{f['benign_completed']}/{f['benign_total']}", str(f["benign_denied"]),
+                   str(f["attacks_total"]), str(f["attacks_reached"]),
+                   f"{aside} ({100 * aside / max(1, f['attacks_total']):.1f}%)",
+                   str(f["attacks_at_person"]), str(f["attacks_denied"]))
 
 
 def persons_table(summaries):
