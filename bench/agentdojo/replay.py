@@ -292,8 +292,10 @@ class Person:
         return proc.returncode, out
 
     async def shown_concerns(self, approval):
-        """What the approval shows a person about its values and destinations."""
-        rc, out = await self.boxmaker("approvals", "--all", "--json")
+        """What the approval shows a person about its values and destinations: it waits for
+        them, so it is among the pending ones (the whole history of a long run is more than
+        one answer of the gate may carry)."""
+        rc, out = await self.boxmaker("approvals", "--json")
         if rc != 0:
             return None
         for item in approval_items(json.loads(out)) or []:
