@@ -1631,6 +1631,37 @@ class = "confidential"
     }
 
     #[test]
+    fn a_label_rule_that_matches_the_call_raises_the_label_its_connections_go_by() {
+        use DataClass::*;
+        // docs/spec.md §3.6: the call's label takes every label rule matching the call, with
+        // its argument conditions, as its answers do (§3.4).
+        let c = cfg(&format!(
+            "{FLOAT}
+[[label]]
+tool = \"mail_*\"
+when = [{{ pointer = \"/folder\", equals = \"hr\" }}]
+class = \"secret\"
+"
+        ));
+        assert_eq!(
+            c.call_label("mail_read", r#"{"folder":"hr"}"#, Public, Public)
+                .call,
+            Secret
+        );
+        // A call the rule's conditions do not match keeps the server's class.
+        assert_eq!(
+            c.call_label("mail_read", r#"{"folder":"inbox"}"#, Public, Public)
+                .call,
+            Confidential
+        );
+        assert_eq!(
+            c.call_label("net", r#"{"folder":"hr"}"#, Public, Public)
+                .call,
+            Internal
+        );
+    }
+
+    #[test]
     fn the_tools_class_and_what_the_box_read_refuse_a_public_destination_in_words() {
         use DataClass::*;
         let c = cfg(FLOAT);
