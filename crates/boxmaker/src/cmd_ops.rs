@@ -316,7 +316,13 @@ pub fn approvals(args: &ApprovalsArgs) -> Result<u8, CliError> {
     if args.watch {
         return watch(&args.common);
     }
-    let answer = ask(&args.common, ControlOp::ListApprovals { all: args.all })?;
+    let answer = match ask(&args.common, ControlOp::ListApprovals { all: args.all }) {
+        // A history longer than one answer may carry is read page by page instead.
+        Err(CliError::Refused(why)) if why.contains("over the frame limit") => {
+            paged(&args.common, args.all)?
+        }
+        other => other?,
+    };
     if args.common.json {
         print_json(&answer)?;
         return Ok(0);
@@ -331,6 +337,41 @@ pub fn approvals(args: &ApprovalsArgs) -> Result<u8, CliError> {
         outln!("{}", approval_line(a));
     }
     Ok(0)
+}
+
+/// Every approval (pending ones only unless `all`), read through the gate's numbered
+/// changes a page at a time, as a watcher reads them (docs/spec.md §7), in the order
+/// `ListApprovals` gives: oldest first. Each page is one answer the gate can carry.
+fn paged(common: &Common, all: bool) -> Result<ControlAnswer, CliError> {
+    let mut after = 0;
+    let mut items = Vec::new();
+    loop {
+        let answer = ask(
+            common,
+            ControlOp::WatchApprovals {
+                after,
+                limit: proto::control::WATCH_LIMIT_MAX,
+                wait_ms: 0,
+                pending_only: !all,
+            },
+        )?;
+        let ControlAnswer::ApprovalUpdates {
+            items: page, head, ..
+        } = answer
+        else {
+            return Err(unexpected(answer));
+        };
+        let Some(last) = page.iter().map(|u| u.change).max() else {
+            break;
+        };
+        items.extend(page.into_iter().map(|u| u.item));
+        if last >= head || last <= after {
+            break;
+        }
+        after = last;
+    }
+    items.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+    Ok(ControlAnswer::Approvals { items })
 }
 
 pub fn approve(args: &ApproveArgs) -> Result<u8, CliError> {
