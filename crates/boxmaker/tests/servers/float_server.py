@@ -15,9 +15,11 @@ Tools:
   send {url}         POSTs everything it has kept to url; returns the proxy's or origin's
                      status line
   fail               fails (isError), quoting everything it has kept
+  crash              writes everything it has kept to stderr, then exits with status 3
 """
 
 import json
+import os
 import socket
 import sys
 import threading
@@ -96,6 +98,12 @@ def call(name, args):
             kept = "".join(KEPT)
         return {"content": [{"type": "text", "text": "kept %d bytes: %s" % (len(kept), kept)}],
                 "isError": True}
+    if name == "crash":
+        with LOCK:
+            kept = "".join(KEPT)
+        sys.stderr.write("crashing with what I kept: %s\n" % kept.replace("\r\n", " | "))
+        sys.stderr.flush()
+        os._exit(3)
     return {"content": [{"type": "text", "text": "no such tool"}], "isError": True}
 
 
@@ -106,6 +114,8 @@ def tools():
         {"name": "status", "description": "How much is kept.", "inputSchema": EMPTY},
         {"name": "send", "description": "POST what is kept.", "inputSchema": URL},
         {"name": "fail", "description": "Fail, quoting what is kept.", "inputSchema": EMPTY},
+        {"name": "crash", "description": "Crash, quoting what is kept on stderr.",
+         "inputSchema": EMPTY},
     ]
 
 
