@@ -1793,7 +1793,11 @@ fn assert_private_log(env: &Env, path: &Path) {
         "{} is not private",
         path.display()
     );
-    assert!(path.starts_with(env.state().join("logs")), "{}", path.display());
+    assert!(
+        path.starts_with(env.state().join("logs")),
+        "{}",
+        path.display()
+    );
     assert!(
         !path.starts_with(env.state().join("work")),
         "{}",
@@ -1864,7 +1868,10 @@ fn test_hostile_stderr_crash_names_the_log_and_carries_its_last_lines() {
         "{}",
         shown.show()
     );
-    assert!(!shown.stdout.contains('\u{1b}'), "a raw ESC on the terminal");
+    assert!(
+        !shown.stdout.contains('\u{1b}'),
+        "a raw ESC on the terminal"
+    );
     assert!(
         !shown.stdout.contains("noise line 00000"),
         "the log is not bounded: {} bytes",

@@ -540,10 +540,15 @@ fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
         !message.contains("origin page for cleared.test"),
         "a failure quoted the confidential answer: {message}"
     );
+    let log = cfg.parent().unwrap().join("state/logs/s1/float.stderr");
     assert_eq!(
         message,
-        "float_fail: the call failed, and what the server said is withheld: its box has read \
-         confidential data (a destination's answer), and a failure carries no label"
+        format!(
+            "float_fail: the call failed, and what the server said is withheld: its box has \
+             read confidential data (a destination's answer), and a failure carries no label; \
+             its stderr is kept for the operator: `boxmaker tools log float --session s1` ({})",
+            log.display()
+        )
     );
 }
 

@@ -530,7 +530,35 @@ impl Runner {
                 removed += 1;
             }
         }
+        self.sweep_logs(now);
         removed
+    }
+
+    /// Removes the stderr logs of ended connection sessions (`STATE/logs/mcp-…`), by the
+    /// same rule as their workspaces: nothing written there for [`WORKSPACE_KEEP`].
+    fn sweep_logs(&self, now: std::time::SystemTime) {
+        let Ok(entries) = std::fs::read_dir(crate::downstream::stderr::logs_dir(&self.state_dir))
+        else {
+            return;
+        };
+        let recent = |t: std::io::Result<std::time::SystemTime>| {
+            t.is_ok_and(|t| now.duration_since(t).unwrap_or_default() <= WORKSPACE_KEEP)
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if !name.to_str().is_some_and(is_connection_session) {
+                continue;
+            }
+            let used = recent(e.metadata().and_then(|m| m.modified()))
+                || std::fs::read_dir(e.path()).is_ok_and(|files| {
+                    files
+                        .flatten()
+                        .any(|f| recent(f.metadata().and_then(|m| m.modified())))
+                });
+            if !used {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
     }
 
     /// `boxmaker box exec`: runs `argv` in `session`'s box with this process's stdin, stdout
