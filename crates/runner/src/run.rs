@@ -477,6 +477,7 @@ impl Runner {
         let l = &self.config.limits;
         spec.limits = Limits {
             memory_bytes: l.memory_bytes,
+            address_space_bytes: l.address_space_bytes,
             processes: l.max_processes,
             file_size_bytes: l.file_size_bytes,
             timeout: Duration::from_secs(l.timeout_seconds),
@@ -644,10 +645,10 @@ impl Runner {
             self.describe_egress(tool)
         };
         Ok(format!(
-            "{}{work}{reach}network: {}\nlimits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock\n",
+            "{}{work}{reach}network: {}\nlimits: {}, {} processes, files up to {} bytes, {} s wall clock\n",
             sandbox::describe_mounts(&table),
             network,
-            l.memory_bytes,
+            describe_memory(l, sandbox::memory_cgroup()),
             l.processes,
             l.file_size_bytes,
             l.timeout.as_secs()
@@ -959,6 +960,31 @@ pub fn fit_run(
 }
 
 /// The longest prefix of `s` of at most `n` bytes that ends on a character boundary.
+/// A box's memory and address-space limits as `box show` says them: what they mean depends
+/// on whether a memory cgroup bounds the box here (`cgroup`, docs/spec.md §4 Limits).
+pub fn describe_memory(l: &Limits, cgroup: bool) -> String {
+    let space = sandbox::address_space_limit(l, cgroup);
+    match (cgroup, space) {
+        (true, None) => format!(
+            "memory {} bytes (a memory cgroup bounds it), address space unlimited \
+             (`[box] address_space_bytes`)",
+            l.memory_bytes
+        ),
+        (true, Some(a)) => format!(
+            "memory {} bytes (a memory cgroup bounds it), address space {a} bytes \
+             (`[box] address_space_bytes`)",
+            l.memory_bytes
+        ),
+        (false, _) => format!(
+            "memory {} bytes, which is also every process's address-space limit (RLIMIT_AS): \
+             no memory cgroup bounds the box here, so a program that reserves more address \
+             space than it uses (node's WebAssembly) fails at far less memory; \
+             `[box] address_space_bytes` applies only where a memory cgroup exists",
+            l.memory_bytes
+        ),
+    }
+}
+
 pub(crate) fn prefix(s: &str, n: usize) -> &str {
     let mut end = n.min(s.len());
     while !s.is_char_boundary(end) {
@@ -1110,6 +1136,27 @@ mod floor_tests {
 mod tests {
     use super::*;
     use proto::{Envelope, MAX_FRAME};
+
+    #[test]
+    fn box_show_says_what_the_memory_limit_means_with_and_without_a_memory_cgroup() {
+        let mut l = Limits {
+            memory_bytes: 1 << 30,
+            ..Limits::default()
+        };
+        let with = describe_memory(&l, true);
+        assert!(
+            with.contains("a memory cgroup bounds it") && with.contains("address space unlimited"),
+            "{with}"
+        );
+        l.address_space_bytes = Some(64 << 30);
+        assert!(describe_memory(&l, true).contains("address space 68719476736 bytes"));
+        let without = describe_memory(&l, false);
+        assert!(
+            without.contains("1073741824 bytes, which is also every process's address-space limit")
+                && without.contains("no memory cgroup"),
+            "{without}"
+        );
+    }
 
     fn encoded(r: &ToolResponse) -> usize {
         serde_json::to_vec(&Envelope::response(u64::MAX, r.clone()))
