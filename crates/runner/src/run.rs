@@ -1098,6 +1098,43 @@ mod sweep_tests {
         assert!(!is_connection_session("mcp-0123"));
         assert!(!is_connection_session("mcp-0123456789ABCDEF"));
     }
+
+    #[test]
+    fn an_old_connection_sessions_stderr_logs_go_with_its_workspace() {
+        use crate::downstream::stderr::log_path;
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Arc::new(config::parse("", "t.toml", dir.path()).unwrap());
+        let r = Runner::with_binary(cfg, dir.path(), "/bin/true".into()).unwrap();
+        let old_conn = SessionId::new("mcp-0123456789abcdef").unwrap();
+        let new_conn = SessionId::new("mcp-fedcba9876543210").unwrap();
+        let named = SessionId::new("project").unwrap();
+        let long_ago = std::time::SystemTime::now() - WORKSPACE_KEEP * 2;
+        for s in [&old_conn, &new_conn, &named] {
+            let log = log_path(dir.path(), Some(s), "srv");
+            std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+            std::fs::write(&log, "said\n").unwrap();
+            if s != &new_conn {
+                for p in [&log, &log.parent().unwrap().to_path_buf()] {
+                    std::fs::File::open(p)
+                        .unwrap()
+                        .set_modified(long_ago)
+                        .unwrap();
+                }
+            }
+        }
+        r.sweep_workspaces();
+        assert!(
+            !log_path(dir.path(), Some(&old_conn), "srv")
+                .parent()
+                .unwrap()
+                .exists()
+        );
+        assert!(log_path(dir.path(), Some(&new_conn), "srv").exists());
+        assert!(
+            log_path(dir.path(), Some(&named), "srv").exists(),
+            "a named session's stays"
+        );
+    }
 }
 
 #[cfg(test)]
