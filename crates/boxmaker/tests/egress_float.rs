@@ -609,6 +609,39 @@ fn a_server_that_read_a_confidential_answer_cannot_crash_with_it_on_stderr() {
     );
 }
 
+/// The same for a server that cannot start: a destination answered its box while it
+/// started (the proxy serves a box from its first moment), and it dies quoting that on
+/// stderr. Its failure is the call's, which carries only the call's label: nothing it said.
+#[test]
+fn a_server_that_read_a_confidential_answer_as_it_started_cannot_fail_to_start_with_it() {
+    let lab = Lab::new("float-start");
+    let dier = r#"
+[[tool]]
+name = "dier"
+mcp = ["/usr/bin/python3", "/opt/servers/float_server.py", "--fetch-then-die", "http://cleared.test/"]
+network = true
+mounts = ["servers"]
+"#;
+    let cfg = lab.config("c", &format!("{BASE}{dier}"));
+    let r = lab.call(&cfg, "s1", "dier_status", &json!({}));
+    let v: Value = serde_json::from_str(r.stdout.trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+    assert_eq!(v["status"], "failed", "{v}");
+    let message = v["message"].as_str().unwrap_or_default();
+    assert!(
+        !message.contains("origin page for cleared.test") && !message.contains("having read"),
+        "a failure to start quoted what the server's box read: {message}"
+    );
+    assert!(
+        message.contains("could not start, and what the server said is withheld")
+            && message.contains("boxmaker tools log dier --session s1"),
+        "{message}"
+    );
+    let kept =
+        std::fs::read_to_string(cfg.parent().unwrap().join("state/logs/s1/dier.stderr")).unwrap();
+    assert!(kept.contains("origin page for cleared.test"), "{kept}");
+}
+
 /// (c)'s other half: a connection is not cut by its own answer, nor by an answer no higher
 /// than its clearance. `other.test` may be sent public data only but answers confidential
 /// data: its answer keeps coming after it floated the box, and after an answer from a

@@ -8,6 +8,11 @@ Python standard library only (it runs as /usr/bin/python3 inside a box); newline
 JSON-RPC 2.0, as the MCP stdio transport. Every request goes through boxmaker's proxy
 (127.0.0.1:3128), as absolute-form plain HTTP.
 
+With `--fetch-then-die URL` it first GETs URL, before it reads anything: where that works
+(a session's box, whose proxy answers) it writes the answer to stderr and exits 1, a server
+that could not start and quotes what its box read as it died; where it does not (discovery,
+whose box has no way out) it serves as usual.
+
 Tools:
   fetch {url}        GET url; keeps the answer; returns it
   fetch_later {url}  answers at once, then GETs url in the background and keeps the answer
@@ -120,6 +125,15 @@ def tools():
 
 
 def main():
+    if sys.argv[1:2] == ["--fetch-then-die"]:
+        try:
+            page = get(sys.argv[2])
+        except OSError:
+            page = None
+        if page is not None:
+            sys.stderr.write("cannot start, having read: %s\n" % page.replace("\r\n", " | "))
+            sys.stderr.flush()
+            sys.exit(1)
     for line in sys.stdin.buffer:
         try:
             msg = json.loads(line)
