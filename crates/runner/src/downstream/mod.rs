@@ -161,6 +161,8 @@ fn ended(boxed: &Mutex<Option<BoxProcess>>, stderr: &stderr::Stderr) -> String {
         .filter(|e| e != STOPPED)
         .map(|e| format!("; {e}"))
         .unwrap_or_default();
+    // Its box is gone: its stderr ends in a moment.
+    stderr.settle(EXIT_GRACE);
     let last = stderr
         .last_lines()
         .map(|l| format!("; its stderr ends with: \"{l}\""))

@@ -23,7 +23,8 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
 
 use proto::SessionId;
 
@@ -70,6 +71,9 @@ pub fn log_command(session: Option<&SessionId>, server: &str) -> String {
 #[derive(Debug)]
 pub(crate) struct Stderr {
     tail: Mutex<Vec<u8>>,
+    /// Whether it has been read to its end (every writer closed it).
+    done: Mutex<bool>,
+    done_cv: Condvar,
     /// Its log file.
     pub path: PathBuf,
     /// The command that prints it.
@@ -81,6 +85,8 @@ impl Stderr {
     pub fn drain(r: impl Read + Send + 'static, path: PathBuf, command: String) -> Arc<Self> {
         let me = Arc::new(Stderr {
             tail: Mutex::default(),
+            done: Mutex::new(false),
+            done_cv: Condvar::new(),
             path,
             command,
         });
@@ -113,6 +119,18 @@ impl Stderr {
                 Err(_) => break,
             }
         }
+        *self.done.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.done_cv.notify_all();
+    }
+
+    /// Waits up to `limit` for it to be read to its end: once a server's box is gone, what
+    /// it wrote last is read in a moment, and its last lines should hold it.
+    pub fn settle(&self, limit: Duration) {
+        let done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .done_cv
+            .wait_timeout_while(done, limit, |d| !*d)
+            .unwrap_or_else(PoisonError::into_inner);
     }
 
     /// Whether the server has written anything to stderr yet.
