@@ -7,8 +7,11 @@
 //!   fingerprint (printed by `diff`), only if the definition is still the one shown.
 //! - `tools refresh` — run every server again in a box with no session data and record
 //!   what it offers now.
+//! - `tools log NAME [--session ID | --discovery] [--raw]` — a server's stderr, as kept for
+//!   the operator (`runner::downstream::stderr`), escaped as every text shown is; it only
+//!   reads (no discovery, nothing written).
 //!
-//! Discovery runs servers the discovery file does not know yet, before any of these. The
+//! Discovery runs servers the discovery file does not know yet, before any of the others. The
 //! first definitions seen are accepted (trust on first use); `list` says when that was.
 
 use std::path::PathBuf;
@@ -50,6 +53,23 @@ enum ToolsCommand {
     },
     /// Ask every server again what it offers (each runs once in a box with no session data).
     Refresh,
+    /// Print a downstream server's stderr as kept for the operator: the session's where
+    /// --session says, its discovery's with --discovery, else the newest one kept.
+    Log {
+        /// The server: the name of a [[tool]] with `mcp = [...]`.
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// The session whose server's stderr to print.
+        #[arg(long, value_name = "ID", conflicts_with = "discovery")]
+        session: Option<proto::SessionId>,
+        /// The stderr of its discovery (the run, with no session data, that lists its tools).
+        #[arg(long)]
+        discovery: bool,
+        /// The bytes as the server wrote them, terminal control characters included (by
+        /// default every hidden or control character is shown as `\u{…}`).
+        #[arg(long)]
+        raw: bool,
+    },
 }
 
 /// Runs discovery for the servers the discovery file does not know (all of them with
@@ -84,6 +104,15 @@ fn discover_counting(cfg: &Arc<Config>, all: bool) -> Result<(Arc<Catalog>, usiz
 
 pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
     let cfg = Arc::new(config::load(&args.config)?);
+    if let ToolsCommand::Log {
+        name,
+        session,
+        discovery,
+        raw,
+    } = &args.what
+    {
+        return log(&cfg, name, session.as_ref(), *discovery, *raw);
+    }
     create_state_dir(&cfg.gate.state)?;
     let refresh = matches!(args.what, ToolsCommand::Refresh);
     let (catalog, failed) = discover_counting(&cfg, refresh)?;
@@ -157,6 +186,7 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
             }
             Ok(u8::from(any))
         }
+        ToolsCommand::Log { .. } => Ok(0),
         ToolsCommand::Accept { names, all } => {
             let chosen: Vec<_> = if *all {
                 catalog.changes().map(|e| (e, None)).collect()
@@ -233,4 +263,110 @@ fn seen(cfg: &Config, server: &str, name: &str) -> Option<catalog::ToolDef> {
     let file = ToolsFile::load(&cfg.gate.state).ok()?;
     let rec = file.servers.get(&catalog::server_key(argv))?;
     rec.tools.iter().find(|d| d.name == name).cloned()
+}
+
+/// `tools log`: prints `server`'s stderr log (the older file of its pair first).
+fn log(
+    cfg: &Config,
+    server: &str,
+    session: Option<&proto::SessionId>,
+    discovery: bool,
+    raw: bool,
+) -> Result<u8, CliError> {
+    use runner::downstream::stderr;
+    let state = &cfg.gate.state;
+    let is_server = cfg
+        .tool(server)
+        .is_some_and(|t| matches!(t.kind, ToolKind::Mcp { .. }));
+    // A name is one file name: never a path out of the logs' directory.
+    if server.is_empty() || server.contains('/') || server.starts_with('.') {
+        return Err(CliError::Local(format!(
+            "{server:?} is not a downstream server's name (see the config's [[tool]]s with \
+             `mcp = [...]`)"
+        )));
+    }
+    let path = if discovery {
+        stderr::log_path(state, None, server)
+    } else if let Some(s) = session {
+        stderr::log_path(state, Some(s), server)
+    } else {
+        match newest_log(state, server) {
+            Some((which, path)) => {
+                errln!(
+                    "boxmaker: {server}'s stderr in {which} ({}); --session ID or --discovery \
+                     picks another",
+                    path.display()
+                );
+                path
+            }
+            None if is_server => {
+                return Err(CliError::Local(format!(
+                    "no stderr is kept for {server} yet: it is kept from the server's first \
+                     start, under {}",
+                    stderr::logs_dir(state).display()
+                )));
+            }
+            None => {
+                return Err(CliError::Local(format!(
+                    "there is no downstream server named {server:?} in the config (a [[tool]] \
+                     with `mcp = [...]`), and no stderr is kept for one"
+                )));
+            }
+        }
+    };
+    let older = stderr::older(&path);
+    let mut bytes = std::fs::read(&older).unwrap_or_default();
+    match std::fs::read(&path) {
+        Ok(b) => bytes.extend_from_slice(&b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !bytes.is_empty() => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let which = match session {
+                Some(s) => format!("session {}", s.as_str()),
+                None => "its discovery".into(),
+            };
+            return Err(CliError::Local(format!(
+                "no stderr is kept for {server} in {which} ({} does not exist){}",
+                path.display(),
+                if is_server {
+                    ""
+                } else {
+                    "; the config has no downstream server of that name"
+                }
+            )));
+        }
+        Err(e) => {
+            return Err(CliError::Local(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
+    }
+    if raw {
+        crate::out::stdout_bytes(&bytes);
+        return Ok(0);
+    }
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        outln!("{}", proto::shown::for_person(line).text);
+    }
+    Ok(0)
+}
+
+/// The newest log kept for `server`, whichever session's (or discovery's), and which.
+fn newest_log(state: &std::path::Path, server: &str) -> Option<(String, PathBuf)> {
+    use runner::downstream::stderr;
+    let dirs = std::fs::read_dir(stderr::logs_dir(state)).ok()?;
+    dirs.flatten()
+        .filter_map(|d| {
+            let path = d.path().join(format!("{server}{}", stderr::SUFFIX));
+            let when = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+            let name = d.file_name().to_string_lossy().into_owned();
+            let which = if name == stderr::DISCOVERY {
+                "its discovery".to_string()
+            } else {
+                format!("session {name}")
+            };
+            Some((when, which, path))
+        })
+        .max_by_key(|(when, _, _)| *when)
+        .map(|(_, which, path)| (which, path))
 }

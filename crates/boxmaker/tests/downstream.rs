@@ -1770,3 +1770,146 @@ fn test_unpinned_swap_is_reported_but_not_refused() {
     let diff = env.tools("diff", &[]);
     assert_eq!(diff.code(), Some(0), "{}", diff.show());
 }
+
+// ---------------------------------------------------------------------------------------
+// A server's stderr: kept for the operator, its last lines in the failure (issue 21, 4).
+
+/// `boxmaker tools log NAME [--session ID | --discovery]`.
+fn tools_log(env: &Env, name: &str, which: &[&str]) -> Run {
+    let mut rest = vec![name];
+    rest.extend_from_slice(which);
+    env.tools("log", &rest)
+}
+
+/// Asserts `path` is a file only its owner may read or write, under the state directory's
+/// `logs/` and in no box's view (never under the workspaces, `STATE/work/`).
+fn assert_private_log(env: &Env, path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("no stderr log at {}: {e}", path.display()));
+    assert_eq!(
+        meta.permissions().mode() & 0o777,
+        0o600,
+        "{} is not private",
+        path.display()
+    );
+    assert!(
+        path.starts_with(env.state().join("logs")),
+        "{}",
+        path.display()
+    );
+    assert!(
+        !path.starts_with(env.state().join("work")),
+        "{}",
+        path.display()
+    );
+}
+
+/// A server that writes to stderr and crashes: the `failed` answer names where its stderr
+/// is kept and how to read it, and carries its last lines (escaped, bounded); the log keeps
+/// the whole of it (bounded: the 300 KB of noise before are not all kept), private to the
+/// operator; `boxmaker tools log` prints it.
+#[test]
+fn test_hostile_stderr_crash_names_the_log_and_carries_its_last_lines() {
+    let (env, bad, _good) = hostile_env("stderrcrash", "stderrcrash", HOSTILE_TIMEOUT);
+    let mut serve = Serve::start(&env);
+    let a = env.call_within("b", "bad_echo", json!({"text": "hi"}), FAULT_DEADLINE);
+    let message = a.fault();
+    let log = env.state().join("logs/b/bad.stderr");
+    assert!(
+        message.contains(&log.display().to_string()),
+        "the failure does not say where the server's stderr is ({}): {message}",
+        log.display()
+    );
+    assert!(
+        message.contains("boxmaker tools log bad --session b"),
+        "the failure does not say how to read the server's stderr: {message}"
+    );
+    // Its last lines, not just the last one, and the ESC escaped as every text shown is.
+    for line in [
+        "RangeError: WebAssembly.instantiate(): Out of memory",
+        "fatal: the page simplifier died \\u{1b}[31mred",
+    ] {
+        assert!(
+            message.contains(line),
+            "the failure lacks {line:?}: {message}"
+        );
+    }
+    assert!(!message.contains('\u{1b}'), "a raw ESC: {message:?}");
+    assert!(
+        !message.contains("noise line 00000"),
+        "more than the last lines: {message}"
+    );
+    serve.stop();
+    assert_gone(&bad, Duration::from_secs(10), "the crashing server");
+
+    assert_private_log(&env, &log);
+    let kept: u64 = std::fs::read_dir(log.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(
+        kept <= 160 * 1024,
+        "{kept} bytes kept of one server's stderr"
+    );
+    let shown = tools_log(&env, "bad", &["--session", "b"]);
+    assert_eq!(shown.code(), Some(0), "{}", shown.show());
+    let lines: Vec<&str> = shown.stdout.lines().collect();
+    assert_eq!(
+        lines.last().copied(),
+        Some("fatal: the page simplifier died \\u{1b}[31mred"),
+        "{}",
+        shown.show()
+    );
+    assert!(
+        shown.stdout.contains("Traceback (most recent call last):")
+            && shown.stdout.contains("noise line 09999"),
+        "{}",
+        shown.show()
+    );
+    assert!(
+        !shown.stdout.contains('\u{1b}'),
+        "a raw ESC on the terminal"
+    );
+    assert!(
+        !shown.stdout.contains("noise line 00000"),
+        "the log is not bounded: {} bytes",
+        shown.stdout.len()
+    );
+    // Without --session: the newest log of that server, which is this one.
+    let newest = tools_log(&env, "bad", &[]);
+    assert_eq!(newest.stdout, shown.stdout, "{}", newest.show());
+    // A server with no log, and a session with none, say so and fail.
+    let none = tools_log(&env, "bad", &["--session", "zzz"]);
+    assert_eq!(none.code(), Some(1), "{}", none.show());
+    says(&none.stderr, &["no stderr"], "a session with no log");
+    let unknown = tools_log(&env, "nosuch", &[]);
+    assert_eq!(unknown.code(), Some(1), "{}", unknown.show());
+}
+
+/// A server that cannot start: the failure (discovery's, the first time it is called)
+/// carries its last lines and says where the rest is.
+#[test]
+fn test_hostile_server_that_cannot_start_says_why_from_its_stderr() {
+    let (env, _bad, _good) = hostile_env("stderrstart", "stderrstart", HOSTILE_TIMEOUT);
+    let a = env.call_within("b", "bad_echo", json!({"text": "hi"}), FAULT_DEADLINE);
+    let message = a.failed();
+    assert!(
+        message.contains("No module named 'hostile_dependency'"),
+        "the failure does not carry the server's last words: {message}"
+    );
+    assert!(
+        message.contains("boxmaker tools log bad --discovery"),
+        "the failure does not say how to read the server's stderr: {message}"
+    );
+    let log = env.state().join("logs/.discovery/bad.stderr");
+    assert_private_log(&env, &log);
+    let shown = tools_log(&env, "bad", &["--discovery"]);
+    assert_eq!(shown.code(), Some(0), "{}", shown.show());
+    assert!(
+        shown.stdout.contains("starting the hostile server\n"),
+        "{}",
+        shown.show()
+    );
+}

@@ -540,11 +540,106 @@ fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
         !message.contains("origin page for cleared.test"),
         "a failure quoted the confidential answer: {message}"
     );
+    let log = cfg.parent().unwrap().join("state/logs/s1/float.stderr");
     assert_eq!(
         message,
-        "float_fail: the call failed, and what the server said is withheld: its box has read \
-         confidential data (a destination's answer), and a failure carries no label"
+        format!(
+            "float_fail: the call failed, and what the server said is withheld: its box has \
+             read confidential data (a destination's answer), and a failure carries no label; \
+             its stderr is kept for the operator: `boxmaker tools log float --session s1` ({})",
+            log.display()
+        )
     );
+}
+
+/// A server's stderr may quote what its box read, as its error text may: once its box has
+/// read above what the failure carries, a crash's `failed` answer names where the stderr is
+/// kept (for the operator, whose state directory it is in) but carries none of it. The
+/// server read a confidential answer between calls, then crashes writing it to stderr.
+#[test]
+fn a_server_that_read_a_confidential_answer_cannot_crash_with_it_on_stderr() {
+    let lab = Lab::new("float-crash");
+    let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
+    server_call(
+        &lab,
+        &cfg,
+        "s1",
+        "float_fetch_later",
+        json!({"url": "http://cleared.test/"}),
+    );
+    // Fail until the background fetch has its answer (a failure leaves the session public).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = lab.call(&cfg, "s1", "float_fail", &json!({}));
+        let v: Value = serde_json::from_str(r.stdout.trim())
+            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+        let m = v["message"].as_str().unwrap_or_default().to_string();
+        if m.contains("withheld") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server never fetched: {m}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let r = lab.call(&cfg, "s1", "float_crash", &json!({}));
+    let v: Value = serde_json::from_str(r.stdout.trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+    assert_eq!(v["status"], "failed", "{v}");
+    let message = v["message"].as_str().unwrap_or_default();
+    assert!(
+        !message.contains("origin page for cleared.test") && !message.contains("crashing with"),
+        "a crash's failure quoted the server's stderr, which holds the confidential answer: \
+         {message}"
+    );
+    assert!(message.contains("withheld"), "{message}");
+    let log = cfg.parent().unwrap().join("state/logs/s1/float.stderr");
+    assert!(
+        message.contains("boxmaker tools log float --session s1")
+            && message.contains(&log.display().to_string()),
+        "the failure does not say where the stderr is kept: {message}"
+    );
+    // The operator's copy is whole.
+    let kept = std::fs::read_to_string(&log).unwrap();
+    assert!(kept.contains("origin page for cleared.test"), "{kept}");
+    let shown = lab.boxmaker(&cfg, &["tools", "log", "float", "--session", "s1"]);
+    assert!(shown.ok(), "{}", shown.show());
+    assert!(
+        shown.stdout.contains("crashing with what I kept"),
+        "{}",
+        shown.show()
+    );
+}
+
+/// The same for a server that cannot start: a destination answered its box while it
+/// started (the proxy serves a box from its first moment), and it dies quoting that on
+/// stderr. Its failure is the call's, which carries only the call's label: nothing it said.
+#[test]
+fn a_server_that_read_a_confidential_answer_as_it_started_cannot_fail_to_start_with_it() {
+    let lab = Lab::new("float-start");
+    let dier = r#"
+[[tool]]
+name = "dier"
+mcp = ["/usr/bin/python3", "/opt/servers/float_server.py", "--fetch-then-die", "http://cleared.test/"]
+network = true
+mounts = ["servers"]
+"#;
+    let cfg = lab.config("c", &format!("{BASE}{dier}"));
+    let r = lab.call(&cfg, "s1", "dier_status", &json!({}));
+    let v: Value = serde_json::from_str(r.stdout.trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+    assert_eq!(v["status"], "failed", "{v}");
+    let message = v["message"].as_str().unwrap_or_default();
+    assert!(
+        !message.contains("origin page for cleared.test") && !message.contains("having read"),
+        "a failure to start quoted what the server's box read: {message}"
+    );
+    assert!(
+        message.contains("could not start, and what the server said is withheld")
+            && message.contains("boxmaker tools log dier --session s1"),
+        "{message}"
+    );
+    let kept =
+        std::fs::read_to_string(cfg.parent().unwrap().join("state/logs/s1/dier.stderr")).unwrap();
+    assert!(kept.contains("origin page for cleared.test"), "{kept}");
 }
 
 /// (c)'s other half: a connection is not cut by its own answer, nor by an answer no higher

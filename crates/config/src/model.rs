@@ -7,7 +7,9 @@
 //! - `[audit]`: `key` = the state directory's path plus `.audit-key` (beside it, never in
 //!   it), `checkpoint_every = 1000`, `checkpoint_secs = 60`, no `witness_file`, no
 //!   `witness_command`, `journal = true`.
-//! - `[box]`: `memory_bytes` 2 GiB, `max_processes` 256, `file_size_bytes` 64 MiB,
+//! - `[box]`: `memory_bytes` 2 GiB, `address_space_bytes` `"unlimited"` (where a memory
+//!   cgroup bounds the box; where none does, `memory_bytes` is the address-space limit),
+//!   `max_processes` 256, `file_size_bytes` 64 MiB,
 //!   `timeout_seconds` 300, `max_servers_per_session` 8, `max_connections_per_session` 32,
 //!   `egress_idle_seconds` 120, `max_upload_bytes` 1 GiB. Every limit must be above 0.
 //! - `[[mount]]`: `class = "internal"` (a person's files are not public unless they say
@@ -151,7 +153,14 @@ pub const RESERVED: &[&str] = &[
 /// The `[box]` table: the limits of every box.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BoxLimits {
+    /// Memory: the box's memory cgroup limit where one exists; where none does, every
+    /// process's address-space limit (`RLIMIT_AS`) too.
     pub memory_bytes: u64,
+    /// Every process's address-space limit (`RLIMIT_AS`) where a memory cgroup bounds the
+    /// box's memory (`None`: unlimited, the default). Address space that is reserved but
+    /// never touched costs no memory (node reserves gigabytes for WebAssembly); the cgroup
+    /// bounds what is used. At least `memory_bytes`.
+    pub address_space_bytes: Option<u64>,
     pub max_processes: u64,
     pub file_size_bytes: u64,
     pub timeout_seconds: u64,
@@ -198,6 +207,7 @@ impl Default for BoxLimits {
     fn default() -> Self {
         Self {
             memory_bytes: 2 << 30,
+            address_space_bytes: None,
             max_processes: 256,
             file_size_bytes: 64 << 20,
             timeout_seconds: 300,
@@ -539,6 +549,41 @@ impl Ctx<'_> {
         }
     }
 
+    /// `[box] address_space_bytes`: bytes (at least `memory`), or `"unlimited"` (`None`).
+    fn address_space(
+        &self,
+        value: Option<Spanned<toml::Value>>,
+        memory: u64,
+    ) -> Result<Option<u64>, ConfigError> {
+        let Some(v) = value else { return Ok(None) };
+        let span = v.span();
+        match v.into_inner() {
+            toml::Value::String(s) if s == "unlimited" => Ok(None),
+            toml::Value::Integer(n) if n <= 0 => self.err(
+                span,
+                "`address_space_bytes` must be above 0 (or \"unlimited\")",
+            ),
+            toml::Value::Integer(n) => {
+                let n = n.unsigned_abs();
+                if n < memory {
+                    return self.err(
+                        span,
+                        format!(
+                            "`address_space_bytes` ({n}) is below `memory_bytes` ({memory}): it \
+                             would be the tighter bound; lower `memory_bytes` instead, or give \
+                             the address space at least as much"
+                        ),
+                    );
+                }
+                Ok(Some(n))
+            }
+            other => self.err(
+                span,
+                format!("`address_space_bytes` is a number of bytes or \"unlimited\", not {other}"),
+            ),
+        }
+    }
+
     fn gate(&self, g: raw::Gate) -> Result<Gate, ConfigError> {
         let state = match &g.state {
             Some(s) => self.host_path(s, "`state`")?,
@@ -710,8 +755,10 @@ impl Ctx<'_> {
 
     fn limits(&self, b: raw::Limits) -> Result<BoxLimits, ConfigError> {
         let d = BoxLimits::default();
+        let memory_bytes = self.positive(b.memory_bytes, "memory_bytes", d.memory_bytes)?;
         Ok(BoxLimits {
-            memory_bytes: self.positive(b.memory_bytes, "memory_bytes", d.memory_bytes)?,
+            memory_bytes,
+            address_space_bytes: self.address_space(b.address_space_bytes, memory_bytes)?,
             max_processes: self.positive(b.max_processes, "max_processes", d.max_processes)?,
             file_size_bytes: self.positive(
                 b.file_size_bytes,

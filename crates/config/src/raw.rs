@@ -63,6 +63,8 @@ pub(crate) struct Audit {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Limits {
     pub memory_bytes: Option<Spanned<u64>>,
+    /// A number of bytes, or `"unlimited"` (checked in `model`).
+    pub address_space_bytes: Option<Spanned<toml::Value>>,
     pub max_processes: Option<Spanned<u64>>,
     pub file_size_bytes: Option<Spanned<u64>>,
     pub timeout_seconds: Option<Spanned<u64>>,

@@ -699,3 +699,33 @@ fn test_audit_key_and_witness_may_not_sit_where_the_log_or_a_box_can_reach() {
     let msg = bad("[audit]\nkey = \"k\"\nwitness_file = \"k\"\n", 3);
     assert!(msg.contains("audit key"), "{msg}");
 }
+
+// ---- [box] address_space_bytes (issue 21, item 5) ----------------------------------------
+
+#[test]
+fn test_address_space_is_unlimited_by_default_and_set_apart_from_memory() {
+    let c = ok("");
+    assert_eq!(c.limits.address_space_bytes, None, "unlimited by default");
+    assert_eq!(c.limits.memory_bytes, 2 << 30);
+    let c = ok("[box]\nmemory_bytes = 1073741824\naddress_space_bytes = 68719476736\n");
+    assert_eq!(c.limits.address_space_bytes, Some(64 << 30));
+    assert_eq!(c.limits.memory_bytes, 1 << 30);
+    let c = ok("[box]\naddress_space_bytes = \"unlimited\"\n");
+    assert_eq!(c.limits.address_space_bytes, None);
+}
+
+#[test]
+fn test_bad_address_space_names_its_line() {
+    let m = bad("[box]\naddress_space_bytes = 0\n", 2);
+    assert!(m.contains("address_space_bytes"), "{m}");
+    let m = bad("[box]\naddress_space_bytes = \"lots\"\n", 2);
+    assert!(m.contains("\"unlimited\"") && m.contains("lots"), "{m}");
+    let m = bad("[box]\naddress_space_bytes = -5\n", 2);
+    assert!(m.contains("address_space_bytes"), "{m}");
+    // Below the memory limit it would be the tighter bound, and memory_bytes the wrong key.
+    let m = bad(
+        "[box]\nmemory_bytes = 2147483648\naddress_space_bytes = 1073741824\n",
+        3,
+    );
+    assert!(m.contains("memory_bytes"), "{m}");
+}

@@ -29,6 +29,7 @@ pub mod decide;
 pub mod frame;
 pub mod ids;
 pub mod run;
+pub mod shown;
 mod strict;
 pub mod wire;
 

@@ -477,6 +477,7 @@ impl Runner {
         let l = &self.config.limits;
         spec.limits = Limits {
             memory_bytes: l.memory_bytes,
+            address_space_bytes: l.address_space_bytes,
             processes: l.max_processes,
             file_size_bytes: l.file_size_bytes,
             timeout: Duration::from_secs(l.timeout_seconds),
@@ -530,7 +531,35 @@ impl Runner {
                 removed += 1;
             }
         }
+        self.sweep_logs(now);
         removed
+    }
+
+    /// Removes the stderr logs of ended connection sessions (`STATE/logs/mcp-…`), by the
+    /// same rule as their workspaces: nothing written there for [`WORKSPACE_KEEP`].
+    fn sweep_logs(&self, now: std::time::SystemTime) {
+        let Ok(entries) = std::fs::read_dir(crate::downstream::stderr::logs_dir(&self.state_dir))
+        else {
+            return;
+        };
+        let recent = |t: std::io::Result<std::time::SystemTime>| {
+            t.is_ok_and(|t| now.duration_since(t).unwrap_or_default() <= WORKSPACE_KEEP)
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if !name.to_str().is_some_and(is_connection_session) {
+                continue;
+            }
+            let used = recent(e.metadata().and_then(|m| m.modified()))
+                || std::fs::read_dir(e.path()).is_ok_and(|files| {
+                    files
+                        .flatten()
+                        .any(|f| recent(f.metadata().and_then(|m| m.modified())))
+                });
+            if !used {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
     }
 
     /// `boxmaker box exec`: runs `argv` in `session`'s box with this process's stdin, stdout
@@ -616,10 +645,10 @@ impl Runner {
             self.describe_egress(tool)
         };
         Ok(format!(
-            "{}{work}{reach}network: {}\nlimits: memory {} bytes, {} processes, files up to {} bytes, {} s wall clock\n",
+            "{}{work}{reach}network: {}\nlimits: {}, {} processes, files up to {} bytes, {} s wall clock\n",
             sandbox::describe_mounts(&table),
             network,
-            l.memory_bytes,
+            describe_memory(l, sandbox::memory_cgroup()),
             l.processes,
             l.file_size_bytes,
             l.timeout.as_secs()
@@ -931,6 +960,31 @@ pub fn fit_run(
 }
 
 /// The longest prefix of `s` of at most `n` bytes that ends on a character boundary.
+/// A box's memory and address-space limits as `box show` says them: what they mean depends
+/// on whether a memory cgroup bounds the box here (`cgroup`, docs/spec.md §4 Limits).
+pub fn describe_memory(l: &Limits, cgroup: bool) -> String {
+    let space = sandbox::address_space_limit(l, cgroup);
+    match (cgroup, space) {
+        (true, None) => format!(
+            "memory {} bytes (a memory cgroup bounds it), address space unlimited \
+             (`[box] address_space_bytes`)",
+            l.memory_bytes
+        ),
+        (true, Some(a)) => format!(
+            "memory {} bytes (a memory cgroup bounds it), address space {a} bytes \
+             (`[box] address_space_bytes`)",
+            l.memory_bytes
+        ),
+        (false, _) => format!(
+            "memory {} bytes, which is also every process's address-space limit (RLIMIT_AS): \
+             no memory cgroup bounds the box here, so a program that reserves more address \
+             space than it uses (node's WebAssembly) fails at far less memory; \
+             `[box] address_space_bytes` applies only where a memory cgroup exists",
+            l.memory_bytes
+        ),
+    }
+}
+
 pub(crate) fn prefix(s: &str, n: usize) -> &str {
     let mut end = n.min(s.len());
     while !s.is_char_boundary(end) {
@@ -1044,6 +1098,43 @@ mod sweep_tests {
         assert!(!is_connection_session("mcp-0123"));
         assert!(!is_connection_session("mcp-0123456789ABCDEF"));
     }
+
+    #[test]
+    fn an_old_connection_sessions_stderr_logs_go_with_its_workspace() {
+        use crate::downstream::stderr::log_path;
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Arc::new(config::parse("", "t.toml", dir.path()).unwrap());
+        let r = Runner::with_binary(cfg, dir.path(), "/bin/true".into()).unwrap();
+        let old_conn = SessionId::new("mcp-0123456789abcdef").unwrap();
+        let new_conn = SessionId::new("mcp-fedcba9876543210").unwrap();
+        let named = SessionId::new("project").unwrap();
+        let long_ago = std::time::SystemTime::now() - WORKSPACE_KEEP * 2;
+        for s in [&old_conn, &new_conn, &named] {
+            let log = log_path(dir.path(), Some(s), "srv");
+            std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+            std::fs::write(&log, "said\n").unwrap();
+            if s != &new_conn {
+                for p in [&log, &log.parent().unwrap().to_path_buf()] {
+                    std::fs::File::open(p)
+                        .unwrap()
+                        .set_modified(long_ago)
+                        .unwrap();
+                }
+            }
+        }
+        r.sweep_workspaces();
+        assert!(
+            !log_path(dir.path(), Some(&old_conn), "srv")
+                .parent()
+                .unwrap()
+                .exists()
+        );
+        assert!(log_path(dir.path(), Some(&new_conn), "srv").exists());
+        assert!(
+            log_path(dir.path(), Some(&named), "srv").exists(),
+            "a named session's stays"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -1082,6 +1173,27 @@ mod floor_tests {
 mod tests {
     use super::*;
     use proto::{Envelope, MAX_FRAME};
+
+    #[test]
+    fn box_show_says_what_the_memory_limit_means_with_and_without_a_memory_cgroup() {
+        let mut l = Limits {
+            memory_bytes: 1 << 30,
+            ..Limits::default()
+        };
+        let with = describe_memory(&l, true);
+        assert!(
+            with.contains("a memory cgroup bounds it") && with.contains("address space unlimited"),
+            "{with}"
+        );
+        l.address_space_bytes = Some(64 << 30);
+        assert!(describe_memory(&l, true).contains("address space 68719476736 bytes"));
+        let without = describe_memory(&l, false);
+        assert!(
+            without.contains("1073741824 bytes, which is also every process's address-space limit")
+                && without.contains("no memory cgroup"),
+            "{without}"
+        );
+    }
 
     fn encoded(r: &ToolResponse) -> usize {
         serde_json::to_vec(&Envelope::response(u64::MAX, r.clone()))

@@ -140,6 +140,47 @@ pub enum Layout {
     V2 { parent: PathBuf },
 }
 
+impl Layout {
+    /// Whether a box cgroup made here bounds all of the box's memory: the kernel charges
+    /// swap to it (so the limit written covers swap too, `create`), or the machine has no
+    /// swap. Then the memory limit is the cgroup's alone, and the address space is set apart
+    /// (docs/spec.md §4, Limits).
+    pub fn bounds_memory(&self) -> bool {
+        let accounted = match self {
+            Layout::V1 { memory, .. } => memory.join("memory.memsw.limit_in_bytes").exists(),
+            // A v2 kernel charges swap to every cgroup but the root, which has no
+            // memory.max (and boxes are never made in the root: they are its children).
+            Layout::V2 { parent } => {
+                parent.join("memory.swap.max").exists() || !parent.join("memory.max").exists()
+            }
+        };
+        accounted || no_swap()
+    }
+}
+
+/// Whether the machine has no swap space in use (`/proc/swaps` lists none).
+fn no_swap() -> bool {
+    fs::read_to_string("/proc/swaps").is_ok_and(|s| s.lines().skip(1).all(|l| l.trim().is_empty()))
+}
+
+/// Whether boxes on this machine have their memory bounded by a cgroup (see
+/// [`Layout::bounds_memory`]); where not, the memory limit is every process's address-space
+/// limit.
+pub fn memory_cgroup() -> bool {
+    detect().is_ok_and(|l| l.bounds_memory())
+}
+
+/// Every process's `RLIMIT_AS` in a box of `limits` (`None`: unlimited): where a memory
+/// cgroup bounds the box (`cgroup`), `address_space_bytes`; where none does, `memory_bytes`,
+/// the only bound of its memory.
+pub fn address_space_limit(limits: &crate::Limits, cgroup: bool) -> Option<u64> {
+    if cgroup {
+        limits.address_space_bytes
+    } else {
+        Some(limits.memory_bytes)
+    }
+}
+
 /// Finds a writable place for box cgroups, or says why there is none.
 pub fn detect() -> std::result::Result<Layout, String> {
     let writable = crate::sys::writable;
@@ -314,6 +355,19 @@ impl Drop for BoxCgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_address_space_is_the_memory_limit_only_where_no_memory_cgroup_bounds_the_box() {
+        let mut l = crate::Limits {
+            memory_bytes: 1 << 30,
+            ..crate::Limits::default()
+        };
+        assert_eq!(address_space_limit(&l, true), None);
+        assert_eq!(address_space_limit(&l, false), Some(1 << 30));
+        l.address_space_bytes = Some(64 << 30);
+        assert_eq!(address_space_limit(&l, true), Some(64 << 30));
+        assert_eq!(address_space_limit(&l, false), Some(1 << 30));
+    }
 
     /// The tests below that make and sweep real box cgroups, one at a time: each one's sweep
     /// would remove the other's dead owner's cgroup before it looks.

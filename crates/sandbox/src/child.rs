@@ -37,6 +37,9 @@ pub(crate) struct Child<'a> {
     /// The helper is root: drop supplementary groups (allowed because it did not deny
     /// `setgroups`); an unprivileged helper had to deny them and the groups stay.
     pub clear_groups: bool,
+    /// Every process's `RLIMIT_AS` (`RLIM_INFINITY`: none), as the helper decided it
+    /// ([`crate::address_space_limit`]).
+    pub address_space: u64,
 }
 
 /// Messages from the box to the helper: a tag byte, a 4-byte big-endian length, the payload.
@@ -249,9 +252,10 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
 
     // 13. Resource limits, inherited by the command. RLIMIT_NPROC is counted per user per
     //     user namespace on current kernels, so it limits this box and no other; the pids
-    //     cgroup (where available) is the hard limit.
+    //     cgroup (where available) is the hard limit. The address space is the memory limit
+    //     only where no memory cgroup bounds the box (the helper decided: `address_space`).
     let l = &c.spec.limits;
-    sys::setrlimit(libc::RLIMIT_AS, l.memory_bytes, "RLIMIT_AS")?;
+    sys::setrlimit(libc::RLIMIT_AS, c.address_space, "RLIMIT_AS")?;
     sys::setrlimit(libc::RLIMIT_NPROC, l.processes, "RLIMIT_NPROC")?;
     sys::setrlimit(libc::RLIMIT_NOFILE, l.open_files, "RLIMIT_NOFILE")?;
     sys::setrlimit(libc::RLIMIT_FSIZE, l.file_size_bytes, "RLIMIT_FSIZE")?;

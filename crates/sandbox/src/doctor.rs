@@ -58,6 +58,23 @@ fn strerror(errno: i32) -> String {
     std::io::Error::from_raw_os_error(errno).to_string()
 }
 
+/// What the memory limit means on this machine, to follow the cgroup check's detail.
+fn address_space_note(cgroup: bool, bounded: bool) -> String {
+    match (cgroup, bounded) {
+        (true, true) => "; memory is bounded there, and the address space apart \
+                         (`[box] address_space_bytes`)"
+            .into(),
+        (true, false) => "; swap is not charged to it, so `[box] memory_bytes` is also every \
+                          process's address-space limit (RLIMIT_AS)"
+            .into(),
+        (false, _) => "; without one, `[box] memory_bytes` is every process's address-space \
+                       limit (RLIMIT_AS), the only bound of its memory: a program that reserves \
+                       more address space than it uses (node's WebAssembly) fails at far less \
+                       memory than that"
+            .into(),
+    }
+}
+
 /// Probes the machine. `require` says which optional protections count as required.
 pub fn doctor(require: &Requirements) -> DoctorReport {
     let mut checks = Vec::new();
@@ -183,7 +200,11 @@ pub fn doctor(require: &Requirements) -> DoctorReport {
         detail,
     });
 
-    let (enforced, detail) = match crate::cgroup::detect() {
+    let layout = crate::cgroup::detect();
+    let bounded = layout
+        .as_ref()
+        .is_ok_and(crate::cgroup::Layout::bounds_memory);
+    let (enforced, mut detail) = match layout {
         Ok(crate::cgroup::Layout::V1 { memory, pids }) => (
             true,
             format!(
@@ -198,6 +219,7 @@ pub fn doctor(require: &Requirements) -> DoctorReport {
         ),
         Err(reason) => (false, reason),
     };
+    detail.push_str(&address_space_note(enforced, bounded));
     checks.push(Check {
         name: "cgroup limits",
         enforced,
@@ -208,7 +230,14 @@ pub fn doctor(require: &Requirements) -> DoctorReport {
         name: "rlimits",
         enforced: true,
         required: true,
-        detail: "address space, processes, open files, file size, CPU time, no core dumps".into(),
+        detail: format!(
+            "address space ({}), processes, open files, file size, CPU time, no core dumps",
+            if bounded {
+                "`[box] address_space_bytes`: the memory cgroup bounds memory"
+            } else {
+                "`[box] memory_bytes`: no memory cgroup bounds memory here"
+            }
+        ),
     });
     DoctorReport { checks }
 }

@@ -220,6 +220,13 @@ pub(crate) fn run_box(
         Err(_) => None,
     };
 
+    // Where the box's cgroup bounds its memory, the address space is limited apart (by
+    // default not at all); else the memory limit is every process's address-space limit.
+    let address_space = crate::cgroup::address_space_limit(
+        &spec.limits,
+        layout.as_ref().is_some_and(cgroup::Layout::bounds_memory),
+    )
+    .unwrap_or(libc::RLIM_INFINITY);
     let (sync, sync_child) = sys::seqpacket_pair()?;
     let (report_rd, report_wr) = sys::pipe()?;
     let mut flags = libc::CLONE_NEWUSER
@@ -248,6 +255,7 @@ pub(crate) fn run_box(
             sync: sync_child,
             report: report_wr,
             clear_groups: root,
+            address_space,
         });
     }
     drop(sync_child);

@@ -66,6 +66,7 @@ mod spec;
 mod splice;
 mod sys;
 
+pub use cgroup::{address_space_limit, memory_cgroup};
 pub use doctor::{Check, DoctorReport, doctor};
 pub use error::{Error, Result};
 #[doc(hidden)]

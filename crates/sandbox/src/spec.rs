@@ -81,8 +81,13 @@ pub struct Mount {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
-    /// Memory: cgroup limit, and `RLIMIT_AS` of every process.
+    /// Memory: the box's memory cgroup limit; where no memory cgroup bounds the box, every
+    /// process's `RLIMIT_AS` too (see [`crate::address_space_limit`]).
     pub memory_bytes: u64,
+    /// Every process's `RLIMIT_AS` where a memory cgroup bounds the box (`None`: unlimited):
+    /// address space reserved and never touched costs no memory, and the cgroup bounds what
+    /// is touched.
+    pub address_space_bytes: Option<u64>,
     /// Processes: cgroup `pids.max`, and `RLIMIT_NPROC` (counted per box, see `child.rs`).
     pub processes: u64,
     /// Largest file a process may write (`RLIMIT_FSIZE`).
@@ -99,6 +104,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             memory_bytes: 2 << 30,
+            address_space_bytes: None,
             processes: 256,
             file_size_bytes: 64 << 20,
             timeout: Duration::from_secs(300),
@@ -192,6 +198,7 @@ impl Spec {
         }
         let l = &self.limits;
         if l.memory_bytes < (16 << 20)
+            || l.address_space_bytes.is_some_and(|a| a < (16 << 20))
             || l.processes == 0
             || l.open_files < 16
             || l.timeout.is_zero()

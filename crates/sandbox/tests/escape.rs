@@ -727,3 +727,67 @@ fn test_memory_cgroup_tmpfs_bomb_is_contained() {
     assert!(stderr.contains("oom_killed=true"), "{stderr}");
     assert_eq!(ok(&boxed(ws.path(), &[], "echo next")), "next\n");
 }
+
+/// What `sandbox-exec --doctor` says of the cgroup limits: whether a memory cgroup bounds
+/// the boxes on this machine.
+fn memory_cgroup_here() -> bool {
+    let out = Command::new(EXE).arg("--doctor").output().unwrap();
+    let report = text(&out.stdout);
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("cgroup limits"))
+        .unwrap_or_else(|| panic!("no cgroup line: {report}"));
+    line[22..].trim_start().starts_with("yes")
+}
+
+/// A program that maps 8 GiB of address space and touches none of it (what V8 does for
+/// WebAssembly's guard regions), then prints `mapped`.
+const MAP_8_GIB: &str =
+    "python3 -c 'import mmap; m = mmap.mmap(-1, 8 << 30); print(\"mapped\")'; echo rc=$?";
+
+/// Issue 21, item 5: where a memory cgroup bounds the box, memory is bounded there and the
+/// address space is not (by default): mapping 8 GiB untouched works in a box of 256 MiB;
+/// touching more than 256 MiB is still stopped, by the cgroup. On the old code the address
+/// space was the memory limit: the mapping failed ("Cannot allocate memory").
+#[test]
+fn test_address_space_is_not_the_memory_limit_where_a_memory_cgroup_bounds_it() {
+    assert!(
+        memory_cgroup_here(),
+        "this test needs a memory cgroup (CI runs as root with one)"
+    );
+    let ws = workspace();
+    let mapped = ok(&boxed(
+        ws.path(),
+        &["--memory", "268435456", "--capture", "65536"],
+        MAP_8_GIB,
+    ));
+    assert!(mapped.contains("mapped\nrc=0"), "{mapped}");
+
+    // Touching 512 MiB in a 256 MiB box: the cgroup stops it.
+    let out = boxed(
+        ws.path(),
+        &["--memory", "268435456", "--capture", "4096"],
+        "python3 -c 'b = b\"x\" * (512 << 20); print(\"touched\")'; echo rc=$?",
+    );
+    let stderr = text(&out.stderr);
+    assert!(!text(&out.stdout).contains("touched"), "{stderr}");
+    assert!(!text(&out.stdout).contains("rc=0"), "{stderr}");
+    assert!(stderr.contains("oom_killed=true"), "{stderr}");
+
+    // An address-space limit set apart is every process's RLIMIT_AS.
+    let limited = ok(&boxed(
+        ws.path(),
+        &[
+            "--memory",
+            "268435456",
+            "--address-space",
+            "1073741824",
+            "--capture",
+            "65536",
+        ],
+        MAP_8_GIB,
+    ));
+    assert!(!limited.contains("mapped"), "{limited}");
+    assert!(!limited.contains("rc=0"), "{limited}");
+    assert_eq!(ok(&boxed(ws.path(), &[], "echo next")), "next\n");
+}

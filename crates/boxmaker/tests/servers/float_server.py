@@ -8,6 +8,11 @@ Python standard library only (it runs as /usr/bin/python3 inside a box); newline
 JSON-RPC 2.0, as the MCP stdio transport. Every request goes through boxmaker's proxy
 (127.0.0.1:3128), as absolute-form plain HTTP.
 
+With `--fetch-then-die URL` it first GETs URL, before it reads anything: where that works
+(a session's box, whose proxy answers) it writes the answer to stderr and exits 1, a server
+that could not start and quotes what its box read as it died; where it does not (discovery,
+whose box has no way out) it serves as usual.
+
 Tools:
   fetch {url}        GET url; keeps the answer; returns it
   fetch_later {url}  answers at once, then GETs url in the background and keeps the answer
@@ -15,9 +20,11 @@ Tools:
   send {url}         POSTs everything it has kept to url; returns the proxy's or origin's
                      status line
   fail               fails (isError), quoting everything it has kept
+  crash              writes everything it has kept to stderr, then exits with status 3
 """
 
 import json
+import os
 import socket
 import sys
 import threading
@@ -96,6 +103,12 @@ def call(name, args):
             kept = "".join(KEPT)
         return {"content": [{"type": "text", "text": "kept %d bytes: %s" % (len(kept), kept)}],
                 "isError": True}
+    if name == "crash":
+        with LOCK:
+            kept = "".join(KEPT)
+        sys.stderr.write("crashing with what I kept: %s\n" % kept.replace("\r\n", " | "))
+        sys.stderr.flush()
+        os._exit(3)
     return {"content": [{"type": "text", "text": "no such tool"}], "isError": True}
 
 
@@ -106,10 +119,21 @@ def tools():
         {"name": "status", "description": "How much is kept.", "inputSchema": EMPTY},
         {"name": "send", "description": "POST what is kept.", "inputSchema": URL},
         {"name": "fail", "description": "Fail, quoting what is kept.", "inputSchema": EMPTY},
+        {"name": "crash", "description": "Crash, quoting what is kept on stderr.",
+         "inputSchema": EMPTY},
     ]
 
 
 def main():
+    if sys.argv[1:2] == ["--fetch-then-die"]:
+        try:
+            page = get(sys.argv[2])
+        except OSError:
+            page = None
+        if page is not None:
+            sys.stderr.write("cannot start, having read: %s\n" % page.replace("\r\n", " | "))
+            sys.stderr.flush()
+            sys.exit(1)
     for line in sys.stdin.buffer:
         try:
             msg = json.loads(line)

@@ -20,6 +20,11 @@ answered with the client's protocolVersion echoed, notifications are ignored, `p
   swap         like well, but echo's description is the content of the file named by
                ARG, read again at every tools/list (the pin test swaps it)
   stderrflood  50 MB on stderr first, then like well
+  stderrcrash  300 KB of numbered noise lines on stderr at start; every tools/call: a
+               traceback-like run of lines on stderr (the last one holds an ESC, a
+               terminal's control character), then exit status 3
+  stderrstart  a few lines on stderr, then exit status 1 before reading anything (a
+               server that cannot start: a missing module)
 
 Every mode with tools offers `echo` with the schema ECHO_SCHEMA below.
 """
@@ -31,7 +36,19 @@ import socket
 import sys
 import time
 
-MODES = ("well", "crash", "hang", "flood", "malformed", "huge", "noinit", "swap", "stderrflood")
+MODES = (
+    "well",
+    "crash",
+    "hang",
+    "flood",
+    "malformed",
+    "huge",
+    "noinit",
+    "swap",
+    "stderrflood",
+    "stderrcrash",
+    "stderrstart",
+)
 
 ECHO_SCHEMA = {
     "type": "object",
@@ -53,6 +70,16 @@ PNG = base64.b64decode(
 HUGE_BYTES = 8 * 1024 * 1024
 MANY_BLOCKS = 200_000
 STDERR_FLOOD_BYTES = 50 * 1000 * 1000
+STDERR_NOISE_LINES = 10_000  # about 300 KB: more than boxmaker keeps of one server's stderr
+
+# What stderrcrash writes when called: its last line ends in an ESC, which every text shown
+# to a person carries escaped.
+CRASH_LINES = [
+    b"Traceback (most recent call last):",
+    b'  File "/opt/servers/fetch.py", line 12, in simplify',
+    b"RangeError: WebAssembly.instantiate(): Out of memory: Cannot allocate Wasm memory",
+    b"fatal: the page simplifier died \x1b[31mred",
+]
 
 OUT = sys.stdout.buffer
 ERR = sys.stderr.buffer
@@ -113,6 +140,10 @@ class Server:
         args = params.get("arguments") or {}
         self.calls += 1
         mode = self.mode
+        if mode == "stderrcrash":
+            ERR.write(b"\n".join(CRASH_LINES) + b"\n")
+            ERR.flush()
+            os._exit(3)
         if mode == "crash":
             ERR.write(b"dying now\n")
             ERR.flush()
@@ -206,6 +237,15 @@ class Server:
     def serve(self) -> None:
         if self.mode == "noinit":
             sys.exit(0)
+        if self.mode == "stderrstart":
+            ERR.write(b"starting the hostile server\n")
+            ERR.write(b"ModuleNotFoundError: No module named 'hostile_dependency'\n")
+            ERR.flush()
+            sys.exit(1)
+        if self.mode == "stderrcrash":
+            for i in range(STDERR_NOISE_LINES):
+                ERR.write(b"noise line %05d of the server's start\n" % i)
+            ERR.flush()
         if self.mode == "stderrflood":
             line = b"e" * 999 + b"\n"
             for _ in range(STDERR_FLOOD_BYTES // len(line)):

@@ -27,10 +27,10 @@
 //! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
+pub mod stderr;
 pub mod transport;
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -51,8 +51,6 @@ use transport::{Lines, Reason, get_reason, set_reason};
 /// The wall-clock limit of a server's box: the server is stopped long before, when idle,
 /// but a server kept busy is restarted at least this often.
 const SERVER_LIFETIME: Duration = Duration::from_secs(24 * 3600);
-/// How much of a server's stderr is kept, for the reason when it fails.
-const STDERR_TAIL: usize = 4096;
 /// The longest wait, in seconds, for a server being discovered to start and list its tools.
 const DISCOVERY_TIMEOUT: u64 = 60;
 /// How long a failed server's box may take to end by itself before it is killed (so its
@@ -99,7 +97,7 @@ struct Instance {
     /// Its tools, as it last listed them (at start; for a pinned server, before each call).
     tools: Mutex<Vec<ToolDef>>,
     reason: Reason,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<stderr::Stderr>,
     last_used: Mutex<Instant>,
     in_flight: AtomicUsize,
     idle: Duration,
@@ -156,14 +154,32 @@ fn stop_box(boxed: &Mutex<Option<BoxProcess>>, grace: Duration) -> Option<String
 }
 
 /// How a failed server ended, to follow its reason: its exit (given [`EXIT_GRACE`] to end by
-/// itself, so an exit is reported as one; our own kill needs no mention), and its last line
-/// on stderr.
-fn ended(boxed: &Mutex<Option<BoxProcess>>, stderr: &Mutex<Vec<u8>>) -> String {
+/// itself, so an exit is reported as one; our own kill needs no mention), its last lines on
+/// stderr, and where the whole of its stderr is.
+fn ended(boxed: &Mutex<Option<BoxProcess>>, stderr: &stderr::Stderr) -> String {
     let exit = stop_box(boxed, EXIT_GRACE)
         .filter(|e| e != STOPPED)
         .map(|e| format!("; {e}"))
         .unwrap_or_default();
-    exit + &stderr_hint(stderr)
+    // Its box is gone: its stderr ends in a moment.
+    stderr.settle(EXIT_GRACE);
+    let last = stderr
+        .last_lines()
+        .map(|l| format!("; its stderr ends with: \"{l}\""))
+        .unwrap_or_default();
+    format!("{exit}{last}; all of its stderr: {}", stderr.whereabouts())
+}
+
+/// The failure of a call whose server's box has reached `reached`, above what the failure
+/// carries: nothing the server said (its answer, its stderr) is in it, only where its stderr
+/// is kept for the operator.
+fn withheld(what: &str, reached: proto::DataClass, stderr: &stderr::Stderr) -> String {
+    format!(
+        "{what}, and what the server said is withheld: its box has read {reached} data \
+         (a destination's answer), and a failure carries no label; its stderr is kept for the \
+         operator: {}",
+        stderr.whereabouts()
+    )
 }
 
 /// `fut`, a step of talking to a server, within `timeout`; its error, or the timeout, as
@@ -190,40 +206,6 @@ fn describe_status(s: sandbox::Status) -> String {
         sandbox::Status::Signaled(n) => format!("it was killed by signal {n}"),
         sandbox::Status::TimedOut => "its box reached its wall-clock limit".into(),
     }
-}
-
-fn stderr_hint(tail: &Mutex<Vec<u8>>) -> String {
-    let tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
-    let text = String::from_utf8_lossy(&tail);
-    match text.lines().rev().find(|l| !l.trim().is_empty()) {
-        Some(line) => format!(
-            " (its last words: {})",
-            crate::run::prefix(line.trim(), 300)
-        ),
-        None => String::new(),
-    }
-}
-
-/// Reads a server's stderr to its end, keeping only the last [`STDERR_TAIL`] bytes.
-fn drain_stderr(mut r: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
-    std::thread::spawn(move || {
-        let mut chunk = vec![0u8; 16 * 1024];
-        loop {
-            match r.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => {
-                    let mut t = tail.lock().unwrap_or_else(PoisonError::into_inner);
-                    t.extend_from_slice(chunk.get(..n).unwrap_or_default());
-                    if t.len() > STDERR_TAIL {
-                        let cut = t.len() - STDERR_TAIL;
-                        t.drain(..cut);
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
-    });
 }
 
 /// The definition rmcp parsed, in the catalog's form.
@@ -511,6 +493,7 @@ impl Runner {
                             Some(label),
                             timeout,
                             Some(call),
+                            Some(self.answer_label(req).0.max(taint)),
                         )
                         .await
                     {
@@ -557,11 +540,10 @@ impl Runner {
         let fail = |message: String| {
             let reached = instance.float.reached();
             if reached > self.answer_label(req).0.max(taint) {
-                failed(format!(
-                    "{}: the call failed, and what the server said is withheld: its box has \
-                     read {reached} data (a destination's answer), and a failure carries no \
-                     label",
-                    req.tool
+                failed(withheld(
+                    &format!("{}: the call failed", req.tool),
+                    reached,
+                    &instance.stderr,
                 ))
             } else {
                 failed(message)
@@ -690,7 +672,18 @@ impl Runner {
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
         if result.is_error == Some(true) {
-            return fail(format!("{}: {}", req.tool, content::error_text(&blocks)));
+            // The server stays; where its stderr is helps whoever reads why (it may hold a
+            // trace the error text leaves out).
+            let logged = if instance.stderr.any() {
+                format!(" (the server's stderr: {})", instance.stderr.whereabouts())
+            } else {
+                String::new()
+            };
+            return fail(format!(
+                "{}: {}{logged}",
+                req.tool,
+                content::error_text(&blocks)
+            ));
         }
         // Its answer carries what its box reached: what destinations answered it since it
         // started, and its calls' own labels.
@@ -711,7 +704,10 @@ impl Runner {
     /// label it is discovery: every mount read-only, a mount above `public` shown empty (a
     /// description is content the model reads at any taint, so it may be built from public
     /// data only), and the wall clock of one call. With `call`, the box is put under that
-    /// call's session's resets from the moment it exists.
+    /// call's session's resets from the moment it exists. Its failure quotes what the server
+    /// said only while its box has reached no higher than `shown_up_to` (what the failure
+    /// carries: see `fail` in [`Runner::call`]; `None`: discovery, whose box reaches nothing).
+    #[allow(clippy::too_many_arguments)]
     async fn start(
         &self,
         tool: &Tool,
@@ -720,6 +716,7 @@ impl Runner {
         label: Option<proto::DataClass>,
         timeout: Duration,
         call: Option<&Admitted>,
+        shown_up_to: Option<proto::DataClass>,
     ) -> Result<Instance, String> {
         let ToolKind::Mcp {
             argv, idle_timeout, ..
@@ -779,10 +776,14 @@ impl Runner {
             ),
             _ => None,
         };
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        if let Some(err) = boxed.stderr.take() {
-            drain_stderr(err, stderr.clone());
-        }
+        // Its stderr, kept for the operator (discovery's apart from every session's).
+        let logged = label.map(|_| session);
+        let path = stderr::log_path(self.state_dir(), logged, &tool.name);
+        let command = stderr::log_command(logged, &tool.name);
+        let stderr = match boxed.stderr.take() {
+            Some(err) => stderr::Stderr::drain(err, path, command),
+            None => stderr::Stderr::drain(std::io::empty(), path, command),
+        };
         let io = |e: std::io::Error| format!("cannot talk to the server: {e}");
         let (Some(stdin), Some(stdout)) = (boxed.stdin.take(), boxed.stdout.take()) else {
             return Err("cannot talk to the server: no pipes".into());
@@ -802,6 +803,14 @@ impl Runner {
             Err(why) => {
                 let why = get_reason(&reason).map_or(why.clone(), |r| format!("{why}: {r}"));
                 let ended = tokio::task::block_in_place(|| ended(&boxed, &stderr));
+                // A box that reached above what its failure may quote (a destination answered
+                // it while it started) says nothing of what the server said.
+                let reached = float.reached();
+                if let Some(up_to) = shown_up_to
+                    && reached > up_to
+                {
+                    return Err(withheld("the server could not start", reached, &stderr));
+                }
                 return Err(why + &ended + &network_hint(tool, argv));
             }
         };
@@ -972,6 +981,7 @@ impl Runner {
                     None,
                     timeout,
                     call,
+                    None,
                 )
                 .await?;
             let tools = i

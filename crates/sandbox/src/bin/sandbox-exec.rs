@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! sandbox-exec --workspace DIR [--mount HOST:AT[:rw]] [--network] [--env NAME]
-//!              [--memory BYTES] [--processes N] [--file-size BYTES] [--timeout SECS]
+//!              [--memory BYTES] [--address-space BYTES|unlimited] [--processes N]
+//!              [--file-size BYTES] [--timeout SECS]
 //!              [--capture BYTES] [--via-helper] -- CMD [ARGS...]
 //! sandbox-exec --doctor
 //! ```
@@ -71,6 +72,12 @@ fn real_main() -> Result<i32, String> {
                 }
             }
             "--memory" => spec.limits.memory_bytes = num(value("--memory")?)?,
+            "--address-space" => {
+                spec.limits.address_space_bytes = match value("--address-space")?.as_str() {
+                    "unlimited" => None,
+                    v => Some(num(v.to_string())?),
+                }
+            }
             "--processes" => spec.limits.processes = num(value("--processes")?)?,
             "--file-size" => spec.limits.file_size_bytes = num(value("--file-size")?)?,
             "--timeout" => spec.limits.timeout = Duration::from_secs(num(value("--timeout")?)?),
