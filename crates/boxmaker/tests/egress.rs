@@ -141,7 +141,6 @@ fn a_rule_naming_a_loopback_address_is_reached_through_the_proxy_by_plain_curl()
         "c",
         &format!("{BASE}\n[[egress]]\nhost = \"127.0.0.1\"\nports = [80]\n"),
     );
-    assert_eq!(env(&cfg), "NO_PROXY=localhost,::1 no_proxy=localhost,::1");
     let v = lab.run_in_box(&cfg, "s1", "net", &["curl", "-sS", "http://127.0.0.1/echo"]);
     assert_eq!(exit(&v), 0, "{v}");
     assert!(stdout(&v).starts_with("GET /echo HTTP/1.1"), "{v}");
@@ -157,6 +156,8 @@ fn a_rule_naming_a_loopback_address_is_reached_through_the_proxy_by_plain_curl()
     });
     assert_eq!(opened["address"], "127.0.0.1:80", "{opened}");
     assert_eq!(opened["tool"], "net", "{opened}");
+    // The box is told to go to the proxy for it: NO_PROXY lists only what no rule names.
+    assert_eq!(env(&cfg), "NO_PROXY=localhost,::1 no_proxy=localhost,::1");
 }
 
 /// Issue 21 item 9: the proxy's refusal is one sentence in the three places a client may
@@ -484,11 +485,51 @@ fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
     assert_eq!(seen.len(), 4, "{}", r.show());
     for s in &seen {
         assert_eq!(s["is_error"], true, "{s}");
-        eprintln!("{}: {}", s["tool"], s["text"]);
     }
+    let text = |i: usize| seen[i]["text"].as_str().unwrap();
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let _ = readme;
-    panic!("look");
+    assert!(
+        readme.contains(
+            r#"mcp = ["/opt/mcp-py/bin/python3", "-m", "mcp_server_fetch", "--ignore-robots-txt"]"#
+        ),
+        "the README's fetch tool is not the one this test runs"
+    );
+    // HTTPS: the sentence, in the words the README shows, whole.
+    assert!(
+        text(0).contains(
+            "boxmaker refused example.com:443: it is not in the config's egress rules (an \
+             [[egress]] rule in boxmaker.toml names the hosts a networked tool may reach)"
+        ),
+        "{}",
+        text(0)
+    );
+    assert!(
+        readme.contains(&format!("\n{}\n", text(0))),
+        "the README does not show what the model sees:\n{}",
+        text(0)
+    );
+    // Plain HTTP: mcp-server-fetch shows only the status; the README says so, and where the
+    // sentence is.
+    let plain = "Failed to fetch http://example.com/ - status code 403";
+    assert!(text(1).ends_with(plain), "{}", text(1));
+    assert!(readme.contains(plain), "the README does not say {plain:?}");
+    let refused = lab.wait_egress(&cfg, "refused example.com:80", |r| {
+        r["outcome"] == "refused" && r["host"] == "example.com" && r["port"] == 80
+    });
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("boxmaker refused example.com:80: it is not in the config's egress rules"),
+        "{refused}"
+    );
+    // Without --ignore-robots-txt its robots.txt check fails first and keeps no reason, as
+    // the README says.
+    for (i, words) in [(2, "due to a connection issue"), (3, "received status 403")] {
+        assert!(text(i).contains(words), "{}", text(i));
+        assert!(!text(i).contains("boxmaker refused"), "{}", text(i));
+        assert!(readme.contains(words), "the README does not say {words:?}");
+    }
 }
 
 fn require_python_sdk() {
