@@ -1820,7 +1820,7 @@ host = "*"
         );
         assert_eq!(
             none("[[egress]]\nhost = \"*\"\n[[egress]]\nhost = \"::1\"\n").as_deref(),
-            Some("localhost,127.0.0.1")
+            Some("127.0.0.1")
         );
         assert_eq!(
             none("[[egress]]\nhost = \"localhost\"\n").as_deref(),
