@@ -34,7 +34,8 @@
 //!   it, whatever the address.
 //!
 //! A [`Refusal`] is one sentence a model can act on; the proxy sends it as the reason of its
-//! `403` and the tool's error quotes it.
+//! `403`, in an `X-Boxmaker-Refusal` header and as a `text/plain` body, and the tool's error
+//! quotes it.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
