@@ -379,6 +379,7 @@ fn test_the_page_in_chromium_shows_calls_live_and_decides_them_safely() {
     );
     for want in [
         "no login: snapshot 401",
+        "login card fits at 360 and 1200 px",
         "wrong CSRF token: 403",
         "another Host (DNS rebinding): 421",
         "after it printed that it waits",

@@ -115,6 +115,101 @@ fn curl_reaches_an_allowed_destination_and_is_refused_an_unlisted_one() {
     assert!(tail.stdout.contains("other.test"), "{}", tail.show());
 }
 
+/// Issue 21 item 8: a rule naming a loopback address names the host's, so the box's
+/// `NO_PROXY` leaves it out and an ordinary client goes through the proxy to it (it used to
+/// go to the box's own `lo`, and fail with no audit record).
+#[test]
+fn a_rule_naming_a_loopback_address_is_reached_through_the_proxy_by_plain_curl() {
+    let lab = Lab::new("loopback");
+    let env = |cfg: &std::path::Path| {
+        let v = lab.run_in_box(
+            cfg,
+            "s1",
+            "net",
+            &["sh", "-c", "echo \"NO_PROXY=$NO_PROXY no_proxy=$no_proxy\""],
+        );
+        assert_eq!(exit(&v), 0, "{v}");
+        stdout(&v).trim().to_string()
+    };
+    let base = lab.config("base", BASE);
+    assert_eq!(
+        env(&base),
+        "NO_PROXY=localhost,127.0.0.1,::1 no_proxy=localhost,127.0.0.1,::1"
+    );
+
+    let cfg = lab.config(
+        "c",
+        &format!("{BASE}\n[[egress]]\nhost = \"127.0.0.1\"\nports = [80]\n"),
+    );
+    let v = lab.run_in_box(&cfg, "s1", "net", &["curl", "-sS", "http://127.0.0.1/echo"]);
+    assert_eq!(exit(&v), 0, "{v}");
+    assert!(stdout(&v).starts_with("GET /echo HTTP/1.1"), "{v}");
+    assert!(stdout(&v).contains("Host: 127.0.0.1"), "{v}");
+    // The host-side server on the lab host's loopback answered it, through the proxy.
+    assert!(
+        lab.requests("canary").iter().any(|r| r["path"] == "/echo"),
+        "{:?}",
+        lab.requests("canary")
+    );
+    let opened = lab.wait_egress(&cfg, "opened 127.0.0.1:80", |r| {
+        r["outcome"] == "opened" && r["host"] == "127.0.0.1" && r["port"] == 80
+    });
+    assert_eq!(opened["address"], "127.0.0.1:80", "{opened}");
+    assert_eq!(opened["tool"], "net", "{opened}");
+    // The box is told to go to the proxy for it: NO_PROXY lists only what no rule names.
+    assert_eq!(env(&cfg), "NO_PROXY=localhost,::1 no_proxy=localhost,::1");
+}
+
+/// Issue 21 item 9: the proxy's refusal is one sentence in the three places a client may
+/// show — the status line's reason, an `X-Boxmaker-Refusal` header and a `text/plain` body —
+/// for a `CONNECT` and for a plain-HTTP request, spoken to the proxy by hand.
+#[test]
+fn a_refusal_says_its_sentence_in_the_status_line_a_header_and_a_text_body() {
+    let lab = Lab::new("refusal");
+    let cfg = lab.config("c", BASE);
+    let code = r#"
+import json, socket
+def ask(raw):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(raw)
+    out = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    s.close()
+    head, _, body = out.partition(b"\r\n\r\n")
+    lines = head.decode("ascii").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(": ")
+        headers[k.lower()] = v
+    return {"status": lines[0], "headers": headers, "body": body.decode("utf-8")}
+print(json.dumps([
+    ask(b"CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n\r\n"),
+    ask(b"GET http://other.test/page HTTP/1.1\r\nHost: other.test\r\n\r\n"),
+]))
+"#;
+    let v = lab.python_in_box(&cfg, "s1", "net", code);
+    assert_eq!(exit(&v), 0, "{v}");
+    let answers: Value = serde_json::from_str(stdout(&v).trim()).unwrap();
+    for (answer, port) in answers.as_array().unwrap().iter().zip([443, 80]) {
+        let why = format!(
+            "boxmaker refused other.test:{port}: it is not in the config's egress rules (an \
+             [[egress]] rule in boxmaker.toml names the hosts a networked tool may reach)"
+        );
+        assert_eq!(answer["status"], format!("HTTP/1.1 403 {why}"), "{answer}");
+        assert_eq!(answer["headers"]["x-boxmaker-refusal"], why, "{answer}");
+        assert_eq!(
+            answer["headers"]["content-type"], "text/plain; charset=utf-8",
+            "{answer}"
+        );
+        assert_eq!(answer["body"], format!("{why}\n"), "{answer}");
+    }
+    assert!(!lab.origin_saw_host("other.test"));
+}
+
 #[test]
 fn python_urllib_and_requests_go_through_the_proxy() {
     let lab = Lab::new("python");
@@ -338,6 +433,103 @@ fn mcp_server_fetch_is_allowed_refused_and_cleared_as_the_config_says() {
     // A server's connection names the one call in flight on it.
     assert_eq!(meta["tool"], "fetch", "{meta}");
     assert!(meta["call"].as_u64().is_some(), "{meta}");
+}
+
+/// The README's mcp-server-fetch tool, as it is written there (its venv mounted where the
+/// lab has it), and the same server without `--ignore-robots-txt`.
+const README_FETCH: &str = r#"
+[[tool]]
+name = "fetch"
+mcp = ["/opt/pyvenv/bin/python3", "-m", "mcp_server_fetch", "--ignore-robots-txt"]
+network = true
+untrusted = true
+mounts = ["pyvenv"]
+
+[[tool]]
+name = "robots"
+mcp = ["/opt/pyvenv/bin/python3", "-m", "mcp_server_fetch"]
+network = true
+untrusted = true
+mounts = ["pyvenv"]
+"#;
+
+/// Issue 21 item 9: what the README says a model sees when boxmaker refuses mcp-server-fetch
+/// is what it sees, with the config the README shows.
+#[test]
+fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
+    let lab = Lab::new("readme-fetch");
+    let cfg = lab.config("c", &format!("{BASE}{README_FETCH}"));
+    require_python_sdk();
+    let mut c = lab.cmd(client_python());
+    c.arg(python_dir().join("egress_fetch_urls.py"))
+        .args([
+            "fetch_fetch",
+            "https://example.com/",
+            "fetch_fetch",
+            "http://example.com/",
+            "robots_fetch",
+            "https://example.com/",
+            "robots_fetch",
+            "http://example.com/",
+        ])
+        .env("BOXMAKER_BIN", BIN)
+        .env("BOXMAKER_CONFIG", &cfg)
+        .env("FETCH_SESSION", "mcp-readme");
+    let r = run_to_end(c, &lab.dir, "egress_fetch_urls", DEADLINE);
+    assert!(r.ok(), "{}", r.show());
+    let seen: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(seen.len(), 4, "{}", r.show());
+    for s in &seen {
+        assert_eq!(s["is_error"], true, "{s}");
+    }
+    let text = |i: usize| seen[i]["text"].as_str().unwrap();
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(
+            r#"mcp = ["/opt/mcp-py/bin/python3", "-m", "mcp_server_fetch", "--ignore-robots-txt"]"#
+        ),
+        "the README's fetch tool is not the one this test runs"
+    );
+    // HTTPS: the sentence, in the words the README shows, whole.
+    assert!(
+        text(0).contains(
+            "boxmaker refused example.com:443: it is not in the config's egress rules (an \
+             [[egress]] rule in boxmaker.toml names the hosts a networked tool may reach)"
+        ),
+        "{}",
+        text(0)
+    );
+    assert!(
+        readme.contains(&format!("\n{}\n", text(0))),
+        "the README does not show what the model sees:\n{}",
+        text(0)
+    );
+    // Plain HTTP: mcp-server-fetch shows only the status; the README says so, and where the
+    // sentence is.
+    let plain = "Failed to fetch http://example.com/ - status code 403";
+    assert!(text(1).ends_with(plain), "{}", text(1));
+    assert!(readme.contains(plain), "the README does not say {plain:?}");
+    let refused = lab.wait_egress(&cfg, "refused example.com:80", |r| {
+        r["outcome"] == "refused" && r["host"] == "example.com" && r["port"] == 80
+    });
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("boxmaker refused example.com:80: it is not in the config's egress rules"),
+        "{refused}"
+    );
+    // Without --ignore-robots-txt its robots.txt check fails first and keeps no reason, as
+    // the README says.
+    for (i, words) in [(2, "due to a connection issue"), (3, "received status 403")] {
+        assert!(text(i).contains(words), "{}", text(i));
+        assert!(!text(i).contains("boxmaker refused"), "{}", text(i));
+        assert!(readme.contains(words), "the README does not say {words:?}");
+    }
 }
 
 fn require_python_sdk() {

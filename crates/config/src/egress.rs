@@ -34,7 +34,8 @@
 //!   it, whatever the address.
 //!
 //! A [`Refusal`] is one sentence a model can act on; the proxy sends it as the reason of its
-//! `403` and the tool's error quotes it.
+//! `403`, in an `X-Boxmaker-Refusal` header and as a `text/plain` body, and the tool's error
+//! quotes it.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -48,6 +49,10 @@ pub const DEFAULT_PORTS: &[u16] = &[443, 80];
 
 /// The port a rule allows tunnels to when it says nothing (and lists it in `ports`): HTTPS.
 pub const DEFAULT_TUNNEL_PORT: u16 = 443;
+
+/// The hosts a networked box's clients reach on the box's own `lo`, without the proxy,
+/// unless a rule names them ([`Config::no_proxy`]).
+pub const LOCAL_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// The longest host name (RFC 1035: 253 characters written out).
 const MAX_NAME: usize = 253;
@@ -836,6 +841,39 @@ impl Config {
             }
         }
         Ok(returns)
+    }
+
+    /// What a networked box's `NO_PROXY` lists (docs/spec.md §3.6): those of [`LOCAL_HOSTS`]
+    /// no `[[egress]]` rule names, comma-separated, or `None` when every one is named. An
+    /// address a rule names is the host's, reached through the proxy; a client told to go
+    /// to it directly would reach the box's own `lo` instead, and fail with no audit record.
+    /// `localhost` goes through the proxy when a rule names it, or when a rule names every
+    /// name (`*`) and a loopback address it resolves to is named too.
+    pub fn no_proxy(&self) -> Option<String> {
+        let named_address = |a: IpAddr| {
+            self.egress
+                .iter()
+                .any(|r| matches!(&r.host, HostPattern::Net(net) if net.contains(a)))
+        };
+        let loopback_named = [
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ]
+        .into_iter()
+        .any(named_address);
+        let direct: Vec<&str> = LOCAL_HOSTS
+            .iter()
+            .copied()
+            .filter(|host| match host.parse::<IpAddr>() {
+                Ok(a) => !named_address(a),
+                Err(_) => !self.egress.iter().any(|r| match &r.host {
+                    HostPattern::Name(n) => n == host,
+                    HostPattern::AnyName => loopback_named,
+                    HostPattern::Below(_) | HostPattern::Net(_) => false,
+                }),
+            })
+            .collect();
+        (!direct.is_empty()).then(|| direct.join(","))
     }
 
     /// The tools whose boxes get the network but that no egress rule serves: their boxes
@@ -1788,6 +1826,43 @@ host = "*"
             c.clear_address(None, "x.test", other, 443, Way::Tunnel, public(), &[]),
             Ok(Public),
             "an address no rule had to clear adds nothing: the name's rule says"
+        );
+    }
+
+    #[test]
+    fn no_proxy_leaves_out_every_local_host_a_rule_names() {
+        let none = |text: &str| cfg(text).no_proxy();
+        assert_eq!(
+            none("[[egress]]\nhost = \"api.example.com\"\n").as_deref(),
+            Some("localhost,127.0.0.1,::1")
+        );
+        // An address rule: that address goes through the proxy, to the host's loopback.
+        assert_eq!(
+            none("[[egress]]\nhost = \"127.0.0.1\"\nports = [8080]\n").as_deref(),
+            Some("localhost,::1")
+        );
+        assert_eq!(
+            none("[[egress]]\nhost = \"127.0.0.0/8\"\n[[egress]]\nhost = \"::1\"\n").as_deref(),
+            Some("localhost")
+        );
+        // `*` names localhost, but the proxy reaches it only when its address is named too.
+        assert_eq!(
+            none("[[egress]]\nhost = \"*\"\n").as_deref(),
+            Some("localhost,127.0.0.1,::1")
+        );
+        assert_eq!(
+            none("[[egress]]\nhost = \"*\"\n[[egress]]\nhost = \"::1\"\n").as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(
+            none("[[egress]]\nhost = \"localhost\"\n").as_deref(),
+            Some("127.0.0.1,::1")
+        );
+        assert_eq!(
+            none(
+                "[[egress]]\nhost = \"localhost\"\n[[egress]]\nhost = \"0.0.0.0/0\"\n[[egress]]\nhost = \"::/0\"\n"
+            ),
+            None
         );
     }
 }

@@ -468,9 +468,16 @@ impl Runner {
                 spec.env.insert(name.into(), proxy.clone());
                 spec.env.insert(name.to_ascii_lowercase(), proxy.clone());
             }
-            for name in ["NO_PROXY", "no_proxy"] {
-                spec.env
-                    .insert(name.into(), "localhost,127.0.0.1,::1".into());
+            // The local hosts a rule names are the host's, through the proxy; the others
+            // are the box's own `lo` (docs/spec.md §3.6).
+            if let Some(direct) = self.config.no_proxy() {
+                for name in ["NO_PROXY", "no_proxy"] {
+                    spec.env.insert(name.into(), direct.clone());
+                }
+            } else {
+                for name in ["NO_PROXY", "no_proxy"] {
+                    spec.env.remove(name);
+                }
             }
             spec.env.insert("NODE_USE_ENV_PROXY".into(), "1".into());
         }

@@ -192,6 +192,33 @@ calls: list[subprocess.Popen] = []
 try:
     driver.get(URL)
     check("log in" in driver.title.lower(), f"title: {driver.title}")
+
+    def login_card_fits(width: int) -> None:
+        # The token field and the button lie inside the card, and nothing scrolls sideways.
+        driver.set_window_size(width, 900)
+        box = driver.execute_script("""
+            const r = e => e.getBoundingClientRect();
+            const card = r(document.querySelector('body.login main'));
+            const parts = ['#token', 'form button'].map(s => [s, r(document.querySelector(s))]);
+            return {inner: window.innerWidth,
+                    scroll: document.documentElement.scrollWidth,
+                    card: [card.left, card.right],
+                    outside: parts.filter(([s, b]) => b.left < card.left || b.right > card.right
+                                          || b.width <= 0).map(([s, b]) => [s, b.left, b.right])};
+        """)
+        print(f"login card at {box['inner']} px: card {box['card']}, outside {box['outside']}",
+              flush=True)
+        check(box["inner"] <= width, f"the window is {box['inner']} px wide, not {width}")
+        check(not box["outside"], f"at {box['inner']} px the login card's {box['outside']} "
+              f"overflow the card {box['card']}")
+        check(box["scroll"] <= box["inner"], f"at {box['inner']} px the login page scrolls "
+              f"sideways ({box['scroll']} px)")
+
+    step("the login card holds its field and button at 360 px and at 1200 px")
+    login_card_fits(360)
+    login_card_fits(1200)
+    print("login card fits at 360 and 1200 px", flush=True)
+    driver.set_window_size(1200, 1000)
     driver.find_element(By.ID, "token").send_keys(TOKEN)
     driver.find_element(By.CSS_SELECTOR, "form button").click()
     wait_until("the inbox", lambda: driver.execute_script("return window.__ready === true"))

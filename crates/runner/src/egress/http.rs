@@ -415,16 +415,36 @@ fn authority(s: &str, default: Option<u16>) -> Result<(String, u16), Reject> {
     Ok((host.to_ascii_lowercase(), port))
 }
 
-/// A complete response with `status`, `reason` as its reason phrase and its body.
+/// The header that carries the proxy's sentence in every answer it makes itself, for a
+/// client that shows neither the reason phrase nor the body.
+pub const REFUSAL_HEADER: &str = "X-Boxmaker-Refusal";
+
+/// A complete response with `status` and `reason`, one sentence, in the three places a
+/// client may show (docs/spec.md §3.6): the reason phrase, the [`REFUSAL_HEADER`] and a
+/// `text/plain` body. The status line and the header hold it as visible ASCII (a control
+/// character is a space, anything above ASCII its `\u{…}` escape), since clients read bytes
+/// above 0x7f there each their own way; the body holds it as it is, in UTF-8.
 pub fn response(status: u16, reason: &str) -> Vec<u8> {
     let one_line: String = reason
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
+    let ascii: String = one_line
+        .chars()
+        .map(|c| {
+            if c.is_ascii() {
+                c.to_string()
+            } else {
+                c.escape_unicode().to_string()
+            }
+        })
+        .collect();
+    let body = format!("{one_line}\n");
     format!(
-        "HTTP/1.1 {status} {one_line}\r\nContent-Type: text/plain; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{one_line}\n",
-        one_line.len() + 1
+        "HTTP/1.1 {status} {ascii}\r\n{REFUSAL_HEADER}: {ascii}\r\n\
+         Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
     )
     .into_bytes()
 }
@@ -727,5 +747,44 @@ mod tests {
     fn a_response_is_one_line_whatever_the_reason() {
         let r = String::from_utf8(response(403, "a\r\nb")).unwrap();
         assert!(r.starts_with("HTTP/1.1 403 a  b\r\n"), "{r}");
+    }
+
+    #[test]
+    fn a_refusal_is_in_the_status_line_a_header_and_a_text_body() {
+        let why = "boxmaker refused other.test:443: it is not in the config's egress rules";
+        let r = String::from_utf8(response(403, why)).unwrap();
+        let (head, body) = r.split_once("\r\n\r\n").unwrap();
+        let lines: Vec<&str> = head.split("\r\n").collect();
+        assert_eq!(lines[0], format!("HTTP/1.1 403 {why}"));
+        assert!(
+            lines.contains(&format!("X-Boxmaker-Refusal: {why}").as_str()),
+            "{r}"
+        );
+        assert!(
+            lines.contains(&"Content-Type: text/plain; charset=utf-8"),
+            "{r}"
+        );
+        assert!(
+            lines.contains(&format!("Content-Length: {}", why.len() + 1).as_str()),
+            "{r}"
+        );
+        assert_eq!(body, format!("{why}\n"));
+        // Above ASCII: escaped where clients read bytes their own way, as it is in the body.
+        let r = String::from_utf8(response(502, "could not reach bücher.test\n")).unwrap();
+        let (head, body) = r.split_once("\r\n\r\n").unwrap();
+        assert!(head.is_ascii(), "{head}");
+        assert!(
+            head.starts_with("HTTP/1.1 502 could not reach b\\u{fc}cher.test \r\n"),
+            "{head}"
+        );
+        assert!(
+            head.contains("\r\nX-Boxmaker-Refusal: could not reach b\\u{fc}cher.test \r\n"),
+            "{head}"
+        );
+        assert_eq!(body, "could not reach bücher.test \n");
+        assert!(
+            head.contains(&format!("Content-Length: {}\r\n", body.len())),
+            "{head}"
+        );
     }
 }
