@@ -503,15 +503,29 @@ fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
         "{}",
         text(0)
     );
+    // What the server said, then where its stderr is kept (which names the session and the
+    // state directory: the README shows it with those left out).
+    let (said, logged) = text(0)
+        .split_once(" (the server's stderr: `boxmaker tools log fetch --session ")
+        .unwrap_or((text(0), ""));
     assert!(
-        readme.contains(&format!("\n{}\n", text(0))),
+        readme.contains(&format!(
+            "\n{said} (the server's stderr: `boxmaker tools log fetch --session mcp-…` \
+             (…/logs/mcp-…/fetch.stderr))\n"
+        )),
         "the README does not show what the model sees:\n{}",
         text(0)
     );
+    assert!(logged.ends_with("/fetch.stderr))"), "{}", text(0));
     // Plain HTTP: mcp-server-fetch shows only the status; the README says so, and where the
     // sentence is.
     let plain = "Failed to fetch http://example.com/ - status code 403";
-    assert!(text(1).ends_with(plain), "{}", text(1));
+    let said = |i: usize| {
+        text(i)
+            .split_once(" (the server's stderr: ")
+            .map_or(text(i), |(said, _)| said)
+    };
+    assert!(said(1).ends_with(plain), "{}", text(1));
     assert!(readme.contains(plain), "the README does not say {plain:?}");
     let refused = lab.wait_egress(&cfg, "refused example.com:80", |r| {
         r["outcome"] == "refused" && r["host"] == "example.com" && r["port"] == 80

@@ -15,7 +15,7 @@ answered with the client's protocolVersion echoed, notifications are ignored, `p
   hang         every tools/call: never answers, sleeps forever
   flood        every tools/call: endless bytes on stdout, never a newline
   malformed    every tools/call: a line that is not JSON, then carries on reading
-  huge         echo: one text block of 8 MiB of 'a'; many: 200000 one-byte text blocks
+  huge         echo: one text block of 8 MiB of 'a'; many: 60000 one-byte text blocks (1.5 MB encoded, half again a frame)
   noinit       exits 0 at once, before reading anything
   swap         like well, but echo's description is the content of the file named by
                ARG, read again at every tools/list (the pin test swaps it)
@@ -68,7 +68,7 @@ PNG = base64.b64decode(
 )
 
 HUGE_BYTES = 8 * 1024 * 1024
-MANY_BLOCKS = 200_000
+MANY_BLOCKS = 60_000
 STDERR_FLOOD_BYTES = 50 * 1000 * 1000
 STDERR_NOISE_LINES = 10_000  # about 300 KB: more than boxmaker keeps of one server's stderr
 
@@ -131,7 +131,7 @@ class Server:
         if self.mode == "huge":
             return [
                 echo_tool("Answers with one text block of 8 MiB."),
-                tool("many", "Answers with 200000 tiny text blocks.", EMPTY_SCHEMA),
+                tool("many", "Answers with 60000 tiny text blocks.", EMPTY_SCHEMA),
             ]
         return [echo_tool()]
 
