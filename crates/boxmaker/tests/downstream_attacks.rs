@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use testkit::{Lab, Run, servers_dir, wait_until};
+
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 /// A boxmaker command that has not finished by then has hung: it is killed, the test fails.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -75,48 +77,8 @@ fn fd_count(pid: u32) -> usize {
         .count()
 }
 
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < limit,
-            "{what} did not happen within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A finished boxmaker command.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-impl Run {
-    fn show(&self) -> String {
-        let cut = |s: &str| s.chars().take(3000).collect::<String>();
-        format!(
-            "exit {:?} after {:.1} s\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code,
-            self.took.as_secs_f64(),
-            cut(&self.stdout),
-            cut(&self.stderr)
-        )
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // A test's config dir, `boxmaker serve` in it, and every process it started.
-
-fn servers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/servers")
-        .canonicalize()
-        .unwrap()
-}
 
 fn toml_array(items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
@@ -124,10 +86,10 @@ fn toml_array(items: &[&str]) -> String {
 }
 
 struct Env {
+    lab: Lab,
     dir: PathBuf,
     marker: String,
     serve: Option<Child>,
-    runs: usize,
 }
 
 impl Env {
@@ -138,11 +100,8 @@ impl Env {
             Path::new("/usr/bin/python3").exists(),
             "the attack server runs under /usr/bin/python3, which is missing"
         );
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("attacks")
-            .join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let lab = testkit::lab!("attacks", name);
+        let dir = lab.dir.clone();
         let marker = format!("bxatk-{name}-{}", std::process::id());
         let text = format!(
             "[gate]\nstate = \"state\"\n\n[box]\ntimeout_seconds = {timeout}\n\n\
@@ -150,17 +109,17 @@ impl Env {
             servers_dir().display().to_string(),
             body.replace("MARKER", &marker)
         );
-        std::fs::write(dir.join("boxmaker.toml"), text).unwrap();
+        lab.write_config(&text);
         Env {
+            lab,
             dir,
             marker,
             serve: None,
-            runs: 0,
         }
     }
 
     fn config(&self) -> PathBuf {
-        self.dir.join("boxmaker.toml")
+        self.lab.config()
     }
 
     fn state(&self) -> PathBuf {
@@ -173,18 +132,7 @@ impl Env {
 
     /// `boxmaker ARGS --config C`, killed after `limit` (which fails the test).
     fn run(&mut self, args: &[&str], limit: Duration) -> Run {
-        self.runs += 1;
-        let out = self.dir.join(format!("run-{}.out", self.runs));
-        let err = self.dir.join(format!("run-{}.err", self.runs));
-        run_to_end(
-            Command::new(BIN)
-                .args(args)
-                .arg("--config")
-                .arg(self.config()),
-            &out,
-            &err,
-            limit,
-        )
+        self.lab.run_within(args, limit)
     }
 
     /// `boxmaker call --json`: the run and the answer it printed.
@@ -275,35 +223,6 @@ impl Drop for Env {
         // Whatever is left (a runner stuck in a call, a server, a daemon): by pid.
         kill_pids(&pids_with(&self.dir.display().to_string()));
         kill_pids(&pids_with(&self.marker));
-    }
-}
-
-fn run_to_end(cmd: &mut Command, out: &Path, err: &Path, limit: Duration) -> Run {
-    cmd.stdin(Stdio::null())
-        .stdout(File::create(out).unwrap())
-        .stderr(File::create(err).unwrap());
-    let start = Instant::now();
-    let mut child = cmd.spawn().unwrap();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{cmd:?} hung: killed after {} s\n{}",
-                limit.as_secs(),
-                String::from_utf8_lossy(&std::fs::read(err).unwrap_or_default())
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Run {
-        code: status.code(),
-        stdout: String::from_utf8_lossy(&std::fs::read(out).unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&std::fs::read(err).unwrap()).into_owned(),
-        took: start.elapsed(),
     }
 }
 
@@ -508,7 +427,7 @@ fn tool_names_cannot_escape_or_shadow() {
     );
     let mut env = Env::new("names", 10, &body);
     let list = env.run(&["tools", "list"], LIMIT);
-    assert_eq!(list.code, Some(0), "{}", list.show());
+    assert_eq!(list.code(), Some(0), "{}", list.show());
     let offered: Vec<&str> = list
         .stdout
         .lines()
@@ -886,7 +805,7 @@ fn a_deep_schema_does_not_damage_the_discovery_file() {
         .1;
     assert_eq!(good["status"], "result", "{good}");
     let list = env.run(&["tools", "list"], LIMIT);
-    assert_eq!(list.code, Some(0), "{}", list.show());
+    assert_eq!(list.code(), Some(0), "{}", list.show());
 }
 
 /// Promise: as above, with size. Three pages of one tool with a 12 MiB description each
@@ -921,7 +840,7 @@ fn racing_sessions_never_corrupt_or_accept() {
     );
     let mut env = Env::new("race", 10, &body);
     let list = env.run(&["tools", "list"], LIMIT);
-    assert_eq!(list.code, Some(0), "{}", list.show());
+    assert_eq!(list.code(), Some(0), "{}", list.show());
     let file = env.tools_json();
     let accepted = || {
         let f: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
@@ -979,7 +898,7 @@ fn a_hand_damaged_discovery_file_is_never_replaced() {
     );
     let mut env = Env::new("damaged", 10, &body);
     let list = env.run(&["tools", "list"], LIMIT);
-    assert_eq!(list.code, Some(0), "{}", list.show());
+    assert_eq!(list.code(), Some(0), "{}", list.show());
     let whole = std::fs::read(env.tools_json()).unwrap();
     let damaged = whole.get(..whole.len() / 2).unwrap().to_vec();
     std::fs::write(env.tools_json(), &damaged).unwrap();
@@ -988,7 +907,7 @@ fn a_hand_damaged_discovery_file_is_never_replaced() {
     assert!(message.contains("damaged"), "{message}");
     for args in [&["tools", "refresh"][..], &["tools", "accept", "--all"]] {
         let r = env.run(args, LIMIT);
-        assert_ne!(r.code, Some(0), "{args:?}: {}", r.show());
+        assert_ne!(r.code(), Some(0), "{args:?}: {}", r.show());
     }
     assert_eq!(std::fs::read(env.tools_json()).unwrap(), damaged);
     let (run, body) = env.call("s", "list_dir", &json!({"path": "/opt/servers"}), LIMIT);
@@ -1022,7 +941,7 @@ fn accept_takes_only_what_diff_showed() {
     let (m, _) = env.failed("s", "p_echo", &json!({"text": "hi"}), LIMIT);
     assert!(m.contains("refused"), "{m}");
     // The running server's word is never recorded; the operator asks it again first.
-    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code, Some(0));
+    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code(), Some(0));
     let diff = env.run(&["tools", "diff"], LIMIT);
     assert!(diff.stdout.contains("v2 reviewed"), "{}", diff.show());
     // The operator reads the diff; meanwhile the server changes again.
@@ -1041,7 +960,7 @@ fn accept_takes_only_what_diff_showed() {
     // The running server's v3 was never recorded: accepting what the operator read accepts
     // exactly v2, and the running server, which now says v3, is still refused.
     let accept = env.run(&["tools", "accept", &exact], LIMIT);
-    assert_eq!(accept.code, Some(0), "{}", accept.show());
+    assert_eq!(accept.code(), Some(0), "{}", accept.show());
     let f: Value = serde_json::from_slice(&std::fs::read(env.tools_json()).unwrap()).unwrap();
     let rec = f["servers"].as_object().unwrap().values().next().unwrap();
     let accepted = rec["accepted"][0]["description"].as_str().unwrap();
@@ -1053,9 +972,9 @@ fn accept_takes_only_what_diff_showed() {
     let (m, _) = env.failed("s", "p_echo", &json!({"text": "hi"}), LIMIT);
     assert!(m.contains("refused"), "{m}");
     // Once asked again, v3 is what diff shows, and the old fingerprint accepts nothing.
-    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code, Some(0));
+    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code(), Some(0));
     let stale = env.run(&["tools", "accept", &exact], LIMIT);
-    assert_ne!(stale.code, Some(0), "a stale fingerprint was accepted");
+    assert_ne!(stale.code(), Some(0), "a stale fingerprint was accepted");
 }
 
 // ---------------------------------------------------------------------------------------

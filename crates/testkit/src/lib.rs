@@ -274,6 +274,18 @@ pub fn wait_for_path(path: &Path, limit: Duration) -> bool {
     path.exists()
 }
 
+/// Polls `f` every 50 ms until it holds; fails the test when it has not within `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < limit,
+            "{what} did not happen within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Polls `f` every 50 ms for up to `limit`; its first `Some`, or `None` when time ran out.
 pub fn poll<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();
