@@ -13,15 +13,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use testkit::{Lab, Run, servers_dir, wait_until};
+use testkit::{Lab, McpClient, Run, servers_dir, text_of, wait_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 /// A boxmaker command that has not finished by then has hung: it is killed, the test fails.
@@ -75,6 +73,14 @@ fn fd_count(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .count()
+}
+
+/// `boxmaker mcp` in `session`, initialized.
+fn start_mcp(env: &Env, session: &str) -> McpClient {
+    let mut m = McpClient::spawn(env.lab.mcp(session), LIMIT);
+    let init = m.initialize("attacker");
+    assert!(init.get("result").is_some(), "{init}");
+    m
 }
 
 // ---------------------------------------------------------------------------------------
@@ -253,101 +259,6 @@ fn two_servers(list: &str, n: usize, size: usize) -> String {
 // ---------------------------------------------------------------------------------------
 // A hostile agent: an MCP client over `boxmaker mcp`'s stdio.
 
-struct Mcp {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-    next: u64,
-}
-
-impl Mcp {
-    fn start(env: &Env, session: &str) -> Mcp {
-        let mut child = Command::new(BIN)
-            .args(["mcp", "--session", session, "--config"])
-            .arg(env.config())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(File::create(env.dir.join(format!("mcp-{session}.err"))).unwrap())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut m = Mcp {
-            child,
-            stdin,
-            lines,
-            next: 1,
-        };
-        let init = m.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "attacker", "version": "0"}}),
-        );
-        assert!(init.get("result").is_some(), "{init}");
-        m.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        m
-    }
-
-    fn send(&mut self, v: &Value) {
-        let mut line = serde_json::to_vec(v).unwrap();
-        line.push(b'\n');
-        self.stdin.write_all(&line).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// A request and its response (notifications in between are skipped).
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("no answer to {method} within {LIMIT:?}: {e}"));
-            let v: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("the front sent a line that is not JSON: {e}"));
-            if v["id"] == json!(id) {
-                return v;
-            }
-        }
-    }
-
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        self.request("tools/call", json!({"name": tool, "arguments": args}))
-    }
-
-    fn tools(&mut self) -> Vec<Value> {
-        let r = self.request("tools/list", json!({}));
-        r["result"]["tools"].as_array().unwrap().clone()
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn text_of(result: &Value) -> String {
-    result["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 // ---------------------------------------------------------------------------------------
 // Server → client requests.
 
@@ -395,7 +306,7 @@ fn a_server_cannot_label_its_own_result() {
         attack("normal", 0, 0)
     );
     let env = Env::new("label", 10, &body);
-    let mut mcp = Mcp::start(&env, "lbl");
+    let mut mcp = start_mcp(&env, "lbl");
     let before = mcp.call("list_dir", json!({"path": "/work"}));
     assert_eq!(before["result"]["isError"], false, "{before}");
     let r = mcp.call("a_label", json!({}));
@@ -442,7 +353,7 @@ fn tool_names_cannot_escape_or_shadow() {
         .count();
     assert_eq!(not_offered, 8, "{}", list.show());
     let mcp_names: Vec<String> = {
-        let mut mcp = Mcp::start(&env, "names");
+        let mut mcp = start_mcp(&env, "names");
         let tools = mcp.tools();
         let rf = tools.iter().find(|t| t["name"] == "read_file").unwrap();
         assert!(
@@ -703,7 +614,7 @@ fn a_server_that_stops_reading_while_a_big_argument_is_sent() {
     });
     std::thread::sleep(Duration::from_millis(800));
     let start = Instant::now();
-    let mut mcp = Mcp::start(&env, "nr");
+    let mut mcp = start_mcp(&env, "nr");
     let big = mcp.call("a_echo", json!({"text": "b".repeat(900_000)}));
     assert_eq!(big["result"]["isError"], true, "{big}");
     assert!(text_of(&big).contains("timed out"), "{}", text_of(&big));
@@ -986,7 +897,7 @@ fn accept_takes_only_what_diff_showed() {
 #[test]
 fn arguments_of_a_frame_are_refused_or_cut_cleanly() {
     let env = Env::new("bigargs", 10, &two_servers("normal", 0, 0));
-    let mut mcp = Mcp::start(&env, "args");
+    let mut mcp = start_mcp(&env, "args");
     let quotes = mcp.call("a_echo", json!({"text": "\"".repeat(500_000)}));
     assert!(
         quotes.get("error").is_some() || quotes["result"]["isError"] == true,

@@ -19,12 +19,14 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A [`Lab`] for the calling test crate: `lab!("group", "name")` is
 /// `Lab::new(env!("CARGO_BIN_EXE_boxmaker"), env!("CARGO_TARGET_TMPDIR"), "group", "name")`.
@@ -461,6 +463,13 @@ impl Lab {
         run_to_end(self.python_cmd(script, env), &self.dir, script, limit)
     }
 
+    /// `boxmaker mcp --session SESSION --config CONFIG`, its stderr in `mcp-SESSION.err`.
+    pub fn mcp(&self, session: &str) -> Command {
+        let mut c = self.cmd(&["mcp", "--session", session]);
+        c.stderr(File::create(self.dir.join(format!("mcp-{session}.err"))).unwrap());
+        c
+    }
+
     /// A command of any program, its environment carrying the lab's variables.
     pub fn program(&self, program: impl AsRef<OsStr>) -> Command {
         let mut c = Command::new(program);
@@ -469,4 +478,132 @@ impl Lab {
         }
         c
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// A raw MCP client over a child's stdio.
+
+/// A plain JSON-RPC client of `boxmaker mcp` over its stdin and stdout; the child is killed
+/// on drop.
+#[derive(Debug)]
+pub struct McpClient {
+    child: Child,
+    stdin: ChildStdin,
+    /// Every line the child printed, in order (a reader thread feeds it).
+    pub lines: mpsc::Receiver<String>,
+    next: u64,
+    /// How long an answer may take; a later one fails the test.
+    pub limit: Duration,
+}
+
+impl McpClient {
+    /// Starts `cmd` with piped stdin and stdout (its stderr as the caller set it).
+    pub fn spawn(mut cmd: Command, limit: Duration) -> McpClient {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        McpClient {
+            child,
+            stdin,
+            lines,
+            next: 1,
+            limit,
+        }
+    }
+
+    /// `initialize` as `client`, then `notifications/initialized`: the answer to
+    /// `initialize`, for the test to check.
+    pub fn initialize(&mut self, client: &str) -> Value {
+        let init = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": client, "version": "0"}}),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        init
+    }
+
+    /// Writes one message as a line.
+    pub fn send(&mut self, v: &Value) {
+        let mut line = serde_json::to_vec(v).unwrap();
+        line.push(b'\n');
+        self.stdin.write_all(&line).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request; its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The response to request `id` (what comes before it is skipped); every line must be
+    /// JSON.
+    pub fn answer(&mut self, id: u64) -> Value {
+        let deadline = Instant::now() + self.limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).unwrap_or_else(|e| {
+                panic!("no answer to request {id} within {:?}: {e}", self.limit)
+            });
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("the front sent a line that is not JSON: {e}"));
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    /// A request and its response.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.answer(id)
+    }
+
+    /// Sends `tools/call`; its id.
+    pub fn start_call(&mut self, tool: &str, args: Value) -> u64 {
+        self.send_request("tools/call", json!({"name": tool, "arguments": args}))
+    }
+
+    /// `tools/call` and its response.
+    pub fn call(&mut self, tool: &str, args: Value) -> Value {
+        let id = self.start_call(tool, args);
+        self.answer(id)
+    }
+
+    /// `tools/list`'s tools.
+    pub fn tools(&mut self) -> Vec<Value> {
+        let r = self.request("tools/list", json!({}));
+        r["result"]["tools"].as_array().unwrap().clone()
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of a `tools/call` response's first content block ("" when there is none).
+pub fn text_of(response: &Value) -> String {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
