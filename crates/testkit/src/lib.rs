@@ -119,6 +119,65 @@ pub fn fresh_dir(tmpdir: impl AsRef<Path>, group: &str, name: &str) -> PathBuf {
 }
 
 // ---------------------------------------------------------------------------------------
+// Running as a normal user.
+
+/// Whether this process can run boxmaker as a normal user (it is root, setpriv exists).
+pub fn can_be_a_user() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    root && Path::new("/usr/bin/setpriv").exists()
+}
+
+/// `bin` as uid and gid 1000 with no supplementary groups (`setpriv --reuid`).
+pub fn as_a_user(bin: impl AsRef<OsStr>) -> Command {
+    let mut c = Command::new("/usr/bin/setpriv");
+    c.args(["--reuid=1000", "--regid=1000", "--clear-groups"])
+        .arg(bin);
+    c
+}
+
+/// Who runs boxmaker: this process's user (root in CI), or a normal user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum As {
+    Me,
+    User,
+}
+
+impl As {
+    /// Both, where this process can become a normal user ([`can_be_a_user`]); else `Me`.
+    pub fn all() -> Vec<As> {
+        if can_be_a_user() {
+            vec![As::Me, As::User]
+        } else {
+            vec![As::Me]
+        }
+    }
+
+    /// `bin`, run as this one.
+    pub fn command(self, bin: impl AsRef<OsStr>) -> Command {
+        match self {
+            As::Me => Command::new(bin),
+            As::User => as_a_user(bin),
+        }
+    }
+}
+
+/// Opens `dir` and every directory above it up to `top` to everyone (mode 0777), so a
+/// normal user can make a state directory there and read the files.
+pub fn open_to_everyone(dir: &Path, top: impl AsRef<Path>) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut d = dir.to_path_buf();
+    while d.starts_with(top.as_ref()) {
+        let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777));
+        if !d.pop() {
+            break;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Reading answers.
 
 /// A finished process's stdout, which must be UTF-8.
