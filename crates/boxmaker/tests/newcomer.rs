@@ -13,17 +13,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use testkit::{stderr, stdout};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 const WAIT: Duration = Duration::from_secs(60);
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// A fresh directory for one test, whose path is at least `len` bytes long (in components of
 /// at most 60 bytes), wherever the project is cloned.
