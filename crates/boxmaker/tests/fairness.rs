@@ -12,19 +12,13 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("fairness")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(
-        d.join("boxmaker.toml"),
+    let lab = testkit::lab!("fairness", name);
+    lab.write_config(
         "[gate]\nstate = \"state\"\n\n[box]\ntimeout_seconds = 60\n\n\
          [[tool]]\nname = \"run\"\nbuiltin = \"run\"\n\n\
          [[grant]]\ntool = \"run\"\neffect = \"allow\"\n",
-    )
-    .unwrap();
-    d
+    );
+    lab.dir
 }
 
 fn call(config: &Path, session: &str, argv: &str) -> Command {
