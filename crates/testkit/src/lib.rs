@@ -237,6 +237,16 @@ impl Run {
         self.status.code()
     }
 
+    /// `run`'s content: `{"exit":N,"stdout":…,"stderr":…}` (from `call --json`'s result).
+    pub fn run_content(&self) -> Value {
+        let v = self.json();
+        let content = v["content"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no content:\n{}", self.show()));
+        serde_json::from_str(content)
+            .unwrap_or_else(|e| panic!("content not JSON ({e}): {content}"))
+    }
+
     /// stdout as JSON.
     pub fn json(&self) -> Value {
         serde_json::from_str(self.stdout.trim())
