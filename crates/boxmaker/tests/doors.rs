@@ -283,14 +283,7 @@ fn a_mount_path_swapped_for_a_symlink_is_never_followed() {
     std::fs::create_dir_all(env.dir.join("private")).unwrap();
     std::fs::write(env.dir.join("private/key"), SECRET).unwrap();
     // One gate and runner for both calls (the runner resolved the mounts when it started).
-    let mut serve = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(env.config())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve = testkit::quiet_serve(BIN, env.config());
     // Only once `serve`'s gate holds the state (its control socket is bound): a call made
     // before would start an on-demand gate of its own, whose retirement hands the second call
     // to a new runner that resolves the mounts after the swap.

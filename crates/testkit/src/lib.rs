@@ -208,6 +208,18 @@ pub fn json(text: &str) -> Value {
 // ---------------------------------------------------------------------------------------
 // Children with deadlines.
 
+/// `bin serve --config CONFIG` in the background, its stdio closed.
+pub fn quiet_serve(bin: impl AsRef<OsStr>, config: impl AsRef<OsStr>) -> Child {
+    Command::new(bin)
+        .args(["serve", "--config"])
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// A finished process: its exit status and what it printed.
 #[derive(Debug)]
 pub struct Run {
