@@ -47,14 +47,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn one_sessions_flood_does_not_delay_another_session() {
     let d = dir("flood");
     let config = d.join("boxmaker.toml");
-    let mut serve: Child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve: Child = testkit::quiet_serve(BIN, &config);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !d.join("state/agent.sock").exists() {
         assert!(Instant::now() < deadline, "serve did not start");
