@@ -301,14 +301,7 @@ fn every_command_works_with_a_state_directory_of_200_bytes() {
     m.close();
 
     // serve, and a call through it.
-    let mut serve = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve = testkit::quiet_serve(BIN, &config);
     let deadline = Instant::now() + WAIT;
     loop {
         let o = run(&config, &["sessions", "--json"]);
