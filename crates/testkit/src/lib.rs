@@ -688,3 +688,70 @@ pub fn text_of(response: &Value) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_dir_empties_what_was_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = fresh_dir(tmp.path(), "g", "n");
+        std::fs::write(d.join("old"), "x").unwrap();
+        let d = fresh_dir(tmp.path(), "g", "n");
+        assert!(d.is_dir());
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn run_to_end_keeps_output_and_status() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let r = run_to_end(c, tmp.path(), "sh", Duration::from_secs(30));
+        assert_eq!(
+            (r.code(), r.stdout.as_str(), r.stderr.as_str()),
+            (Some(3), "out\n", "err\n")
+        );
+    }
+
+    #[test]
+    fn run_to_end_fails_on_a_child_that_hangs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let hung = std::thread::spawn(move || {
+            let mut c = Command::new("/bin/sleep");
+            c.arg("30");
+            run_to_end(c, &dir, "sleep", Duration::from_millis(200))
+        })
+        .join();
+        assert!(hung.is_err(), "a child killed at its deadline passed");
+    }
+
+    #[test]
+    fn wait_for_path_sees_a_file_and_gives_up_on_a_missing_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let there = tmp.path().join("there");
+        std::fs::write(&there, "").unwrap();
+        assert!(wait_for_path(&there, Duration::from_millis(100)));
+        assert!(!wait_for_path(
+            &tmp.path().join("never"),
+            Duration::from_millis(100)
+        ));
+    }
+
+    #[test]
+    fn a_labs_command_carries_the_config_and_its_variables() {
+        let mut lab = Lab::temp("/bin/echo");
+        lab.vars.push(("BXM_TESTKIT".into(), "1".into()));
+        let c = lab.cmd(&["call"]);
+        let args: Vec<_> = c.get_args().collect();
+        assert_eq!(args[0], "call");
+        assert_eq!(args[1], "--config");
+        assert_eq!(Path::new(args[2]), lab.config());
+        assert!(
+            c.get_envs()
+                .any(|(k, v)| k == "BXM_TESTKIT" && v == Some(OsStr::new("1")))
+        );
+    }
+}
