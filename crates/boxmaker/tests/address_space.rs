@@ -22,15 +22,9 @@ fn text(b: &[u8]) -> String {
 /// A config dir of `boxmaker init`, its `[box] memory_bytes` set to `memory`, plus `extra`
 /// in `[box]`.
 fn config(name: &str, memory: u64, extra: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("address-space")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let o = Command::new(BIN).arg("init").arg(&dir).output().unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let path = dir.join("boxmaker.toml");
-    let old = std::fs::read_to_string(&path).unwrap();
+    let lab = testkit::lab!("address-space", name).init();
+    let path = lab.config();
+    let old = lab.config_text();
     let line = old
         .lines()
         .find(|l| l.starts_with("memory_bytes = "))

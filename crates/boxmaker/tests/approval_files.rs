@@ -9,13 +9,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStderr, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
+use testkit::Lab;
 
 /// No call here may take longer; past it the test fails, never hangs.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -62,11 +61,11 @@ tool = "prep"
 effect = "allow"
 "#;
 
+/// The lab's `uid` is the uid (and gid) every boxmaker process of the test runs as: `None`,
+/// the test's own (root here); `Some`, an ordinary user's, with no capability at all.
 struct Env {
+    lab: Lab,
     dir: PathBuf,
-    /// The uid (and gid) every boxmaker process of the test runs as: `None`, the test's
-    /// own (root here); `Some`, an ordinary user's, with no capability at all.
-    uid: Option<u32>,
 }
 
 impl Env {
@@ -78,46 +77,34 @@ impl Env {
     /// root (the state directory and the mount then belong to it, as they would to a person
     /// running boxmaker).
     fn as_user(name: &str, uid: Option<u32>) -> Env {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("approval_files")
-            .join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("scratch")).unwrap();
+        let mut lab = testkit::lab!("approval_files", name);
+        let dir = lab.dir.clone();
+        lab.mkdir("scratch");
         // World-writable: only boxmaker's rules stand between a box user and the mount.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.join("scratch"), std::fs::Permissions::from_mode(0o777))
             .unwrap();
-        std::fs::write(dir.join("boxmaker.toml"), CONFIG).unwrap();
+        lab.write_config(CONFIG);
         if let Some(uid) = uid {
             for p in [dir.clone(), dir.join("scratch"), dir.join("boxmaker.toml")] {
                 std::os::unix::fs::chown(&p, Some(uid), Some(uid)).unwrap();
             }
         }
-        Env { dir, uid }
+        lab.uid = uid;
+        Env { lab, dir }
     }
 
     /// A boxmaker command as this test's user.
     fn cmd(&self) -> Command {
-        let mut c = Command::new(BIN);
-        if let Some(uid) = self.uid {
-            use std::os::unix::process::CommandExt;
-            c.uid(uid).gid(uid).env("HOME", &self.dir);
-        }
-        c
+        self.lab.bare()
     }
 
     fn config(&self) -> PathBuf {
-        self.dir.join("boxmaker.toml")
+        self.lab.config()
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        self.cmd()
-            .args(args)
-            .arg("--config")
-            .arg(self.config())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+        self.lab.cmd(args).stdin(Stdio::null()).output().unwrap()
     }
 
     /// A call the gate answers at once (the agent's own `write_file` and `prep`).

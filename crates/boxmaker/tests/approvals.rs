@@ -6,70 +6,26 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use testkit::{Run, client_python, python_client, run_to_end, wait_or_kill};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
 /// A script that has not finished by then has hung: it is killed.
 const DEADLINE: Duration = Duration::from_secs(120);
 
-fn python_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python")
-}
-
-/// The interpreter of the Python MCP SDK and Selenium: `make deps` installs them into the
-/// project's own virtualenv, never into a system interpreter.
-fn client_python() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/py/client-venv/bin/python3")
-}
-
 /// A fresh config dir from `boxmaker init`, with `extra` added to its `[gate]` table.
 fn config_dir(name: &str, gate: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("approvals")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let o = Command::new(BIN).arg("init").arg(&dir).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let config = dir.join("boxmaker.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
+    let lab = testkit::lab!("approvals", name).init();
+    let text = lab.config_text();
     let text = text.replacen("[gate]\n", &format!("[gate]\n{gate}\n"), 1);
     let text = text.replace("approval_ttl = 300 ", "# approval_ttl = 300 ");
-    std::fs::write(&config, text).unwrap();
-    dir
-}
-
-struct Run {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn show(&self) -> String {
-        format!(
-            "exit {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.status, self.stdout, self.stderr
-        )
-    }
-}
-
-fn wait_or_kill(child: &mut Child, deadline: Instant) -> ExitStatus {
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            return child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    lab.write_config(&text);
+    lab.dir
 }
 
 /// Runs a script of tests/python with the binary and the config in its environment.
@@ -81,28 +37,8 @@ fn python(script: &str, dir: &Path, env: &[(&str, &str)]) -> Run {
         sdk.is_ok_and(|o| o.status.success()),
         "the Python MCP SDK is missing: run `make deps`"
     );
-    let out_path = dir.join(format!("{script}.stdout"));
-    let err_path = dir.join(format!("{script}.stderr"));
-    let mut cmd = Command::new(client_python());
-    cmd.arg(python_dir().join(script))
-        .current_dir(python_dir())
-        .env("BOXMAKER_BIN", BIN)
-        .env("BOXMAKER_CONFIG", dir.join("boxmaker.toml"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONUNBUFFERED", "1")
-        .stdin(Stdio::null())
-        .stdout(File::create(&out_path).unwrap())
-        .stderr(File::create(&err_path).unwrap());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let status = wait_or_kill(&mut child, Instant::now() + DEADLINE);
-    let run = Run {
-        status,
-        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
-    };
+    let cmd = python_client(BIN.as_ref(), &dir.join("boxmaker.toml"), script, env);
+    let run = run_to_end(cmd, dir, script, DEADLINE);
     assert!(run.status.success(), "{script} failed\n{}", run.show());
     assert!(
         run.stdout.lines().any(|l| l == "ok"),
@@ -219,6 +155,7 @@ fn call_in_background(dir: &Path, session: &str, args: &str) -> Child {
 }
 
 fn finish(mut child: Child) -> Run {
+    let start = Instant::now();
     let status = wait_or_kill(&mut child, Instant::now() + Duration::from_secs(30));
     let mut stdout = String::new();
     let mut stderr = String::new();
@@ -238,6 +175,7 @@ fn finish(mut child: Child) -> Run {
         status,
         stdout,
         stderr,
+        took: start.elapsed(),
     }
 }
 

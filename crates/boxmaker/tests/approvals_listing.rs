@@ -15,20 +15,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 /// A config and a state directory whose store already holds `pending` pending approvals and
 /// `decided` refused ones, each with `size` bytes of arguments.
 fn lab(name: &str, pending: usize, decided: usize, size: usize) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("approvals-listing")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let state = dir.join("state");
-    let file = dir.join("boxmaker.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[gate]\nstate = {state:?}\napproval_ttl = 86400\n\n[[tool]]\nname = \"run\"\nbuiltin = \"run\"\n"
-        ),
-    )
-    .unwrap();
+    let lab = testkit::lab!("approvals-listing", name);
+    let state = lab.path("state");
+    let file = lab.config();
+    lab.write_config(&format!(
+        "[gate]\nstate = {state:?}\napproval_ttl = 86400\n\n[[tool]]\nname = \"run\"\nbuiltin = \"run\"\n"
+    ));
     let mut store = Store::open(&state).unwrap();
     // In the past, so that every one is still pending when the listing runs.
     let now = Timestamp::from_system_time(std::time::SystemTime::now());
@@ -64,11 +56,7 @@ fn approvals(file: &Path, extra: &[&str]) -> (String, String, bool) {
         .args(extra)
         .output()
         .unwrap();
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-        o.status.success(),
-    )
+    (testkit::stdout(&o), testkit::stderr(&o), o.status.success())
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use testkit::{as_a_user, can_be_a_user, fresh_dir, open_to_everyone, python_dir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
@@ -23,15 +24,6 @@ struct Env {
     _tmp: Option<tempfile::TempDir>,
     /// Run boxmaker as a normal user (uid 1000) rather than as this process's user.
     user: bool,
-}
-
-/// Whether this process can run boxmaker as a normal user (it is root, setpriv exists).
-fn can_be_a_user() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
-    root && Path::new("/usr/bin/setpriv").exists()
 }
 
 impl Env {
@@ -43,18 +35,8 @@ impl Env {
     /// An environment a normal user runs in: under the target directory, every directory
     /// on the way open to them.
     fn for_a_user(name: &str, audit: &str) -> Self {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("audit_anchor")
-            .join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut d = dir.clone();
-        while d.starts_with(env!("CARGO_TARGET_TMPDIR")) {
-            let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777));
-            if !d.pop() {
-                break;
-            }
-        }
+        let dir = fresh_dir(env!("CARGO_TARGET_TMPDIR"), "audit_anchor", name);
+        open_to_everyone(&dir, env!("CARGO_TARGET_TMPDIR"));
         Env::at(dir, None, true, audit)
     }
 
@@ -63,7 +45,7 @@ impl Env {
         std::fs::create_dir_all(&backup).unwrap();
         std::fs::set_permissions(&backup, std::fs::Permissions::from_mode(0o777)).unwrap();
         std::fs::copy(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/audit_forger.py"),
+            python_dir().join("audit_forger.py"),
             backup.join("audit_forger.py"),
         )
         .unwrap();
@@ -111,8 +93,7 @@ checkpoint_every = 4
 
     fn command(&self) -> Command {
         if self.user {
-            let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=1000", "--regid=1000", "--clear-groups", BIN]);
+            let mut c = as_a_user(BIN);
             c.env("HOME", &self.dir);
             c
         } else {

@@ -35,14 +35,9 @@ when = [{ pointer = "/subject", glob = "*password*" }]
 "#;
 
 fn config(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("check-arguments")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("boxmaker.toml");
-    std::fs::write(&file, POLICY).unwrap();
-    file
+    let lab = testkit::lab!("check-arguments", name);
+    lab.write_config(POLICY);
+    lab.config()
 }
 
 fn check(file: &Path, arguments: Option<&str>, explain: bool) -> Output {

@@ -2,8 +2,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use testkit::{utf8_stderr as stderr, utf8_stdout as stdout};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
@@ -11,22 +13,9 @@ fn boxmaker(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
 /// A fresh, empty directory for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    testkit::fresh_dir(env!("CARGO_TARGET_TMPDIR"), "cli", name)
 }
 
 /// Asserts a usage failure: exit 2, nothing on stdout, exactly one line on stderr.

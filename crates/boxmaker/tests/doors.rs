@@ -10,42 +10,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use testkit::{As, fresh_dir, open_to_everyone};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 const SECRET: &str = "PRIVATE-KEY-5c1e";
-
-/// Who runs boxmaker: this process's user (root in CI), or a normal user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum As {
-    Me,
-    User,
-}
-
-impl As {
-    fn all() -> Vec<As> {
-        // As a normal user only where we can become one (we are root, and setpriv exists).
-        let root = std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
-        if root && Path::new("/usr/bin/setpriv").exists() {
-            vec![As::Me, As::User]
-        } else {
-            vec![As::Me]
-        }
-    }
-
-    fn command(self) -> Command {
-        match self {
-            As::Me => Command::new(BIN),
-            As::User => {
-                let mut c = Command::new("/usr/bin/setpriv");
-                c.args(["--reuid=1000", "--regid=1000", "--clear-groups", BIN]);
-                c
-            }
-        }
-    }
-}
 
 struct Env {
     dir: PathBuf,
@@ -54,20 +22,13 @@ struct Env {
 
 impl Env {
     fn new(name: &str, who: As, config: &str) -> Self {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("doors")
-            .join(format!("{name}-{who:?}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        use std::os::unix::fs::PermissionsExt;
+        let dir = fresh_dir(
+            env!("CARGO_TARGET_TMPDIR"),
+            "doors",
+            &format!("{name}-{who:?}"),
+        );
         // A normal user must be able to make the state directory and read the files.
-        let mut d = dir.clone();
-        while d.starts_with(env!("CARGO_TARGET_TMPDIR")) {
-            let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777));
-            if !d.pop() {
-                break;
-            }
-        }
+        open_to_everyone(&dir, env!("CARGO_TARGET_TMPDIR"));
         std::fs::write(dir.join("boxmaker.toml"), config).unwrap();
         Self { dir, who }
     }
@@ -78,7 +39,7 @@ impl Env {
 
     fn run(&self, args: &[&str]) -> Output {
         self.who
-            .command()
+            .command(BIN)
             .args(args)
             .arg("--config")
             .arg(self.config())
@@ -322,14 +283,7 @@ fn a_mount_path_swapped_for_a_symlink_is_never_followed() {
     std::fs::create_dir_all(env.dir.join("private")).unwrap();
     std::fs::write(env.dir.join("private/key"), SECRET).unwrap();
     // One gate and runner for both calls (the runner resolved the mounts when it started).
-    let mut serve = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(env.config())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve = testkit::quiet_serve(BIN, env.config());
     // Only once `serve`'s gate holds the state (its control socket is bound): a call made
     // before would start an on-demand gate of its own, whose retirement hands the second call
     // to a new runner that resolves the mounts after the swap.
@@ -534,7 +488,7 @@ fn an_approval_shows_hidden_and_control_characters_escaped() {
     let args = serde_json::json!({"argv": ["sh", "-c", "echo \u{202e}~ fr- mr\u{200b}\u{1b}[2J"]});
     let mut held = env
         .who
-        .command()
+        .command(BIN)
         .args([
             "call",
             "--session",
@@ -597,7 +551,7 @@ fn the_front_runs_confined_without_the_gate_and_cannot_open_a_file() {
         let env = Env::new("confined-front", who, &runner_config(""));
         std::fs::write(env.dir.join("host-file"), SECRET).unwrap();
         let mut child = who
-            .command()
+            .command(BIN)
             .args(["mcp", "--config"])
             .arg(env.config())
             .arg("--probe-open")

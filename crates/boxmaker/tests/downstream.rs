@@ -17,13 +17,11 @@
 use std::fs::File;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
+use testkit::{Lab, Run, repo_root, run_to_end, servers_dir, wait_or_kill};
 
 /// What `notes/plan.txt` holds in every test's config dir.
 const PLAN: &str = "the plan\n";
@@ -46,30 +44,6 @@ const SERVERS_AT: &str = "/opt/servers";
 
 // ---------------------------------------------------------------------------------------
 // What `make deps` installs.
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn python_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python")
-}
-
-/// The interpreter of the Python MCP SDK and Selenium: `make deps` installs them into the
-/// project's own virtualenv, never into a system interpreter.
-fn client_python() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/py/client-venv/bin/python3")
-}
-
-fn servers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/servers")
-        .canonicalize()
-        .unwrap()
-}
 
 /// `tests/node/node_modules`, failing (never skipping) when a server is not installed there.
 fn node_modules() -> PathBuf {
@@ -108,24 +82,6 @@ fn pyvenv() -> PathBuf {
         String::from_utf8_lossy(&o.stderr).trim()
     );
     venv
-}
-
-/// Fails (never skips) when `make deps` has not installed the Python SDK.
-fn require_python_sdk() {
-    let o = Command::new(client_python())
-        .args(["-c", "import mcp.client.stdio"])
-        .output();
-    match o {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!(
-            "the Python MCP SDK is missing: run `make deps` ({})",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ),
-        Err(e) => panic!(
-            "the Python MCP SDK is missing: run `make deps` ({}: {e})",
-            client_python().display()
-        ),
-    }
 }
 
 fn require_system_python() {
@@ -192,121 +148,28 @@ fn toml_array<S: AsRef<str>>(items: &[S]) -> String {
 // ---------------------------------------------------------------------------------------
 // A config dir, and boxmaker run in it.
 
-/// A finished process: its exit status and what it printed.
-struct Run {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-impl Run {
-    fn show(&self) -> String {
-        let cut = |s: &str| -> String {
-            if s.len() > 4000 {
-                let mut end = 4000;
-                while !s.is_char_boundary(end) {
-                    end -= 1;
-                }
-                format!("{}… ({} bytes)", &s[..end], s.len())
-            } else {
-                s.to_string()
-            }
-        };
-        format!(
-            "exit {} after {:.1} s\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.status,
-            self.took.as_secs_f64(),
-            cut(&self.stdout),
-            cut(&self.stderr)
-        )
-    }
-
-    fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-}
-
-static RUNS: AtomicUsize = AtomicUsize::new(0);
-
-/// Runs `cmd` to its end, killing it after `limit`, its output kept in files under `dir` so
-/// a chatty child never blocks on a full pipe. A killed child fails the test.
-fn run_to_end(mut cmd: Command, dir: &Path, name: &str, limit: Duration) -> Run {
-    let n = RUNS.fetch_add(1, Ordering::SeqCst);
-    let runs = dir.join("runs");
-    std::fs::create_dir_all(&runs).unwrap();
-    let safe: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .take(60)
-        .collect();
-    let out_path = runs.join(format!("{n:04}-{safe}.stdout"));
-    let err_path = runs.join(format!("{n:04}-{safe}.stderr"));
-    cmd.stdin(Stdio::null())
-        .stdout(File::create(&out_path).unwrap())
-        .stderr(File::create(&err_path).unwrap());
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let status = wait_or_kill(&mut child, start + limit);
-    let took = start.elapsed();
-    let run = Run {
-        status,
-        stdout: String::from_utf8_lossy(&std::fs::read(&out_path).unwrap_or_default()).into(),
-        stderr: String::from_utf8_lossy(&std::fs::read(&err_path).unwrap_or_default()).into(),
-        took,
-    };
-    assert!(
-        took < limit,
-        "{name} was killed after {} s: it hung\n{}",
-        limit.as_secs(),
-        run.show()
-    );
-    run
-}
-
-fn wait_or_kill(child: &mut Child, deadline: Instant) -> ExitStatus {
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            return child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// One test's config dir: `boxmaker init`'s default, plus `notes/plan.txt` and what the
 /// test appends.
-struct Env {
-    dir: PathBuf,
-    /// Variables set in boxmaker's environment (for `env = [...]` in a `[[tool]]`).
-    vars: Vec<(String, String)>,
+struct Env(Lab);
+
+impl std::ops::Deref for Env {
+    type Target = Lab;
+    fn deref(&self) -> &Lab {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Env {
+    fn deref_mut(&mut self) -> &mut Lab {
+        &mut self.0
+    }
 }
 
 impl Env {
     fn new(name: &str) -> Self {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("downstream")
-            .join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let o = Command::new(BIN).arg("init").arg(&dir).output().unwrap();
-        assert!(
-            o.status.success(),
-            "boxmaker init: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        std::fs::create_dir_all(dir.join("notes")).unwrap();
-        std::fs::write(dir.join("notes/plan.txt"), PLAN).unwrap();
-        Env { dir, vars: vec![] }
-    }
-
-    fn config(&self) -> PathBuf {
-        self.dir.join("boxmaker.toml")
+        let lab = testkit::lab!("downstream", name).init().in_its_dir();
+        lab.write("notes/plan.txt", PLAN);
+        Env(lab)
     }
 
     fn state(&self) -> PathBuf {
@@ -318,12 +181,6 @@ impl Env {
         self.state().join("work").join(session)
     }
 
-    fn append(&self, toml: &str) {
-        let mut text = std::fs::read_to_string(self.config()).unwrap();
-        text.push_str(toml);
-        std::fs::write(self.config(), text).unwrap();
-    }
-
     /// Sets `[box] timeout_seconds` (init writes 300).
     fn box_timeout(&self, seconds: u64) {
         let text = std::fs::read_to_string(self.config()).unwrap();
@@ -333,12 +190,10 @@ impl Env {
         std::fs::write(self.config(), text).unwrap();
     }
 
+    /// `boxmaker ARGS` in the config dir, with the test's variables.
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.args(args).current_dir(&self.dir);
-        for (k, v) in &self.vars {
-            c.env(k, v);
-        }
+        let mut c = self.bare();
+        c.args(args);
         c
     }
 
@@ -1152,18 +1007,8 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 /// Runs one script of tests/python against `env` and asserts it passed.
 fn python_script(script: &str, env: &Env, vars: &[(&str, &str)]) -> Run {
-    require_python_sdk();
-    let mut cmd = Command::new(client_python());
-    cmd.arg(python_dir().join(script))
-        .current_dir(python_dir())
-        .env("BOXMAKER_BIN", BIN)
-        .env("BOXMAKER_CONFIG", env.config())
-        .env("BOXMAKER_PLAN", PLAN)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONUNBUFFERED", "1");
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
+    let mut cmd = env.python_cmd(script, vars);
+    cmd.env("BOXMAKER_PLAN", PLAN);
     let run = run_to_end(cmd, &env.dir, script, DEADLINE);
     assert!(run.status.success(), "{script} failed\n{}", run.show());
     assert!(

@@ -13,13 +13,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use testkit::{Lab, McpClient, Run, servers_dir, text_of, wait_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 /// A boxmaker command that has not finished by then has hung: it is killed, the test fails.
@@ -75,48 +75,16 @@ fn fd_count(pid: u32) -> usize {
         .count()
 }
 
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < limit,
-            "{what} did not happen within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A finished boxmaker command.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-impl Run {
-    fn show(&self) -> String {
-        let cut = |s: &str| s.chars().take(3000).collect::<String>();
-        format!(
-            "exit {:?} after {:.1} s\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code,
-            self.took.as_secs_f64(),
-            cut(&self.stdout),
-            cut(&self.stderr)
-        )
-    }
+/// `boxmaker mcp` in `session`, initialized.
+fn start_mcp(env: &Env, session: &str) -> McpClient {
+    let mut m = McpClient::spawn(env.lab.mcp(session), LIMIT);
+    let init = m.initialize("attacker");
+    assert!(init.get("result").is_some(), "{init}");
+    m
 }
 
 // ---------------------------------------------------------------------------------------
 // A test's config dir, `boxmaker serve` in it, and every process it started.
-
-fn servers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/servers")
-        .canonicalize()
-        .unwrap()
-}
 
 fn toml_array(items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
@@ -124,10 +92,10 @@ fn toml_array(items: &[&str]) -> String {
 }
 
 struct Env {
+    lab: Lab,
     dir: PathBuf,
     marker: String,
     serve: Option<Child>,
-    runs: usize,
 }
 
 impl Env {
@@ -138,11 +106,8 @@ impl Env {
             Path::new("/usr/bin/python3").exists(),
             "the attack server runs under /usr/bin/python3, which is missing"
         );
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("attacks")
-            .join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let lab = testkit::lab!("attacks", name);
+        let dir = lab.dir.clone();
         let marker = format!("bxatk-{name}-{}", std::process::id());
         let text = format!(
             "[gate]\nstate = \"state\"\n\n[box]\ntimeout_seconds = {timeout}\n\n\
@@ -150,17 +115,17 @@ impl Env {
             servers_dir().display().to_string(),
             body.replace("MARKER", &marker)
         );
-        std::fs::write(dir.join("boxmaker.toml"), text).unwrap();
+        lab.write_config(&text);
         Env {
+            lab,
             dir,
             marker,
             serve: None,
-            runs: 0,
         }
     }
 
     fn config(&self) -> PathBuf {
-        self.dir.join("boxmaker.toml")
+        self.lab.config()
     }
 
     fn state(&self) -> PathBuf {
@@ -173,18 +138,7 @@ impl Env {
 
     /// `boxmaker ARGS --config C`, killed after `limit` (which fails the test).
     fn run(&mut self, args: &[&str], limit: Duration) -> Run {
-        self.runs += 1;
-        let out = self.dir.join(format!("run-{}.out", self.runs));
-        let err = self.dir.join(format!("run-{}.err", self.runs));
-        run_to_end(
-            Command::new(BIN)
-                .args(args)
-                .arg("--config")
-                .arg(self.config()),
-            &out,
-            &err,
-            limit,
-        )
+        self.lab.run_within(args, limit)
     }
 
     /// `boxmaker call --json`: the run and the answer it printed.
@@ -278,35 +232,6 @@ impl Drop for Env {
     }
 }
 
-fn run_to_end(cmd: &mut Command, out: &Path, err: &Path, limit: Duration) -> Run {
-    cmd.stdin(Stdio::null())
-        .stdout(File::create(out).unwrap())
-        .stderr(File::create(err).unwrap());
-    let start = Instant::now();
-    let mut child = cmd.spawn().unwrap();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{cmd:?} hung: killed after {} s\n{}",
-                limit.as_secs(),
-                String::from_utf8_lossy(&std::fs::read(err).unwrap_or_default())
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Run {
-        code: status.code(),
-        stdout: String::from_utf8_lossy(&std::fs::read(out).unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&std::fs::read(err).unwrap()).into_owned(),
-        took: start.elapsed(),
-    }
-}
-
 /// The attack server as a `mcp = [...]` array.
 fn attack(list: &str, n: usize, size: usize) -> String {
     toml_array(&[
@@ -333,101 +258,6 @@ fn two_servers(list: &str, n: usize, size: usize) -> String {
 
 // ---------------------------------------------------------------------------------------
 // A hostile agent: an MCP client over `boxmaker mcp`'s stdio.
-
-struct Mcp {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-    next: u64,
-}
-
-impl Mcp {
-    fn start(env: &Env, session: &str) -> Mcp {
-        let mut child = Command::new(BIN)
-            .args(["mcp", "--session", session, "--config"])
-            .arg(env.config())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(File::create(env.dir.join(format!("mcp-{session}.err"))).unwrap())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut m = Mcp {
-            child,
-            stdin,
-            lines,
-            next: 1,
-        };
-        let init = m.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "attacker", "version": "0"}}),
-        );
-        assert!(init.get("result").is_some(), "{init}");
-        m.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        m
-    }
-
-    fn send(&mut self, v: &Value) {
-        let mut line = serde_json::to_vec(v).unwrap();
-        line.push(b'\n');
-        self.stdin.write_all(&line).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// A request and its response (notifications in between are skipped).
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("no answer to {method} within {LIMIT:?}: {e}"));
-            let v: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("the front sent a line that is not JSON: {e}"));
-            if v["id"] == json!(id) {
-                return v;
-            }
-        }
-    }
-
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        self.request("tools/call", json!({"name": tool, "arguments": args}))
-    }
-
-    fn tools(&mut self) -> Vec<Value> {
-        let r = self.request("tools/list", json!({}));
-        r["result"]["tools"].as_array().unwrap().clone()
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn text_of(result: &Value) -> String {
-    result["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
 
 // ---------------------------------------------------------------------------------------
 // Server → client requests.
@@ -476,7 +306,7 @@ fn a_server_cannot_label_its_own_result() {
         attack("normal", 0, 0)
     );
     let env = Env::new("label", 10, &body);
-    let mut mcp = Mcp::start(&env, "lbl");
+    let mut mcp = start_mcp(&env, "lbl");
     let before = mcp.call("list_dir", json!({"path": "/work"}));
     assert_eq!(before["result"]["isError"], false, "{before}");
     let r = mcp.call("a_label", json!({}));
@@ -508,7 +338,7 @@ fn tool_names_cannot_escape_or_shadow() {
     );
     let mut env = Env::new("names", 10, &body);
     let list = env.run(&["tools", "list"], LIMIT);
-    assert_eq!(list.code, Some(0), "{}", list.show());
+    assert_eq!(list.code(), Some(0), "{}", list.show());
     let offered: Vec<&str> = list
         .stdout
         .lines()
@@ -523,7 +353,7 @@ fn tool_names_cannot_escape_or_shadow() {
         .count();
     assert_eq!(not_offered, 8, "{}", list.show());
     let mcp_names: Vec<String> = {
-        let mut mcp = Mcp::start(&env, "names");
+        let mut mcp = start_mcp(&env, "names");
         let tools = mcp.tools();
         let rf = tools.iter().find(|t| t["name"] == "read_file").unwrap();
         assert!(
@@ -784,7 +614,7 @@ fn a_server_that_stops_reading_while_a_big_argument_is_sent() {
     });
     std::thread::sleep(Duration::from_millis(800));
     let start = Instant::now();
-    let mut mcp = Mcp::start(&env, "nr");
+    let mut mcp = start_mcp(&env, "nr");
     let big = mcp.call("a_echo", json!({"text": "b".repeat(900_000)}));
     assert_eq!(big["result"]["isError"], true, "{big}");
     assert!(text_of(&big).contains("timed out"), "{}", text_of(&big));
@@ -886,7 +716,7 @@ fn a_deep_schema_does_not_damage_the_discovery_file() {
         .1;
     assert_eq!(good["status"], "result", "{good}");
     let list = env.run(&["tools", "list"], LIMIT);
-    assert_eq!(list.code, Some(0), "{}", list.show());
+    assert_eq!(list.code(), Some(0), "{}", list.show());
 }
 
 /// Promise: as above, with size. Three pages of one tool with a 12 MiB description each
@@ -921,7 +751,7 @@ fn racing_sessions_never_corrupt_or_accept() {
     );
     let mut env = Env::new("race", 10, &body);
     let list = env.run(&["tools", "list"], LIMIT);
-    assert_eq!(list.code, Some(0), "{}", list.show());
+    assert_eq!(list.code(), Some(0), "{}", list.show());
     let file = env.tools_json();
     let accepted = || {
         let f: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
@@ -979,7 +809,7 @@ fn a_hand_damaged_discovery_file_is_never_replaced() {
     );
     let mut env = Env::new("damaged", 10, &body);
     let list = env.run(&["tools", "list"], LIMIT);
-    assert_eq!(list.code, Some(0), "{}", list.show());
+    assert_eq!(list.code(), Some(0), "{}", list.show());
     let whole = std::fs::read(env.tools_json()).unwrap();
     let damaged = whole.get(..whole.len() / 2).unwrap().to_vec();
     std::fs::write(env.tools_json(), &damaged).unwrap();
@@ -988,7 +818,7 @@ fn a_hand_damaged_discovery_file_is_never_replaced() {
     assert!(message.contains("damaged"), "{message}");
     for args in [&["tools", "refresh"][..], &["tools", "accept", "--all"]] {
         let r = env.run(args, LIMIT);
-        assert_ne!(r.code, Some(0), "{args:?}: {}", r.show());
+        assert_ne!(r.code(), Some(0), "{args:?}: {}", r.show());
     }
     assert_eq!(std::fs::read(env.tools_json()).unwrap(), damaged);
     let (run, body) = env.call("s", "list_dir", &json!({"path": "/opt/servers"}), LIMIT);
@@ -1022,7 +852,7 @@ fn accept_takes_only_what_diff_showed() {
     let (m, _) = env.failed("s", "p_echo", &json!({"text": "hi"}), LIMIT);
     assert!(m.contains("refused"), "{m}");
     // The running server's word is never recorded; the operator asks it again first.
-    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code, Some(0));
+    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code(), Some(0));
     let diff = env.run(&["tools", "diff"], LIMIT);
     assert!(diff.stdout.contains("v2 reviewed"), "{}", diff.show());
     // The operator reads the diff; meanwhile the server changes again.
@@ -1041,7 +871,7 @@ fn accept_takes_only_what_diff_showed() {
     // The running server's v3 was never recorded: accepting what the operator read accepts
     // exactly v2, and the running server, which now says v3, is still refused.
     let accept = env.run(&["tools", "accept", &exact], LIMIT);
-    assert_eq!(accept.code, Some(0), "{}", accept.show());
+    assert_eq!(accept.code(), Some(0), "{}", accept.show());
     let f: Value = serde_json::from_slice(&std::fs::read(env.tools_json()).unwrap()).unwrap();
     let rec = f["servers"].as_object().unwrap().values().next().unwrap();
     let accepted = rec["accepted"][0]["description"].as_str().unwrap();
@@ -1053,9 +883,9 @@ fn accept_takes_only_what_diff_showed() {
     let (m, _) = env.failed("s", "p_echo", &json!({"text": "hi"}), LIMIT);
     assert!(m.contains("refused"), "{m}");
     // Once asked again, v3 is what diff shows, and the old fingerprint accepts nothing.
-    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code, Some(0));
+    assert_eq!(env.run(&["tools", "refresh"], LIMIT).code(), Some(0));
     let stale = env.run(&["tools", "accept", &exact], LIMIT);
-    assert_ne!(stale.code, Some(0), "a stale fingerprint was accepted");
+    assert_ne!(stale.code(), Some(0), "a stale fingerprint was accepted");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1067,7 +897,7 @@ fn accept_takes_only_what_diff_showed() {
 #[test]
 fn arguments_of_a_frame_are_refused_or_cut_cleanly() {
     let env = Env::new("bigargs", 10, &two_servers("normal", 0, 0));
-    let mut mcp = Mcp::start(&env, "args");
+    let mut mcp = start_mcp(&env, "args");
     let quotes = mcp.call("a_echo", json!({"text": "\"".repeat(500_000)}));
     assert!(
         quotes.get("error").is_some() || quotes["result"]["isError"] == true,

@@ -7,26 +7,26 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use testkit::{Lab, servers_dir, stderr, stdout, wait_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
 struct Env {
-    dir: tempfile::TempDir,
+    lab: Lab,
     marker: String,
 }
 
 impl Env {
     fn new(name: &str, idle: u64) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers");
+        let lab = Lab::temp(BIN);
+        let servers = servers_dir();
         let marker = format!("lifecycle-{}-{name}", std::process::id());
-        std::fs::write(
-            dir.path().join("boxmaker.toml"),
-            format!(
-                r#"
+        lab.write_config(&format!(
+            r#"
 [gate]
 state = "state"
 
@@ -47,35 +47,24 @@ idle_timeout = {idle}
 tool = "h_*"
 effect = "allow"
 "#,
-                servers = servers.display()
-            ),
-        )
-        .unwrap();
-        Self { dir, marker }
+            servers = servers.display()
+        ));
+        Self { lab, marker }
     }
 
     fn config(&self) -> PathBuf {
-        self.dir.path().join("boxmaker.toml")
+        self.lab.config()
     }
 
     fn call(&self, session: &str, tool: &str) -> Output {
-        Command::new(BIN)
-            .args(["call", "--session", session, tool, "{}"])
-            .arg("--config")
-            .arg(self.config())
-            .output()
-            .unwrap()
+        self.lab.run(&["call", "--session", session, tool, "{}"])
     }
 
     /// The `count` a session's server answers.
     fn count(&self, session: &str) -> u64 {
         let o = self.call(session, "h_count");
-        let out = String::from_utf8_lossy(&o.stdout).into_owned();
-        assert!(
-            o.status.success(),
-            "{out} {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out} {}", stderr(&o));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let text = v["content"][0]["text"].as_str().unwrap().to_string();
         text.trim()
@@ -109,7 +98,7 @@ effect = "allow"
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let sock = self.dir.path().join("state/agent.sock");
+        let sock = self.lab.path("state/agent.sock");
         let start = Instant::now();
         while !sock.exists() {
             assert!(
@@ -119,17 +108,6 @@ effect = "allow"
             std::thread::sleep(Duration::from_millis(20));
         }
         child
-    }
-}
-
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < limit,
-            "{what} did not happen within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -226,16 +204,12 @@ fn killing_serve_outright_leaves_no_server_behind() {
 /// anyone running `tools refresh`, until an operator accepts the change.
 #[test]
 fn a_pinned_server_that_swaps_a_description_while_running_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers");
-    let d = dir.path().join("d");
-    std::fs::create_dir_all(&d).unwrap();
+    let lab = Lab::temp(BIN);
+    let servers = servers_dir();
+    let d = lab.mkdir("d");
     std::fs::write(d.join("desc.txt"), "Echoes its text.").unwrap();
-    let config = dir.path().join("boxmaker.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
+    lab.write_config(&format!(
+        r#"
 [gate]
 state = "state"
 
@@ -258,33 +232,17 @@ pin = true
 tool = "p_*"
 effect = "allow"
 "#,
-            servers = servers.display(),
-            d = d.display()
-        ),
-    )
-    .unwrap();
-    let run = |args: &[&str]| {
-        Command::new(BIN)
-            .args(args)
-            .arg("--config")
-            .arg(&config)
-            .output()
-            .unwrap()
-    };
-    let mut serve = Command::new(BIN)
-        .arg("serve")
-        .arg("--config")
-        .arg(&config)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        servers = servers.display(),
+        d = d.display()
+    ));
+    let run = |args: &[&str]| lab.run(args);
+    let mut serve = lab.cmd(&["serve"]).stderr(Stdio::null()).spawn().unwrap();
     wait_until("serve", Duration::from_secs(20), || {
-        dir.path().join("state/agent.sock").exists()
+        lab.path("state/agent.sock").exists()
     });
     let echo = |expect: i32| {
         let o = run(&["call", "--session", "pinned", "p_echo", r#"{"text":"hi"}"#]);
-        let text =
-            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        let text = stdout(&o) + &stderr(&o);
         assert_eq!(o.status.code(), Some(expect), "{text}");
         text
     };

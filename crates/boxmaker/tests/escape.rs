@@ -64,11 +64,11 @@ impl Fixture {
     /// An empty directory, world-readable so that only the box stands between a box user and
     /// what the test puts there.
     fn scratch(name: &str) -> PathBuf {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("escape")
-            .join(format!("{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+        let dir = testkit::fresh_dir(
+            env!("CARGO_TARGET_TMPDIR"),
+            "escape",
+            &format!("{name}-{}", std::process::id()),
+        );
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         dir
     }

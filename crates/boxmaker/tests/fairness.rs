@@ -12,19 +12,13 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("fairness")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(
-        d.join("boxmaker.toml"),
+    let lab = testkit::lab!("fairness", name);
+    lab.write_config(
         "[gate]\nstate = \"state\"\n\n[box]\ntimeout_seconds = 60\n\n\
          [[tool]]\nname = \"run\"\nbuiltin = \"run\"\n\n\
          [[grant]]\ntool = \"run\"\neffect = \"allow\"\n",
-    )
-    .unwrap();
-    d
+    );
+    lab.dir
 }
 
 fn call(config: &Path, session: &str, argv: &str) -> Command {
@@ -53,14 +47,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn one_sessions_flood_does_not_delay_another_session() {
     let d = dir("flood");
     let config = d.join("boxmaker.toml");
-    let mut serve: Child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve: Child = testkit::quiet_serve(BIN, &config);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !d.join("state/agent.sock").exists() {
         assert!(Instant::now() < deadline, "serve did not start");

@@ -10,21 +10,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use testkit::{Lab, stderr, stdout, wait_with_timeout};
+
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
 struct Env {
-    dir: tempfile::TempDir,
+    lab: Lab,
 }
 
 impl Env {
     fn new(extra: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("notes")).unwrap();
-        std::fs::write(dir.path().join("notes/plan.txt"), "secret\n").unwrap();
-        std::fs::write(
-            dir.path().join("boxmaker.toml"),
-            format!(
-                r#"
+        let lab = Lab::temp(BIN);
+        lab.write("notes/plan.txt", "secret\n");
+        lab.write_config(&format!(
+            r#"
 [gate]
 state = "state"
 approval_ttl = 300
@@ -60,28 +59,24 @@ tool = "share"
 effect = "allow"
 max_class = "public"
 {extra}"#
-            ),
-        )
-        .unwrap();
-        Self { dir }
+        ));
+        Self { lab }
     }
 
     fn config(&self) -> PathBuf {
-        self.dir.path().join("boxmaker.toml")
+        self.lab.config()
     }
 
     fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
+        self.lab.path("state")
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.args(args).arg("--config").arg(self.config());
-        c
+        self.lab.cmd(args)
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
+        self.lab.run(args)
     }
 
     /// `boxmaker call` in the background, with its stderr readable line by line.
@@ -114,26 +109,6 @@ fn pending_id(err: &mut BufReader<ChildStderr>) -> String {
             return id;
         }
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn wait_with_timeout(mut child: Child, limit: Duration) -> Output {
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("the process did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
 }
 
 #[test]

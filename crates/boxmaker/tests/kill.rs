@@ -18,16 +18,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use proto::{CallId, DataClass, Envelope, Message, SessionId, ToolRequest, ToolResponse};
+use testkit::Lab;
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
-fn setup() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("notes")).unwrap();
-    std::fs::write(dir.path().join("notes/plan.txt"), "secret\n").unwrap();
-    let config = dir.path().join("boxmaker.toml");
-    std::fs::write(
-        &config,
+fn setup() -> (Lab, PathBuf) {
+    let lab = Lab::temp(BIN);
+    lab.write("notes/plan.txt", "secret\n");
+    lab.write_config(
         r#"
 [gate]
 state = "state"
@@ -54,9 +52,9 @@ effect = "allow"
 tool = "run"
 effect = "ask"
 "#,
-    )
-    .unwrap();
-    (dir, config)
+    );
+    let config = lab.config();
+    (lab, config)
 }
 
 fn start_gate(config: &Path) -> Child {
@@ -118,7 +116,7 @@ fn test_kill_9_of_the_gate_under_load_loses_nothing_acknowledged() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
     let (dir, config) = setup();
-    let state = dir.path().join("state");
+    let state = dir.path("state");
     let sock = state.join("agent.sock");
     let acked = Arc::new(Mutex::new(Acked::default()));
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;

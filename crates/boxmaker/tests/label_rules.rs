@@ -10,36 +10,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
+use testkit::{Lab, Run, client_python, servers_dir};
 
 /// A boxmaker command or client script that has not finished by then has hung.
 const DEADLINE: Duration = Duration::from_secs(90);
 
 const SERVERS_AT: &str = "/opt/servers";
-
-fn servers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/servers")
-        .canonicalize()
-        .unwrap()
-}
-
-fn python_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python")
-}
-
-/// The interpreter of the Python MCP SDK: `make deps` installs it into the project's own
-/// virtualenv, never into a system interpreter.
-fn client_python() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/py/client-venv/bin/python3")
-}
 
 /// The chat server and its rules: #general is internal, #ceo confidential, the inbox
 /// confidential; reading is allowed, posting only to #general and only up to internal.
@@ -132,90 +114,26 @@ effect = "allow"
     )
 }
 
-/// A finished process.
-struct Run {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn show(&self) -> String {
-        format!(
-            "exit {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.status, self.stdout, self.stderr
-        )
-    }
-}
-
-/// Runs `cmd` to its end (output in files under `dir`, so a chatty child never blocks),
-/// killing it after [`DEADLINE`]: a killed child fails the test.
-fn run_to_end(mut cmd: Command, dir: &Path, name: &str) -> Run {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let out = dir.join(format!("run-{n}.stdout"));
-    let err = dir.join(format!("run-{n}.stderr"));
-    cmd.stdin(Stdio::null())
-        .stdout(File::create(&out).unwrap())
-        .stderr(File::create(&err).unwrap());
-    let start = Instant::now();
-    let mut child = cmd.spawn().unwrap();
-    let status = wait_or_kill(&mut child, start + DEADLINE);
-    let run = Run {
-        status,
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-    };
-    assert!(start.elapsed() < DEADLINE, "{name} hung\n{}", run.show());
-    run
-}
-
-fn wait_or_kill(child: &mut Child, deadline: Instant) -> ExitStatus {
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            return child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// One test's config dir.
 struct Env {
-    dir: PathBuf,
+    lab: Lab,
 }
 
 impl Env {
     fn new(name: &str) -> Self {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("label-rules")
-            .join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("notes/hr")).unwrap();
-        std::fs::write(dir.join("notes/hr/pay.csv"), "alice,91000\n").unwrap();
-        std::fs::write(dir.join("notes/menu.txt"), "soup\n").unwrap();
-        std::fs::write(
-            dir.join("boxmaker.toml"),
-            chat_config(&dir.join(".boxmaker")),
-        )
-        .unwrap();
-        Env { dir }
+        let lab = testkit::lab!("label-rules", name).in_its_dir();
+        lab.write("notes/hr/pay.csv", "alice,91000\n");
+        lab.write("notes/menu.txt", "soup\n");
+        lab.write_config(&chat_config(&lab.path(".boxmaker")));
+        Env { lab }
     }
 
     fn config(&self) -> PathBuf {
-        self.dir.join("boxmaker.toml")
+        self.lab.config()
     }
 
     fn boxmaker(&self, args: &[&str]) -> Run {
-        let mut c = Command::new(BIN);
-        c.args(args)
-            .arg("--config")
-            .arg(self.config())
-            .current_dir(&self.dir);
-        run_to_end(c, &self.dir, &args.join(" "))
+        self.lab.run_within(args, DEADLINE)
     }
 
     /// `boxmaker call --json`: the wire body it printed.
@@ -283,15 +201,9 @@ fn test_label_rules_through_mcp_make_a_destination_refuse_what_is_above_its_clea
         "the Python MCP SDK is missing: run `make deps` ({})",
         String::from_utf8_lossy(&o.stderr).trim()
     );
-    let mut cmd = Command::new(client_python());
-    cmd.arg(python_dir().join("label_chain.py"))
-        .current_dir(python_dir())
-        .env("BOXMAKER_BIN", BIN)
-        .env("BOXMAKER_CONFIG", env.config())
-        .env("CHAIN_SESSION", "chain-1")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONUNBUFFERED", "1");
-    let run = run_to_end(cmd, &env.dir, "label_chain.py");
+    let run = env
+        .lab
+        .python("label_chain.py", &[("CHAIN_SESSION", "chain-1")], DEADLINE);
     assert!(
         run.status.success() && run.stdout.lines().any(|l| l == "ok"),
         "label_chain.py failed\n{}",

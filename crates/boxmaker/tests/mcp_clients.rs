@@ -5,11 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use testkit::{Run, node_dir, python_client, repo_root, run_to_end};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
@@ -19,42 +20,12 @@ const PLAN: &str = "the plan\n";
 /// A client script or CLI that has not finished by then has hung: it is killed.
 const DEADLINE: Duration = Duration::from_secs(90);
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn python_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python")
-}
-
-/// The interpreter of the Python MCP SDK and Selenium: `make deps` installs them into the
-/// project's own virtualenv, never into a system interpreter.
-fn client_python() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/py/client-venv/bin/python3")
-}
-
-fn node_dir() -> PathBuf {
-    repo_root().join("tests/node")
-}
-
 /// A fresh config dir: `boxmaker init`'s default, plus a confidential mount holding
 /// `plan.txt` at /data/notes and a write tool `share` that is allowed only while the session
 /// has read nothing above public.
 fn config_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("mcp_clients")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let o = Command::new(BIN).arg("init").arg(&dir).output().unwrap();
-    assert!(
-        o.status.success(),
-        "boxmaker init: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let config = dir.join("boxmaker.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(
+    let lab = testkit::lab!("mcp_clients", name).init();
+    lab.append(
         r#"
 [[mount]]
 host = "notes"
@@ -71,106 +42,15 @@ effect = "allow"
 max_class = "public"
 "#,
     );
-    std::fs::write(&config, text).unwrap();
-    std::fs::create_dir_all(dir.join("notes")).unwrap();
-    std::fs::write(dir.join("notes/plan.txt"), PLAN).unwrap();
-    dir
-}
-
-/// A finished client: its exit status and what it printed.
-struct Run {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-impl Run {
-    fn show(&self) -> String {
-        format!(
-            "exit {} after {:.1} s\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.status,
-            self.took.as_secs_f64(),
-            self.stdout,
-            self.stderr
-        )
-    }
-}
-
-/// Runs `cmd` to its end (killing it after [`DEADLINE`]), its output kept in files under
-/// `dir` so a chatty child never blocks on a full pipe.
-fn run_to_end(mut cmd: Command, dir: &Path, name: &str) -> Run {
-    let out_path = dir.join(format!("{name}.stdout"));
-    let err_path = dir.join(format!("{name}.stderr"));
-    cmd.stdin(Stdio::null())
-        .stdout(File::create(&out_path).unwrap())
-        .stderr(File::create(&err_path).unwrap());
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let status = wait_or_kill(&mut child, start + DEADLINE);
-    let run = Run {
-        status,
-        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
-        took: start.elapsed(),
-    };
-    assert!(
-        start.elapsed() < DEADLINE,
-        "{name} was killed after {} s: it hung\n{}",
-        DEADLINE.as_secs(),
-        run.show()
-    );
-    run
-}
-
-fn wait_or_kill(child: &mut Child, deadline: Instant) -> ExitStatus {
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            return child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Fails (never skips) when `make deps` has not installed the Python SDK.
-fn require_python_sdk() {
-    let o = Command::new(client_python())
-        .args(["-c", "import mcp.client.stdio, mcp.client.streamable_http"])
-        .output();
-    match o {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!(
-            "the Python MCP SDK is missing: run `make deps` ({})",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ),
-        Err(e) => panic!(
-            "the Python MCP SDK is missing: run `make deps` ({}: {e})",
-            client_python().display()
-        ),
-    }
+    lab.write("notes/plan.txt", PLAN);
+    lab.dir
 }
 
 /// Runs one script of tests/python against a fresh config dir and asserts it passed.
 fn python_script(script: &str, dir: &Path, env: &[(&str, &str)]) -> Run {
-    require_python_sdk();
-    let mut cmd = Command::new(client_python());
-    cmd.arg(python_dir().join(script))
-        .current_dir(python_dir())
-        .env("BOXMAKER_BIN", BIN)
-        .env("BOXMAKER_CONFIG", dir.join("boxmaker.toml"))
-        .env("BOXMAKER_PLAN", PLAN)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONUNBUFFERED", "1");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let run = run_to_end(cmd, dir, script);
+    let mut cmd = python_client(BIN.as_ref(), &dir.join("boxmaker.toml"), script, env);
+    cmd.env("BOXMAKER_PLAN", PLAN);
+    let run = run_to_end(cmd, dir, script, DEADLINE);
     assert!(run.status.success(), "{script} failed\n{}", run.show());
     assert!(
         run.stdout.lines().any(|l| l == "ok"),
@@ -240,7 +120,7 @@ fn inspector_cli(dir: &Path, name: &str, extra: &[&str], args: &[&str]) -> serde
         .arg(dir.join("boxmaker.toml"))
         // The inspector otherwise keeps a catalog in ~/.mcp-inspector.
         .env("MCP_CATALOG_PATH", dir.join("inspector-catalog.json"));
-    let run = run_to_end(cmd, dir, name);
+    let run = run_to_end(cmd, dir, name, DEADLINE);
     assert!(
         run.status.success(),
         "the inspector ({name}) failed\n{}",

@@ -14,6 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use testkit::Lab;
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 /// Every wait in this file is bounded by this.
@@ -25,23 +26,17 @@ const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
 
 /// A fresh config from `boxmaker init` in a temporary directory.
-fn setup() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(BIN)
-        .arg("init")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let config = dir.path().join("boxmaker.toml");
-    (dir, config)
+fn setup() -> (Lab, PathBuf) {
+    let lab = Lab::temp(BIN).init();
+    let config = lab.config();
+    (lab, config)
 }
 
 /// [`setup`] with room for a burst of hundreds of calls in one session: these tests check
 /// that the front answers every message of a flood; a session's own cap (`[gate]
 /// max_calls_per_session`, which would refuse most of them, by design) is tested in
 /// `fairness.rs` and `crates/gate/tests/call_path.rs`.
-fn setup_for_floods() -> (tempfile::TempDir, PathBuf) {
+fn setup_for_floods() -> (Lab, PathBuf) {
     let (dir, config) = setup();
     let text = std::fs::read_to_string(&config).unwrap();
     let text = text.replace(
@@ -348,8 +343,8 @@ fn stdio_malformed_json_rpc_gets_the_named_errors() {
         "unexpected answers: {:?}",
         a.stash
     );
-    assert_eq!(requests_of(dir.path(), &sa), ["list_dir"]);
-    assert_eq!(requests_of(dir.path(), &sb), ["list_dir"]);
+    assert_eq!(requests_of(&dir.dir, &sa), ["list_dir"]);
+    assert_eq!(requests_of(&dir.dir, &sb), ["list_dir"]);
 }
 
 #[test]
@@ -408,17 +403,17 @@ fn stdio_unlisted_tools_and_bad_arguments_never_reach_the_gate() {
     assert_eq!(error_code(&e), INVALID_PARAMS, "{}", e["error"]);
 
     assert!(
-        requests_of(dir.path(), &sa).is_empty(),
+        requests_of(&dir.dir, &sa).is_empty(),
         "{:?}",
-        gate_requests(dir.path())
+        gate_requests(&dir.dir)
     );
     // The connection and the other session work; the allowed call is the only request.
     a.assert_alive(40);
     assert_ok_call(&a.request(list_dir(41)));
     b.assert_alive(1);
     assert_ok_call(&b.request(list_dir(2)));
-    assert_eq!(requests_of(dir.path(), &sa), ["list_dir"]);
-    assert_eq!(requests_of(dir.path(), &sb), ["list_dir"]);
+    assert_eq!(requests_of(&dir.dir, &sa), ["list_dir"]);
+    assert_eq!(requests_of(&dir.dir, &sb), ["list_dir"]);
 }
 
 #[test]
@@ -459,7 +454,7 @@ fn stdio_oversized_messages_are_refused_with_bounded_memory() {
         "the front holds {rss} bytes after 60 MB of input"
     );
     b.assert_alive(1);
-    assert_eq!(requests_of(dir.path(), &sa), ["list_dir"]);
+    assert_eq!(requests_of(&dir.dir, &sa), ["list_dir"]);
 }
 
 #[test]
@@ -487,14 +482,14 @@ fn stdio_requests_before_initialize_are_refused() {
     // Ping is allowed before initialize.
     let p = a.request(json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}));
     assert!(p.get("result").is_some(), "{p}");
-    assert!(gate_requests(dir.path()).is_empty());
+    assert!(gate_requests(&dir.dir).is_empty());
     // Then the session starts normally.
     let init = a.request(initialize_msg(5));
     assert!(init.get("result").is_some(), "{init}");
     a.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     a.assert_alive(6);
     assert_ok_call(&a.request(list_dir(7)));
-    assert_eq!(requests_of(dir.path(), &session_of(&init)), ["list_dir"]);
+    assert_eq!(requests_of(&dir.dir, &session_of(&init)), ["list_dir"]);
 }
 
 #[test]
@@ -527,7 +522,7 @@ fn stdio_floods_are_all_answered() {
             _ => assert_ok_call(&m),
         }
     }
-    assert_eq!(requests_of(dir.path(), &sa).len(), real);
+    assert_eq!(requests_of(&dir.dir, &sa).len(), real);
 
     // 20 connections at once, each a session of its own.
     let clients: Vec<_> = (0..20)
@@ -545,7 +540,7 @@ fn stdio_floods_are_all_answered() {
         .collect();
     let sessions: Vec<String> = clients.into_iter().map(|t| t.join().unwrap()).collect();
     for s in &sessions {
-        assert_eq!(requests_of(dir.path(), s), ["list_dir"]);
+        assert_eq!(requests_of(&dir.dir, s), ["list_dir"]);
     }
     a.assert_alive(1);
     assert_ok_call(&a.request(list_dir(2)));
@@ -783,7 +778,7 @@ impl HttpServer {
 #[test]
 fn http_bad_tokens_foreign_hosts_and_unknown_sessions_are_refused() {
     let (dir, config) = setup();
-    let srv = HttpServer::start(&config, dir.path());
+    let srv = HttpServer::start(&config, &dir.dir);
     let (mcp, sa) = srv.session();
     let call = list_dir(1).to_string();
     let wrong_same_len = format!("Bearer {}", "0".repeat(srv.token.len()));
@@ -848,15 +843,15 @@ fn http_bad_tokens_foreign_hosts_and_unknown_sessions_are_refused() {
         assert_eq!(r.status, 404, "{s}: {r:?}");
     }
     // Nothing reached the gate; the real session still works.
-    assert!(gate_requests(dir.path()).is_empty());
+    assert!(gate_requests(&dir.dir).is_empty());
     srv.assert_alive(&mcp, 10);
-    assert_eq!(requests_of(dir.path(), &sa), ["list_dir"]);
+    assert_eq!(requests_of(&dir.dir, &sa), ["list_dir"]);
 }
 
 #[test]
 fn http_bad_input_gets_the_named_errors() {
     let (dir, config) = setup();
-    let srv = HttpServer::start(&config, dir.path());
+    let srv = HttpServer::start(&config, &dir.dir);
     let (a, sa) = srv.session();
     let (b, sb) = srv.session();
 
@@ -942,20 +937,20 @@ fn http_bad_input_gets_the_named_errors() {
     );
 
     assert!(
-        gate_requests(dir.path()).is_empty(),
+        gate_requests(&dir.dir).is_empty(),
         "{:?}",
-        gate_requests(dir.path())
+        gate_requests(&dir.dir)
     );
     srv.assert_alive(&a, 20);
     srv.assert_alive(&b, 20);
-    assert_eq!(requests_of(dir.path(), &sa), ["list_dir"]);
-    assert_eq!(requests_of(dir.path(), &sb), ["list_dir"]);
+    assert_eq!(requests_of(&dir.dir, &sa), ["list_dir"]);
+    assert_eq!(requests_of(&dir.dir, &sb), ["list_dir"]);
 }
 
 #[test]
 fn http_floods_are_all_answered() {
     let (dir, config) = setup_for_floods();
-    let srv = std::sync::Arc::new(HttpServer::start(&config, dir.path()));
+    let srv = std::sync::Arc::new(HttpServer::start(&config, &dir.dir));
     let (a, sa) = srv.session();
     // 20 connections at once, each a new session making 10 calls, half of them refused.
     let threads: Vec<_> = (0..20)
@@ -992,8 +987,8 @@ fn http_floods_are_all_answered() {
     }
     for t in threads {
         let s = t.join().unwrap();
-        assert_eq!(requests_of(dir.path(), &s).len(), 5);
+        assert_eq!(requests_of(&dir.dir, &s).len(), 5);
     }
-    assert_eq!(requests_of(dir.path(), &sa).len(), 100);
+    assert_eq!(requests_of(&dir.dir, &sa).len(), 100);
     srv.assert_alive(&a, 1000);
 }

@@ -13,17 +13,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use testkit::{stderr, stdout};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 const WAIT: Duration = Duration::from_secs(60);
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// A fresh directory for one test, whose path is at least `len` bytes long (in components of
 /// at most 60 bytes), wherever the project is cloned.
@@ -308,14 +301,7 @@ fn every_command_works_with_a_state_directory_of_200_bytes() {
     m.close();
 
     // serve, and a call through it.
-    let mut serve = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve = testkit::quiet_serve(BIN, &config);
     let deadline = Instant::now() + WAIT;
     loop {
         let o = run(&config, &["sessions", "--json"]);

@@ -11,13 +11,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use testkit::{McpClient, servers_dir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 const LIMIT: Duration = Duration::from_secs(60);
@@ -30,15 +30,8 @@ fn dir(name: &str) -> PathBuf {
         Path::new("/usr/bin/python3").exists(),
         "the servers run under /usr/bin/python3, which is missing"
     );
-    let servers = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/servers")
-        .canonicalize()
-        .unwrap();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("provenance")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let servers = servers_dir();
+    let lab = testkit::lab!("provenance", name);
     let server =
         |role: &str| format!("[\"/usr/bin/python3\", \"/opt/servers/bank_server.py\", \"{role}\"]");
     let text = format!(
@@ -96,8 +89,8 @@ effect = "ask"
         mail = server("mail"),
         bank = server("bank"),
     );
-    std::fs::write(dir.join("boxmaker.toml"), text).unwrap();
-    dir
+    lab.write_config(&text);
+    lab.dir
 }
 
 fn boxmaker(dir: &Path, args: &[&str]) -> Output {
@@ -110,99 +103,40 @@ fn boxmaker(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// The agent: a plain MCP client over `boxmaker mcp`'s stdio.
-struct Agent {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-    next: u64,
+struct Agent(McpClient);
+
+impl std::ops::Deref for Agent {
+    type Target = McpClient;
+    fn deref(&self) -> &McpClient {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Agent {
+    fn deref_mut(&mut self) -> &mut McpClient {
+        &mut self.0
+    }
 }
 
 impl Agent {
     fn start(dir: &Path, session: &str) -> Agent {
-        let mut child = Command::new(BIN)
-            .args(["mcp", "--session", session, "--config"])
+        let mut cmd = Command::new(BIN);
+        cmd.args(["mcp", "--session", session, "--config"])
             .arg(dir.join("boxmaker.toml"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(File::create(dir.join(format!("mcp-{session}.err"))).unwrap())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut a = Agent {
-            child,
-            stdin,
-            lines,
-            next: 1,
-        };
-        let id = a.send_request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "agent", "version": "0"}}),
-        );
-        assert!(a.answer(id).get("result").is_some());
-        a.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+            .stderr(File::create(dir.join(format!("mcp-{session}.err"))).unwrap());
+        let mut a = Agent(McpClient::spawn(cmd, LIMIT));
+        assert!(a.initialize("agent").get("result").is_some());
         a
-    }
-
-    fn send(&mut self, v: &Value) {
-        let mut line = serde_json::to_vec(v).unwrap();
-        line.push(b'\n');
-        self.stdin.write_all(&line).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn send_request(&mut self, method: &str, params: Value) -> u64 {
-        let id = self.next;
-        self.next += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    fn answer(&mut self, id: u64) -> Value {
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("no answer to request {id}: {e}"));
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == json!(id) {
-                return v;
-            }
-        }
-    }
-
-    fn start_call(&mut self, tool: &str, args: Value) -> u64 {
-        self.send_request("tools/call", json!({"name": tool, "arguments": args}))
     }
 
     /// A call that must run: its text.
     fn ok(&mut self, tool: &str, args: Value) -> String {
-        let id = self.start_call(tool, args);
-        let v = self.answer(id);
+        let v = self.call(tool, args);
         assert_ne!(v["result"]["isError"], json!(true), "{tool}: {v}");
         v["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_default()
             .to_owned()
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

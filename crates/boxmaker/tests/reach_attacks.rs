@@ -7,12 +7,13 @@
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use testkit::{Lab, servers_dir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 const SECRET: &str = "SECRET-KEY-7f3a9c";
@@ -51,6 +52,7 @@ impl Listener {
 }
 
 struct Env {
+    lab: Lab,
     dir: PathBuf,
     listener: Listener,
 }
@@ -157,12 +159,10 @@ max_class = "public"
 
 impl Env {
     fn new(name: &str, extra: &str) -> Self {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("reach")
-            .join(name);
-        let _ = std::fs::remove_dir_all(&dir);
+        let lab = testkit::lab!("reach", name);
+        let dir = lab.dir.clone();
         for d in ["vault", "shared", "pub"] {
-            std::fs::create_dir_all(dir.join(d)).unwrap();
+            lab.mkdir(d);
         }
         // World-writable on the host, whatever uid the box user maps to: only boxmaker's own
         // rules stand between a box and the shared mount.
@@ -171,29 +171,23 @@ impl Env {
             .unwrap();
         std::fs::write(dir.join("vault/key.txt"), format!("{SECRET}\n")).unwrap();
         std::fs::write(dir.join("pub/readme.txt"), "public words\n").unwrap();
-        let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers");
+        let servers = servers_dir();
         let marker = format!("reach-marker-{name}-{}", std::process::id());
         let listener = Listener::start();
         let text = BASE
             .replace("SERVERS", &servers.display().to_string())
             .replace("MARKER", &marker)
             .replace("LISTENER_PORT", &listener.port.to_string());
-        std::fs::write(dir.join("boxmaker.toml"), format!("{text}{extra}")).unwrap();
-        Self { dir, listener }
+        lab.write_config(&format!("{text}{extra}"));
+        Self { lab, dir, listener }
     }
 
     fn config(&self) -> PathBuf {
-        self.dir.join("boxmaker.toml")
+        self.lab.config()
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .arg("--config")
-            .arg(self.config())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+        self.lab.cmd(args).stdin(Stdio::null()).output().unwrap()
     }
 
     /// One call; its exit status and its answer as wire JSON.

@@ -14,10 +14,11 @@
 mod netlab;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use netlab::*;
 use serde_json::{Value, json};
+use testkit::wait_until;
 
 /// The message a call the reset stopped answers.
 const STOPPED: &str = "the session was reset by an operator while this call ran; it was stopped";
@@ -53,14 +54,6 @@ fn reached(lab: &Lab, needle: &str) -> Vec<Value> {
     got.into_iter()
         .filter(|r| r["path"].as_str().is_some_and(|p| p.contains(needle)))
         .collect()
-}
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// One process: its pid, pid namespace, parent and start time (to tell a reused pid).
@@ -186,7 +179,7 @@ fn attack(lab: &Lab, cfg: &Path, marker: &str, (tool, egress_tool): (&str, &str)
     let (call, survived, box_seen) = std::thread::scope(|s| {
         let leaking = s.spawn(|| lab.call(cfg, session, tool, args));
         // Public: the leaker reaches the destination (the control that it can at all).
-        wait_for("the leaker's first ping", Duration::from_secs(60), || {
+        wait_until("the leaker's first ping", Duration::from_secs(60), || {
             !reached(lab, &format!("/reset-{marker}/ping")).is_empty()
         });
         let seen = find_box(marker).expect("the leaker's box is not among the processes");
@@ -202,7 +195,7 @@ fn attack(lab: &Lab, cfg: &Path, marker: &str, (tool, egress_tool): (&str, &str)
         // The proxy refuses the leaker now; two more refusals, and it has tried with the
         // secret in hand (every try started after the copy reads it first).
         let before = refused_for(lab, cfg, egress_tool);
-        wait_for(
+        wait_until(
             "the proxy to refuse the leaker twice more",
             Duration::from_secs(30),
             || refused_for(lab, cfg, egress_tool) >= before + 2,

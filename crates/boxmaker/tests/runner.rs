@@ -6,7 +6,7 @@
 
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
 use proto::run::{
     RunnerAnswer, RunnerReply, RunnerRequest, read_runner_reply, write_runner_request,
@@ -15,6 +15,7 @@ use proto::{
     CallId, DataClass, Envelope, ErrorCode, MAX_FRAME, SessionId, ToolRequest, ToolResponse,
     write_frame,
 };
+use testkit::Lab;
 
 /// A call's answer from a reply (panics on any other kind).
 fn answer_of(reply: RunnerReply) -> ToolResponse {
@@ -25,20 +26,16 @@ fn answer_of(reply: RunnerReply) -> ToolResponse {
 }
 
 struct Fixture {
-    dir: tempfile::TempDir,
+    lab: Lab,
 }
 
 impl Fixture {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::create_dir_all(root.join("notes")).unwrap();
-        std::fs::write(root.join("notes/plan.txt"), "the secret plan\n").unwrap();
-        std::fs::create_dir_all(root.join("pub")).unwrap();
-        std::fs::write(root.join("pub/readme.txt"), "hello\n").unwrap();
-        std::fs::write(root.join("outside.txt"), "host only\n").unwrap();
-        std::fs::write(
-            root.join("boxmaker.toml"),
+        let lab = Lab::temp(env!("CARGO_BIN_EXE_boxmaker"));
+        lab.write("notes/plan.txt", "the secret plan\n");
+        lab.write("pub/readme.txt", "hello\n");
+        lab.write("outside.txt", "host only\n");
+        lab.write_config(
             r#"
 [gate]
 state = "state"
@@ -83,19 +80,18 @@ builtin = "run"
 tool = "*"
 effect = "allow"
 "#,
-        )
-        .unwrap();
-        Self { dir }
+        );
+        Self { lab }
     }
 
     fn path(&self) -> &Path {
-        self.dir.path()
+        &self.lab.dir
     }
 
     fn start(&self) -> Runner {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_boxmaker"))
-            .args(["__runner", "--config"])
-            .arg(self.path().join("boxmaker.toml"))
+        let mut child = self
+            .lab
+            .cmd(&["__runner"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -7,11 +7,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
+
+use testkit::{As, fresh_dir, open_to_everyone};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 const PROBE: &str = include_str!("../../sandbox/tests/probes/socket_families.py");
@@ -23,53 +24,15 @@ const AF_VSOCK: i64 = 40;
 const EAFNOSUPPORT: i64 = 97;
 const ALLOWED: [i64; 3] = [AF_UNIX, AF_INET, AF_INET6];
 
-/// Who runs boxmaker: this process's user (root here), or a normal user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum As {
-    Me,
-    User,
-}
-
-impl As {
-    fn all() -> Vec<As> {
-        let root = std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
-        if root && Path::new("/usr/bin/setpriv").exists() {
-            vec![As::Me, As::User]
-        } else {
-            vec![As::Me]
-        }
-    }
-
-    fn command(self) -> Command {
-        match self {
-            As::Me => Command::new(BIN),
-            As::User => {
-                let mut c = Command::new("/usr/bin/setpriv");
-                c.args(["--reuid=1000", "--regid=1000", "--clear-groups", BIN]);
-                c
-            }
-        }
-    }
-}
-
 /// A config directory with two `run` tools: `run` (no network) and `netrun` (the proxy).
 fn config_dir(who: As) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("socket_families")
-        .join(format!("{who:?}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir(
+        env!("CARGO_TARGET_TMPDIR"),
+        "socket_families",
+        &format!("{who:?}"),
+    );
     // A normal user must be able to make the state directory and read the config.
-    let mut d = dir.clone();
-    while d.starts_with(env!("CARGO_TARGET_TMPDIR")) {
-        let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777));
-        if !d.pop() {
-            break;
-        }
-    }
+    open_to_everyone(&dir, env!("CARGO_TARGET_TMPDIR"));
     std::fs::write(
         dir.join("boxmaker.toml"),
         "[gate]\nstate = \"state\"\n\n[box]\ntimeout_seconds = 60\n\n\
@@ -94,7 +57,7 @@ fn show(o: &Output) -> String {
 fn attempts(dir: &Path, who: As, tool: &str) -> Vec<Value> {
     let args = serde_json::json!({"argv": ["/usr/bin/python3", "-c", PROBE, "families"]});
     let o = who
-        .command()
+        .command(BIN)
         .args(["call", "--session", "s", "--json", tool, &args.to_string()])
         .arg("--config")
         .arg(dir.join("boxmaker.toml"))

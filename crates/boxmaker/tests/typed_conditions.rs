@@ -69,14 +69,9 @@ const ATTACKS: [(&str, &str); 4] = [
 ];
 
 fn config(name: &str, grants: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("typed-conditions")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("boxmaker.toml");
-    std::fs::write(&file, format!("{TOOL}{grants}")).unwrap();
-    file
+    let lab = testkit::lab!("typed-conditions", name);
+    lab.write_config(&format!("{TOOL}{grants}"));
+    lab.config()
 }
 
 fn check(file: &Path, arguments: &str) -> (String, String) {

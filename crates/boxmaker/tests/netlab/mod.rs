@@ -28,11 +28,14 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+// Not every test file that includes this module uses every one of these.
+#[allow(unused_imports)]
+pub use testkit::{Run, client_python, python_dir, repo_root, run_to_end, servers_dir};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
@@ -67,33 +70,6 @@ pub const DEADLINE: Duration = Duration::from_secs(120);
 
 static LABS: AtomicUsize = AtomicUsize::new(0);
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-pub fn servers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/servers")
-        .canonicalize()
-        .unwrap()
-}
-
-pub fn python_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python")
-        .canonicalize()
-        .unwrap()
-}
-
-/// The interpreter of the Python MCP SDK and Selenium: `make deps` installs them into the
-/// project's own virtualenv, never into a system interpreter.
-pub fn client_python() -> PathBuf {
-    repo_root().join("tests/py/client-venv/bin/python3")
-}
-
 fn need(program: &str, install: &str) {
     let ok = Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
@@ -115,105 +91,6 @@ fn sh(cmd: &mut Command) {
 
 fn ip(args: &[&str]) {
     sh(Command::new("ip").args(args));
-}
-
-/// A finished process: its exit status and what it printed.
-#[derive(Debug)]
-pub struct Run {
-    pub status: ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
-    pub took: Duration,
-}
-
-impl Run {
-    pub fn show(&self) -> String {
-        format!(
-            "exit {} after {:.1} s\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.status,
-            self.took.as_secs_f64(),
-            cut(&self.stdout),
-            cut(&self.stderr)
-        )
-    }
-
-    pub fn ok(&self) -> bool {
-        self.status.success()
-    }
-
-    /// `run`'s content: `{"exit":N,"stdout":…,"stderr":…}` (from `call --json`'s result).
-    pub fn run_content(&self) -> Value {
-        let v: Value = serde_json::from_str(self.stdout.trim())
-            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", self.show()));
-        let content = v["content"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no content:\n{}", self.show()));
-        serde_json::from_str(content)
-            .unwrap_or_else(|e| panic!("content not JSON ({e}): {content}"))
-    }
-}
-
-fn cut(s: &str) -> String {
-    if s.len() > 6000 {
-        let mut end = 6000;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}… ({} bytes)", &s[..end], s.len())
-    } else {
-        s.to_string()
-    }
-}
-
-/// Runs `cmd` to its end with output in files (a chatty child never blocks), killing it
-/// after `limit`; a killed child fails the test.
-pub fn run_to_end(mut cmd: Command, dir: &Path, name: &str, limit: Duration) -> Run {
-    static RUNS: AtomicUsize = AtomicUsize::new(0);
-    let n = RUNS.fetch_add(1, Ordering::SeqCst);
-    let runs = dir.join("runs");
-    std::fs::create_dir_all(&runs).unwrap();
-    let safe: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .take(60)
-        .collect();
-    let out_path = runs.join(format!("{n:04}-{safe}.stdout"));
-    let err_path = runs.join(format!("{n:04}-{safe}.stderr"));
-    cmd.stdin(Stdio::null())
-        .stdout(File::create(&out_path).unwrap())
-        .stderr(File::create(&err_path).unwrap());
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let status = wait_or_kill(&mut child, start + limit);
-    let took = start.elapsed();
-    let run = Run {
-        status,
-        stdout: String::from_utf8_lossy(&std::fs::read(&out_path).unwrap_or_default()).into(),
-        stderr: String::from_utf8_lossy(&std::fs::read(&err_path).unwrap_or_default()).into(),
-        took,
-    };
-    assert!(
-        took < limit,
-        "{name} was killed after {} s: it hung\n{}",
-        limit.as_secs(),
-        run.show()
-    );
-    run
-}
-
-fn wait_or_kill(child: &mut Child, deadline: Instant) -> ExitStatus {
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            return child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The lab: two network namespaces, the origin in one, the canary in the other, a CA.
