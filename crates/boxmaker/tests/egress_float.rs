@@ -11,7 +11,7 @@
 mod netlab;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use netlab::*;
 use serde_json::{Value, json};
@@ -47,35 +47,16 @@ def post(host, path, body):
 
 /// The label and content of a `run` call of `code` in a `tool` box: `(class, content)`.
 fn python(lab: &Lab, cfg: &Path, session: &str, tool: &str, code: &str) -> (String, Value) {
-    let r = lab.call(
-        cfg,
-        session,
-        tool,
-        &json!({"argv": ["/usr/bin/python3", "-c", format!("{RAW}\n{code}")]}),
-    );
-    assert!(r.ok(), "{}", r.show());
-    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
-    assert_eq!(v["status"], "result", "{}", r.show());
-    let content = r.run_content();
+    let argv = json!({"argv": ["/usr/bin/python3", "-c", format!("{RAW}\n{code}")]});
+    let v = lab.call_result(cfg, session, tool, &argv);
+    let content: Value = serde_json::from_str(v["content"].as_str().unwrap()).unwrap();
     assert_eq!(content["exit"], 0, "{content}");
     (v["class"].as_str().unwrap_or_default().to_string(), content)
 }
 
-/// What the box printed last, as JSON.
-fn printed(content: &Value) -> Value {
-    let out = content["stdout"].as_str().unwrap_or_default();
-    serde_json::from_str(out.trim().lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {content}"))
-}
-
-/// Every request the origin (or the canary) got whose path starts with `path`, and the
-/// `received` lines the origin logs after reading a body there.
+/// Every request that reached a path starting with `path` (see `Lab::reached`).
 fn reached(lab: &Lab, path: &str) -> Vec<Value> {
-    let mut got = lab.requests("origin");
-    got.extend(lab.requests("canary"));
-    got.into_iter()
-        .filter(|r| r["path"].as_str().is_some_and(|p| p.starts_with(path)))
-        .collect()
+    lab.reached(|p| p.starts_with(path))
 }
 
 /// A networked `run` whose own class is confidential: its answers are, whatever it reads.
@@ -336,22 +317,6 @@ network = true
 mounts = ["servers"]
 "#;
 
-fn server_call(lab: &Lab, cfg: &Path, session: &str, tool: &str, args: Value) -> Value {
-    let r = lab.call(cfg, session, tool, &args);
-    assert!(r.ok(), "{}", r.show());
-    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
-    assert_eq!(v["status"], "result", "{}", r.show());
-    v
-}
-
-fn text_of(v: &Value) -> String {
-    let c: Value = serde_json::from_str(v["content"].as_str().unwrap()).unwrap();
-    c["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// (e) A server's box floats the same way, and keeps what it reached: after one of its calls
 /// read a confidential answer, its later answers carry that label and its connection to a
 /// public destination is refused.
@@ -359,27 +324,25 @@ fn text_of(v: &Value) -> String {
 fn a_server_that_read_a_confidential_answer_stays_at_that_label_for_its_later_calls() {
     let lab = Lab::new("float-server");
     let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
-    let got = server_call(
-        &lab,
+    let got = lab.call_result(
         &cfg,
         "s1",
         "float_fetch",
-        json!({"url": "http://cleared.test/"}),
+        &json!({"url": "http://cleared.test/"}),
     );
     assert!(
-        text_of(&got).contains("origin page for cleared.test"),
+        answer_text(&got).contains("origin page for cleared.test"),
         "{got}"
     );
     assert_eq!(got["class"], "confidential", "{got}");
-    let sent = server_call(
-        &lab,
+    let sent = lab.call_result(
         &cfg,
         "s1",
         "float_send",
-        json!({"url": "http://allowed.test/sink/e"}),
+        &json!({"url": "http://allowed.test/sink/e"}),
     );
     assert_eq!(
-        text_of(&sent),
+        answer_text(&sent),
         "HTTP/1.1 403 boxmaker refused allowed.test:80: this box has read confidential data \
          (a destination's answer) and that destination is cleared for public",
         "{sent}"
@@ -400,34 +363,31 @@ fn a_server_that_read_a_confidential_answer_stays_at_that_label_for_its_later_ca
 fn a_server_that_read_a_confidential_answer_between_calls_labels_every_later_answer() {
     let lab = Lab::new("float-between");
     let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
-    let started = server_call(
-        &lab,
+    let started = lab.call_result(
         &cfg,
         "s1",
         "float_fetch_later",
-        json!({"url": "http://cleared.test/"}),
+        &json!({"url": "http://cleared.test/"}),
     );
-    assert_eq!(text_of(&started), "started");
+    assert_eq!(answer_text(&started), "started");
     assert_eq!(started["class"], "public", "{started}");
     // Wait for the background fetch to have its answer.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        let s = server_call(&lab, &cfg, "s1", "float_status", json!({}));
-        if text_of(&s) != "kept 0 bytes" {
-            break s;
+    let status = wait_for("the server never fetched", Duration::from_secs(30), || {
+        let s = lab.call_result(&cfg, "s1", "float_status", &json!({}));
+        if answer_text(&s) != "kept 0 bytes" {
+            Ok(s)
+        } else {
+            Err(s.to_string())
         }
-        assert!(Instant::now() < deadline, "the server never fetched: {s}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    });
     assert_eq!(status["class"], "confidential", "{status}");
-    let sent = server_call(
-        &lab,
+    let sent = lab.call_result(
         &cfg,
         "s1",
         "float_send",
-        json!({"url": "http://allowed.test/sink/between"}),
+        &json!({"url": "http://allowed.test/sink/between"}),
     );
-    assert!(text_of(&sent).starts_with("HTTP/1.1 403 "), "{sent}");
+    assert!(answer_text(&sent).starts_with("HTTP/1.1 403 "), "{sent}");
     assert!(
         reached(&lab, "/sink/between").is_empty(),
         "{:?}",
@@ -514,28 +474,24 @@ fn a_box_that_can_write_a_public_mount_is_refused_a_confidential_answer() {
 fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
     let lab = Lab::new("float-fail");
     let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
-    let started = server_call(
-        &lab,
+    let started = lab.call_result(
         &cfg,
         "s1",
         "float_fetch_later",
-        json!({"url": "http://cleared.test/"}),
+        &json!({"url": "http://cleared.test/"}),
     );
     assert_eq!(started["class"], "public", "{started}");
     // Fail until the background fetch has its answer (a failure leaves the session public).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let message = loop {
-        let r = lab.call(&cfg, "s1", "float_fail", &json!({}));
-        let v: Value = serde_json::from_str(r.stdout.trim())
-            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+    let message = wait_for("the server never fetched", Duration::from_secs(30), || {
+        let v = lab.call(&cfg, "s1", "float_fail", &json!({})).json();
         assert_eq!(v["status"], "failed", "{v}");
         let m = v["message"].as_str().unwrap_or_default().to_string();
         if !m.contains("kept 0 bytes") {
-            break m;
+            Ok(m)
+        } else {
+            Err(m)
         }
-        assert!(Instant::now() < deadline, "the server never fetched: {m}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    });
     assert!(
         !message.contains("origin page for cleared.test"),
         "a failure quoted the confidential answer: {message}"
@@ -560,29 +516,23 @@ fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
 fn a_server_that_read_a_confidential_answer_cannot_crash_with_it_on_stderr() {
     let lab = Lab::new("float-crash");
     let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
-    server_call(
-        &lab,
+    lab.call_result(
         &cfg,
         "s1",
         "float_fetch_later",
-        json!({"url": "http://cleared.test/"}),
+        &json!({"url": "http://cleared.test/"}),
     );
     // Fail until the background fetch has its answer (a failure leaves the session public).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = lab.call(&cfg, "s1", "float_fail", &json!({}));
-        let v: Value = serde_json::from_str(r.stdout.trim())
-            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+    wait_for("the server never fetched", Duration::from_secs(30), || {
+        let v = lab.call(&cfg, "s1", "float_fail", &json!({})).json();
         let m = v["message"].as_str().unwrap_or_default().to_string();
         if m.contains("withheld") {
-            break;
+            Ok(())
+        } else {
+            Err(m)
         }
-        assert!(Instant::now() < deadline, "the server never fetched: {m}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let r = lab.call(&cfg, "s1", "float_crash", &json!({}));
-    let v: Value = serde_json::from_str(r.stdout.trim())
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+    });
+    let v = lab.call(&cfg, "s1", "float_crash", &json!({})).json();
     assert_eq!(v["status"], "failed", "{v}");
     let message = v["message"].as_str().unwrap_or_default();
     assert!(
@@ -623,9 +573,7 @@ network = true
 mounts = ["servers"]
 "#;
     let cfg = lab.config("c", &format!("{BASE}{dier}"));
-    let r = lab.call(&cfg, "s1", "dier_status", &json!({}));
-    let v: Value = serde_json::from_str(r.stdout.trim())
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.show()));
+    let v = lab.call(&cfg, "s1", "dier_status", &json!({})).json();
     assert_eq!(v["status"], "failed", "{v}");
     let message = v["message"].as_str().unwrap_or_default();
     assert!(

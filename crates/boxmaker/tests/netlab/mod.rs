@@ -35,7 +35,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 // Not every test file that includes this module uses every one of these.
 #[allow(unused_imports)]
-pub use testkit::{Run, client_python, python_dir, repo_root, run_to_end, servers_dir};
+pub use testkit::{
+    Run, client_python, python_dir, repo_root, require_python_sdk, run_to_end, servers_dir,
+};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 
@@ -388,6 +390,17 @@ impl Lab {
         c
     }
 
+    /// A Python MCP SDK client `tests/python/SCRIPT` run in the lab host's namespace, with
+    /// `BOXMAKER_BIN` and `BOXMAKER_CONFIG` set; fails when the SDK is missing.
+    pub fn python_client(&self, config: &Path, script: &str) -> Command {
+        require_python_sdk();
+        let mut c = self.cmd(client_python());
+        c.arg(python_dir().join(script))
+            .env("BOXMAKER_BIN", BIN)
+            .env("BOXMAKER_CONFIG", config);
+        c
+    }
+
     /// `boxmaker ARGS --config CONFIG` in the lab, run to its end.
     pub fn boxmaker(&self, config: &Path, args: &[&str]) -> Run {
         let mut c = self.cmd(BIN);
@@ -412,6 +425,25 @@ impl Lab {
     /// `python3 -c CODE` in a box of `tool`, with the system python the box sees.
     pub fn python_in_box(&self, config: &Path, session: &str, tool: &str, code: &str) -> Value {
         self.run_in_box(config, session, tool, &["/usr/bin/python3", "-c", code])
+    }
+
+    /// A `call --json` that must succeed with a `result`: its answer, as JSON.
+    pub fn call_result(&self, config: &Path, session: &str, tool: &str, args: &Value) -> Value {
+        let r = self.call(config, session, tool, args);
+        assert!(r.ok(), "{}", r.show());
+        let v = r.json();
+        assert_eq!(v["status"], "result", "{}", r.show());
+        v
+    }
+
+    /// Every request the origin or the canary got whose path `pick` picks, and the
+    /// `received` lines the origin logs after reading a body there.
+    pub fn reached(&self, pick: impl Fn(&str) -> bool) -> Vec<Value> {
+        let mut got = self.requests("origin");
+        got.extend(self.requests("canary"));
+        got.into_iter()
+            .filter(|r| r["path"].as_str().is_some_and(&pick))
+            .collect()
     }
 
     /// The audit log's `egress` records, as JSON.
@@ -477,6 +509,50 @@ impl Drop for Lab {
             .args(["netns", "del", &self.origin_ns])
             .status();
         let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(&self.host_ns));
+    }
+}
+
+/// A `run`'s stdout (`content` is its `{"exit","stdout","stderr"}`).
+pub fn stdout(content: &Value) -> &str {
+    content["stdout"].as_str().unwrap_or_default()
+}
+
+/// A `run`'s stderr.
+pub fn stderr(content: &Value) -> &str {
+    content["stderr"].as_str().unwrap_or_default()
+}
+
+/// A `run`'s exit status (-1 when there is none).
+pub fn exit(content: &Value) -> i64 {
+    content["exit"].as_i64().unwrap_or(-1)
+}
+
+/// What a box printed last (`content` is a `run`'s `{"exit","stdout","stderr"}`), as JSON.
+pub fn printed(content: &Value) -> Value {
+    let out = content["stdout"].as_str().unwrap_or_default();
+    serde_json::from_str(out.trim().lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {content}"))
+}
+
+/// The text of a `call --json` answer's first content block (a downstream server's answer).
+pub fn answer_text(v: &Value) -> String {
+    let c: Value = serde_json::from_str(v["content"].as_str().unwrap()).unwrap();
+    c["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Polls `f` every 200 ms until it gives `Ok`; fails the test with `what` and `f`'s last
+/// `Err` when it has not within `limit`.
+pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(last) => assert!(Instant::now() < deadline, "{what}: {last}"),
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
