@@ -13,25 +13,11 @@
 
 mod netlab;
 
-use std::process::Command;
-
 use netlab::*;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const REFUSED_OTHER: &str =
     "boxmaker refused other.test:443: it is not in the config's egress rules";
-
-fn stdout(v: &Value) -> &str {
-    v["stdout"].as_str().unwrap_or_default()
-}
-
-fn stderr(v: &Value) -> &str {
-    v["stderr"].as_str().unwrap_or_default()
-}
-
-fn exit(v: &Value) -> i64 {
-    v["exit"].as_i64().unwrap_or(-1)
-}
 
 #[test]
 fn curl_reaches_an_allowed_destination_and_is_refused_an_unlisted_one() {
@@ -363,13 +349,7 @@ fn clearance_a_session_that_read_confidential_data_reaches_only_confidential_des
     let curl =
         |session: &str, url: &str| lab.run_in_box(&cfg, session, "net", &["curl", "-sSv", url]);
     assert_eq!(exit(&curl("s1", "https://allowed.test/")), 0);
-    let read = lab.call(
-        &cfg,
-        "s1",
-        "read_file",
-        &json!({"path": "/data/secrets/plan.txt"}),
-    );
-    assert!(read.ok(), "{}", read.show());
+    lab.read_confidential(&cfg, "s1");
     let v = curl("s1", "https://allowed.test/");
     assert_ne!(exit(&v), 0, "{v}");
     assert!(
@@ -408,12 +388,8 @@ host = "meta.test"
 fn mcp_server_fetch_is_allowed_refused_and_cleared_as_the_config_says() {
     let lab = Lab::new("fetch");
     let cfg = lab.config("c", &format!("{BASE}{FETCH}"));
-    require_python_sdk();
-    let mut c = lab.cmd(client_python());
-    c.arg(python_dir().join("egress_fetch_client.py"))
-        .env("BOXMAKER_BIN", BIN)
-        .env("BOXMAKER_CONFIG", &cfg)
-        .env("FETCH_SESSION", "mcp-fetch");
+    let mut c = lab.python_client(&cfg, "egress_fetch_client.py");
+    c.env("FETCH_SESSION", "mcp-fetch");
     let r = run_to_end(c, &lab.dir, "egress_fetch_client", DEADLINE);
     assert!(r.ok(), "{}", r.show());
     assert!(r.stdout.contains("fetch client: ok"), "{}", r.show());
@@ -459,22 +435,18 @@ mounts = ["pyvenv"]
 fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
     let lab = Lab::new("readme-fetch");
     let cfg = lab.config("c", &format!("{BASE}{README_FETCH}"));
-    require_python_sdk();
-    let mut c = lab.cmd(client_python());
-    c.arg(python_dir().join("egress_fetch_urls.py"))
-        .args([
-            "fetch_fetch",
-            "https://example.com/",
-            "fetch_fetch",
-            "http://example.com/",
-            "robots_fetch",
-            "https://example.com/",
-            "robots_fetch",
-            "http://example.com/",
-        ])
-        .env("BOXMAKER_BIN", BIN)
-        .env("BOXMAKER_CONFIG", &cfg)
-        .env("FETCH_SESSION", "mcp-readme");
+    let mut c = lab.python_client(&cfg, "egress_fetch_urls.py");
+    c.args([
+        "fetch_fetch",
+        "https://example.com/",
+        "fetch_fetch",
+        "http://example.com/",
+        "robots_fetch",
+        "https://example.com/",
+        "robots_fetch",
+        "http://example.com/",
+    ])
+    .env("FETCH_SESSION", "mcp-readme");
     let r = run_to_end(c, &lab.dir, "egress_fetch_urls", DEADLINE);
     assert!(r.ok(), "{}", r.show());
     let seen: Vec<Value> = r
@@ -544,18 +516,6 @@ fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
         assert!(!text(i).contains("boxmaker refused"), "{}", text(i));
         assert!(readme.contains(words), "the README does not say {words:?}");
     }
-}
-
-fn require_python_sdk() {
-    let o = Command::new(client_python())
-        .args(["-c", "import mcp.client.stdio"])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "the Python MCP SDK is missing: run `make deps` ({})",
-        String::from_utf8_lossy(&o.stderr).trim()
-    );
 }
 
 #[test]

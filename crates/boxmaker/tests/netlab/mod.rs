@@ -436,6 +436,18 @@ impl Lab {
         v
     }
 
+    /// `session` reads the lab's confidential mount (`read_file /data/secrets/plan.txt`), so
+    /// its taint rises to confidential; fails the test when the call fails.
+    pub fn read_confidential(&self, config: &Path, session: &str) {
+        let read = self.call(
+            config,
+            session,
+            "read_file",
+            &serde_json::json!({"path": "/data/secrets/plan.txt"}),
+        );
+        assert!(read.ok(), "{}", read.show());
+    }
+
     /// Every request the origin or the canary got whose path `pick` picks, and the
     /// `received` lines the origin logs after reading a body there.
     pub fn reached(&self, pick: impl Fn(&str) -> bool) -> Vec<Value> {
