@@ -12,10 +12,6 @@ use std::time::{Duration, Instant};
 use netlab::*;
 use serde_json::{Value, json};
 
-fn stdout(v: &Value) -> String {
-    v["stdout"].as_str().unwrap_or_default().to_string()
-}
-
 /// A Python snippet, run in a `net` box, that talks to the proxy by hand: `PROXY` is
 /// 127.0.0.1:3128 inside the box, and `ask(raw)` sends raw bytes and returns what came
 /// back (its first 2000 bytes), or the error.
@@ -43,7 +39,7 @@ def ask(raw, wait=10):
 fn raw(lab: &Lab, cfg: &std::path::Path, session: &str, code: &str) -> String {
     let v = lab.python_in_box(cfg, session, "net", &format!("{RAW}\n{code}"));
     assert_eq!(v["exit"], 0, "{v}");
-    stdout(&v)
+    stdout(&v).to_string()
 }
 
 fn status_line(answer: &str) -> &str {
@@ -507,13 +503,7 @@ fn a_server_connection_opened_at_public_is_closed_when_the_session_reads_confide
     assert!(open.stdout.contains("HTTP/1.1 200"), "{}", open.show());
     let poke = lab.call(&cfg, "s1", "holder_poke", &json!({}));
     assert!(poke.ok() && poke.stdout.contains("open"), "{}", poke.show());
-    let read = lab.call(
-        &cfg,
-        "s1",
-        "read_file",
-        &json!({"path": "/data/secrets/plan.txt"}),
-    );
-    assert!(read.ok(), "{}", read.show());
+    lab.read_confidential(&cfg, "s1");
     // The connection the server kept is gone before the server could use it again.
     let poke = lab.call(&cfg, "s1", "holder_poke", &json!({}));
     assert!(poke.stdout.contains("closed"), "{}", poke.show());
@@ -548,13 +538,15 @@ def talk(raw, wait=5):
     return out.decode("latin-1")
 "#;
 
+/// What the proxy (or the origin behind it) sent back for the raw bytes `bytes` (a Python
+/// bytes literal's inside) sent by `talk` from a box of session `s1`.
+fn talk(lab: &Lab, cfg: &std::path::Path, bytes: &str) -> String {
+    raw(lab, cfg, "s1", &format!("{TALK}\nprint(talk(b'{bytes}'))"))
+}
+
 /// Every request the origin or the canary got whose path holds `marker`.
 fn reached(lab: &Lab, marker: &str) -> Vec<Value> {
-    let mut got = lab.requests("origin");
-    got.extend(lab.requests("canary"));
-    got.into_iter()
-        .filter(|r| r["path"].as_str().is_some_and(|p| p.contains(marker)))
-        .collect()
+    lab.reached(|p| p.contains(marker))
 }
 
 /// BASE with the `allowed.test` rule naming port 80 for tunnels too.
@@ -570,14 +562,11 @@ fn a_connect_tunnel_to_port_80_is_refused_so_it_cannot_carry_another_host() {
     let cfg = lab.config("c", BASE);
     // allowed.test is cleared on ports 443 and 80; a tunnel to 80 would carry plain HTTP
     // with any Host, past the parser.
-    let out = raw(
+    let out = talk(
         &lab,
         &cfg,
-        "s1",
-        &format!(
-            "{TALK}\nprint(talk(b'CONNECT allowed.test:80 HTTP/1.1\\r\\nHost: allowed.test:80\\r\\n\\r\\n\
-GET /zz-t80 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n'))"
-        ),
+        "CONNECT allowed.test:80 HTTP/1.1\\r\\nHost: allowed.test:80\\r\\n\\r\\n\
+GET /zz-t80 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n",
     );
     assert!(
         status_line(&out).starts_with("HTTP/1.1 403 boxmaker refused allowed.test:80: "),
@@ -608,13 +597,10 @@ fn plain_http_through_a_tunnel_a_rule_allows_is_one_request_whose_host_is_checke
     let cfg = lab.config("c", &tunnel_80());
     let connect = "CONNECT allowed.test:80 HTTP/1.1\\r\\nHost: allowed.test:80\\r\\n\\r\\n";
     // Another Host: refused inside the tunnel, never forwarded.
-    let out = raw(
+    let out = talk(
         &lab,
         &cfg,
-        "s1",
-        &format!(
-            "{TALK}\nprint(talk(b'{connect}GET /zz-th1 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n'))"
-        ),
+        &format!("{connect}GET /zz-th1 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n"),
     );
     assert!(status_line(&out).starts_with("HTTP/1.1 200"), "{out}");
     assert!(
@@ -623,24 +609,18 @@ fn plain_http_through_a_tunnel_a_rule_allows_is_one_request_whose_host_is_checke
     );
     assert!(out.contains("Host"), "{out}");
     // Its own Host: one request goes; a second one pipelined behind it never does.
-    let out = raw(
+    let out = talk(
         &lab,
         &cfg,
-        "s1",
         &format!(
-            "{TALK}\nprint(talk(b'{connect}GET /echo?zz-th2 HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n\
-GET /zz-th3 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n'))"
+            "{connect}GET /echo?zz-th2 HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n\
+GET /zz-th3 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n"
         ),
     );
     assert!(out.contains("GET /echo?zz-th2 HTTP/1.1"), "{out}");
     assert_eq!(reached(&lab, "zz-th2").len(), 1, "{out}");
     // Neither HTTP nor TLS (say, a raw protocol): refused.
-    let out = raw(
-        &lab,
-        &cfg,
-        "s1",
-        &format!("{TALK}\nprint(talk(b'{connect}SSH-2.0-OpenSSH_9.6\\r\\n'))"),
-    );
+    let out = talk(&lab, &cfg, &format!("{connect}SSH-2.0-OpenSSH_9.6\\r\\n"));
     assert!(out.contains("HTTP/1.1 400"), "{out}");
     std::thread::sleep(Duration::from_millis(300));
     assert!(reached(&lab, "zz-th1").is_empty());
@@ -663,14 +643,11 @@ fn plain_http_or_another_name_in_the_tls_hello_through_a_tls_tunnel_is_refused()
     let lab = Lab::new("tunneltls");
     let cfg = lab.config("c", BASE);
     // Plain HTTP with another Host through a tunnel to 443.
-    let out = raw(
+    let out = talk(
         &lab,
         &cfg,
-        "s1",
-        &format!(
-            "{TALK}\nprint(talk(b'CONNECT allowed.test:443 HTTP/1.1\\r\\n\\r\\n\
-GET /zz-p443 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n'))"
-        ),
+        "CONNECT allowed.test:443 HTTP/1.1\\r\\n\\r\\n\
+GET /zz-p443 HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n",
     );
     assert!(status_line(&out).starts_with("HTTP/1.1 200"), "{out}");
     assert!(
