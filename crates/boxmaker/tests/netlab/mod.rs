@@ -379,6 +379,16 @@ impl Lab {
         })
     }
 
+    /// Fails the test, showing the origin's log, when any request the origin got was for
+    /// `host`.
+    pub fn assert_origin_never_saw(&self, host: &str) {
+        assert!(
+            !self.origin_saw_host(host),
+            "the origin got a request for {host}: {:?}",
+            self.requests("origin")
+        );
+    }
+
     /// `program args…` run inside the lab host's namespace (where boxmaker runs).
     pub fn cmd(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut c = Command::new("ip");
