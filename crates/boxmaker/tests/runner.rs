@@ -31,17 +31,22 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
+        Self::configured(20, "")
+    }
+
+    /// The fixture's config with a `[box]` timeout of `timeout` seconds and `extra` TOML.
+    fn configured(timeout: u64, extra: &str) -> Self {
         let lab = Lab::temp(env!("CARGO_BIN_EXE_boxmaker"));
         lab.write("notes/plan.txt", "the secret plan\n");
         lab.write("pub/readme.txt", "hello\n");
         lab.write("outside.txt", "host only\n");
         lab.write_config(
-            r#"
+            &(r#"
 [gate]
 state = "state"
 
 [box]
-timeout_seconds = 20
+timeout_seconds = {timeout}
 
 [[mount]]
 host = "notes"
@@ -79,7 +84,9 @@ builtin = "run"
 [[grant]]
 tool = "*"
 effect = "allow"
-"#,
+"#
+            .replace("{timeout}", &timeout.to_string())
+                + extra),
         );
         Self { lab }
     }
@@ -121,6 +128,12 @@ struct Runner {
 
 impl Runner {
     fn send(&mut self, session: &str, tool: &str, arguments: &str) -> u64 {
+        // A fresh session, as the gate would say it: public, trusted.
+        self.send_at(session, tool, arguments, DataClass::Public)
+    }
+
+    /// Sends a call of a session whose committed taint is `class`.
+    fn send_at(&mut self, session: &str, tool: &str, arguments: &str, class: DataClass) -> u64 {
         let id = self.next;
         self.next += 1;
         let req = ToolRequest {
@@ -129,17 +142,24 @@ impl Runner {
             tool: tool.into(),
             arguments: arguments.into(),
         };
-        // A fresh session, as the gate would say it: public, trusted.
-        write_runner_request(
-            &mut self.stdin,
-            &RunnerRequest::call(id, req, DataClass::Public, false),
-        )
-        .unwrap();
+        write_runner_request(&mut self.stdin, &RunnerRequest::call(id, req, class, false))
+            .unwrap();
         id
     }
 
     fn call(&mut self, session: &str, tool: &str, arguments: &str) -> ToolResponse {
-        let id = self.send(session, tool, arguments);
+        self.call_at(session, tool, arguments, DataClass::Public)
+    }
+
+    /// A call of a session whose committed taint is `class`.
+    fn call_at(
+        &mut self,
+        session: &str,
+        tool: &str,
+        arguments: &str,
+        class: DataClass,
+    ) -> ToolResponse {
+        let id = self.send_at(session, tool, arguments, class);
         let reply = read_runner_reply(&mut self.stdout).unwrap();
         assert_eq!(reply.id, id);
         answer_of(reply)
@@ -511,4 +531,226 @@ fn test_a_message_the_gate_may_not_send_gets_bad_message() {
         "{reply:?}"
     );
     assert_eq!(reply.id, 0);
+}
+
+// ---- warm file boxes (docs/spec.md §4, "Warm file boxes") ---------------------------------
+
+/// The in-box file servers of the warm boxes `runner` (a runner role's pid) runs now.
+fn warm_servers(runner: u32) -> Vec<u32> {
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
+        let after = &stat[stat.rfind(')')? + 2..];
+        after.split(' ').nth(1)?.parse().ok()
+    };
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|&b| b == 0).nth(1) != Some(b"__boxmaker-inbox-serve") {
+            continue;
+        }
+        let mut up = Some(pid);
+        while let Some(p) = up.filter(|&p| p > 1) {
+            if p == runner {
+                found.push(pid);
+                break;
+            }
+            up = parent(p);
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+/// The mount options of the mount at `at` in `pid`'s mount namespace (`rw,...` or `ro,...`).
+fn mount_options(pid: u32, at: &str) -> String {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap();
+    info.lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .filter(|f| f.len() > 5 && f[4] == at)
+        .map(|f| f[5].to_string())
+        .next_back()
+        .unwrap_or_else(|| panic!("no mount at {at} in {pid}:\n{info}"))
+}
+
+/// Whether `pid`'s `/work` is the workspace of `session`.
+fn works_for(pid: u32, session: &str) -> bool {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+    let needle = format!("/state/work/{session} /work ");
+    info.lines().any(|l| l.contains(&needle))
+}
+
+fn reset(r: &mut Runner, session: &str) -> u64 {
+    let id = r.next;
+    r.next += 1;
+    let order = proto::run::Order::ResetSession {
+        session: SessionId::new(session).unwrap(),
+    };
+    write_runner_request(&mut r.stdin, &RunnerRequest::new(id, order)).unwrap();
+    id
+}
+
+#[test]
+fn test_file_calls_reuse_one_warm_box_per_session_and_tool_and_sessions_never_share_one() {
+    let fx = Fixture::new();
+    let mut r = fx.start();
+    let runner = r.child.id();
+    result(&r.call("s1", "write_file", r#"{"path":"a.txt","content":"one"}"#));
+    assert_eq!(result(&r.call("s1", "read_file", r#"{"path":"a.txt"}"#)).0, "one");
+    let first = warm_servers(runner);
+    assert_eq!(first.len(), 2, "one box for write_file, one for read_file");
+    assert_eq!(result(&r.call("s1", "read_file", r#"{"path":"a.txt"}"#)).0, "one");
+    assert_eq!(warm_servers(runner), first, "the second read used the same box");
+    assert!(first.iter().all(|&p| works_for(p, "s1")));
+
+    // Another session gets a box of its own, over its own workspace.
+    assert!(failure(&r.call("s2", "read_file", r#"{"path":"a.txt"}"#)).contains("no such file"));
+    let now = warm_servers(runner);
+    assert_eq!(now.len(), 3);
+    let s2: Vec<u32> = now.iter().copied().filter(|p| !first.contains(p)).collect();
+    assert_eq!(s2.len(), 1);
+    assert!(works_for(s2[0], "s2") && !works_for(s2[0], "s1"));
+
+    // A reset of s1 ends its warm boxes before it answers; s2's stays.
+    let id = reset(&mut r, "s1");
+    let reply = read_runner_reply(&mut r.stdout).unwrap();
+    assert_eq!(reply.id, id);
+    assert!(matches!(reply.reply, RunnerAnswer::Reset { .. }), "{reply:?}");
+    assert_eq!(warm_servers(runner), s2);
+}
+
+#[test]
+fn test_a_file_call_that_blocks_times_out_and_its_warm_box_is_killed_and_replaced() {
+    let fx = Fixture::configured(2, "");
+    let mut r = fx.start();
+    let runner = r.child.id();
+    result(&r.call("s1", "write_file", r#"{"path":"ok.txt","content":"fine"}"#));
+    result(&r.call("s1", "run", r#"{"argv":["mkfifo","/work/pipe"]}"#));
+    // Opening a FIFO with no writer blocks: the in-box server never answers.
+    let stuck = r.call("s1", "read_file", r#"{"path":"/work/pipe"}"#);
+    assert!(failure(&stuck).contains("timed out after 2 s"), "{stuck:?}");
+    let left: Vec<u32> = warm_servers(runner);
+    assert_eq!(left.len(), 1, "only write_file's box is left: {left:?}");
+    assert_eq!(result(&r.call("s1", "read_file", r#"{"path":"ok.txt"}"#)).0, "fine");
+    assert_eq!(warm_servers(runner).len(), 2);
+}
+
+#[test]
+fn test_a_reset_stops_a_file_call_blocked_in_its_warm_box_and_ends_the_box() {
+    let fx = Fixture::new();
+    let mut r = fx.start();
+    let runner = r.child.id();
+    result(&r.call("s1", "run", r#"{"argv":["mkfifo","/work/pipe"]}"#));
+    let call = r.send("s1", "read_file", r#"{"path":"/work/pipe"}"#);
+    testkit::wait_until("the warm box to start", std::time::Duration::from_secs(10), || {
+        !warm_servers(runner).is_empty()
+    });
+    let id = reset(&mut r, "s1");
+    let mut answered = Vec::new();
+    for _ in 0..2 {
+        answered.push(read_runner_reply(&mut r.stdout).unwrap());
+    }
+    let stopped = answered.iter().find(|a| a.id == call).unwrap();
+    match &stopped.reply {
+        RunnerAnswer::Answer {
+            response: ToolResponse::Failed { message },
+        } => assert!(message.contains("reset by an operator"), "{message}"),
+        other => panic!("expected the call to be stopped, got {other:?}"),
+    }
+    assert!(answered.iter().any(|a| a.id == id));
+    assert!(warm_servers(runner).is_empty());
+}
+
+#[test]
+fn test_a_warm_boxs_own_proc_files_are_closed_to_what_it_reads() {
+    let fx = Fixture::new();
+    let mut r = fx.start();
+    // Its memory may hold earlier calls' data; its descriptors are its request pipes.
+    for path in [
+        "/proc/self/environ",
+        "/proc/self/mem",
+        "/proc/self/fd/0",
+    ] {
+        let out = r.call("s1", "read_file", &format!(r#"{{"path":"{path}"}}"#));
+        let why = failure(&out);
+        assert!(
+            why.contains("permission denied") || why.contains("not a regular file"),
+            "{path}: {why}"
+        );
+    }
+    // Between calls it holds nothing open but its stdio: listing its descriptors shows
+    // those and the two this listing opened (the directory, and its listing).
+    let out = r.call("s1", "list_dir", r#"{"path":"/proc/self/fd"}"#);
+    assert_eq!(result(&out).0, "0\n1\n2\n3\n4\n");
+}
+
+#[test]
+fn test_a_rise_of_the_label_gives_write_file_a_new_box_where_the_lower_mount_is_read_only() {
+    let fx = Fixture::configured(
+        20,
+        r#"
+[[mount]]
+host = "out"
+at = "/data/out"
+class = "public"
+write = true
+"#,
+    );
+    let out = fx.lab.mkdir("out");
+    // The box user is not the test's user: the mount is open to it as the config says.
+    std::fs::set_permissions(
+        &out,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let mut r = fx.start();
+    let runner = r.child.id();
+    let w = r.call("s1", "write_file", r#"{"path":"/data/out/a.txt","content":"x"}"#);
+    result(&w);
+    let before = warm_servers(runner);
+    assert_eq!(before.len(), 1);
+    assert!(mount_options(before[0], "/data/out").starts_with("rw"));
+
+    // The session has read confidential data: its next write gets a box built at that label.
+    let w = r.call_at(
+        "s1",
+        "write_file",
+        r#"{"path":"/work/b.txt","content":"y"}"#,
+        DataClass::Confidential,
+    );
+    result(&w);
+    let after = warm_servers(runner);
+    assert_eq!(after.len(), 1, "the old box was ended: {after:?}");
+    assert_ne!(after, before);
+    assert!(mount_options(after[0], "/data/out").starts_with("ro"));
+    let down = r.call("s1", "write_file", r#"{"path":"/data/out/c.txt","content":"z"}"#);
+    assert!(failure(&down).contains("refused"), "{down:?}");
+    assert!(!fx.path().join("out/c.txt").exists());
+}
+
+#[test]
+fn test_file_calls_at_once_in_one_session_each_get_their_own_answer() {
+    let fx = Fixture::new();
+    let mut r = fx.start();
+    for i in 0..8 {
+        let w = r.call(
+            "s1",
+            "write_file",
+            &format!(r#"{{"path":"f{i}.txt","content":"content {i}"}}"#),
+        );
+        result(&w);
+    }
+    let ids: Vec<u64> = (0..8)
+        .map(|i| r.send("s1", "read_file", &format!(r#"{{"path":"f{i}.txt"}}"#)))
+        .collect();
+    for _ in 0..ids.len() {
+        let reply = read_runner_reply(&mut r.stdout).unwrap();
+        let i = ids.iter().position(|&x| x == reply.id).unwrap();
+        assert_eq!(result(&answer_of(reply)).0, format!("content {i}"));
+    }
 }

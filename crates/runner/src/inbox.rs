@@ -2,8 +2,9 @@
 //! boxmaker binary bind-mounted read-only at [`INBOX_BINARY`]. Paths are confined by the
 //! kernel (the box shows only its mounts), never by string checks.
 //!
-//! The request (the tool and its checked arguments) arrives on stdin as JSON; the answer goes
-//! to stdout as one JSON object. Every path that was read is reported as the kernel sees the
+//! It serves one warm box ([`crate::warm`]): each request (the tool and its checked
+//! arguments) arrives on stdin as a length-prefixed JSON frame; each answer goes to stdout
+//! the same way ([`serve`]). Every path that was read is reported as the kernel sees the
 //! *opened* file (`/proc/self/fd/N`), not as a name resolved before opening: a symlink that a
 //! concurrent call swaps between a resolve and an open cannot make a confidential read look
 //! like a public one.
@@ -19,8 +20,15 @@ use crate::builtin::{ListDir, ReadFile, WriteFile};
 
 /// Where the boxmaker binary is shown inside every box that runs a file tool.
 pub const INBOX_BINARY: &str = "/.boxmaker/boxmaker";
-/// The first argument that makes the binary run a file tool in the box.
-pub const INBOX_ARG: &str = "__boxmaker-inbox-tool";
+/// The first argument that makes the binary serve file calls in a warm box
+/// ([`crate::warm`]): one request after another, each a frame on stdin, each answered by a
+/// frame on stdout.
+pub const INBOX_SERVE_ARG: &str = "__boxmaker-inbox-serve";
+/// The most a request frame may hold: a `write_file` of one frame's content, JSON-escaped.
+pub const REQUEST_LIMIT: usize = 6 * proto::MAX_FRAME + 64 * 1024;
+/// The most a reply frame may hold: [`READ_LIMIT`] bytes of text, each at most six bytes
+/// once JSON-escaped, plus the envelope of the reply.
+pub const REPLY_LIMIT: usize = 6 * READ_LIMIT + 64 * 1024;
 /// The most a `read_file` reads: what one frame can carry. More is cut, and said so.
 pub const READ_LIMIT: usize = proto::MAX_FRAME;
 /// The most entries `list_dir` lists.
@@ -70,20 +78,71 @@ pub enum InboxReply {
     },
 }
 
-/// Entry point in the box: reads the request on stdin, answers on stdout, returns the exit
-/// status (0 when an answer was written, whatever it says).
-pub fn main() -> i32 {
-    let mut input = Vec::new();
-    let reply = match std::io::stdin().read_to_end(&mut input) {
-        Err(e) => failed(format!("could not read the request: {e}")),
-        Ok(_) => match serde_json::from_slice::<InboxRequest>(&input) {
+/// Entry point of a warm box ([`crate::warm`]): answers requests until stdin ends. Each
+/// request is a frame — a 4-byte big-endian length, then that many bytes of JSON — and each
+/// answer one frame the same way. Between calls it holds nothing open but its stdio, and the
+/// only memory of a call it keeps is what the allocator has not reused; its process is not
+/// dumpable, so its `/proc/self` files are closed to the box user. A request it cannot read
+/// ends it (exit 1): the runner never sends one.
+pub fn serve() -> i32 {
+    // Not dumpable: `/proc/self/mem` and the other per-process files belong to an unmapped
+    // root, so a `read_file` of them is refused by the kernel, whatever a path says.
+    if rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .is_err()
+    {
+        return 1;
+    }
+    let mut input = std::io::stdin().lock();
+    let mut out = std::io::stdout().lock();
+    loop {
+        let request = match read_frame(&mut input, REQUEST_LIMIT) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return 0,
+            Err(_) => return 1,
+        };
+        let reply = match serde_json::from_slice::<InboxRequest>(&request) {
             Err(e) => failed(format!("bad request from the runner: {e}")),
             Ok(req) => handle(&req),
-        },
-    };
-    let mut out = std::io::stdout().lock();
-    let written = serde_json::to_writer(&mut out, &reply).is_ok() && out.flush().is_ok();
-    if written { 0 } else { 1 }
+        };
+        drop(request);
+        let Ok(body) = serde_json::to_vec(&reply) else {
+            return 1;
+        };
+        if write_frame(&mut out, &body).is_err() {
+            return 1;
+        }
+    }
+}
+
+/// Reads one frame (see [`serve`]) of at most `limit` bytes; `None` at a clean end of the
+/// stream before a frame.
+pub fn read_frame(r: &mut impl Read, limit: usize) -> std::io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = usize::try_from(u32::from_be_bytes(len)).unwrap_or(usize::MAX);
+    if len > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes is over the limit of {limit}"),
+        ));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)?;
+    Ok(Some(body))
+}
+
+/// Writes `body` as one frame (see [`serve`]) and flushes.
+pub fn write_frame(w: &mut impl Write, body: &[u8]) -> std::io::Result<()> {
+    let len = u32::try_from(body.len()).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "a frame over 4 GiB")
+    })?;
+    w.write_all(&len.to_be_bytes())?;
+    w.write_all(body)?;
+    w.flush()
 }
 
 fn failed(message: String) -> InboxReply {

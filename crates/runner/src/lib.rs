@@ -36,6 +36,7 @@ pub mod label;
 pub mod run;
 pub mod running;
 pub mod serve;
+pub mod warm;
 
 pub use run::{Runner, RunnerError};
 /// Why a box could not be built (for `box exec` and `box show`).
@@ -49,14 +50,14 @@ pub use sandbox::raise_open_files_limit;
 pub use sandbox::seal_inherited_descriptors;
 pub use serve::{ServeError, serve};
 
-/// If this process was started as an in-box file tool, run it and exit; otherwise return.
+/// If this process was started as a warm box's file server, serve and exit; otherwise return.
 /// Call it first thing in `main` of the binary that runs boxes.
 pub fn enter_inbox_if_requested() {
     if std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == inbox::INBOX_ARG)
+        .is_some_and(|a| a == inbox::INBOX_SERVE_ARG)
     {
-        std::process::exit(inbox::main());
+        std::process::exit(inbox::serve());
     }
 }
 

@@ -18,15 +18,13 @@ use serde::Serialize;
 
 use crate::builtin::{self, BuiltinCall};
 use crate::fit::fit_result;
-use crate::inbox::{INBOX_ARG, INBOX_BINARY, InboxReply, InboxRequest};
+use crate::inbox::{INBOX_BINARY, INBOX_SERVE_ARG, InboxReply, InboxRequest};
+use crate::warm::WarmError;
 use crate::label::{Hosts, class_of_reads};
 use crate::running::{Admitted, REFUSED, Resetting, Running, STOPPED};
 
 /// How much of each output stream `run` keeps before the result is fitted to a frame.
 const RUN_OUTPUT_CAP: usize = 2 * proto::MAX_FRAME;
-/// The in-box file tool's reply: at most [`crate::inbox::READ_LIMIT`] bytes of text, each
-/// at most six bytes once JSON-escaped, plus the envelope of the reply.
-const INBOX_OUTPUT_CAP: usize = 6 * crate::inbox::READ_LIMIT + 64 * 1024;
 /// The first host uid of the per-session range the box user maps to when the runner is root;
 /// a session gets `BASE + hash(session) % SPAN`, so two sessions' boxes rarely share a uid.
 const HOST_ID_BASE: u32 = sandbox::DEFAULT_ROOT_HOST_ID;
@@ -71,6 +69,8 @@ pub struct Runner {
     helper: HelperCommand,
     binary: PathBuf,
     hub: Arc<crate::downstream::Hub>,
+    /// The warm boxes that serve the file tools (docs/spec.md §4, "Warm file boxes").
+    warm: Arc<crate::warm::Warm>,
     /// The mounts' host paths as resolved on this machine, for labelling by host path.
     hosts: Arc<Hosts>,
     /// Per session, the highest class its workspace may hold: the taint the gate sent with
@@ -127,6 +127,7 @@ impl Runner {
             helper,
             binary,
             hub: Arc::default(),
+            warm: Arc::default(),
             hosts,
             floors,
             egress,
@@ -301,8 +302,10 @@ impl Runner {
         let session = reset.session().clone();
         let session = &session;
         let mut servers = self.stop_servers(session);
+        self.warm.stop_session(session);
         reset.wait_idle();
         servers += self.stop_servers(session);
+        self.warm.stop_session(session);
         let path = self.workspace(session);
         let had = path.exists();
         if had {
@@ -731,18 +734,12 @@ impl Runner {
         inbox: InboxRequest,
         label: Option<DataClass>,
     ) -> ToolResponse {
-        let stdin = match serde_json::to_vec(&inbox) {
-            Ok(b) => b,
-            Err(e) => return failed(format!("{}: cannot encode the request: {e}", tool.name)),
-        };
+        // The box this call's fresh box would be; the warm box serving it is built the same.
         let mut spec = self.spec(
             &req.session,
             tool,
-            vec![INBOX_BINARY.into(), INBOX_ARG.into()],
-            Io::Capture {
-                stdin,
-                output_cap: INBOX_OUTPUT_CAP,
-            },
+            vec![INBOX_BINARY.into(), INBOX_SERVE_ARG.into()],
+            Io::Inherit,
             label,
         );
         spec.mounts.push(Mount {
@@ -750,30 +747,41 @@ impl Runner {
             at: INBOX_BINARY.into(),
             write: false,
         });
-        // A file tool needs no network, whatever the tool's config says.
+        // A file tool needs no network, whatever the tool's config says, and no variable.
         spec.network = false;
         spec.proxy = false;
-        let outcome = match sandbox::run_stoppable(
+        spec.env.clear();
+        let timeout = spec.limits.timeout;
+        let reply = match self.warm.call(
+            &req.session,
+            &tool.name,
             &spec,
             &self.helper,
-            &mut |s| call.guard_box(s),
-            &mut drop,
+            call,
+            &inbox,
+            timeout,
         ) {
-            Ok(o) => o,
-            Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
-        };
-        let reply = match (&outcome.status, outcome.stdout_truncated) {
-            (Status::Exited(0), false) => {
-                serde_json::from_slice::<InboxReply>(&outcome.stdout).ok()
+            Ok(reply) => reply,
+            Err(WarmError::Start(why)) => {
+                return failed(format!("{}: the box could not start: {why}", tool.name));
             }
-            _ => None,
+            Err(WarmError::TimedOut) => {
+                return failed(format!(
+                    "{}: timed out after {} s; its box was killed",
+                    tool.name,
+                    timeout.as_secs()
+                ));
+            }
+            Err(WarmError::Broke(why)) => {
+                return failed(format!("{}: the tool failed in its box: {why}", tool.name));
+            }
         };
         match reply {
-            Some(InboxReply::Done {
+            InboxReply::Done {
                 content,
                 read,
                 truncated,
-            }) => {
+            } => {
                 // The call's own label (its tool's class and its label rules), raised by
                 // every file the kernel opened.
                 let (own, untrusted) = self.answer_label(req);
@@ -784,13 +792,7 @@ impl Runner {
                 }
                 resp
             }
-            Some(InboxReply::Failed { message }) => failed(format!("{}: {message}", tool.name)),
-            None => failed(format!(
-                "{}: the tool failed in its box ({}){}",
-                tool.name,
-                describe(&outcome.status, spec.limits.timeout),
-                stderr_hint(&outcome.stderr)
-            )),
+            InboxReply::Failed { message } => failed(format!("{}: {message}", tool.name)),
         }
     }
 
@@ -1016,24 +1018,6 @@ pub(crate) fn failed(message: String) -> ToolResponse {
             prefix(&message, MAX_FAILED),
             message.len()
         ),
-    }
-}
-
-fn describe(status: &Status, timeout: Duration) -> String {
-    match status {
-        Status::Exited(c) => format!("exit status {c}"),
-        Status::Signaled(s) => format!("killed by signal {s}"),
-        Status::TimedOut => format!("timed out after {} s", timeout.as_secs()),
-    }
-}
-
-fn stderr_hint(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    if line.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", prefix(line, 300))
     }
 }
 
