@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""A tool call through boxmaker beside the server a user would otherwise run (issue 22,
+docs/performance.md "Calls: warm file box, run box, throughput").
+
+The official Python MCP SDK is the client on every path, over stdio, after a warm-up:
+
+  read_file  plain      a plain Python MCP server (the SDK's MCPServer) whose tool reads the file
+             boxmaker   `boxmaker mcp`, builtin read_file (gate, runner, the session's warm box)
+  run        bwrap      a plain Python MCP server whose tool runs
+                        `bwrap --unshare-all --die-with-parent --ro-bind / / /bin/true` per call
+             boxmaker   `boxmaker mcp`, builtin run {"argv": ["/bin/true"]} (a fresh box a call)
+
+Then throughput: 4 client processes, each its own session, calling for a fixed time; total
+calls per second, and the CPU the serving side used per call: every descendant of the
+clients (the server, or boxmaker's front and broker) and boxmaker's gate and runner with
+everything they started, from /proc/PID/stat (own and reaped children's time), the clients
+themselves left out.
+
+Usage: tests/py/client-venv/bin/python3 bench/calls.py [N] [SECONDS]
+  N calls per latency path (default 300), SECONDS per throughput path (default 5).
+  BOXMAKER_BIN=path uses that binary (default: target/release/boxmaker, built first).
+"""
+import asyncio, json, os, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+N = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "--worker" else 300
+SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] != "--worker" else 5.0
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+PLAIN_SERVER = r'''
+import subprocess, sys
+from mcp.server.mcpserver import MCPServer
+m = MCPServer("plain")
+
+@m.tool()
+def read_file(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+@m.tool()
+def run_true() -> str:
+    p = subprocess.run(["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                        "/bin/true"], capture_output=True)
+    return '{"exit":%d}' % p.returncode
+
+m.run()
+'''
+
+CONFIG = '''
+[gate]
+state = "state"
+
+[box]
+timeout_seconds = 60
+
+[[tool]]
+name = "read_file"
+builtin = "read_file"
+class = "internal"
+
+[[tool]]
+name = "run"
+builtin = "run"
+class = "internal"
+
+[[grant]]
+tool = "read_file"
+effect = "allow"
+
+[[grant]]
+tool = "run"
+effect = "allow"
+'''
+
+
+def stats(samples):
+    s = sorted(samples)
+    p = lambda q: s[min(len(s) - 1, int(q * len(s)))]
+    return {"p50": p(0.50) * 1e3, "p90": p(0.90) * 1e3, "p99": p(0.99) * 1e3,
+            "mean": statistics.fmean(s) * 1e3}
+
+
+def paths(d, bm):
+    """(name, command, args, tool, arguments) of every path, over the files in `d`."""
+    server = os.path.join(d, "plain_server.py")
+    py = sys.executable
+    return {
+        "read_file/plain": (py, [server], "read_file", {"path": os.path.join(d, "hello.txt")}),
+        "read_file/boxmaker": (bm, ["mcp", "--config", os.path.join(d, "boxmaker.toml")],
+                               "read_file", {"path": "hello.txt"}),
+        "run/bwrap": (py, [server], "run_true", {}),
+        "run/boxmaker": (bm, ["mcp", "--config", os.path.join(d, "boxmaker.toml")], "run",
+                         {"argv": ["/bin/true"]}),
+    }
+
+
+def prepare(d, sessions):
+    with open(os.path.join(d, "plain_server.py"), "w") as f:
+        f.write(PLAIN_SERVER)
+    with open(os.path.join(d, "boxmaker.toml"), "w") as f:
+        f.write(CONFIG)
+    with open(os.path.join(d, "hello.txt"), "w") as f:
+        f.write("hello from the workspace\n")
+    for s in sessions:
+        ws = os.path.join(d, "state", "work", s)
+        os.makedirs(ws, mode=0o700, exist_ok=True)
+        with open(os.path.join(ws, "hello.txt"), "w") as f:
+            f.write("hello from the workspace\n")
+
+
+async def session(command, args, session_name, body):
+    if command.endswith("boxmaker"):
+        args = args + ["--session", session_name]
+    params = StdioServerParameters(command=command, args=args)
+    async with stdio_client(params) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            return await body(s)
+
+
+async def latency(path, n):
+    command, args, tool, arguments = path
+
+    async def body(s):
+        for _ in range(max(20, n // 10)):
+            res = await s.call_tool(tool, arguments)
+            assert not res.is_error, res
+        samples = []
+        for _ in range(n):
+            t = time.perf_counter()
+            res = await s.call_tool(tool, arguments)
+            samples.append(time.perf_counter() - t)
+            assert not res.is_error, res
+        return stats(samples)
+
+    return await session(command, args, "lat", body)
+
+
+def worker():
+    """`calls.py --worker JSON`: calls for the given seconds after a warm-up; prints
+    {"calls": N}."""
+    spec = json.loads(sys.argv[2])
+    command, args, tool, arguments = spec["path"]
+
+    async def body(s):
+        for _ in range(20):
+            await s.call_tool(tool, arguments)
+        open(spec["gate"] + "." + spec["session"], "w").close()
+        # Everyone starts together: the parent removes the gate file.
+        while os.path.exists(spec["gate"]):
+            await asyncio.sleep(0.001)
+        n, end = 0, time.perf_counter() + spec["seconds"]
+        while time.perf_counter() < end:
+            res = await s.call_tool(tool, arguments)
+            assert not res.is_error, res
+            n += 1
+        # Stay connected until the parent has read the servers' CPU (a server that exits
+        # moves its time to this process, which is not counted).
+        open(spec["gate"] + "." + spec["session"] + ".done", "w").close()
+        while not os.path.exists(spec["gate"] + ".stop"):
+            await asyncio.sleep(0.01)
+        return n
+
+    n = asyncio.run(session(command, args, spec["session"], body))
+    print(json.dumps({"calls": n}))
+
+
+def proc_stat(pid):
+    """(ppid, CPU seconds of the process and of its reaped children), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    ticks = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return int(fields[1]), ticks / os.sysconf("SC_CLK_TCK")
+
+
+def is_gate(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+    except OSError:
+        return False
+    return len(args) > 1 and args[0].endswith(b"boxmaker") and args[1] in (b"__gate", b"__runner")
+
+
+def path_cpu(clients):
+    """CPU seconds so far of everything that serves `clients` (their descendants, and any
+    boxmaker gate and runner with theirs), not of the clients themselves: a counter whose
+    difference over a window is the CPU used in it (a process that ends is counted in its
+    parent's reaped-children time)."""
+    table = {}
+    for e in os.listdir("/proc"):
+        if e.isdigit() and (st := proc_stat(int(e))) is not None:
+            table[int(e)] = st
+    roots = set(clients) | {p for p in table if is_gate(p)}
+    children = {}
+    for p, (pp, _) in table.items():
+        children.setdefault(pp, []).append(p)
+    total, todo, seen = 0.0, list(roots), set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        if p not in clients and p in table:
+            total += table[p][1]
+        if p not in clients and p in roots:
+            continue  # a gate's time already holds its reaped children
+        todo.extend(children.get(p, []))
+    # A gate's children (the runner, its helpers, boxes) that still run.
+    todo = [c for p in roots if p not in clients for c in children.get(p, [])]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        total += table[p][1]
+        todo.extend(children.get(p, []))
+    return total
+
+
+def throughput(path, sessions, d, seconds):
+    gate = os.path.join(d, "start-gate")
+    open(gate, "w").close()
+    procs = [subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--worker",
+         json.dumps({"path": path, "session": s, "seconds": seconds, "gate": gate})],
+        stdout=subprocess.PIPE, text=True) for s in sessions]
+    # Every client started, initialized and warmed up.
+    while not all(os.path.exists(gate + "." + s) for s in sessions):
+        time.sleep(0.01)
+    clients = {p.pid for p in procs}
+    before = path_cpu(clients)
+    os.remove(gate)
+    time.sleep(seconds)
+    while not all(os.path.exists(gate + "." + s + ".done") for s in sessions):
+        time.sleep(0.001)
+    used = path_cpu(clients) - before
+    open(gate + ".stop", "w").close()
+    outs = [json.loads(p.communicate()[0]) for p in procs]
+    for f in os.listdir(d):
+        if f.startswith("start-gate"):
+            os.remove(os.path.join(d, f))
+    calls = sum(o["calls"] for o in outs)
+    return {"calls_per_s": calls / seconds, "cpu_ms_per_call": used / calls * 1e3}
+
+
+async def main():
+    bm = os.environ.get("BOXMAKER_BIN")
+    if not bm:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "boxmaker"], cwd=ROOT, check=True)
+        bm = os.path.join(TARGET, "release", "boxmaker")
+    sessions = [f"t{i}" for i in range(4)]
+    results, rates = {}, {}
+    with tempfile.TemporaryDirectory() as d:
+        prepare(d, sessions + ["lat"])
+        ps = paths(d, bm)
+        # Paired: each anchor right before its boxmaker path, twice, keeping the better run.
+        for name in ["read_file/plain", "read_file/boxmaker", "run/bwrap", "run/boxmaker"]:
+            runs = [await latency(ps[name], N) for _ in range(2)]
+            results[name] = min(runs, key=lambda r: r["p50"])
+        for name in ["read_file/plain", "read_file/boxmaker", "run/bwrap", "run/boxmaker"]:
+            rates[name] = throughput(ps[name], sessions, d, SECONDS)
+    print(f"{'path':<20} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+    for k, v in results.items():
+        print(f"{k:<20} {v['p50']:8.3f} {v['p90']:8.3f} {v['p99']:8.3f} {v['mean']:8.3f}")
+    print(f"\nread_file: boxmaker / plain p50 = {results['read_file/boxmaker']['p50'] / results['read_file/plain']['p50']:.2f} (goal <= 1.2)")
+    print(f"run: boxmaker / bwrap-per-call p50 = {results['run/boxmaker']['p50'] / results['run/bwrap']['p50']:.2f} (goal <= 0.8)")
+    print(f"\n{'throughput, 4 sessions':<24} {'calls/s':>9} {'server-side CPU ms/call':>24}")
+    for k, v in rates.items():
+        print(f"{k:<24} {v['calls_per_s']:9.0f} {v['cpu_ms_per_call']:24.2f}")
+    print(json.dumps({"latency": results, "throughput": rates}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker()
+    else:
+        asyncio.run(main())
