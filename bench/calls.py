@@ -18,13 +18,16 @@ themselves left out.
 
 Usage: tests/py/client-venv/bin/python3 bench/calls.py [N] [SECONDS]
   N calls per latency path (default 300), SECONDS per throughput path (default 5).
-  BOXMAKER_BIN=path uses that binary (default: target/release/boxmaker, built first).
+  BOXMAKER_BIN=path uses that binary (default: target/release/boxmaker, built first);
+  CALLS_ONLY=read_file/boxmaker,run/bwrap runs only those paths; N or SECONDS 0 skips
+  latency or throughput.
 """
 import asyncio, json, os, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 N = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "--worker" else 300
+ONLY = [x for x in os.environ.get("CALLS_ONLY", "").split(",") if x]
 SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] != "--worker" else 5.0
 
 from mcp import ClientSession, StdioServerParameters
@@ -261,15 +264,21 @@ async def main():
     with tempfile.TemporaryDirectory() as d:
         prepare(d, sessions + ["lat"])
         ps = paths(d, bm)
+        names = [n for n in ps if not ONLY or n in ONLY]
         # Paired: each anchor right before its boxmaker path, twice, keeping the better run.
-        for name in ["read_file/plain", "read_file/boxmaker", "run/bwrap", "run/boxmaker"]:
-            runs = [await latency(ps[name], N) for _ in range(2)]
-            results[name] = min(runs, key=lambda r: r["p50"])
-        for name in ["read_file/plain", "read_file/boxmaker", "run/bwrap", "run/boxmaker"]:
-            rates[name] = throughput(ps[name], sessions, d, SECONDS)
+        for name in names:
+            if N:
+                runs = [await latency(ps[name], N) for _ in range(2)]
+                results[name] = min(runs, key=lambda r: r["p50"])
+        for name in names:
+            if SECONDS:
+                rates[name] = throughput(ps[name], sessions, d, SECONDS)
     print(f"{'path':<20} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
     for k, v in results.items():
         print(f"{k:<20} {v['p50']:8.3f} {v['p90']:8.3f} {v['p99']:8.3f} {v['mean']:8.3f}")
+    if len(results) < 4:
+        print(json.dumps({"latency": results, "throughput": rates}, indent=1))
+        return
     print(f"\nread_file: boxmaker / plain p50 = {results['read_file/boxmaker']['p50'] / results['read_file/plain']['p50']:.2f} (goal <= 1.2)")
     print(f"run: boxmaker / bwrap-per-call p50 = {results['run/boxmaker']['p50'] / results['run/bwrap']['p50']:.2f} (goal <= 0.8)")
     print(f"\n{'throughput, 4 sessions':<24} {'calls/s':>9} {'server-side CPU ms/call':>24}")

@@ -142,8 +142,7 @@ impl Runner {
             tool: tool.into(),
             arguments: arguments.into(),
         };
-        write_runner_request(&mut self.stdin, &RunnerRequest::call(id, req, class, false))
-            .unwrap();
+        write_runner_request(&mut self.stdin, &RunnerRequest::call(id, req, class, false)).unwrap();
         id
     }
 
@@ -545,7 +544,11 @@ fn warm_servers(runner: u32) -> Vec<u32> {
     };
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
@@ -601,11 +604,21 @@ fn test_file_calls_reuse_one_warm_box_per_session_and_tool_and_sessions_never_sh
     let mut r = fx.start();
     let runner = r.child.id();
     result(&r.call("s1", "write_file", r#"{"path":"a.txt","content":"one"}"#));
-    assert_eq!(result(&r.call("s1", "read_file", r#"{"path":"a.txt"}"#)).0, "one");
+    assert_eq!(
+        result(&r.call("s1", "read_file", r#"{"path":"a.txt"}"#)).0,
+        "one"
+    );
     let first = warm_servers(runner);
     assert_eq!(first.len(), 2, "one box for write_file, one for read_file");
-    assert_eq!(result(&r.call("s1", "read_file", r#"{"path":"a.txt"}"#)).0, "one");
-    assert_eq!(warm_servers(runner), first, "the second read used the same box");
+    assert_eq!(
+        result(&r.call("s1", "read_file", r#"{"path":"a.txt"}"#)).0,
+        "one"
+    );
+    assert_eq!(
+        warm_servers(runner),
+        first,
+        "the second read used the same box"
+    );
     assert!(first.iter().all(|&p| works_for(p, "s1")));
 
     // Another session gets a box of its own, over its own workspace.
@@ -620,7 +633,10 @@ fn test_file_calls_reuse_one_warm_box_per_session_and_tool_and_sessions_never_sh
     let id = reset(&mut r, "s1");
     let reply = read_runner_reply(&mut r.stdout).unwrap();
     assert_eq!(reply.id, id);
-    assert!(matches!(reply.reply, RunnerAnswer::Reset { .. }), "{reply:?}");
+    assert!(
+        matches!(reply.reply, RunnerAnswer::Reset { .. }),
+        "{reply:?}"
+    );
     assert_eq!(warm_servers(runner), s2);
 }
 
@@ -636,7 +652,10 @@ fn test_a_file_call_that_blocks_times_out_and_its_warm_box_is_killed_and_replace
     assert!(failure(&stuck).contains("timed out after 2 s"), "{stuck:?}");
     let left: Vec<u32> = warm_servers(runner);
     assert_eq!(left.len(), 1, "only write_file's box is left: {left:?}");
-    assert_eq!(result(&r.call("s1", "read_file", r#"{"path":"ok.txt"}"#)).0, "fine");
+    assert_eq!(
+        result(&r.call("s1", "read_file", r#"{"path":"ok.txt"}"#)).0,
+        "fine"
+    );
     assert_eq!(warm_servers(runner).len(), 2);
 }
 
@@ -647,9 +666,11 @@ fn test_a_reset_stops_a_file_call_blocked_in_its_warm_box_and_ends_the_box() {
     let runner = r.child.id();
     result(&r.call("s1", "run", r#"{"argv":["mkfifo","/work/pipe"]}"#));
     let call = r.send("s1", "read_file", r#"{"path":"/work/pipe"}"#);
-    testkit::wait_until("the warm box to start", std::time::Duration::from_secs(10), || {
-        !warm_servers(runner).is_empty()
-    });
+    testkit::wait_until(
+        "the warm box to start",
+        std::time::Duration::from_secs(10),
+        || !warm_servers(runner).is_empty(),
+    );
     let id = reset(&mut r, "s1");
     let mut answered = Vec::new();
     for _ in 0..2 {
@@ -671,11 +692,7 @@ fn test_a_warm_boxs_own_proc_files_are_closed_to_what_it_reads() {
     let fx = Fixture::new();
     let mut r = fx.start();
     // Its memory may hold earlier calls' data; its descriptors are its request pipes.
-    for path in [
-        "/proc/self/environ",
-        "/proc/self/mem",
-        "/proc/self/fd/0",
-    ] {
+    for path in ["/proc/self/environ", "/proc/self/mem", "/proc/self/fd/0"] {
         let out = r.call("s1", "read_file", &format!(r#"{{"path":"{path}"}}"#));
         let why = failure(&out);
         assert!(
@@ -703,14 +720,14 @@ write = true
     );
     let out = fx.lab.mkdir("out");
     // The box user is not the test's user: the mount is open to it as the config says.
-    std::fs::set_permissions(
-        &out,
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
+    std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let mut r = fx.start();
     let runner = r.child.id();
-    let w = r.call("s1", "write_file", r#"{"path":"/data/out/a.txt","content":"x"}"#);
+    let w = r.call(
+        "s1",
+        "write_file",
+        r#"{"path":"/data/out/a.txt","content":"x"}"#,
+    );
     result(&w);
     let before = warm_servers(runner);
     assert_eq!(before.len(), 1);
@@ -728,7 +745,11 @@ write = true
     assert_eq!(after.len(), 1, "the old box was ended: {after:?}");
     assert_ne!(after, before);
     assert!(mount_options(after[0], "/data/out").starts_with("ro"));
-    let down = r.call("s1", "write_file", r#"{"path":"/data/out/c.txt","content":"z"}"#);
+    let down = r.call(
+        "s1",
+        "write_file",
+        r#"{"path":"/data/out/c.txt","content":"z"}"#,
+    );
     assert!(failure(&down).contains("refused"), "{down:?}");
     assert!(!fx.path().join("out/c.txt").exists());
 }

@@ -137,9 +137,8 @@ pub fn read_frame(r: &mut impl Read, limit: usize) -> std::io::Result<Option<Vec
 
 /// Writes `body` as one frame (see [`serve`]) and flushes.
 pub fn write_frame(w: &mut impl Write, body: &[u8]) -> std::io::Result<()> {
-    let len = u32::try_from(body.len()).map_err(|_| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "a frame over 4 GiB")
-    })?;
+    let len = u32::try_from(body.len())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a frame over 4 GiB"))?;
     w.write_all(&len.to_be_bytes())?;
     w.write_all(body)?;
     w.flush()

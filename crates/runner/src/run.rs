@@ -19,9 +19,9 @@ use serde::Serialize;
 use crate::builtin::{self, BuiltinCall};
 use crate::fit::fit_result;
 use crate::inbox::{INBOX_BINARY, INBOX_SERVE_ARG, InboxReply, InboxRequest};
-use crate::warm::WarmError;
 use crate::label::{Hosts, class_of_reads};
 use crate::running::{Admitted, REFUSED, Resetting, Running, STOPPED};
+use crate::warm::WarmError;
 
 /// How much of each output stream `run` keeps before the result is fitted to a frame.
 const RUN_OUTPUT_CAP: usize = 2 * proto::MAX_FRAME;

@@ -243,8 +243,7 @@ fn start(spec: &Spec, helper: &HelperCommand, shape: Shape) -> Result<WarmBox, W
     let mut spec = spec.clone();
     spec.limits.timeout = LIFETIME;
     spec.limits.cpu_seconds = LIFETIME.as_secs();
-    let mut process =
-        sandbox::spawn(&spec, helper).map_err(|e| WarmError::Start(e.to_string()))?;
+    let mut process = sandbox::spawn(&spec, helper).map_err(|e| WarmError::Start(e.to_string()))?;
     let (Some(stdin), Some(mut stdout)) = (process.stdin.take(), process.stdout.take()) else {
         let _ = process.stop();
         return Err(WarmError::Start("no pipes to the box".into()));
