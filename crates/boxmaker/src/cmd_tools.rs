@@ -72,15 +72,62 @@ enum ToolsCommand {
     },
 }
 
-/// Runs discovery for the servers the discovery file does not know (all of them with
-/// `all`), reporting each failure on stderr, and returns the catalog. A server that cannot
-/// be asked only loses its tools; the rest are offered.
-pub fn discover(cfg: &Arc<Config>, all: bool) -> Result<Arc<Catalog>, CliError> {
-    discover_counting(cfg, all).map(|(catalog, _)| catalog)
+/// Discovery for a process that hosts a front (`boxmaker mcp`), which never reads a secret
+/// (docs/spec.md §3.8): the servers that need one are discovered first by a process of their
+/// own, `boxmaker __discover` (the runner's code, as `tools list` runs it), which holds the
+/// values and exits; then the rest here. A server that cannot be asked only loses its
+/// tools; the rest are offered.
+pub fn discover_for_front(
+    cfg: &Arc<Config>,
+    config: &std::path::Path,
+) -> Result<Arc<Catalog>, CliError> {
+    if cfg
+        .tools
+        .iter()
+        .any(|t| matches!(t.kind, ToolKind::Mcp { .. }) && !t.secrets.is_empty())
+    {
+        let me = std::env::current_exe().map_err(|e| {
+            CliError::Local(format!("cannot find this binary to discover with: {e}"))
+        })?;
+        let status = std::process::Command::new(me)
+            .arg("__discover")
+            .arg("--config")
+            .arg(std::path::absolute(config).unwrap_or_else(|_| config.to_path_buf()))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .status();
+        if let Err(e) = status {
+            errln!("boxmaker: cannot discover the servers that need secrets: {e}");
+        }
+    }
+    discover_counting(cfg, false, false).map(|(catalog, _)| catalog)
 }
 
-/// [`discover`], and how many servers could not be asked.
-fn discover_counting(cfg: &Arc<Config>, all: bool) -> Result<(Arc<Catalog>, usize), CliError> {
+/// `boxmaker __discover --config FILE`: discovery of the servers the discovery file does
+/// not know yet, with their secrets, for `boxmaker mcp` (see [`discover_for_front`]).
+#[derive(Debug, clap::Args)]
+pub struct DiscoverArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+}
+
+pub fn discover_role(args: &DiscoverArgs) -> Result<u8, CliError> {
+    let cfg = Arc::new(config::load(&args.config)?);
+    create_state_dir(&cfg.gate.state)?;
+    let (_, failed) = discover_counting(&cfg, false, true)?;
+    Ok(u8::from(failed > 0))
+}
+
+/// Runs discovery for the servers the discovery file does not know (all of them with
+/// `all`), reporting each failure on stderr, and returns the catalog and how many servers
+/// could not be asked. Without `secrets`, a server that needs one is left for a process that
+/// reads them.
+fn discover_counting(
+    cfg: &Arc<Config>,
+    all: bool,
+    secrets: bool,
+) -> Result<(Arc<Catalog>, usize), CliError> {
     if !cfg
         .tools
         .iter()
@@ -89,6 +136,11 @@ fn discover_counting(cfg: &Arc<Config>, all: bool) -> Result<(Arc<Catalog>, usiz
         return Ok((Arc::default(), 0));
     }
     let runner = Runner::new(cfg.clone(), &cfg.gate.state)?;
+    let runner = if secrets {
+        runner
+    } else {
+        runner.without_secrets()
+    };
     let mut failed = 0;
     for (server, r) in runner.refresh_tools(all) {
         if let Err(e) = r {
@@ -115,7 +167,7 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
     }
     create_state_dir(&cfg.gate.state)?;
     let refresh = matches!(args.what, ToolsCommand::Refresh);
-    let (catalog, failed) = discover_counting(&cfg, refresh)?;
+    let (catalog, failed) = discover_counting(&cfg, refresh, true)?;
     match &args.what {
         ToolsCommand::List | ToolsCommand::Refresh => {
             if catalog.entries().is_empty() && catalog.problems.is_empty() && failed == 0 {

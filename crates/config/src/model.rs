@@ -16,7 +16,9 @@
 //!   so), `write = false`, no `name` (then no tool can name it in `mounts`).
 //! - `[[tool]]`: `class = "public"`, `untrusted = false`, `network = false`, `env = []`,
 //!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`,
-//!   `mounts` = every mount, `egress` = every egress rule.
+//!   `mounts` = every mount, `egress` = every egress rule, no `secrets`.
+//! - `[[secret]]`: no defaults; `name` and exactly one of `env`, `file`, `command`
+//!   (`crate::secret`).
 //! - `[[egress]]`: `ports = [443, 80]`, `tunnel_ports = [443]` (when `ports` has 443, else
 //!   none), `class = "public"`, `returns` = its `class`, no `name`. `host` has no default: a
 //!   rule says what it names.
@@ -44,6 +46,7 @@ use crate::egress::{DEFAULT_PORTS, DEFAULT_TUNNEL_PORT, EgressRule, HostPattern}
 use crate::error::{ConfigError, Source};
 use crate::labels::LabelRule;
 use crate::raw;
+use crate::secret::{RESERVED_VARIABLES, Secret, SecretSource, SecretVars};
 use crate::typed::{self, Lists};
 
 /// The longest tool name the major model APIs accept.
@@ -76,12 +79,20 @@ pub struct Config {
     /// The values the config names (`[lists]` entries, conditions' literals), canonical: a
     /// `from` test counts them as trusted (docs/spec.md §3.7).
     pub known: Arc<Known>,
+    /// The `[[secret]]`s, in file order: where each credential comes from (never its value;
+    /// the runner reads it, docs/spec.md §3.8).
+    pub secrets: Vec<Secret>,
 }
 
 impl Config {
     /// The tool called `name`, if the config defines one.
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The `[[secret]]` called `name`, if the config defines one.
+    pub fn secret(&self, name: &str) -> Option<&Secret> {
+        self.secrets.iter().find(|s| s.name == name)
     }
 
     /// Whether a call to `name` could reach a tool of this config: a builtin tool by that
@@ -314,6 +325,9 @@ pub struct Tool {
     /// The egress rules it may use, by a rule's `name` or `host` as written; `None` is
     /// every rule (`[[tool]] egress`).
     pub egress: Option<Vec<String>>,
+    /// The secrets its box is handed, as environment variables: variable → secret name
+    /// (`[[tool]] secrets`; only a stdio server or `run`, docs/spec.md §3.8).
+    pub secrets: SecretVars,
 }
 
 impl Tool {
@@ -382,7 +396,8 @@ pub(crate) fn parse(
     let limits = ctx.limits(file.limits)?;
     let mounts = ctx.mounts(file.mount, &gate.state)?;
     let egress = ctx.egress(file.egress)?;
-    let tools = ctx.tools(file.tool, &mounts, &egress)?;
+    let secrets = ctx.secrets(file.secret, &mounts)?;
+    let tools = ctx.tools(file.tool, &mounts, &egress, &secrets)?;
     let audit = ctx.audit(file.audit, &gate.state, &mounts)?;
     let grants = ctx.grants(file.grant, &lists)?;
     let labels = ctx.labels(file.label, &lists)?;
@@ -398,6 +413,7 @@ pub(crate) fn parse(
         file: None,
         fingerprint: fingerprint(text, base),
         known,
+        secrets,
     })
 }
 
@@ -1134,6 +1150,7 @@ impl Ctx<'_> {
         raw: Vec<raw::Tool>,
         mounts: &[Mount],
         egress: &[EgressRule],
+        secrets: &[Secret],
     ) -> Result<Vec<Tool>, ConfigError> {
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut out = Vec::with_capacity(raw.len());
@@ -1197,10 +1214,27 @@ impl Ctx<'_> {
                         ),
                     );
                 }
+                if let Some(s) = secrets
+                    .iter()
+                    .find(|s| s.source == SecretSource::Env(v.get_ref().clone()))
+                {
+                    return self.err(
+                        v.span(),
+                        format!(
+                            "tool {name:?} passes {:?} through `env`, which is where the secret \
+                             {:?} is read from: hand it over with `secrets = [{:?}]`, so its \
+                             value is redacted from every answer",
+                            v.get_ref(),
+                            s.name,
+                            s.name
+                        ),
+                    );
+                }
                 env.push(v.into_inner());
             }
             let tool_mounts = self.tool_mounts(&name, t.mounts, mounts)?;
             let tool_egress = self.tool_egress(&name, t.network, t.egress, egress)?;
+            let tool_secrets = self.tool_secrets(&name, &kind, t.secrets, &env, secrets)?;
             out.push(Tool {
                 name,
                 kind,
@@ -1210,7 +1244,238 @@ impl Ctx<'_> {
                 env,
                 mounts: tool_mounts,
                 egress: tool_egress,
+                secrets: tool_secrets,
             });
+        }
+        Ok(out)
+    }
+
+    /// The `[[secret]]`s: each name unique, exactly one of `env`, `file`, `command`; a file
+    /// never inside a mount (a box would read it).
+    fn secrets(&self, raw: Vec<raw::Secret>, mounts: &[Mount]) -> Result<Vec<Secret>, ConfigError> {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::with_capacity(raw.len());
+        for s in raw {
+            let name = s.name.get_ref().clone();
+            if !is_valid_tool_name(&name) {
+                return self.err(
+                    s.name.span(),
+                    format!(
+                        "secret name {name:?} must be 1 to 64 ASCII letters, digits, `_` or `-`"
+                    ),
+                );
+            }
+            let line = self.src.line_of(s.name.span().start);
+            if let Some(first) = seen.insert(name.clone(), line) {
+                return self.err(
+                    s.name.span(),
+                    format!("secret {name:?} is defined twice (first on line {first})"),
+                );
+            }
+            let given = [s.env.is_some(), s.file.is_some(), s.command.is_some()]
+                .iter()
+                .filter(|x| **x)
+                .count();
+            if given != 1 {
+                return self.err(
+                    s.name.span(),
+                    format!(
+                        "secret {name:?} needs exactly one of `env = \"VARIABLE\"`, `file = \
+                         \"PATH\"` or `command = [\"program\", ...]` (it has {given})"
+                    ),
+                );
+            }
+            let source = if let Some(v) = s.env {
+                if !is_valid_env_name(v.get_ref()) {
+                    return self.err(
+                        v.span(),
+                        format!(
+                            "`env` of secret {name:?}: {:?} is not an environment variable name \
+                             (letters, digits and `_`, not starting with a digit)",
+                            v.get_ref()
+                        ),
+                    );
+                }
+                SecretSource::Env(v.into_inner())
+            } else if let Some(f) = s.file {
+                let path = self.host_path(&f, &format!("`file` of secret {name:?}"))?;
+                let p = lexical(&path);
+                if let Some(m) = mounts.iter().find(|m| p.starts_with(lexical(&m.host))) {
+                    return self.err(
+                        f.span(),
+                        format!(
+                            "the file of secret {name:?}, {}, is inside the mount {} ({}): a box \
+                             could read it; keep it outside every mount",
+                            path.display(),
+                            m.at.display(),
+                            m.host.display()
+                        ),
+                    );
+                }
+                SecretSource::File(path)
+            } else if let Some(c) = s.command {
+                let span = c.span();
+                let argv: Vec<String> = c
+                    .into_inner()
+                    .into_iter()
+                    .map(Spanned::into_inner)
+                    .collect();
+                if argv.first().is_none_or(String::is_empty) {
+                    return self.err(
+                        span,
+                        format!(
+                            "`command` of secret {name:?} is a program and its arguments, like \
+                             [\"pass\", \"show\", \"gh\"]; it may not be empty"
+                        ),
+                    );
+                }
+                SecretSource::Command(argv)
+            } else {
+                return self.err(
+                    s.name.span(),
+                    format!("secret {name:?} says where it comes from"),
+                );
+            };
+            out.push(Secret { name, source, line });
+        }
+        Ok(out)
+    }
+
+    /// A tool's `secrets`: a table `{ VARIABLE = "NAME" }`, or a list of names of secrets read
+    /// from a variable (each passed under that variable's name). Only a stdio server or `run`
+    /// has a box that runs a program to hand a variable to; every name must be a
+    /// `[[secret]]`, every variable a name no other part of the box's environment uses.
+    fn tool_secrets(
+        &self,
+        tool: &str,
+        kind: &ToolKind,
+        value: Option<Spanned<toml::Value>>,
+        env: &[String],
+        secrets: &[Secret],
+    ) -> Result<SecretVars, ConfigError> {
+        let mut out = SecretVars::new();
+        let Some(value) = value else {
+            return Ok(out);
+        };
+        let span = value.span();
+        if !matches!(kind, ToolKind::Mcp { .. } | ToolKind::Builtin(Builtin::Run)) {
+            return self.err(
+                span,
+                format!(
+                    "tool {tool:?} names `secrets`, which only a stdio server (`mcp`) or `run` \
+                     is handed (as variables of its box)"
+                ),
+            );
+        }
+        let defined = |name: &str| -> Result<&Secret, ConfigError> {
+            secrets.iter().find(|s| s.name == name).map_or_else(
+                || {
+                    self.err(
+                        span.clone(),
+                        format!(
+                            "tool {tool:?} names the secret {name:?}, but no [[secret]] has \
+                             `name = {name:?}`"
+                        ),
+                    )
+                },
+                Ok,
+            )
+        };
+        let pairs: Vec<(String, String)> = match value.into_inner() {
+            toml::Value::Table(t) => {
+                let mut pairs = Vec::with_capacity(t.len());
+                for (var, v) in t {
+                    let Some(secret) = v.as_str() else {
+                        return self.err(
+                            span,
+                            format!(
+                                "`secrets` of tool {tool:?} maps a variable to a secret's name, \
+                                 like {{ GITHUB_TOKEN = \"gh\" }}; {var:?} maps to a {}",
+                                v.type_str()
+                            ),
+                        );
+                    };
+                    defined(secret)?;
+                    pairs.push((var, secret.to_string()));
+                }
+                pairs
+            }
+            toml::Value::Array(items) => {
+                let mut pairs = Vec::with_capacity(items.len());
+                for v in items {
+                    let Some(secret) = v.as_str() else {
+                        return self.err(
+                            span,
+                            format!("`secrets` of tool {tool:?} lists secrets by name (strings)"),
+                        );
+                    };
+                    let s = defined(secret)?;
+                    let SecretSource::Env(var) = &s.source else {
+                        return self.err(
+                            span,
+                            format!(
+                                "tool {tool:?} lists the secret {secret:?}, which is read from {}: \
+                                 there is no variable name to pass it under; write \
+                                 `secrets = {{ VARIABLE = {secret:?} }}`",
+                                s.source.describe()
+                            ),
+                        );
+                    };
+                    if pairs.iter().any(|(_, n)| n == secret) {
+                        return self.err(
+                            span,
+                            format!("tool {tool:?} names the secret {secret:?} twice"),
+                        );
+                    }
+                    pairs.push((var.clone(), secret.to_string()));
+                }
+                pairs
+            }
+            other => {
+                return self.err(
+                    span,
+                    format!(
+                        "`secrets` of tool {tool:?} is a table {{ VARIABLE = \"NAME\" }} or a list \
+                         of names, not a {}",
+                        other.type_str()
+                    ),
+                );
+            }
+        };
+        for (var, secret) in pairs {
+            if !is_valid_env_name(&var) {
+                return self.err(
+                    span,
+                    format!(
+                        "`secrets` of tool {tool:?}: {var:?} is not an environment variable name \
+                         (letters, digits and `_`, not starting with a digit)"
+                    ),
+                );
+            }
+            if RESERVED_VARIABLES.contains(&var.as_str()) {
+                return self.err(
+                    span,
+                    format!(
+                        "`secrets` of tool {tool:?} passes a secret as {var}, which boxmaker \
+                         sets in every box itself; choose another variable"
+                    ),
+                );
+            }
+            if env.contains(&var) {
+                return self.err(
+                    span,
+                    format!(
+                        "tool {tool:?} passes {var} both through `env` and as the secret \
+                         {secret:?}; name it once"
+                    ),
+                );
+            }
+            if out.insert(var.clone(), secret).is_some() {
+                return self.err(
+                    span,
+                    format!("`secrets` of tool {tool:?} passes {var} twice"),
+                );
+            }
         }
         Ok(out)
     }

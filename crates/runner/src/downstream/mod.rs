@@ -226,6 +226,24 @@ fn tool_def(t: &rmcp::model::Tool) -> ToolDef {
     }
 }
 
+/// `d` with every secret `redactor` knows replaced in its text and schemas.
+fn redacted_def(mut d: ToolDef, redactor: &crate::secrets::Redactor) -> ToolDef {
+    if redactor.is_empty() {
+        return d;
+    }
+    d.name = redactor.redact(&d.name).into_owned();
+    d.title = d.title.map(|t| redactor.redact(&t).into_owned());
+    d.description = d.description.map(|t| redactor.redact(&t).into_owned());
+    redactor.redact_value(&mut d.input_schema);
+    for v in [d.output_schema.as_mut(), d.annotations.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        redactor.redact_value(v);
+    }
+    d
+}
+
 /// The most tools taken from one server, and the most pages asked for them: a server that
 /// pages forever, or offers a million tools, is cut off rather than held in memory.
 const MAX_TOOLS: usize = 1024;
@@ -253,7 +271,12 @@ fn depth(v: &serde_json::Value) -> usize {
 }
 
 /// `tools/list`, page by page, within [`MAX_TOOLS`] and [`MAX_PAGES`].
-async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<ToolDef>, String> {
+/// Each definition is redacted of every secret `redactor` knows (a description is read by
+/// the model: docs/spec.md §3.8).
+async fn list_tools(
+    peer: &rmcp::Peer<RoleClient>,
+    redactor: &crate::secrets::Redactor,
+) -> Result<Vec<ToolDef>, String> {
     let mut out = Vec::new();
     let mut cursor = None;
     for _ in 0..MAX_PAGES {
@@ -264,16 +287,21 @@ async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<ToolDef>, Strin
             .map_err(|e| e.to_string())?;
         // A definition no model may be shown (over the catalog's size limit, or nested
         // deeper than any real schema) is dropped here, before it reaches the discovery file.
-        out.extend(page.tools.iter().map(tool_def).filter(|d| {
-            serde_json::to_vec(d).is_ok_and(|v| v.len() <= catalog::MAX_DEFINITION)
-                && depth(&d.input_schema) <= MAX_SCHEMA_DEPTH
-                && d.output_schema
-                    .as_ref()
-                    .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
-                && d.annotations
-                    .as_ref()
-                    .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
-        }));
+        out.extend(
+            page.tools
+                .iter()
+                .map(|t| redacted_def(tool_def(t), redactor))
+                .filter(|d| {
+                    serde_json::to_vec(d).is_ok_and(|v| v.len() <= catalog::MAX_DEFINITION)
+                        && depth(&d.input_schema) <= MAX_SCHEMA_DEPTH
+                        && d.output_schema
+                            .as_ref()
+                            .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
+                        && d.annotations
+                            .as_ref()
+                            .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
+                }),
+        );
         if out.len() > MAX_TOOLS {
             return Err(format!("the server offers over {MAX_TOOLS} tools"));
         }
@@ -557,7 +585,7 @@ impl Runner {
             match within(
                 timeout,
                 "list its tools",
-                list_tools(instance.service.peer()),
+                list_tools(instance.service.peer(), &self.secrets().redactor()),
             )
             .await
             {
@@ -744,11 +772,19 @@ impl Runner {
             spec.limits.timeout = SERVER_LIFETIME;
         }
         spec.limits.cpu_seconds = spec.limits.timeout.as_secs();
+        // Its secrets, as the variables the config names (read here, in the runner, the one
+        // process that reads them); discovery needs them too, to start the server at all.
+        self.hand_secrets(tool, &mut spec)?;
         let helper = self.helper().clone();
-        let mut boxed = tokio::task::spawn_blocking(move || sandbox::spawn(&spec, &helper))
-            .await
-            .map_err(|e| format!("cannot start its box: {e}"))?
-            .map_err(|e| format!("cannot start its box: {e}"))?;
+        let scrubbed = tool.clone();
+        let mut boxed = tokio::task::spawn_blocking(move || {
+            let boxed = sandbox::spawn(&spec, &helper);
+            crate::secrets::scrub(&scrubbed, &mut spec);
+            boxed
+        })
+        .await
+        .map_err(|e| format!("cannot start its box: {e}"))?
+        .map_err(|e| format!("cannot start its box: {e}"))?;
         if let Some(call) = call {
             match boxed.stopper() {
                 Ok(s) => call.guard_box(s),
@@ -780,9 +816,12 @@ impl Runner {
         let logged = label.map(|_| session);
         let path = stderr::log_path(self.state_dir(), logged, &tool.name);
         let command = stderr::log_command(logged, &tool.name);
+        // What it writes there is redacted as its answers are: its log is read by a person,
+        // and its last lines may be quoted in a failure.
+        let redactor = self.secrets().redactor();
         let stderr = match boxed.stderr.take() {
-            Some(err) => stderr::Stderr::drain(err, path, command),
-            None => stderr::Stderr::drain(std::io::empty(), path, command),
+            Some(err) => stderr::Stderr::drain(err, path, command, redactor),
+            None => stderr::Stderr::drain(std::io::empty(), path, command, redactor),
         };
         let io = |e: std::io::Error| format!("cannot talk to the server: {e}");
         let (Some(stdin), Some(stdout)) = (boxed.stdin.take(), boxed.stdout.take()) else {
@@ -795,7 +834,12 @@ impl Runner {
         let boxed = Mutex::new(Some(boxed));
         let ready = async {
             let service = within(timeout, "initialize", ().serve(transport)).await?;
-            let tools = within(timeout, "list its tools", list_tools(service.peer())).await?;
+            let tools = within(
+                timeout,
+                "list its tools",
+                list_tools(service.peer(), &self.secrets().redactor()),
+            )
+            .await?;
             Ok::<_, String>((service, tools))
         };
         let (service, tools) = match ready.await {
@@ -901,7 +945,8 @@ impl Runner {
             let cached = known
                 .as_ref()
                 .is_some_and(|f| f.servers.contains_key(&catalog::server_key(argv)));
-            if cached && !all {
+            // A server that needs a secret is left to a process that reads them.
+            if (cached && !all) || (!tool.secrets.is_empty() && !self.secrets().reads()) {
                 continue;
             }
             let r = self.discover(tool).and_then(|tools| {
