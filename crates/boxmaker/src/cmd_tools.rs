@@ -81,11 +81,13 @@ pub fn discover_for_front(
     cfg: &Arc<Config>,
     config: &std::path::Path,
 ) -> Result<Arc<Catalog>, CliError> {
-    if cfg
-        .tools
-        .iter()
-        .any(|t| matches!(t.kind, ToolKind::Mcp { .. }) && !t.secrets.is_empty())
-    {
+    if cfg.tools.iter().any(|t| match &t.kind {
+        ToolKind::Mcp { .. } => !t.secrets.is_empty(),
+        // A remote server is discovered by the runner's code too: its connection is a
+        // destination, and its credential a secret (never the front's).
+        ToolKind::Remote { .. } => true,
+        ToolKind::Builtin(_) => false,
+    }) {
         let me = std::env::current_exe().map_err(|e| {
             CliError::Local(format!("cannot find this binary to discover with: {e}"))
         })?;
@@ -128,11 +130,7 @@ fn discover_counting(
     all: bool,
     secrets: bool,
 ) -> Result<(Arc<Catalog>, usize), CliError> {
-    if !cfg
-        .tools
-        .iter()
-        .any(|t| matches!(t.kind, ToolKind::Mcp { .. }))
-    {
+    if !cfg.tools.iter().any(|t| t.kind.is_server()) {
         return Ok((Arc::default(), 0));
     }
     let runner = Runner::new(cfg.clone(), &cfg.gate.state)?;
@@ -260,9 +258,10 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
             };
             let state = cfg.gate.state.clone();
             for (e, expect) in chosen {
-                let Some(ToolKind::Mcp { argv, .. }) = cfg.tool(&e.server).map(|t| &t.kind) else {
+                let Some(argv) = cfg.tool(&e.server).and_then(|t| t.kind.server_argv()) else {
                     continue;
                 };
+                let argv = &argv;
                 // Under the file's lock: the definition checked is the one accepted.
                 let outcome = ToolsFile::update(&state, |f| {
                     let now = f
@@ -309,11 +308,9 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
 
 /// The definition of `server`'s tool `name` last seen.
 fn seen(cfg: &Config, server: &str, name: &str) -> Option<catalog::ToolDef> {
-    let ToolKind::Mcp { argv, .. } = &cfg.tool(server)?.kind else {
-        return None;
-    };
+    let argv = cfg.tool(server)?.kind.server_argv()?;
     let file = ToolsFile::load(&cfg.gate.state).ok()?;
-    let rec = file.servers.get(&catalog::server_key(argv))?;
+    let rec = file.servers.get(&catalog::server_key(&argv))?;
     rec.tools.iter().find(|d| d.name == name).cloned()
 }
 
@@ -327,9 +324,7 @@ fn log(
 ) -> Result<u8, CliError> {
     use runner::downstream::stderr;
     let state = &cfg.gate.state;
-    let is_server = cfg
-        .tool(server)
-        .is_some_and(|t| matches!(t.kind, ToolKind::Mcp { .. }));
+    let is_server = cfg.tool(server).is_some_and(|t| t.kind.is_server());
     // A name is one file name: never a path out of the logs' directory.
     if server.is_empty() || server.contains('/') || server.starts_with('.') {
         return Err(CliError::Local(format!(

@@ -24,7 +24,8 @@
 //!    (`Config::answer_label`, the one place a call's label comes from).
 //! 7. [`secret`] — `[[secret]]`: where a credential comes from (never its value), and the
 //!    variables a tool's box is handed.
-//! 8. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
+//! 8. [`remote`] — a remote MCP server's URL, transport and credentials (by name).
+//! 9. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
 //!    before it asks anyone; the runner decodes with it before it runs).
 
 #![forbid(unsafe_code)]
@@ -36,6 +37,7 @@ pub mod labels;
 pub mod model;
 mod raw;
 pub mod reach;
+pub mod remote;
 pub mod secret;
 mod typed;
 
@@ -48,6 +50,7 @@ pub use model::{
     Audit, BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name,
 };
 pub use reach::box_label;
+pub use remote::{HeaderValue, RemoteUrl, Transport};
 pub use secret::{Secret, SecretSource, SecretVars};
 
 /// The name of the config file `boxmaker init` writes and the commands look for.

@@ -46,6 +46,7 @@ use crate::egress::{DEFAULT_PORTS, DEFAULT_TUNNEL_PORT, EgressRule, HostPattern}
 use crate::error::{ConfigError, Source};
 use crate::labels::LabelRule;
 use crate::raw;
+use crate::remote::{self, HeaderValue, RemoteUrl, Transport};
 use crate::secret::{RESERVED_VARIABLES, Secret, SecretSource, SecretVars};
 use crate::typed::{self, Lists};
 
@@ -303,6 +304,54 @@ pub enum ToolKind {
         /// Stop an idle server after this many seconds.
         idle_timeout: Option<u64>,
     },
+    /// A remote MCP server, reached by the runner itself (no box): docs/spec.md §3.9.
+    Remote {
+        url: RemoteUrl,
+        transport: Transport,
+        /// As for `Mcp`.
+        prefix: Option<String>,
+        pin: bool,
+        idle_timeout: Option<u64>,
+        /// The secret sent as `Authorization: Bearer …`.
+        bearer: Option<String>,
+        /// Headers sent with every request, in name order.
+        headers: Vec<(String, HeaderValue)>,
+    },
+}
+
+impl ToolKind {
+    /// Whether it is a downstream MCP server (stdio or remote).
+    pub fn is_server(&self) -> bool {
+        matches!(self, ToolKind::Mcp { .. } | ToolKind::Remote { .. })
+    }
+
+    /// The key its record has in the discovery file: a stdio server's command line, a
+    /// remote server's `["<remote>", URL]` (no command line starts with that).
+    pub fn server_argv(&self) -> Option<Vec<String>> {
+        match self {
+            ToolKind::Mcp { argv, .. } => Some(argv.clone()),
+            ToolKind::Remote { url, .. } => Some(vec!["<remote>".into(), url.text.clone()]),
+            ToolKind::Builtin(_) => None,
+        }
+    }
+
+    /// `pin` of a server.
+    pub fn pinned(&self) -> bool {
+        match self {
+            ToolKind::Mcp { pin, .. } | ToolKind::Remote { pin, .. } => *pin,
+            ToolKind::Builtin(_) => false,
+        }
+    }
+
+    /// `idle_timeout` of a server.
+    pub fn idle_timeout(&self) -> Option<u64> {
+        match self {
+            ToolKind::Mcp { idle_timeout, .. } | ToolKind::Remote { idle_timeout, .. } => {
+                *idle_timeout
+            }
+            ToolKind::Builtin(_) => None,
+        }
+    }
 }
 
 /// One `[[tool]]`.
@@ -340,7 +389,9 @@ impl Tool {
     /// `prefix`, else its own name; `""` for none. `None` for a builtin.
     pub fn exposed_prefix(&self) -> Option<&str> {
         match &self.kind {
-            ToolKind::Mcp { prefix, .. } => Some(prefix.as_deref().unwrap_or(&self.name)),
+            ToolKind::Mcp { prefix, .. } | ToolKind::Remote { prefix, .. } => {
+                Some(prefix.as_deref().unwrap_or(&self.name))
+            }
             ToolKind::Builtin(_) => None,
         }
     }
@@ -1169,6 +1220,75 @@ impl Ctx<'_> {
                     format!("tool {name:?} is defined twice (first on line {first})"),
                 );
             }
+            if let Some(url) = t.url {
+                if let Some(span) = t
+                    .builtin
+                    .as_ref()
+                    .map(|_| url.span())
+                    .or_else(|| t.mcp.as_ref().map(Spanned::span))
+                {
+                    return self.err(
+                        span,
+                        format!(
+                            "tool {name:?} has `url` and also `builtin` or `mcp`; give exactly one"
+                        ),
+                    );
+                }
+                for (key, span) in [
+                    ("network", t.network.then(|| url.span())),
+                    ("env", (!t.env.is_empty()).then(|| url.span())),
+                    ("mounts", t.mounts.as_ref().map(Spanned::span)),
+                    ("secrets", t.secrets.as_ref().map(Spanned::span)),
+                ] {
+                    if let Some(span) = span {
+                        return self.err(
+                            span,
+                            format!(
+                                "`{key}` is not for a remote tool: {name:?} runs in no box (its \
+                                 connection is decided by the [[egress]] rules, `egress = [...]` \
+                                 names those it may use; its credential is `bearer` or `headers`)"
+                            ),
+                        );
+                    }
+                }
+                let kind = self.remote(
+                    &name,
+                    url,
+                    t.transport,
+                    t.bearer,
+                    t.headers,
+                    t.prefix,
+                    t.pin,
+                    t.idle_timeout,
+                    secrets,
+                )?;
+                let tool_egress = self.tool_egress(&name, true, t.egress, egress)?;
+                out.push(Tool {
+                    name,
+                    kind,
+                    class: t.class.unwrap_or(DataClass::Public),
+                    untrusted: t.untrusted,
+                    network: false,
+                    env: Vec::new(),
+                    // No box: it can read no mount, so its reach is public.
+                    mounts: Some(Vec::new()),
+                    egress: tool_egress,
+                    secrets: SecretVars::new(),
+                });
+                continue;
+            }
+            for (key, span) in [
+                ("transport", t.transport.as_ref().map(Spanned::span)),
+                ("bearer", t.bearer.as_ref().map(Spanned::span)),
+                ("headers", t.headers.as_ref().map(Spanned::span)),
+            ] {
+                if let Some(span) = span {
+                    return self.err(
+                        span,
+                        format!("`{key}` is only for a remote tool (`url = \"https://…\"`), and {name:?} is not one"),
+                    );
+                }
+            }
             let kind = match (t.builtin, t.mcp) {
                 (Some(_), Some(mcp)) => {
                     return self.err(
@@ -1181,7 +1301,8 @@ impl Ctx<'_> {
                         t.name.span(),
                         format!(
                             "tool {name:?} needs `builtin = \"...\"` (read_file, write_file, \
-                             list_dir or run) or `mcp = [\"command\", ...]`"
+                             list_dir or run), `mcp = [\"command\", ...]` or `url = \
+                             \"https://…\"`"
                         ),
                     );
                 }
@@ -1478,6 +1599,115 @@ impl Ctx<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// A remote tool's `url`, `transport`, credentials and server settings.
+    #[allow(clippy::too_many_arguments)]
+    fn remote(
+        &self,
+        name: &str,
+        url: Spanned<String>,
+        transport: Option<Spanned<String>>,
+        bearer: Option<Spanned<String>>,
+        headers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+        prefix: Option<Spanned<String>>,
+        pin: Option<Spanned<bool>>,
+        idle_timeout: Option<Spanned<u64>>,
+        secrets: &[Secret],
+    ) -> Result<ToolKind, ConfigError> {
+        let parsed = RemoteUrl::parse(url.get_ref())
+            .or_else(|why| self.err(url.span(), format!("`url` of tool {name:?} {why}")))?;
+        let transport = match transport {
+            None => Transport::StreamableHttp,
+            Some(t) => match t.get_ref().as_str() {
+                "streamable-http" => Transport::StreamableHttp,
+                "sse" => Transport::Sse,
+                other => {
+                    return self.err(
+                        t.span(),
+                        format!("`transport` is \"streamable-http\" or \"sse\", not {other:?}"),
+                    );
+                }
+            },
+        };
+        let defined = |n: &Spanned<String>, what: &str| -> Result<String, ConfigError> {
+            if secrets.iter().any(|s| s.name == *n.get_ref()) {
+                Ok(n.get_ref().clone())
+            } else {
+                self.err(
+                    n.span(),
+                    format!(
+                        "{what} of tool {name:?} names the secret {:?}, but no [[secret]] has \
+                         `name = {:?}`",
+                        n.get_ref(),
+                        n.get_ref()
+                    ),
+                )
+            }
+        };
+        let bearer = bearer.map(|b| defined(&b, "`bearer`")).transpose()?;
+        let mut out_headers = Vec::new();
+        for (h, v) in headers.map(Spanned::into_inner).unwrap_or_default() {
+            if !remote::is_header_name(&h) {
+                return self.err(v.span(), format!("{h:?} is not an HTTP header name"));
+            }
+            let lower = h.to_ascii_lowercase();
+            if remote::RESERVED_HEADERS.contains(&lower.as_str())
+                || (lower == "authorization" && bearer.is_some())
+            {
+                return self.err(
+                    v.span(),
+                    format!("tool {name:?} may not set the header {h}: boxmaker's client sets it"),
+                );
+            }
+            let value = match v
+                .get_ref()
+                .strip_prefix(crate::secret::HEADER_SECRET_PREFIX)
+            {
+                Some(secret) => HeaderValue::Secret(defined(
+                    &Spanned::new(v.span(), secret.to_string()),
+                    &format!("header {h}"),
+                )?),
+                None => {
+                    if !v
+                        .get_ref()
+                        .bytes()
+                        .all(|b| b == b' ' || b.is_ascii_graphic())
+                    {
+                        return self.err(
+                            v.span(),
+                            format!("the header {h} of tool {name:?} holds a character a header value may not"),
+                        );
+                    }
+                    HeaderValue::Literal(v.into_inner())
+                }
+            };
+            out_headers.push((h, value));
+        }
+        let ToolKind::Mcp {
+            prefix,
+            pin,
+            idle_timeout,
+            ..
+        } = self.mcp(
+            name,
+            Spanned::new(url.span(), vec![Spanned::new(url.span(), "remote".into())]),
+            prefix,
+            pin,
+            idle_timeout,
+        )?
+        else {
+            return self.err(url.span(), "internal: a server's settings");
+        };
+        Ok(ToolKind::Remote {
+            url: parsed,
+            transport,
+            prefix,
+            pin,
+            idle_timeout,
+            bearer,
+            headers: out_headers,
+        })
     }
 
     fn mcp(

@@ -130,6 +130,11 @@ pub(crate) struct Tool {
     /// The secrets its box is handed as variables: a table `{ VARIABLE = "NAME" }` or a list
     /// of names of `env` secrets (checked in `model`).
     pub secrets: Option<Spanned<toml::Value>>,
+    /// A remote MCP server (docs/spec.md §3.9): its URL, transport and credentials.
+    pub url: Option<Spanned<String>>,
+    pub transport: Option<Spanned<String>>,
+    pub bearer: Option<Spanned<String>>,
+    pub headers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -216,3 +216,90 @@ fn a_secrets_variable_is_not_passed_through_env_unredacted() {
         "{msg}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Remote tools (docs/spec.md §3.9): their URL, transport and credentials by name.
+
+#[test]
+fn a_remote_tool_names_its_url_and_credentials() {
+    use config::{HeaderValue, ToolKind, Transport};
+    let c = ok(&format!(
+        r#"{SECRETS}
+[[tool]]
+name = "github"
+url = "https://api.githubcopilot.com/mcp/"
+bearer = "gh"
+headers = {{ X-MCP-Toolsets = "repos,issues", X-Api-Key = "secret:vault" }}
+pin = true
+prefix = "gh"
+"#
+    ));
+    let t = c.tool("github").unwrap();
+    let ToolKind::Remote {
+        url,
+        transport,
+        bearer,
+        headers,
+        pin,
+        prefix,
+        ..
+    } = &t.kind
+    else {
+        panic!("not remote: {t:?}");
+    };
+    assert_eq!(url.absolute(), "https://api.githubcopilot.com:443/mcp/");
+    assert_eq!(*transport, Transport::StreamableHttp);
+    assert_eq!(bearer.as_deref(), Some("gh"));
+    assert!(*pin && prefix.as_deref() == Some("gh"));
+    assert!(headers.contains(&("X-Api-Key".into(), HeaderValue::Secret("vault".into()))));
+    assert!(headers.contains(&(
+        "X-MCP-Toolsets".into(),
+        HeaderValue::Literal("repos,issues".into())
+    )));
+    // No box: it reads no mount, and it is a server the catalog keys by its URL.
+    assert_eq!(c.reach(t), proto::DataClass::Public);
+    assert!(t.kind.is_server() && t.could_expose("gh_get_me"));
+}
+
+#[test]
+fn a_remote_tool_is_refused_what_it_cannot_have() {
+    let base = |extra: &str| {
+        format!("{SECRETS}\n[[tool]]\nname = \"r\"\nurl = \"https://x.example/mcp\"\n{extra}")
+    };
+    let msg = bad(&base("bearer = \"nope\"\n"), 17);
+    assert!(
+        msg.contains("names the secret \"nope\", but no [[secret]]"),
+        "{msg}"
+    );
+    let msg = bad(&base("headers = { H = \"secret:nope\" }\n"), 17);
+    assert!(msg.contains("\"nope\""), "{msg}");
+    let msg = bad(&base("network = true\n"), 16);
+    assert!(msg.contains("runs in no box"), "{msg}");
+    let msg = bad(&base("mounts = []\n"), 17);
+    assert!(msg.contains("runs in no box"), "{msg}");
+    let msg = bad(
+        &base("bearer = \"gh\"\nheaders = { Authorization = \"x\" }\n"),
+        18,
+    );
+    assert!(
+        msg.contains("may not set the header Authorization"),
+        "{msg}"
+    );
+    let msg = bad(&base("transport = \"websocket\"\n"), 17);
+    assert!(msg.contains("\"streamable-http\" or \"sse\""), "{msg}");
+    let msg = bad(
+        &format!("{SECRETS}\n[[tool]]\nname = \"r\"\nurl = \"http://localhost:8080/mcp\"\n"),
+        16,
+    );
+    assert!(msg.contains("plain HTTP goes only to an address"), "{msg}");
+    let msg = bad(
+        &format!("{SECRETS}\n[[tool]]\nname = \"r\"\nurl = \"https://u@x.example/\"\n"),
+        16,
+    );
+    assert!(msg.contains("user info"), "{msg}");
+    let msg = bad(
+        &format!("{SECRETS}\n[[tool]]\nname = \"r\"\nmcp = [\"x\"]\nbearer = \"gh\"\n"),
+        17,
+    );
+    assert!(msg.contains("only for a remote tool"), "{msg}");
+}

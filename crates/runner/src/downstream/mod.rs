@@ -27,6 +27,7 @@
 //! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
+pub mod remote;
 pub mod stderr;
 pub mod transport;
 
@@ -111,6 +112,8 @@ struct Instance {
     /// Its box's floating label: what destinations answered it, and its calls' own labels,
     /// since it started (every later answer of it carries that).
     float: Arc<crate::egress::Float>,
+    /// A remote server: no box, no stderr (`remote::Client`).
+    remote: bool,
 }
 
 impl Instance {
@@ -120,6 +123,10 @@ impl Instance {
 
     /// Kills its box now (and with it every process the server started).
     fn kill(&self) {
+        // A remote server's session ends with its service (its calls in flight fail now).
+        if self.remote {
+            self.service.cancellation_token().cancel();
+        }
         stop_box(&self.boxed, Duration::ZERO);
     }
 
@@ -139,6 +146,9 @@ impl Instance {
     /// Why it failed: the transport's reason (else `fallback`), then how it ended.
     fn why(&self, fallback: &str) -> String {
         let why = get_reason(&self.reason).unwrap_or_else(|| fallback.to_string());
+        if self.remote {
+            return why;
+        }
         why + &ended(&self.boxed, &self.stderr)
     }
 }
@@ -600,7 +610,13 @@ impl Runner {
                     }
                     find(&now)
                 }
-                Err(why) => return fail(format!("{}: {why}", req.tool)),
+                Err(why) => {
+                    // A remote server's client knows better (a refused credential, say).
+                    let why = get_reason(&instance.reason)
+                        .filter(|_| instance.remote)
+                        .unwrap_or(why);
+                    return fail(format!("{}: {why}", req.tool));
+                }
             }
         } else {
             find(
@@ -746,6 +762,9 @@ impl Runner {
         call: Option<&Admitted>,
         shown_up_to: Option<proto::DataClass>,
     ) -> Result<Instance, String> {
+        if matches!(tool.kind, ToolKind::Remote { .. }) {
+            return self.start_remote(tool, session, label, timeout).await;
+        }
         let ToolKind::Mcp {
             argv, idle_timeout, ..
         } = &tool.kind
@@ -872,6 +891,97 @@ impl Runner {
             _egress: egress,
             calls,
             float,
+            remote: false,
+        })
+    }
+
+    /// Connects to `tool`'s remote server for `session` (no box: the runner is the client),
+    /// initializes an MCP session and lists its tools. Every connection it makes is decided
+    /// by the egress rules at the label of its moment (`remote::Client`).
+    async fn start_remote(
+        &self,
+        tool: &Tool,
+        session: &SessionId,
+        label: Option<proto::DataClass>,
+        timeout: Duration,
+    ) -> Result<Instance, String> {
+        let ToolKind::Remote {
+            transport,
+            idle_timeout,
+            url,
+            ..
+        } = &tool.kind
+        else {
+            return Err("not a remote MCP server".into());
+        };
+        if *transport == config::Transport::Sse {
+            return Err(format!(
+                "{} speaks the older HTTP+SSE transport (`transport = \"sse\"`), which \
+                 boxmaker's client does not speak yet; use the server's streamable HTTP URL",
+                url.text
+            ));
+        }
+        let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
+        let float = Arc::new(crate::egress::Float::new(tool.class, None));
+        let reason = Reason::default();
+        let client = remote::Client::new(
+            self,
+            tool,
+            crate::egress::BoxCtx {
+                session: session.clone(),
+                tool: tool.name.clone(),
+                call: None,
+                calls: Some(calls.clone()),
+                float: float.clone(),
+            },
+            reason.clone(),
+        )?;
+        let mut config =
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                client.uri(),
+            );
+        // A stream that breaks is not opened again behind the call's back: the call fails,
+        // and the next one starts a new session.
+        config.retry_config = Arc::new(remote::NoRetry);
+        config.max_json_response_size = remote::MAX_MESSAGE;
+        config.max_sse_event_size = remote::MAX_MESSAGE;
+        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+        let redactor = self.secrets().redactor();
+        let ready = async {
+            let service = within(timeout, "initialize", ().serve(transport)).await?;
+            let tools = within(
+                timeout,
+                "list its tools",
+                list_tools(service.peer(), &redactor),
+            )
+            .await?;
+            Ok::<_, String>((service, tools))
+        };
+        let (service, tools) = match ready.await {
+            Ok(r) => r,
+            Err(why) => {
+                return Err(get_reason(&reason).map_or(why.clone(), |r| format!("{why}: {r}")));
+            }
+        };
+        self.start_reaper();
+        let logged = label.map(|_| session);
+        Ok(Instance {
+            service,
+            boxed: Mutex::new(None),
+            tools: Mutex::new(tools),
+            reason,
+            stderr: stderr::Stderr::none(
+                stderr::log_path(self.state_dir(), logged, &tool.name),
+                stderr::log_command(logged, &tool.name),
+            ),
+            last_used: Mutex::new(Instant::now()),
+            in_flight: AtomicUsize::new(0),
+            idle: Duration::from_secs(idle_timeout.unwrap_or(catalog::DEFAULT_IDLE_TIMEOUT)),
+            label: label.unwrap_or(proto::DataClass::Public),
+            _egress: None,
+            calls,
+            float,
+            remote: true,
         })
     }
 
@@ -939,14 +1049,17 @@ impl Runner {
         let known = ToolsFile::load(self.state_dir()).ok();
         let mut out = Vec::new();
         for tool in &self.config().tools {
-            let ToolKind::Mcp { argv, .. } = &tool.kind else {
+            let Some(argv) = tool.kind.server_argv() else {
                 continue;
             };
+            let argv = &argv;
             let cached = known
                 .as_ref()
                 .is_some_and(|f| f.servers.contains_key(&catalog::server_key(argv)));
-            // A server that needs a secret is left to a process that reads them.
-            if (cached && !all) || (!tool.secrets.is_empty() && !self.secrets().reads()) {
+            // A server that needs a secret, or a remote one (a destination, reached with a
+            // credential), is left to a process that reads secrets.
+            let needs = !tool.secrets.is_empty() || matches!(tool.kind, ToolKind::Remote { .. });
+            if (cached && !all) || (needs && !self.secrets().reads()) {
                 continue;
             }
             let r = self.discover(tool).and_then(|tools| {
@@ -971,9 +1084,10 @@ impl Runner {
         let known = ToolsFile::load(self.state_dir()).map_err(|e| e.to_string())?;
         let mut tried = false;
         for tool in &self.config().tools {
-            let ToolKind::Mcp { argv, .. } = &tool.kind else {
+            let Some(argv) = tool.kind.server_argv() else {
                 continue;
             };
+            let argv = &argv;
             if !tool.could_expose(name) || known.servers.contains_key(&catalog::server_key(argv)) {
                 continue;
             }

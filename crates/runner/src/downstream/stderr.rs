@@ -102,6 +102,17 @@ impl Stderr {
         me
     }
 
+    /// The stderr of a server that has none (a remote one): empty, read to its end.
+    pub fn none(path: PathBuf, command: String) -> Arc<Self> {
+        Arc::new(Stderr {
+            tail: Mutex::default(),
+            done: Mutex::new(true),
+            done_cv: Condvar::new(),
+            path,
+            command,
+        })
+    }
+
     fn read_all(&self, mut r: impl Read, redactor: Arc<crate::secrets::Redactor>) {
         let mut log = Log::open(&self.path);
         let mut chunk = vec![0u8; 16 * 1024];
