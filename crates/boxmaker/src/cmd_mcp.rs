@@ -83,8 +83,9 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
         )));
     }
     // Downstream servers' tools, discovered once per command line (before any runtime
-    // exists here: discovery runs its own).
-    let catalog = crate::cmd_tools::discover(&cfg, false)?;
+    // exists here: discovery runs its own). Those that need a secret are discovered by a
+    // process of their own: this one never reads one (docs/spec.md §3.8).
+    let catalog = crate::cmd_tools::discover_for_front(&cfg, &args.config)?;
     // This process is a client of the state directory for as long as it runs: the gate
     // stays while it does.
     let _presence = host::Presence::take(&cfg.gate.state)?;

@@ -72,23 +72,73 @@ enum ToolsCommand {
     },
 }
 
-/// Runs discovery for the servers the discovery file does not know (all of them with
-/// `all`), reporting each failure on stderr, and returns the catalog. A server that cannot
-/// be asked only loses its tools; the rest are offered.
-pub fn discover(cfg: &Arc<Config>, all: bool) -> Result<Arc<Catalog>, CliError> {
-    discover_counting(cfg, all).map(|(catalog, _)| catalog)
+/// Discovery for a process that hosts a front (`boxmaker mcp`), which never reads a secret
+/// (docs/spec.md §3.8): the servers that need one are discovered first by a process of their
+/// own, `boxmaker __discover` (the runner's code, as `tools list` runs it), which holds the
+/// values and exits; then the rest here. A server that cannot be asked only loses its
+/// tools; the rest are offered.
+pub fn discover_for_front(
+    cfg: &Arc<Config>,
+    config: &std::path::Path,
+) -> Result<Arc<Catalog>, CliError> {
+    if cfg.tools.iter().any(|t| match &t.kind {
+        ToolKind::Mcp { .. } => !t.secrets.is_empty(),
+        // A remote server is discovered by the runner's code too: its connection is a
+        // destination, and its credential a secret (never the front's).
+        ToolKind::Remote { .. } => true,
+        ToolKind::Builtin(_) => false,
+    }) {
+        let me = std::env::current_exe().map_err(|e| {
+            CliError::Local(format!("cannot find this binary to discover with: {e}"))
+        })?;
+        let status = std::process::Command::new(me)
+            .arg("__discover")
+            .arg("--config")
+            .arg(std::path::absolute(config).unwrap_or_else(|_| config.to_path_buf()))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .status();
+        if let Err(e) = status {
+            errln!("boxmaker: cannot discover the servers that need secrets: {e}");
+        }
+    }
+    discover_counting(cfg, false, false).map(|(catalog, _)| catalog)
 }
 
-/// [`discover`], and how many servers could not be asked.
-fn discover_counting(cfg: &Arc<Config>, all: bool) -> Result<(Arc<Catalog>, usize), CliError> {
-    if !cfg
-        .tools
-        .iter()
-        .any(|t| matches!(t.kind, ToolKind::Mcp { .. }))
-    {
+/// `boxmaker __discover --config FILE`: discovery of the servers the discovery file does
+/// not know yet, with their secrets, for `boxmaker mcp` (see [`discover_for_front`]).
+#[derive(Debug, clap::Args)]
+pub struct DiscoverArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+}
+
+pub fn discover_role(args: &DiscoverArgs) -> Result<u8, CliError> {
+    let cfg = Arc::new(config::load(&args.config)?);
+    create_state_dir(&cfg.gate.state)?;
+    let (_, failed) = discover_counting(&cfg, false, true)?;
+    Ok(u8::from(failed > 0))
+}
+
+/// Runs discovery for the servers the discovery file does not know (all of them with
+/// `all`), reporting each failure on stderr, and returns the catalog and how many servers
+/// could not be asked. Without `secrets`, a server that needs one is left for a process that
+/// reads them.
+fn discover_counting(
+    cfg: &Arc<Config>,
+    all: bool,
+    secrets: bool,
+) -> Result<(Arc<Catalog>, usize), CliError> {
+    if !cfg.tools.iter().any(|t| t.kind.is_server()) {
         return Ok((Arc::default(), 0));
     }
     let runner = Runner::new(cfg.clone(), &cfg.gate.state)?;
+    let runner = if secrets {
+        runner
+    } else {
+        runner.without_secrets()
+    };
     let mut failed = 0;
     for (server, r) in runner.refresh_tools(all) {
         if let Err(e) = r {
@@ -115,7 +165,7 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
     }
     create_state_dir(&cfg.gate.state)?;
     let refresh = matches!(args.what, ToolsCommand::Refresh);
-    let (catalog, failed) = discover_counting(&cfg, refresh)?;
+    let (catalog, failed) = discover_counting(&cfg, refresh, true)?;
     match &args.what {
         ToolsCommand::List | ToolsCommand::Refresh => {
             if catalog.entries().is_empty() && catalog.problems.is_empty() && failed == 0 {
@@ -208,9 +258,10 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
             };
             let state = cfg.gate.state.clone();
             for (e, expect) in chosen {
-                let Some(ToolKind::Mcp { argv, .. }) = cfg.tool(&e.server).map(|t| &t.kind) else {
+                let Some(argv) = cfg.tool(&e.server).and_then(|t| t.kind.server_argv()) else {
                     continue;
                 };
+                let argv = &argv;
                 // Under the file's lock: the definition checked is the one accepted.
                 let outcome = ToolsFile::update(&state, |f| {
                     let now = f
@@ -257,11 +308,9 @@ pub fn run(args: &ToolsArgs) -> Result<u8, CliError> {
 
 /// The definition of `server`'s tool `name` last seen.
 fn seen(cfg: &Config, server: &str, name: &str) -> Option<catalog::ToolDef> {
-    let ToolKind::Mcp { argv, .. } = &cfg.tool(server)?.kind else {
-        return None;
-    };
+    let argv = cfg.tool(server)?.kind.server_argv()?;
     let file = ToolsFile::load(&cfg.gate.state).ok()?;
-    let rec = file.servers.get(&catalog::server_key(argv))?;
+    let rec = file.servers.get(&catalog::server_key(&argv))?;
     rec.tools.iter().find(|d| d.name == name).cloned()
 }
 
@@ -275,9 +324,7 @@ fn log(
 ) -> Result<u8, CliError> {
     use runner::downstream::stderr;
     let state = &cfg.gate.state;
-    let is_server = cfg
-        .tool(server)
-        .is_some_and(|t| matches!(t.kind, ToolKind::Mcp { .. }));
+    let is_server = cfg.tool(server).is_some_and(|t| t.kind.is_server());
     // A name is one file name: never a path out of the logs' directory.
     if server.is_empty() || server.contains('/') || server.starts_with('.') {
         return Err(CliError::Local(format!(

@@ -1,7 +1,8 @@
 //! What a config says that will not work, found when a person runs `check` or `doctor`
 //! rather than at the first call: a mount whose host path is not there (every box would fail
 //! to start), and a grant or a label rule that names no tool boxmaker has (a typo that
-//! silently grants or labels nothing), with the closest tool name.
+//! silently grants or labels nothing), with the closest tool name, and a secret whose file
+//! is not private or whose variable is not set.
 
 use catalog::{Catalog, ToolsFile};
 use config::{Config, ToolKind};
@@ -43,6 +44,29 @@ pub fn lint(cfg: &Config) -> Vec<Finding> {
                     }
                 ),
             }),
+        }
+    }
+    // A secret that will not read, found by looking (the metadata of its file, whether its
+    // variable is set), never by reading it: a lint runs in the front's process too.
+    for sec in &cfg.secrets {
+        let why = match &sec.source {
+            config::SecretSource::File(path) => runner::secrets::check_file(&sec.name, path)
+                .err()
+                .map(|e| e.to_string()),
+            config::SecretSource::Env(var) => std::env::var_os(var).is_none().then(|| {
+                format!(
+                    "secret {:?} is read from the variable {var}, which is not set here (the \
+                     runner reads it from the environment of the process that starts the gate)",
+                    sec.name
+                )
+            }),
+            config::SecretSource::Command(_) => None,
+        };
+        if let Some(why) = why {
+            out.push(Finding {
+                blocks_boxes: false,
+                text: format!("{why}; a tool that uses it fails until it can be read"),
+            });
         }
     }
     for t in cfg.unserved_network_tools() {

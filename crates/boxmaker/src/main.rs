@@ -84,6 +84,9 @@ enum Command {
     /// `doctor`'s probe of the front's confinement.
     #[command(name = "__front-probe", hide = true)]
     FrontProbe,
+    /// Discovery of the servers that need secrets, for `boxmaker mcp` (which reads none).
+    #[command(name = "__discover", hide = true)]
+    Discover(cmd_tools::DiscoverArgs),
 }
 
 fn main() -> ExitCode {
@@ -136,6 +139,7 @@ fn main() -> ExitCode {
         Some(Command::Runner(args)) => ok(role_runner::run(&args)),
         Some(Command::Broker(args)) => cmd_broker::run(&args),
         Some(Command::FrontProbe) => Ok(cmd_doctor::probe()),
+        Some(Command::Discover(args)) => cmd_tools::discover_role(&args),
     };
     exit(result)
 }

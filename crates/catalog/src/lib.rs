@@ -25,7 +25,7 @@ pub mod schema;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use config::{Config, ToolKind, is_valid_tool_name};
+use config::{Config, is_valid_tool_name};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -220,12 +220,12 @@ impl Catalog {
         let mut cat = Catalog::default();
         let configured: BTreeSet<&str> = config.tools.iter().map(|t| t.name.as_str()).collect();
         for tool in &config.tools {
-            let (ToolKind::Mcp { argv, pin, .. }, Some(prefix)) =
-                (&tool.kind, tool.exposed_prefix())
+            let (Some(argv), Some(prefix)) = (tool.kind.server_argv(), tool.exposed_prefix())
             else {
                 continue;
             };
-            let Some(record) = file.servers.get(&server_key(argv)) else {
+            let pin = &tool.kind.pinned();
+            let Some(record) = file.servers.get(&server_key(&argv)) else {
                 cat.problems.push(format!(
                     "{}: not discovered yet (`boxmaker tools refresh` runs it once to ask)",
                     tool.name

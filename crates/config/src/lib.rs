@@ -2,7 +2,7 @@
 //! (docs/spec.md §3.1), parsed strictly and checked before anything uses it.
 //!
 //! **Owns:** the file format (`[gate]`, `[box]`, `[[mount]]`, `[[tool]]`, `[[grant]]`,
-//! `[[egress]]`, `[[label]]`, `[audit]`),
+//! `[[egress]]`, `[[label]]`, `[[secret]]`, `[audit]`),
 //! the commented default that `boxmaker init` writes ([`DEFAULT_CONFIG`]), and the
 //! conversion of the file's grants into [`policy::Grants`].
 //!
@@ -22,7 +22,10 @@
 //!    rule the runner's proxy decides every connection by.
 //! 6. [`labels`] — label rules: the label of a call's answers, by tool and arguments
 //!    (`Config::answer_label`, the one place a call's label comes from).
-//! 7. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
+//! 7. [`secret`] — `[[secret]]`: where a credential comes from (never its value), and the
+//!    variables a tool's box is handed.
+//! 8. [`remote`] — a remote MCP server's URL, transport and credentials (by name).
+//! 9. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
 //!    before it asks anyone; the runner decodes with it before it runs).
 
 #![forbid(unsafe_code)]
@@ -34,6 +37,8 @@ pub mod labels;
 pub mod model;
 mod raw;
 pub mod reach;
+pub mod remote;
+pub mod secret;
 mod typed;
 
 use std::path::Path;
@@ -45,6 +50,8 @@ pub use model::{
     Audit, BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name,
 };
 pub use reach::box_label;
+pub use remote::{HeaderValue, RemoteUrl, Transport};
+pub use secret::{Secret, SecretSource, SecretVars};
 
 /// The name of the config file `boxmaker init` writes and the commands look for.
 pub const FILE_NAME: &str = "boxmaker.toml";

@@ -16,7 +16,9 @@
 //!   so), `write = false`, no `name` (then no tool can name it in `mounts`).
 //! - `[[tool]]`: `class = "public"`, `untrusted = false`, `network = false`, `env = []`,
 //!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`,
-//!   `mounts` = every mount, `egress` = every egress rule.
+//!   `mounts` = every mount, `egress` = every egress rule, no `secrets`.
+//! - `[[secret]]`: no defaults; `name` and exactly one of `env`, `file`, `command`
+//!   (`crate::secret`).
 //! - `[[egress]]`: `ports = [443, 80]`, `tunnel_ports = [443]` (when `ports` has 443, else
 //!   none), `class = "public"`, `returns` = its `class`, no `name`. `host` has no default: a
 //!   rule says what it names.
@@ -44,6 +46,8 @@ use crate::egress::{DEFAULT_PORTS, DEFAULT_TUNNEL_PORT, EgressRule, HostPattern}
 use crate::error::{ConfigError, Source};
 use crate::labels::LabelRule;
 use crate::raw;
+use crate::remote::{self, HeaderValue, RemoteUrl, Transport};
+use crate::secret::{RESERVED_VARIABLES, Secret, SecretSource, SecretVars};
 use crate::typed::{self, Lists};
 
 /// The longest tool name the major model APIs accept.
@@ -76,12 +80,20 @@ pub struct Config {
     /// The values the config names (`[lists]` entries, conditions' literals), canonical: a
     /// `from` test counts them as trusted (docs/spec.md §3.7).
     pub known: Arc<Known>,
+    /// The `[[secret]]`s, in file order: where each credential comes from (never its value;
+    /// the runner reads it, docs/spec.md §3.8).
+    pub secrets: Vec<Secret>,
 }
 
 impl Config {
     /// The tool called `name`, if the config defines one.
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The `[[secret]]` called `name`, if the config defines one.
+    pub fn secret(&self, name: &str) -> Option<&Secret> {
+        self.secrets.iter().find(|s| s.name == name)
     }
 
     /// Whether a call to `name` could reach a tool of this config: a builtin tool by that
@@ -292,6 +304,54 @@ pub enum ToolKind {
         /// Stop an idle server after this many seconds.
         idle_timeout: Option<u64>,
     },
+    /// A remote MCP server, reached by the runner itself (no box): docs/spec.md §3.9.
+    Remote {
+        url: RemoteUrl,
+        transport: Transport,
+        /// As for `Mcp`.
+        prefix: Option<String>,
+        pin: bool,
+        idle_timeout: Option<u64>,
+        /// The secret sent as `Authorization: Bearer …`.
+        bearer: Option<String>,
+        /// Headers sent with every request, in name order.
+        headers: Vec<(String, HeaderValue)>,
+    },
+}
+
+impl ToolKind {
+    /// Whether it is a downstream MCP server (stdio or remote).
+    pub fn is_server(&self) -> bool {
+        matches!(self, ToolKind::Mcp { .. } | ToolKind::Remote { .. })
+    }
+
+    /// The key its record has in the discovery file: a stdio server's command line, a
+    /// remote server's `["<remote>", URL]` (no command line starts with that).
+    pub fn server_argv(&self) -> Option<Vec<String>> {
+        match self {
+            ToolKind::Mcp { argv, .. } => Some(argv.clone()),
+            ToolKind::Remote { url, .. } => Some(vec!["<remote>".into(), url.text.clone()]),
+            ToolKind::Builtin(_) => None,
+        }
+    }
+
+    /// `pin` of a server.
+    pub fn pinned(&self) -> bool {
+        match self {
+            ToolKind::Mcp { pin, .. } | ToolKind::Remote { pin, .. } => *pin,
+            ToolKind::Builtin(_) => false,
+        }
+    }
+
+    /// `idle_timeout` of a server.
+    pub fn idle_timeout(&self) -> Option<u64> {
+        match self {
+            ToolKind::Mcp { idle_timeout, .. } | ToolKind::Remote { idle_timeout, .. } => {
+                *idle_timeout
+            }
+            ToolKind::Builtin(_) => None,
+        }
+    }
 }
 
 /// One `[[tool]]`.
@@ -314,6 +374,9 @@ pub struct Tool {
     /// The egress rules it may use, by a rule's `name` or `host` as written; `None` is
     /// every rule (`[[tool]] egress`).
     pub egress: Option<Vec<String>>,
+    /// The secrets its box is handed, as environment variables: variable → secret name
+    /// (`[[tool]] secrets`; only a stdio server or `run`, docs/spec.md §3.8).
+    pub secrets: SecretVars,
 }
 
 impl Tool {
@@ -326,7 +389,9 @@ impl Tool {
     /// `prefix`, else its own name; `""` for none. `None` for a builtin.
     pub fn exposed_prefix(&self) -> Option<&str> {
         match &self.kind {
-            ToolKind::Mcp { prefix, .. } => Some(prefix.as_deref().unwrap_or(&self.name)),
+            ToolKind::Mcp { prefix, .. } | ToolKind::Remote { prefix, .. } => {
+                Some(prefix.as_deref().unwrap_or(&self.name))
+            }
             ToolKind::Builtin(_) => None,
         }
     }
@@ -382,7 +447,8 @@ pub(crate) fn parse(
     let limits = ctx.limits(file.limits)?;
     let mounts = ctx.mounts(file.mount, &gate.state)?;
     let egress = ctx.egress(file.egress)?;
-    let tools = ctx.tools(file.tool, &mounts, &egress)?;
+    let secrets = ctx.secrets(file.secret, &mounts)?;
+    let tools = ctx.tools(file.tool, &mounts, &egress, &secrets)?;
     let audit = ctx.audit(file.audit, &gate.state, &mounts)?;
     let grants = ctx.grants(file.grant, &lists)?;
     let labels = ctx.labels(file.label, &lists)?;
@@ -398,6 +464,7 @@ pub(crate) fn parse(
         file: None,
         fingerprint: fingerprint(text, base),
         known,
+        secrets,
     })
 }
 
@@ -1134,6 +1201,7 @@ impl Ctx<'_> {
         raw: Vec<raw::Tool>,
         mounts: &[Mount],
         egress: &[EgressRule],
+        secrets: &[Secret],
     ) -> Result<Vec<Tool>, ConfigError> {
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut out = Vec::with_capacity(raw.len());
@@ -1152,6 +1220,75 @@ impl Ctx<'_> {
                     format!("tool {name:?} is defined twice (first on line {first})"),
                 );
             }
+            if let Some(url) = t.url {
+                if let Some(span) = t
+                    .builtin
+                    .as_ref()
+                    .map(|_| url.span())
+                    .or_else(|| t.mcp.as_ref().map(Spanned::span))
+                {
+                    return self.err(
+                        span,
+                        format!(
+                            "tool {name:?} has `url` and also `builtin` or `mcp`; give exactly one"
+                        ),
+                    );
+                }
+                for (key, span) in [
+                    ("network", t.network.then(|| url.span())),
+                    ("env", (!t.env.is_empty()).then(|| url.span())),
+                    ("mounts", t.mounts.as_ref().map(Spanned::span)),
+                    ("secrets", t.secrets.as_ref().map(Spanned::span)),
+                ] {
+                    if let Some(span) = span {
+                        return self.err(
+                            span,
+                            format!(
+                                "`{key}` is not for a remote tool: {name:?} runs in no box (its \
+                                 connection is decided by the [[egress]] rules, `egress = [...]` \
+                                 names those it may use; its credential is `bearer` or `headers`)"
+                            ),
+                        );
+                    }
+                }
+                let kind = self.remote(
+                    &name,
+                    url,
+                    t.transport,
+                    t.bearer,
+                    t.headers,
+                    t.prefix,
+                    t.pin,
+                    t.idle_timeout,
+                    secrets,
+                )?;
+                let tool_egress = self.tool_egress(&name, true, t.egress, egress)?;
+                out.push(Tool {
+                    name,
+                    kind,
+                    class: t.class.unwrap_or(DataClass::Public),
+                    untrusted: t.untrusted,
+                    network: false,
+                    env: Vec::new(),
+                    // No box: it can read no mount, so its reach is public.
+                    mounts: Some(Vec::new()),
+                    egress: tool_egress,
+                    secrets: SecretVars::new(),
+                });
+                continue;
+            }
+            for (key, span) in [
+                ("transport", t.transport.as_ref().map(Spanned::span)),
+                ("bearer", t.bearer.as_ref().map(Spanned::span)),
+                ("headers", t.headers.as_ref().map(Spanned::span)),
+            ] {
+                if let Some(span) = span {
+                    return self.err(
+                        span,
+                        format!("`{key}` is only for a remote tool (`url = \"https://…\"`), and {name:?} is not one"),
+                    );
+                }
+            }
             let kind = match (t.builtin, t.mcp) {
                 (Some(_), Some(mcp)) => {
                     return self.err(
@@ -1164,7 +1301,8 @@ impl Ctx<'_> {
                         t.name.span(),
                         format!(
                             "tool {name:?} needs `builtin = \"...\"` (read_file, write_file, \
-                             list_dir or run) or `mcp = [\"command\", ...]`"
+                             list_dir or run), `mcp = [\"command\", ...]` or `url = \
+                             \"https://…\"`"
                         ),
                     );
                 }
@@ -1197,10 +1335,27 @@ impl Ctx<'_> {
                         ),
                     );
                 }
+                if let Some(s) = secrets
+                    .iter()
+                    .find(|s| s.source == SecretSource::Env(v.get_ref().clone()))
+                {
+                    return self.err(
+                        v.span(),
+                        format!(
+                            "tool {name:?} passes {:?} through `env`, which is where the secret \
+                             {:?} is read from: hand it over with `secrets = [{:?}]`, so its \
+                             value is redacted from every answer",
+                            v.get_ref(),
+                            s.name,
+                            s.name
+                        ),
+                    );
+                }
                 env.push(v.into_inner());
             }
             let tool_mounts = self.tool_mounts(&name, t.mounts, mounts)?;
             let tool_egress = self.tool_egress(&name, t.network, t.egress, egress)?;
+            let tool_secrets = self.tool_secrets(&name, &kind, t.secrets, &env, secrets)?;
             out.push(Tool {
                 name,
                 kind,
@@ -1210,9 +1365,349 @@ impl Ctx<'_> {
                 env,
                 mounts: tool_mounts,
                 egress: tool_egress,
+                secrets: tool_secrets,
             });
         }
         Ok(out)
+    }
+
+    /// The `[[secret]]`s: each name unique, exactly one of `env`, `file`, `command`; a file
+    /// never inside a mount (a box would read it).
+    fn secrets(&self, raw: Vec<raw::Secret>, mounts: &[Mount]) -> Result<Vec<Secret>, ConfigError> {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::with_capacity(raw.len());
+        for s in raw {
+            let name = s.name.get_ref().clone();
+            if !is_valid_tool_name(&name) {
+                return self.err(
+                    s.name.span(),
+                    format!(
+                        "secret name {name:?} must be 1 to 64 ASCII letters, digits, `_` or `-`"
+                    ),
+                );
+            }
+            let line = self.src.line_of(s.name.span().start);
+            if let Some(first) = seen.insert(name.clone(), line) {
+                return self.err(
+                    s.name.span(),
+                    format!("secret {name:?} is defined twice (first on line {first})"),
+                );
+            }
+            let given = [s.env.is_some(), s.file.is_some(), s.command.is_some()]
+                .iter()
+                .filter(|x| **x)
+                .count();
+            if given != 1 {
+                return self.err(
+                    s.name.span(),
+                    format!(
+                        "secret {name:?} needs exactly one of `env = \"VARIABLE\"`, `file = \
+                         \"PATH\"` or `command = [\"program\", ...]` (it has {given})"
+                    ),
+                );
+            }
+            let source = if let Some(v) = s.env {
+                if !is_valid_env_name(v.get_ref()) {
+                    return self.err(
+                        v.span(),
+                        format!(
+                            "`env` of secret {name:?}: {:?} is not an environment variable name \
+                             (letters, digits and `_`, not starting with a digit)",
+                            v.get_ref()
+                        ),
+                    );
+                }
+                SecretSource::Env(v.into_inner())
+            } else if let Some(f) = s.file {
+                let path = self.host_path(&f, &format!("`file` of secret {name:?}"))?;
+                let p = lexical(&path);
+                if let Some(m) = mounts.iter().find(|m| p.starts_with(lexical(&m.host))) {
+                    return self.err(
+                        f.span(),
+                        format!(
+                            "the file of secret {name:?}, {}, is inside the mount {} ({}): a box \
+                             could read it; keep it outside every mount",
+                            path.display(),
+                            m.at.display(),
+                            m.host.display()
+                        ),
+                    );
+                }
+                SecretSource::File(path)
+            } else if let Some(c) = s.command {
+                let span = c.span();
+                let argv: Vec<String> = c
+                    .into_inner()
+                    .into_iter()
+                    .map(Spanned::into_inner)
+                    .collect();
+                if argv.first().is_none_or(String::is_empty) {
+                    return self.err(
+                        span,
+                        format!(
+                            "`command` of secret {name:?} is a program and its arguments, like \
+                             [\"pass\", \"show\", \"gh\"]; it may not be empty"
+                        ),
+                    );
+                }
+                SecretSource::Command(argv)
+            } else {
+                return self.err(
+                    s.name.span(),
+                    format!("secret {name:?} says where it comes from"),
+                );
+            };
+            out.push(Secret { name, source, line });
+        }
+        Ok(out)
+    }
+
+    /// A tool's `secrets`: a table `{ VARIABLE = "NAME" }`, or a list of names of secrets read
+    /// from a variable (each passed under that variable's name). Only a stdio server or `run`
+    /// has a box that runs a program to hand a variable to; every name must be a
+    /// `[[secret]]`, every variable a name no other part of the box's environment uses.
+    fn tool_secrets(
+        &self,
+        tool: &str,
+        kind: &ToolKind,
+        value: Option<Spanned<toml::Value>>,
+        env: &[String],
+        secrets: &[Secret],
+    ) -> Result<SecretVars, ConfigError> {
+        let mut out = SecretVars::new();
+        let Some(value) = value else {
+            return Ok(out);
+        };
+        let span = value.span();
+        if !matches!(kind, ToolKind::Mcp { .. } | ToolKind::Builtin(Builtin::Run)) {
+            return self.err(
+                span,
+                format!(
+                    "tool {tool:?} names `secrets`, which only a stdio server (`mcp`) or `run` \
+                     is handed (as variables of its box)"
+                ),
+            );
+        }
+        let defined = |name: &str| -> Result<&Secret, ConfigError> {
+            secrets.iter().find(|s| s.name == name).map_or_else(
+                || {
+                    self.err(
+                        span.clone(),
+                        format!(
+                            "tool {tool:?} names the secret {name:?}, but no [[secret]] has \
+                             `name = {name:?}`"
+                        ),
+                    )
+                },
+                Ok,
+            )
+        };
+        let pairs: Vec<(String, String)> = match value.into_inner() {
+            toml::Value::Table(t) => {
+                let mut pairs = Vec::with_capacity(t.len());
+                for (var, v) in t {
+                    let Some(secret) = v.as_str() else {
+                        return self.err(
+                            span,
+                            format!(
+                                "`secrets` of tool {tool:?} maps a variable to a secret's name, \
+                                 like {{ GITHUB_TOKEN = \"gh\" }}; {var:?} maps to a {}",
+                                v.type_str()
+                            ),
+                        );
+                    };
+                    defined(secret)?;
+                    pairs.push((var, secret.to_string()));
+                }
+                pairs
+            }
+            toml::Value::Array(items) => {
+                let mut pairs = Vec::with_capacity(items.len());
+                for v in items {
+                    let Some(secret) = v.as_str() else {
+                        return self.err(
+                            span,
+                            format!("`secrets` of tool {tool:?} lists secrets by name (strings)"),
+                        );
+                    };
+                    let s = defined(secret)?;
+                    let SecretSource::Env(var) = &s.source else {
+                        return self.err(
+                            span,
+                            format!(
+                                "tool {tool:?} lists the secret {secret:?}, which is read from {}: \
+                                 there is no variable name to pass it under; write \
+                                 `secrets = {{ VARIABLE = {secret:?} }}`",
+                                s.source.describe()
+                            ),
+                        );
+                    };
+                    if pairs.iter().any(|(_, n)| n == secret) {
+                        return self.err(
+                            span,
+                            format!("tool {tool:?} names the secret {secret:?} twice"),
+                        );
+                    }
+                    pairs.push((var.clone(), secret.to_string()));
+                }
+                pairs
+            }
+            other => {
+                return self.err(
+                    span,
+                    format!(
+                        "`secrets` of tool {tool:?} is a table {{ VARIABLE = \"NAME\" }} or a list \
+                         of names, not a {}",
+                        other.type_str()
+                    ),
+                );
+            }
+        };
+        for (var, secret) in pairs {
+            if !is_valid_env_name(&var) {
+                return self.err(
+                    span,
+                    format!(
+                        "`secrets` of tool {tool:?}: {var:?} is not an environment variable name \
+                         (letters, digits and `_`, not starting with a digit)"
+                    ),
+                );
+            }
+            if RESERVED_VARIABLES.contains(&var.as_str()) {
+                return self.err(
+                    span,
+                    format!(
+                        "`secrets` of tool {tool:?} passes a secret as {var}, which boxmaker \
+                         sets in every box itself; choose another variable"
+                    ),
+                );
+            }
+            if env.contains(&var) {
+                return self.err(
+                    span,
+                    format!(
+                        "tool {tool:?} passes {var} both through `env` and as the secret \
+                         {secret:?}; name it once"
+                    ),
+                );
+            }
+            if out.insert(var.clone(), secret).is_some() {
+                return self.err(
+                    span,
+                    format!("`secrets` of tool {tool:?} passes {var} twice"),
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// A remote tool's `url`, `transport`, credentials and server settings.
+    #[allow(clippy::too_many_arguments)]
+    fn remote(
+        &self,
+        name: &str,
+        url: Spanned<String>,
+        transport: Option<Spanned<String>>,
+        bearer: Option<Spanned<String>>,
+        headers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+        prefix: Option<Spanned<String>>,
+        pin: Option<Spanned<bool>>,
+        idle_timeout: Option<Spanned<u64>>,
+        secrets: &[Secret],
+    ) -> Result<ToolKind, ConfigError> {
+        let parsed = RemoteUrl::parse(url.get_ref())
+            .or_else(|why| self.err(url.span(), format!("`url` of tool {name:?} {why}")))?;
+        let transport = match transport {
+            None => Transport::StreamableHttp,
+            Some(t) => match t.get_ref().as_str() {
+                "streamable-http" => Transport::StreamableHttp,
+                "sse" => Transport::Sse,
+                other => {
+                    return self.err(
+                        t.span(),
+                        format!("`transport` is \"streamable-http\" or \"sse\", not {other:?}"),
+                    );
+                }
+            },
+        };
+        let defined = |n: &Spanned<String>, what: &str| -> Result<String, ConfigError> {
+            if secrets.iter().any(|s| s.name == *n.get_ref()) {
+                Ok(n.get_ref().clone())
+            } else {
+                self.err(
+                    n.span(),
+                    format!(
+                        "{what} of tool {name:?} names the secret {:?}, but no [[secret]] has \
+                         `name = {:?}`",
+                        n.get_ref(),
+                        n.get_ref()
+                    ),
+                )
+            }
+        };
+        let bearer = bearer.map(|b| defined(&b, "`bearer`")).transpose()?;
+        let mut out_headers = Vec::new();
+        for (h, v) in headers.map(Spanned::into_inner).unwrap_or_default() {
+            if !remote::is_header_name(&h) {
+                return self.err(v.span(), format!("{h:?} is not an HTTP header name"));
+            }
+            let lower = h.to_ascii_lowercase();
+            if remote::RESERVED_HEADERS.contains(&lower.as_str())
+                || (lower == "authorization" && bearer.is_some())
+            {
+                return self.err(
+                    v.span(),
+                    format!("tool {name:?} may not set the header {h}: boxmaker's client sets it"),
+                );
+            }
+            let value = match v
+                .get_ref()
+                .strip_prefix(crate::secret::HEADER_SECRET_PREFIX)
+            {
+                Some(secret) => HeaderValue::Secret(defined(
+                    &Spanned::new(v.span(), secret.to_string()),
+                    &format!("header {h}"),
+                )?),
+                None => {
+                    if !v
+                        .get_ref()
+                        .bytes()
+                        .all(|b| b == b' ' || b.is_ascii_graphic())
+                    {
+                        return self.err(
+                            v.span(),
+                            format!("the header {h} of tool {name:?} holds a character a header value may not"),
+                        );
+                    }
+                    HeaderValue::Literal(v.into_inner())
+                }
+            };
+            out_headers.push((h, value));
+        }
+        let ToolKind::Mcp {
+            prefix,
+            pin,
+            idle_timeout,
+            ..
+        } = self.mcp(
+            name,
+            Spanned::new(url.span(), vec![Spanned::new(url.span(), "remote".into())]),
+            prefix,
+            pin,
+            idle_timeout,
+        )?
+        else {
+            return self.err(url.span(), "internal: a server's settings");
+        };
+        Ok(ToolKind::Remote {
+            url: parsed,
+            transport,
+            prefix,
+            pin,
+            idle_timeout,
+            bearer,
+            headers: out_headers,
+        })
     }
 
     fn mcp(

@@ -31,6 +31,19 @@ pub(crate) struct File {
     /// Label rules (`[[label]]`): what a call's answers are, by tool and arguments.
     #[serde(default)]
     pub label: Vec<Label>,
+    /// Where credentials come from (`[[secret]]`, docs/spec.md §3.8).
+    #[serde(default)]
+    pub secret: Vec<Secret>,
+}
+
+/// One `[[secret]]`: a name and exactly one of `env`, `file`, `command` (checked in `model`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Secret {
+    pub name: Spanned<String>,
+    pub env: Option<Spanned<String>>,
+    pub file: Option<Spanned<String>>,
+    pub command: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -114,6 +127,14 @@ pub(crate) struct Tool {
     pub idle_timeout: Option<Spanned<u64>>,
     pub mounts: Option<Spanned<Vec<Spanned<String>>>>,
     pub egress: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The secrets its box is handed as variables: a table `{ VARIABLE = "NAME" }` or a list
+    /// of names of `env` secrets (checked in `model`).
+    pub secrets: Option<Spanned<toml::Value>>,
+    /// A remote MCP server (docs/spec.md §3.9): its URL, transport and credentials.
+    pub url: Option<Spanned<String>>,
+    pub transport: Option<Spanned<String>>,
+    pub bearer: Option<Spanned<String>>,
+    pub headers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -30,7 +30,7 @@ impl Tool {
     pub fn runs_foreign_code(&self) -> bool {
         matches!(
             self.kind,
-            ToolKind::Builtin(Builtin::Run) | ToolKind::Mcp { .. }
+            ToolKind::Builtin(Builtin::Run) | ToolKind::Mcp { .. } | ToolKind::Remote { .. }
         )
     }
 }

@@ -69,7 +69,7 @@ fn test_default_config_parses_and_says_what_init_promises() {
         .iter()
         .map(|t| match t.kind {
             ToolKind::Builtin(b) => b,
-            ToolKind::Mcp { .. } => panic!("default has no mcp tool"),
+            ToolKind::Mcp { .. } | ToolKind::Remote { .. } => panic!("default has no server"),
         })
         .collect();
     for b in Builtin::ALL {

@@ -206,7 +206,7 @@ pub fn listed(cfg: &Config, catalog: &Catalog, session: &SessionId, now: Timesta
                 name: t.name.clone(),
                 tool: builtin_tool(cfg, &t.name, *b, t.network),
             }),
-            ToolKind::Mcp { .. } => None,
+            ToolKind::Mcp { .. } | ToolKind::Remote { .. } => None,
         })
         .collect();
     for e in catalog.entries() {

@@ -21,8 +21,9 @@
 //!    config's egress rules at the call's label, and reported to the gate.
 //! 8. [`running`] — what of each session runs now, so a reset can end it all before the
 //!    session's label falls.
-//! 9. [`serve`] — the connection loop: frames in, answers out, many calls at once; calls
-//!    admitted and resets begun in the order the gate sent them.
+//! 9. [`secrets`] — `[[secret]]` values, read here only, and redacted from every answer.
+//! 10. [`serve`] — the connection loop: frames in, answers out, many calls at once; calls
+//!     admitted and resets begun in the order the gate sent them.
 
 #![forbid(unsafe_code)]
 
@@ -35,6 +36,7 @@ pub mod inbox;
 pub mod label;
 pub mod run;
 pub mod running;
+pub mod secrets;
 pub mod serve;
 pub mod warm;
 

@@ -81,6 +81,8 @@ pub struct Runner {
     egress: Arc<crate::egress::Egress>,
     /// Every call running now, by session, with its boxes: what a reset ends first.
     running: Arc<Running>,
+    /// The `[[secret]]` values, read when first needed (docs/spec.md §3.8).
+    secrets: Arc<crate::secrets::Secrets>,
 }
 
 impl Runner {
@@ -121,7 +123,6 @@ impl Runner {
         let floors: Arc<Mutex<HashMap<SessionId, DataClass>>> = Arc::default();
         let egress = Arc::new(crate::egress::Egress::new(config.clone(), floors.clone()));
         Self {
-            config,
             state_dir: state_dir.to_path_buf(),
             workspaces,
             helper,
@@ -132,7 +133,26 @@ impl Runner {
             floors,
             egress,
             running: Arc::default(),
+            secrets: Arc::new(crate::secrets::Secrets::new(config.secrets.clone(), true)),
+            config,
         }
+    }
+
+    /// This runner, never reading a secret: for a process that hosts a front (`boxmaker
+    /// mcp` discovers the servers that need none in its own process; those that need one are
+    /// discovered by a process of their own). A server that needs a secret does not start.
+    pub fn without_secrets(mut self) -> Self {
+        self.secrets = Arc::new(crate::secrets::Secrets::new(Vec::new(), false));
+        self
+    }
+
+    pub(crate) fn secrets(&self) -> &crate::secrets::Secrets {
+        &self.secrets
+    }
+
+    /// `resp` with every secret this runner has read redacted from it (docs/spec.md §3.8).
+    pub fn redact(&self, resp: ToolResponse) -> ToolResponse {
+        self.secrets.redactor().redact_response(resp)
     }
 
     /// The state directory (the discovery file lives there; the gate's files too).
@@ -234,6 +254,8 @@ impl Runner {
         if call.stopped() {
             return failed(STOPPED.into());
         }
+        // The one place every answer of every tool passes: no secret reaches the model.
+        let resp = self.redact(resp);
         match &resp {
             ToolResponse::Result { class, .. } => self.raise_floor(&req.session, *class),
             // The gate raises the taint by the call's own label for a `failed` (its label
@@ -632,6 +654,17 @@ impl Runner {
                     t.class
                 )
             };
+            // By name and where each comes from: `box show` never reads a value.
+            for (var, name) in &t.secrets {
+                let from = self
+                    .config
+                    .secret(name)
+                    .map_or_else(|| "?".to_string(), |s| s.source.describe());
+                reach.push_str(&format!(
+                    "secret: {var} is the secret {name:?} (from {from}), read by the runner when \
+                     the box starts; redacted from every answer\n"
+                ));
+            }
         }
         let mut table = sandbox::mount_table(&spec)?;
         let mut work = String::new();
@@ -855,6 +888,9 @@ impl Runner {
             });
         }
         spec.limits.timeout = timeout;
+        if let Err(e) = self.hand_secrets(tool, &mut spec) {
+            return failed(format!("{}: {e}; nothing ran", tool.name));
+        }
         let mut proxy = None;
         // The call's label, which its box's floats up from (docs/spec.md §3.6).
         let label = self.config.call_label(
@@ -879,6 +915,7 @@ impl Runner {
                 proxy = self.egress.serve(l, ctx.clone());
             });
         drop(proxy);
+        crate::secrets::scrub(tool, &mut spec);
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),

@@ -27,6 +27,7 @@
 //! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
+pub mod remote;
 pub mod stderr;
 pub mod transport;
 
@@ -111,6 +112,8 @@ struct Instance {
     /// Its box's floating label: what destinations answered it, and its calls' own labels,
     /// since it started (every later answer of it carries that).
     float: Arc<crate::egress::Float>,
+    /// A remote server: no box, no stderr (`remote::Client`).
+    remote: bool,
 }
 
 impl Instance {
@@ -120,6 +123,10 @@ impl Instance {
 
     /// Kills its box now (and with it every process the server started).
     fn kill(&self) {
+        // A remote server's session ends with its service (its calls in flight fail now).
+        if self.remote {
+            self.service.cancellation_token().cancel();
+        }
         stop_box(&self.boxed, Duration::ZERO);
     }
 
@@ -139,6 +146,9 @@ impl Instance {
     /// Why it failed: the transport's reason (else `fallback`), then how it ended.
     fn why(&self, fallback: &str) -> String {
         let why = get_reason(&self.reason).unwrap_or_else(|| fallback.to_string());
+        if self.remote {
+            return why;
+        }
         why + &ended(&self.boxed, &self.stderr)
     }
 }
@@ -226,6 +236,24 @@ fn tool_def(t: &rmcp::model::Tool) -> ToolDef {
     }
 }
 
+/// `d` with every secret `redactor` knows replaced in its text and schemas.
+fn redacted_def(mut d: ToolDef, redactor: &crate::secrets::Redactor) -> ToolDef {
+    if redactor.is_empty() {
+        return d;
+    }
+    d.name = redactor.redact(&d.name).into_owned();
+    d.title = d.title.map(|t| redactor.redact(&t).into_owned());
+    d.description = d.description.map(|t| redactor.redact(&t).into_owned());
+    redactor.redact_value(&mut d.input_schema);
+    for v in [d.output_schema.as_mut(), d.annotations.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        redactor.redact_value(v);
+    }
+    d
+}
+
 /// The most tools taken from one server, and the most pages asked for them: a server that
 /// pages forever, or offers a million tools, is cut off rather than held in memory.
 const MAX_TOOLS: usize = 1024;
@@ -253,7 +281,12 @@ fn depth(v: &serde_json::Value) -> usize {
 }
 
 /// `tools/list`, page by page, within [`MAX_TOOLS`] and [`MAX_PAGES`].
-async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<ToolDef>, String> {
+/// Each definition is redacted of every secret `redactor` knows (a description is read by
+/// the model: docs/spec.md §3.8).
+async fn list_tools(
+    peer: &rmcp::Peer<RoleClient>,
+    redactor: &crate::secrets::Redactor,
+) -> Result<Vec<ToolDef>, String> {
     let mut out = Vec::new();
     let mut cursor = None;
     for _ in 0..MAX_PAGES {
@@ -264,16 +297,21 @@ async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<ToolDef>, Strin
             .map_err(|e| e.to_string())?;
         // A definition no model may be shown (over the catalog's size limit, or nested
         // deeper than any real schema) is dropped here, before it reaches the discovery file.
-        out.extend(page.tools.iter().map(tool_def).filter(|d| {
-            serde_json::to_vec(d).is_ok_and(|v| v.len() <= catalog::MAX_DEFINITION)
-                && depth(&d.input_schema) <= MAX_SCHEMA_DEPTH
-                && d.output_schema
-                    .as_ref()
-                    .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
-                && d.annotations
-                    .as_ref()
-                    .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
-        }));
+        out.extend(
+            page.tools
+                .iter()
+                .map(|t| redacted_def(tool_def(t), redactor))
+                .filter(|d| {
+                    serde_json::to_vec(d).is_ok_and(|v| v.len() <= catalog::MAX_DEFINITION)
+                        && depth(&d.input_schema) <= MAX_SCHEMA_DEPTH
+                        && d.output_schema
+                            .as_ref()
+                            .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
+                        && d.annotations
+                            .as_ref()
+                            .is_none_or(|s| depth(s) <= MAX_SCHEMA_DEPTH)
+                }),
+        );
         if out.len() > MAX_TOOLS {
             return Err(format!("the server offers over {MAX_TOOLS} tools"));
         }
@@ -557,7 +595,7 @@ impl Runner {
             match within(
                 timeout,
                 "list its tools",
-                list_tools(instance.service.peer()),
+                list_tools(instance.service.peer(), &self.secrets().redactor()),
             )
             .await
             {
@@ -572,7 +610,13 @@ impl Runner {
                     }
                     find(&now)
                 }
-                Err(why) => return fail(format!("{}: {why}", req.tool)),
+                Err(why) => {
+                    // A remote server's client knows better (a refused credential, say).
+                    let why = get_reason(&instance.reason)
+                        .filter(|_| instance.remote)
+                        .unwrap_or(why);
+                    return fail(format!("{}: {why}", req.tool));
+                }
             }
         } else {
             find(
@@ -718,6 +762,9 @@ impl Runner {
         call: Option<&Admitted>,
         shown_up_to: Option<proto::DataClass>,
     ) -> Result<Instance, String> {
+        if matches!(tool.kind, ToolKind::Remote { .. }) {
+            return self.start_remote(tool, session, label, timeout).await;
+        }
         let ToolKind::Mcp {
             argv, idle_timeout, ..
         } = &tool.kind
@@ -744,11 +791,19 @@ impl Runner {
             spec.limits.timeout = SERVER_LIFETIME;
         }
         spec.limits.cpu_seconds = spec.limits.timeout.as_secs();
+        // Its secrets, as the variables the config names (read here, in the runner, the one
+        // process that reads them); discovery needs them too, to start the server at all.
+        self.hand_secrets(tool, &mut spec)?;
         let helper = self.helper().clone();
-        let mut boxed = tokio::task::spawn_blocking(move || sandbox::spawn(&spec, &helper))
-            .await
-            .map_err(|e| format!("cannot start its box: {e}"))?
-            .map_err(|e| format!("cannot start its box: {e}"))?;
+        let scrubbed = tool.clone();
+        let mut boxed = tokio::task::spawn_blocking(move || {
+            let boxed = sandbox::spawn(&spec, &helper);
+            crate::secrets::scrub(&scrubbed, &mut spec);
+            boxed
+        })
+        .await
+        .map_err(|e| format!("cannot start its box: {e}"))?
+        .map_err(|e| format!("cannot start its box: {e}"))?;
         if let Some(call) = call {
             match boxed.stopper() {
                 Ok(s) => call.guard_box(s),
@@ -780,9 +835,12 @@ impl Runner {
         let logged = label.map(|_| session);
         let path = stderr::log_path(self.state_dir(), logged, &tool.name);
         let command = stderr::log_command(logged, &tool.name);
+        // What it writes there is redacted as its answers are: its log is read by a person,
+        // and its last lines may be quoted in a failure.
+        let redactor = self.secrets().redactor();
         let stderr = match boxed.stderr.take() {
-            Some(err) => stderr::Stderr::drain(err, path, command),
-            None => stderr::Stderr::drain(std::io::empty(), path, command),
+            Some(err) => stderr::Stderr::drain(err, path, command, redactor),
+            None => stderr::Stderr::drain(std::io::empty(), path, command, redactor),
         };
         let io = |e: std::io::Error| format!("cannot talk to the server: {e}");
         let (Some(stdin), Some(stdout)) = (boxed.stdin.take(), boxed.stdout.take()) else {
@@ -795,7 +853,12 @@ impl Runner {
         let boxed = Mutex::new(Some(boxed));
         let ready = async {
             let service = within(timeout, "initialize", ().serve(transport)).await?;
-            let tools = within(timeout, "list its tools", list_tools(service.peer())).await?;
+            let tools = within(
+                timeout,
+                "list its tools",
+                list_tools(service.peer(), &self.secrets().redactor()),
+            )
+            .await?;
             Ok::<_, String>((service, tools))
         };
         let (service, tools) = match ready.await {
@@ -828,6 +891,97 @@ impl Runner {
             _egress: egress,
             calls,
             float,
+            remote: false,
+        })
+    }
+
+    /// Connects to `tool`'s remote server for `session` (no box: the runner is the client),
+    /// initializes an MCP session and lists its tools. Every connection it makes is decided
+    /// by the egress rules at the label of its moment (`remote::Client`).
+    async fn start_remote(
+        &self,
+        tool: &Tool,
+        session: &SessionId,
+        label: Option<proto::DataClass>,
+        timeout: Duration,
+    ) -> Result<Instance, String> {
+        let ToolKind::Remote {
+            transport,
+            idle_timeout,
+            url,
+            ..
+        } = &tool.kind
+        else {
+            return Err("not a remote MCP server".into());
+        };
+        if *transport == config::Transport::Sse {
+            return Err(format!(
+                "{} speaks the older HTTP+SSE transport (`transport = \"sse\"`), which \
+                 boxmaker's client does not speak yet; use the server's streamable HTTP URL",
+                url.text
+            ));
+        }
+        let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
+        let float = Arc::new(crate::egress::Float::new(tool.class, None));
+        let reason = Reason::default();
+        let client = remote::Client::new(
+            self,
+            tool,
+            crate::egress::BoxCtx {
+                session: session.clone(),
+                tool: tool.name.clone(),
+                call: None,
+                calls: Some(calls.clone()),
+                float: float.clone(),
+            },
+            reason.clone(),
+        )?;
+        let mut config =
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                client.uri(),
+            );
+        // A stream that breaks is not opened again behind the call's back: the call fails,
+        // and the next one starts a new session.
+        config.retry_config = Arc::new(remote::NoRetry);
+        config.max_json_response_size = remote::MAX_MESSAGE;
+        config.max_sse_event_size = remote::MAX_MESSAGE;
+        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+        let redactor = self.secrets().redactor();
+        let ready = async {
+            let service = within(timeout, "initialize", ().serve(transport)).await?;
+            let tools = within(
+                timeout,
+                "list its tools",
+                list_tools(service.peer(), &redactor),
+            )
+            .await?;
+            Ok::<_, String>((service, tools))
+        };
+        let (service, tools) = match ready.await {
+            Ok(r) => r,
+            Err(why) => {
+                return Err(get_reason(&reason).map_or(why.clone(), |r| format!("{why}: {r}")));
+            }
+        };
+        self.start_reaper();
+        let logged = label.map(|_| session);
+        Ok(Instance {
+            service,
+            boxed: Mutex::new(None),
+            tools: Mutex::new(tools),
+            reason,
+            stderr: stderr::Stderr::none(
+                stderr::log_path(self.state_dir(), logged, &tool.name),
+                stderr::log_command(logged, &tool.name),
+            ),
+            last_used: Mutex::new(Instant::now()),
+            in_flight: AtomicUsize::new(0),
+            idle: Duration::from_secs(idle_timeout.unwrap_or(catalog::DEFAULT_IDLE_TIMEOUT)),
+            label: label.unwrap_or(proto::DataClass::Public),
+            _egress: None,
+            calls,
+            float,
+            remote: true,
         })
     }
 
@@ -895,13 +1049,17 @@ impl Runner {
         let known = ToolsFile::load(self.state_dir()).ok();
         let mut out = Vec::new();
         for tool in &self.config().tools {
-            let ToolKind::Mcp { argv, .. } = &tool.kind else {
+            let Some(argv) = tool.kind.server_argv() else {
                 continue;
             };
+            let argv = &argv;
             let cached = known
                 .as_ref()
                 .is_some_and(|f| f.servers.contains_key(&catalog::server_key(argv)));
-            if cached && !all {
+            // A server that needs a secret, or a remote one (a destination, reached with a
+            // credential), is left to a process that reads secrets.
+            let needs = !tool.secrets.is_empty() || matches!(tool.kind, ToolKind::Remote { .. });
+            if (cached && !all) || (needs && !self.secrets().reads()) {
                 continue;
             }
             let r = self.discover(tool).and_then(|tools| {
@@ -926,9 +1084,10 @@ impl Runner {
         let known = ToolsFile::load(self.state_dir()).map_err(|e| e.to_string())?;
         let mut tried = false;
         for tool in &self.config().tools {
-            let ToolKind::Mcp { argv, .. } = &tool.kind else {
+            let Some(argv) = tool.kind.server_argv() else {
                 continue;
             };
+            let argv = &argv;
             if !tool.could_expose(name) || known.servers.contains_key(&catalog::server_key(argv)) {
                 continue;
             }

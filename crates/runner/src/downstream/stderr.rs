@@ -82,7 +82,14 @@ pub(crate) struct Stderr {
 
 impl Stderr {
     /// Reads `r` to its end on a thread of its own, into `path`'s log and the tail.
-    pub fn drain(r: impl Read + Send + 'static, path: PathBuf, command: String) -> Arc<Self> {
+    /// What it reads is redacted of every secret `redactor` knows before it is kept
+    /// anywhere (docs/spec.md §3.8).
+    pub fn drain(
+        r: impl Read + Send + 'static,
+        path: PathBuf,
+        command: String,
+        redactor: Arc<crate::secrets::Redactor>,
+    ) -> Arc<Self> {
         let me = Arc::new(Stderr {
             tail: Mutex::default(),
             done: Mutex::new(false),
@@ -91,34 +98,47 @@ impl Stderr {
             command,
         });
         let it = me.clone();
-        std::thread::spawn(move || it.read_all(r));
+        std::thread::spawn(move || it.read_all(r, redactor));
         me
     }
 
-    fn read_all(&self, mut r: impl Read) {
+    /// The stderr of a server that has none (a remote one): empty, read to its end.
+    pub fn none(path: PathBuf, command: String) -> Arc<Self> {
+        Arc::new(Stderr {
+            tail: Mutex::default(),
+            done: Mutex::new(true),
+            done_cv: Condvar::new(),
+            path,
+            command,
+        })
+    }
+
+    fn read_all(&self, mut r: impl Read, redactor: Arc<crate::secrets::Redactor>) {
         let mut log = Log::open(&self.path);
         let mut chunk = vec![0u8; 16 * 1024];
+        let mut redact = crate::secrets::StreamRedactor::new(redactor);
+        let mut keep = |got: &[u8]| {
+            if let Some(l) = log.as_mut()
+                && l.write(got).is_err()
+            {
+                log = None;
+            }
+            let mut t = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
+            t.extend_from_slice(got);
+            if t.len() > TAIL {
+                let cut = t.len() - TAIL;
+                t.drain(..cut);
+            }
+        };
         loop {
             match r.read(&mut chunk) {
                 Ok(0) => break,
-                Ok(n) => {
-                    let got = chunk.get(..n).unwrap_or_default();
-                    if let Some(l) = log.as_mut()
-                        && l.write(got).is_err()
-                    {
-                        log = None;
-                    }
-                    let mut t = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
-                    t.extend_from_slice(got);
-                    if t.len() > TAIL {
-                        let cut = t.len() - TAIL;
-                        t.drain(..cut);
-                    }
-                }
+                Ok(n) => keep(&redact.push(chunk.get(..n).unwrap_or_default())),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => break,
             }
         }
+        keep(&redact.finish());
         *self.done.lock().unwrap_or_else(PoisonError::into_inner) = true;
         self.done_cv.notify_all();
     }

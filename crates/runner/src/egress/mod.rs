@@ -111,7 +111,7 @@ impl Float {
     }
 
     /// The label a connection of the box is decided at now.
-    fn label(&self, session: DataClass, reach: DataClass) -> CallLabel {
+    pub(crate) fn label(&self, session: DataClass, reach: DataClass) -> CallLabel {
         let (call, read) = *self.state.lock().unwrap_or_else(PoisonError::into_inner);
         CallLabel {
             session,
@@ -333,7 +333,7 @@ impl Egress {
         *self.sink.lock().unwrap_or_else(PoisonError::into_inner) = Some(sink);
     }
 
-    fn emit(&self, record: EgressRecord) {
+    pub(crate) fn emit(&self, record: EgressRecord) {
         let sink = self
             .sink
             .lock()
@@ -420,7 +420,7 @@ impl Egress {
     /// above it. Under the lock of the open connections, whether or not this rose anything:
     /// a second answer that finds the label already raised waits until the rise that raised
     /// it has cut.
-    fn answered(&self, ctx: &BoxCtx, conn: u64, returns: DataClass, dest: &str) {
+    pub(crate) fn answered(&self, ctx: &BoxCtx, conn: u64, returns: DataClass, dest: &str) {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         ctx.float.raise_read(returns);
         {
@@ -446,7 +446,7 @@ impl Egress {
         });
     }
 
-    fn floor(&self, session: &SessionId) -> DataClass {
+    pub(crate) fn floor(&self, session: &SessionId) -> DataClass {
         self.floors
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -468,7 +468,12 @@ impl Egress {
         addrs
     }
 
-    fn record(&self, ctx: &BoxCtx, conn: u64, host: &str, port: u16) -> EgressRecord {
+    /// A connection number of this runner's, for a record.
+    pub(crate) fn next_conn(&self) -> u64 {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn record(&self, ctx: &BoxCtx, conn: u64, host: &str, port: u16) -> EgressRecord {
         let call = ctx.call.or_else(|| {
             let calls = ctx.calls.as_ref()?;
             let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
@@ -582,7 +587,10 @@ impl Egress {
             clearance,
             returns,
             addrs,
-        } = match self.decide(tool, &ctx.float, &head, way, label).await {
+        } = match self
+            .decide(tool, &ctx.float, &head.host, head.port, way, label)
+            .await
+        {
             Ok(a) => a,
             Err(e) => return self.refuse(&mut client, rec, e).await,
         };
@@ -700,21 +708,22 @@ impl Egress {
     /// Whether `head` may go out at `label` from a box whose floating label is `float`, and
     /// to which addresses: the clearance of the rule that allows it, the label of what it
     /// answers, and the addresses checked.
-    async fn decide(
+    /// The remote MCP client (`downstream::remote`) decides its connections here too: one
+    /// rule for a box's and for the runner's own.
+    pub(crate) async fn decide(
         &self,
         tool: Option<&config::Tool>,
         float: &Float,
-        head: &Head,
+        host: &str,
+        port: u16,
         way: Way,
         label: CallLabel,
     ) -> Result<Decided, EgressError> {
-        let port = head.port;
-        let host =
-            config::egress::classify_host(&head.host).map_err(|why| EgressError::NotAName {
-                dest: shown(&head.host),
-                port,
-                why,
-            })?;
+        let host = config::egress::classify_host(host).map_err(|why| EgressError::NotAName {
+            dest: shown(host),
+            port,
+            why,
+        })?;
         let dest = match &host {
             Host::Address(ip) => Destination::Address(*ip),
             Host::Name(n) => Destination::Name(n),
@@ -816,10 +825,10 @@ fn cut_below(
 
 /// What [`Egress::decide`] allowed: the clearance of the rule that allows it, the label of
 /// what the destination answers, and the addresses checked.
-struct Decided {
-    clearance: DataClass,
-    returns: DataClass,
-    addrs: Vec<SocketAddr>,
+pub(crate) struct Decided {
+    pub(crate) clearance: DataClass,
+    pub(crate) returns: DataClass,
+    pub(crate) addrs: Vec<SocketAddr>,
 }
 
 /// Where a connection's answer floats the box's label to, once its first byte is about to
