@@ -785,30 +785,26 @@ impl Runner {
         spec.proxy = false;
         spec.env.clear();
         let timeout = spec.limits.timeout;
-        let reply = match self.warm.call(
-            &req.session,
-            &tool.name,
-            &spec,
-            &self.helper,
-            call,
-            &inbox,
-            timeout,
-        ) {
-            Ok(reply) => reply,
-            Err(WarmError::Start(why)) => {
-                return failed(format!("{}: the box could not start: {why}", tool.name));
-            }
-            Err(WarmError::TimedOut) => {
-                return failed(format!(
-                    "{}: timed out after {} s; its box was killed",
-                    tool.name,
-                    timeout.as_secs()
-                ));
-            }
-            Err(WarmError::Broke(why)) => {
-                return failed(format!("{}: the tool failed in its box: {why}", tool.name));
-            }
-        };
+        let reply =
+            match self
+                .warm
+                .call(&req.session, &tool.name, &spec, &self.helper, call, &inbox)
+            {
+                Ok(reply) => reply,
+                Err(WarmError::Start(why)) => {
+                    return failed(format!("{}: the box could not start: {why}", tool.name));
+                }
+                Err(WarmError::TimedOut) => {
+                    return failed(format!(
+                        "{}: timed out after {} s; its box was killed",
+                        tool.name,
+                        timeout.as_secs()
+                    ));
+                }
+                Err(WarmError::Broke(why)) => {
+                    return failed(format!("{}: the tool failed in its box: {why}", tool.name));
+                }
+            };
         match reply {
             InboxReply::Done {
                 content,

@@ -106,7 +106,7 @@ impl Warm {
 
     /// Runs `request` in the warm box of (`spec`'s session, `tool`), starting one built from
     /// `spec` when there is none or the one there was built differently. `call`'s resets
-    /// stop the box; `timeout` bounds the call, after which the box is killed.
+    /// stop the box; the spec's timeout bounds the call, after which the box is killed.
     pub(crate) fn call(
         self: &Arc<Self>,
         session: &SessionId,
@@ -115,8 +115,8 @@ impl Warm {
         helper: &HelperCommand,
         call: &Admitted,
         request: &InboxRequest,
-        timeout: Duration,
     ) -> Result<InboxReply, WarmError> {
+        let timeout = spec.limits.timeout;
         let body = serde_json::to_vec(request)
             .map_err(|e| WarmError::Start(format!("cannot encode the request: {e}")))?;
         let shape = Shape {
