@@ -194,15 +194,6 @@ impl Warm {
         stopped
     }
 
-    /// How many warm boxes run now.
-    #[cfg(test)]
-    pub(crate) fn running(&self) -> usize {
-        lock(&self.slots)
-            .values()
-            .filter(|slot| slot.try_lock().map_or(true, |g| g.is_some()))
-            .count()
-    }
-
     fn start_reaper(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         self.reaper.get_or_init(|| {
