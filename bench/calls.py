@@ -2,10 +2,16 @@
 """A tool call through boxmaker beside the server a user would otherwise run (issue 22,
 docs/performance.md "Calls: warm file box, run box, throughput").
 
-The official Python MCP SDK is the client on every path, over stdio, after a warm-up:
+The official Python MCP SDK is the client on every path, over stdio, after a warm-up. Each
+boxmaker path is timed beside its anchor, call for call: both sessions open at once, one call
+on each in turn (alternating which goes first), so both see the same moment of a shared
+machine; `paired` is the median of the per-round ratios:
 
   read_file  plain      a plain Python MCP server (the SDK's MCPServer) whose tool reads the file
              boxmaker   `boxmaker mcp`, builtin read_file (gate, runner, the session's warm box)
+  time       direct     the real mcp-server-time (PyPI), started by the client on the host
+             boxmaker   `boxmaker mcp` running the same server in the session's box
+                        (`[[tool]] time`), tool time_get_current_time
   run        bwrap      a plain Python MCP server whose tool runs
                         `bwrap --unshare-all --die-with-parent --ro-bind / / /bin/true` per call
              boxmaker   `boxmaker mcp`, builtin run {"argv": ["/bin/true"]} (a fresh box a call)
@@ -28,6 +34,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 N = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "--worker" else 300
 ONLY = [x for x in os.environ.get("CALLS_ONLY", "").split(",") if x]
+# The real mcp-server-time (PyPI), in the virtualenv `make deps` makes.
+VENV = os.path.join(ROOT, "tests", "py", "venv")
+VENV_PY = os.path.join(VENV, "bin", "python3")
 SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] != "--worker" else 5.0
 
 from mcp import ClientSession, StdioServerParameters
@@ -69,6 +78,22 @@ name = "run"
 builtin = "run"
 class = "internal"
 
+[[mount]]
+name = "pyvenv"
+host = "@VENV@"
+at = "/opt/pyvenv"
+class = "public"
+
+[[tool]]
+name = "time"
+mcp = ["/opt/pyvenv/bin/python3", "-m", "mcp_server_time", "--local-timezone", "UTC"]
+mounts = ["pyvenv"]
+class = "public"
+
+[[grant]]
+tool = "time_*"
+effect = "allow"
+
 [[grant]]
 tool = "read_file"
 effect = "allow"
@@ -97,6 +122,10 @@ def paths(d, bm):
         "run/bwrap": (py, [server], "run_true", {}),
         "run/boxmaker": (bm, ["mcp", "--config", os.path.join(d, "boxmaker.toml")], "run",
                          {"argv": ["/bin/true"]}),
+        "time/direct": (VENV_PY, ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+                        "get_current_time", {"timezone": "UTC"}),
+        "time/boxmaker": (bm, ["mcp", "--config", os.path.join(d, "boxmaker.toml")],
+                          "time_get_current_time", {"timezone": "UTC"}),
     }
 
 
@@ -104,7 +133,7 @@ def prepare(d, sessions):
     with open(os.path.join(d, "plain_server.py"), "w") as f:
         f.write(PLAIN_SERVER)
     with open(os.path.join(d, "boxmaker.toml"), "w") as f:
-        f.write(CONFIG)
+        f.write(CONFIG.replace("@VENV@", VENV))
     with open(os.path.join(d, "hello.txt"), "w") as f:
         f.write("hello from the workspace\n")
     for s in sessions:
@@ -125,6 +154,7 @@ async def session(command, args, session_name, body):
 
 
 async def latency(path, n):
+    """One path alone: p50/p90/p99/mean of n calls after a warm-up."""
     command, args, tool, arguments = path
 
     async def body(s):
@@ -140,6 +170,35 @@ async def latency(path, n):
         return stats(samples)
 
     return await session(command, args, "lat", body)
+
+
+async def paired(anchor, ours, n):
+    """Two paths side by side: both sessions open at once, then n rounds of one call on
+    each, in alternating order, so both see the same moment of a busy machine. Returns
+    each path's stats and the median of the per-round ratios (ours / anchor)."""
+    a_cmd, a_args, a_tool, a_arguments = anchor
+    b_cmd, b_args, b_tool, b_arguments = ours
+
+    async def body_a(sa):
+        async def body_b(sb):
+            calls = [(sa, a_tool, a_arguments), (sb, b_tool, b_arguments)]
+            for _ in range(max(20, n // 10)):
+                for s, tool, arguments in calls:
+                    res = await s.call_tool(tool, arguments)
+                    assert not res.is_error, res
+            ta, tb = [], []
+            for i in range(n):
+                order = calls if i % 2 == 0 else calls[::-1]
+                for s, tool, arguments in order:
+                    t = time.perf_counter()
+                    res = await s.call_tool(tool, arguments)
+                    (ta if s is sa else tb).append(time.perf_counter() - t)
+                    assert not res.is_error, res
+            ratios = sorted(b / a for a, b in zip(ta, tb))
+            return stats(ta), stats(tb), ratios[len(ratios) // 2]
+        return await session(b_cmd, b_args, "lat", body_b)
+
+    return await session(a_cmd, a_args, "anchor", body_a)
 
 
 def worker():
@@ -265,22 +324,34 @@ async def main():
         prepare(d, sessions + ["lat"])
         ps = paths(d, bm)
         names = [n for n in ps if not ONLY or n in ONLY]
-        # Paired: each anchor right before its boxmaker path, twice, keeping the better run.
-        for name in names:
-            if N:
-                runs = [await latency(ps[name], N) for _ in range(2)]
-                results[name] = min(runs, key=lambda r: r["p50"])
+        # Paired: each boxmaker path beside its anchor, call for call (`paired`); a path
+        # asked for without its partner runs alone.
+        pairs = [("read_file/plain", "read_file/boxmaker"), ("run/bwrap", "run/boxmaker"),
+                 ("time/direct", "time/boxmaker")]
+        for anchor, ours in pairs:
+            if not N:
+                break
+            if anchor in names and ours in names:
+                a, b, r = await paired(ps[anchor], ps[ours], N)
+                results[anchor], results[ours] = a, b
+                results[ours]["paired_ratio"] = r
+            else:
+                for name in (anchor, ours):
+                    if name in names:
+                        results[name] = await latency(ps[name], N)
         for name in names:
             if SECONDS:
                 rates[name] = throughput(ps[name], sessions, d, SECONDS)
-    print(f"{'path':<20} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+    print(f"{'path':<20} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'paired':>7}")
     for k, v in results.items():
-        print(f"{k:<20} {v['p50']:8.3f} {v['p90']:8.3f} {v['p99']:8.3f} {v['mean']:8.3f}")
-    if len(results) < 4:
+        r = f"{v['paired_ratio']:7.2f}" if "paired_ratio" in v else ""
+        print(f"{k:<20} {v['p50']:8.3f} {v['p90']:8.3f} {v['p99']:8.3f} {v['mean']:8.3f} {r}")
+    if len(results) < 6:
         print(json.dumps({"latency": results, "throughput": rates}, indent=1))
         return
     print(f"\nread_file: boxmaker / plain p50 = {results['read_file/boxmaker']['p50'] / results['read_file/plain']['p50']:.2f} (goal <= 1.2)")
     print(f"run: boxmaker / bwrap-per-call p50 = {results['run/boxmaker']['p50'] / results['run/bwrap']['p50']:.2f} (goal <= 0.8)")
+    print(f"mcp-server-time: boxmaker - direct p50 = {results['time/boxmaker']['p50'] - results['time/direct']['p50']:+.2f} ms (goal <= +1 ms)")
     print(f"\n{'throughput, 4 sessions':<24} {'calls/s':>9} {'server-side CPU ms/call':>24}")
     for k, v in rates.items():
         print(f"{k:<24} {v['calls_per_s']:9.0f} {v['cpu_ms_per_call']:24.2f}")

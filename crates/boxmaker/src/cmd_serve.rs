@@ -287,6 +287,7 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
     // No new connections; those open get a moment to end, so that the last checkpoint
     // covers what they write.
     hosted.unlink_sockets();
+    hosted.gate().drain_agent_connections();
     let start = Instant::now();
     while hosted.active() > 0 && start.elapsed() < crate::host::DRAIN {
         std::thread::sleep(Duration::from_millis(20));
@@ -353,7 +354,9 @@ fn on_demand(args: &GateArgs, cfg: Arc<config::Config>) -> Result<u8, CliError> 
         }
     }
     hosted.unlink_sockets();
-    // Connections accepted just before the sockets went are served to their end.
+    // Connections accepted just before the sockets went are served to their end; those a
+    // front keeps between calls end once their calls are answered.
+    hosted.gate().drain_agent_connections();
     std::thread::sleep(Duration::from_millis(200));
     while hosted.active() > 0 {
         std::thread::sleep(Duration::from_millis(50));

@@ -218,6 +218,7 @@ impl HostedGate {
 
 impl Drop for HostedGate {
     fn drop(&mut self) {
+        self.gate.drain_agent_connections();
         let start = Instant::now();
         while self.active() > 0 && start.elapsed() < DRAIN {
             std::thread::sleep(Duration::from_millis(5));

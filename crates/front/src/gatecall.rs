@@ -45,6 +45,84 @@ pub fn connect(socket: &Path) -> Result<UnixStream, GateCallError> {
     })
 }
 
+/// The envelope id of a call: a connection carries one call at a time.
+const ID: u64 = 1;
+
+/// At most this many connections are kept idle between calls.
+const KEEP: usize = 4;
+
+/// The connections one front keeps to the gate between its calls (docs/spec.md §5), so a
+/// call costs no connection, peer check or gate thread of its own. One call at a time on a
+/// connection; a connection goes back only after its call's final answer (a cancelled or
+/// failed one is closed, which is how the gate learns of a cancel).
+///
+/// A gate that stops taking connections shuts the reading side of the idle ones
+/// (`gate::serve`): a request written on such a connection fails to send (`EPIPE`), so it
+/// never reached the gate and is sent again on a new connection. Only a failure to *send*
+/// on a kept connection is retried: once a request is sent, the call is the gate's.
+pub struct Pool {
+    connector: Connector,
+    idle: std::sync::Mutex<Vec<UnixStream>>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    /// A pool that opens its connections with `connector`.
+    pub fn new(connector: Connector) -> Self {
+        Self {
+            connector,
+            idle: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    fn take(&self) -> Option<UnixStream> {
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop()
+    }
+
+    /// Sends `req` on a kept connection, or on a new one when none is kept or a kept one no
+    /// longer takes requests; returns the connection it went on (wait for its answer with
+    /// [`answer`]). May block while a gate starts.
+    pub fn send(&self, req: &ToolRequest) -> Result<UnixStream, GateCallError> {
+        while let Some(kept) = self.take() {
+            if send(&kept, req).is_ok() {
+                return Ok(kept);
+            }
+            // The gate ended this connection (or died) before reading anything more from
+            // it: the request never reached it.
+        }
+        let stream = (self.connector)()?;
+        send(&stream, req)?;
+        Ok(stream)
+    }
+
+    /// Keeps `stream`, whose call has had its final answer, for a later call.
+    pub fn keep(&self, stream: UnixStream) {
+        let mut idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if idle.len() < KEEP {
+            idle.push(stream);
+        }
+    }
+}
+
+/// Writes `req` on `stream` as one request frame.
+pub fn send(stream: &UnixStream, req: &ToolRequest) -> Result<(), GateCallError> {
+    let mut w = BufWriter::new(stream);
+    write_frame(&mut w, &Envelope::request(ID, req.clone())).map_err(GateCallError::Frame)?;
+    w.flush()
+        .map_err(|e| GateCallError::Frame(FrameError::Io(e)))
+}
+
 /// Sends `req` on `stream` and waits for the final answer, calling `pending` for each
 /// `pending_approval`.
 pub fn call(
@@ -52,12 +130,16 @@ pub fn call(
     req: ToolRequest,
     pending: &mut dyn FnMut(&ToolResponse),
 ) -> Result<ToolResponse, GateCallError> {
-    const ID: u64 = 1;
-    let mut w = BufWriter::new(stream);
-    write_frame(&mut w, &Envelope::request(ID, req)).map_err(GateCallError::Frame)?;
-    w.flush()
-        .map_err(|e| GateCallError::Frame(FrameError::Io(e)))?;
-    drop(w);
+    send(stream, &req)?;
+    answer(stream, pending)
+}
+
+/// Waits for the final answer of the request sent on `stream`, calling `pending` for each
+/// `pending_approval`.
+pub fn answer(
+    stream: &UnixStream,
+    pending: &mut dyn FnMut(&ToolResponse),
+) -> Result<ToolResponse, GateCallError> {
     let mut r = BufReader::new(stream);
     loop {
         let env = match read_frame(&mut r) {

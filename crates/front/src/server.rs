@@ -40,7 +40,8 @@ struct Inner {
     /// Downstream servers' tools, as discovered (empty without any).
     catalog: Arc<Catalog>,
     session: SessionId,
-    connector: gatecall::Connector,
+    /// Connections to the gate, kept between calls.
+    pool: Arc<gatecall::Pool>,
     /// The decision socket, when the config lets a person approve in the agent's client.
     decide: std::sync::OnceLock<crate::approve::DecideConnector>,
     /// What the launcher found wrong with the config at start (a mount that is not there…),
@@ -80,7 +81,7 @@ impl Front {
                 config,
                 catalog,
                 session,
-                connector,
+                pool: Arc::new(gatecall::Pool::new(connector)),
                 decide: std::sync::OnceLock::new(),
                 live: std::sync::OnceLock::new(),
                 notes: std::sync::OnceLock::new(),
@@ -375,9 +376,11 @@ impl ServerHandler for Front {
             tool: name.clone(),
             arguments,
         };
-        // Finding (or starting) a gate may block: not on the runtime's threads.
-        let connector = self.inner.connector.clone();
-        let stream = tokio::task::spawn_blocking(move || connector())
+        // Sending may find (or start) a gate, which blocks: not on the runtime's threads.
+        // The connection is one the front kept from an earlier call where it can
+        // (`gatecall::Pool`), and is kept again once this call has its final answer.
+        let pool = self.inner.pool.clone();
+        let stream = tokio::task::spawn_blocking(move || pool.send(&req))
             .await
             .map_err(|e| McpError::internal_error(format!("the call did not start: {e}"), None))?
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
@@ -385,10 +388,15 @@ impl ServerHandler for Front {
             .try_clone()
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToolResponse>();
+        let pool = self.inner.pool.clone();
         let mut call = tokio::task::spawn_blocking(move || {
-            gatecall::call(&stream, req, &mut |p| {
+            let answer = gatecall::answer(&stream, &mut |p| {
                 let _ = tx.send(p.clone());
-            })
+            });
+            if answer.is_ok() {
+                pool.keep(stream);
+            }
+            answer
         });
         let progress = context.meta.get_progress_token();
         let peer = context.peer.clone();

@@ -990,6 +990,19 @@ impl AuditLog {
         &mut self,
         events: impl IntoIterator<Item = (Timestamp, Event)>,
     ) -> Result<Vec<Record>, AuditError> {
+        self.append_batch_synced(events, true)
+    }
+
+    /// [`AuditLog::append_batch`], or, with `sync` false, written but not yet made durable:
+    /// the next synced append (every later one that acknowledges anything, and every
+    /// checkpoint) makes these durable too, as `fdatasync` covers the whole file. For
+    /// records whose loss in a power cut would hide nothing that happened (docs/spec.md §6,
+    /// "Durability").
+    pub fn append_batch_synced(
+        &mut self,
+        events: impl IntoIterator<Item = (Timestamp, Event)>,
+        sync: bool,
+    ) -> Result<Vec<Record>, AuditError> {
         if self.poisoned {
             return Err(AuditError::Poisoned {
                 path: self.path.clone(),
@@ -1021,7 +1034,7 @@ impl AuditLog {
                 source,
             });
         }
-        if let Err(source) = self.file.sync_data() {
+        if let Err(source) = if sync { self.file.sync_data() } else { Ok(()) } {
             // After a failed fsync the page cache may lie about what is on disk.
             self.poisoned = true;
             return Err(AuditError::Sync {

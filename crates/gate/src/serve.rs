@@ -169,6 +169,9 @@ struct ConnState {
     ids: HashSet<u64>,
     /// Held calls: envelope id → approval id.
     held: HashMap<u64, String>,
+    /// The gate stopped taking connections ([`AgentConns::drain`]): the connection's read
+    /// side is shut once no call is in flight, and its end is not the agent going away.
+    draining: bool,
 }
 
 /// One agent connection's shared half.
@@ -177,6 +180,87 @@ struct Conn<W> {
     out: Mutex<Option<W>>,
     state: Mutex<ConnState>,
     slots: Slots,
+    /// The socket, to shut its read side when the gate drains (only a Unix stream has one).
+    socket: Option<UnixStream>,
+}
+
+/// What [`AgentConns`] can ask of a connection of any writer type.
+trait Drain: Send + Sync {
+    fn drain(&self);
+}
+
+impl<W: Send> Drain for Conn<W> {
+    fn drain(&self) {
+        let mut st = lock(&self.state);
+        st.draining = true;
+        if st.ids.is_empty() {
+            self.shut_read();
+        }
+    }
+}
+
+impl<W> Conn<W> {
+    /// Ends the connection's reading side: what the peer already sent is still read (and
+    /// answered); a later write of the peer fails (`EPIPE`), so the peer knows that request
+    /// never reached the gate and can send it on a new connection.
+    fn shut_read(&self) {
+        if let Some(s) = &self.socket {
+            let _ = s.shutdown(std::net::Shutdown::Read);
+        }
+    }
+}
+
+/// The agent connections of one gate (docs/spec.md §5: a front keeps its connection
+/// between calls). A gate that stops taking connections drains them: each one ends once no
+/// call is in flight on it, instead of keeping the gate alive for as long as its front runs.
+#[derive(Default)]
+pub(crate) struct AgentConns {
+    inner: Mutex<AgentConnsInner>,
+}
+
+#[derive(Default)]
+struct AgentConnsInner {
+    draining: bool,
+    next: u64,
+    open: HashMap<u64, Weak<dyn Drain>>,
+}
+
+impl std::fmt::Debug for AgentConns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = lock(&self.inner);
+        f.debug_struct("AgentConns")
+            .field("draining", &inner.draining)
+            .field("open", &inner.open.len())
+            .finish()
+    }
+}
+
+impl AgentConns {
+    /// Registers a connection: its key, and whether the gate drains already (then the
+    /// caller drains it at once).
+    fn register(&self, conn: Weak<dyn Drain>) -> (u64, bool) {
+        let mut inner = lock(&self.inner);
+        let key = inner.next;
+        inner.next = inner.next.wrapping_add(1);
+        inner.open.insert(key, conn);
+        (key, inner.draining)
+    }
+
+    fn forget(&self, key: u64) {
+        lock(&self.inner).open.remove(&key);
+    }
+
+    /// Drains every connection served now and every one served from now on.
+    pub(crate) fn drain(&self) {
+        let conns: Vec<Weak<dyn Drain>> = {
+            let mut inner = lock(&self.inner);
+            inner.draining = true;
+            inner.open.values().cloned().collect()
+        };
+        for conn in conns.iter().filter_map(Weak::upgrade) {
+            conn.drain();
+        }
+    }
 }
 
 impl<W: Write> Conn<W> {
@@ -211,7 +295,20 @@ impl<W: Write> Conn<W> {
 /// returns `Ok`. On a bad frame or message it answers `error`, closes the writing side at
 /// once (`writer` is dropped), withdraws held approvals, and returns the reason without
 /// waiting: calls already running finish in the background.
-pub fn serve_agent<R, W>(gate: Arc<Gate>, mut reader: R, writer: W) -> Result<(), ServeError>
+pub fn serve_agent<R, W>(gate: Arc<Gate>, reader: R, writer: W) -> Result<(), ServeError>
+where
+    R: Read,
+    W: Write + Send + 'static,
+{
+    serve_agent_conn(gate, reader, writer, None)
+}
+
+fn serve_agent_conn<R, W>(
+    gate: Arc<Gate>,
+    mut reader: R,
+    writer: W,
+    socket: Option<UnixStream>,
+) -> Result<(), ServeError>
 where
     R: Read,
     W: Write + Send + 'static,
@@ -220,9 +317,29 @@ where
         out: Mutex::new(Some(writer)),
         state: Mutex::new(ConnState::default()),
         slots: Slots::default(),
+        socket,
     });
+    let weak: Weak<dyn Drain> = Arc::downgrade(&(Arc::clone(&conn) as Arc<dyn Drain>));
+    let (key, draining) = gate.agent_conns.register(weak);
+    if draining {
+        conn.drain();
+    }
+    let result = serve_agent_loop(&gate, &conn, &mut reader);
+    gate.agent_conns.forget(key);
+    result
+}
+
+fn serve_agent_loop<R, W>(
+    gate: &Arc<Gate>,
+    conn: &Arc<Conn<W>>,
+    reader: &mut R,
+) -> Result<(), ServeError>
+where
+    R: Read,
+    W: Write + Send + 'static,
+{
     let result = loop {
-        let env = match read_frame(&mut reader) {
+        let env = match read_frame(reader) {
             Ok(env) => env,
             Err(FrameError::Closed) => break Ok(()),
             Err(e) => match e.wire_code() {
@@ -264,11 +381,11 @@ where
         conn.slots.acquire(MAX_IN_FLIGHT);
         let id = env.id;
         let reply = ConnReply {
-            gate: Arc::downgrade(&gate),
-            conn: Arc::clone(&conn),
+            gate: Arc::downgrade(gate),
+            conn: Arc::clone(conn),
             id,
         };
-        let gate2 = Arc::clone(&gate);
+        let gate2 = Arc::clone(gate);
         CALL_THREADS.acquire(MAX_CALL_THREADS);
         let spawned = std::thread::Builder::new()
             .name("gate-call".into())
@@ -290,8 +407,14 @@ where
     };
     let held: Vec<String> = {
         let mut st = lock(&conn.state);
-        st.closed = true;
-        st.held.drain().map(|(_, approval)| approval).collect()
+        if result.is_ok() && st.draining {
+            // The gate shut the reading side, not the agent: its held calls stay held and
+            // are answered on this connection when a person decides.
+            Vec::new()
+        } else {
+            st.closed = true;
+            st.held.drain().map(|(_, approval)| approval).collect()
+        }
     };
     if result.is_err() {
         conn.close();
@@ -330,12 +453,16 @@ impl<W: Write + Send + 'static> Reply for ConnReply<W> {
     }
 
     fn finish(self: Box<Self>, resp: ToolResponse) {
-        {
+        let last_of_drained = {
             let mut st = lock(&self.conn.state);
             st.held.remove(&self.id);
             st.ids.remove(&self.id);
-        }
+            st.draining && st.ids.is_empty()
+        };
         self.conn.send(&Envelope::response(self.id, resp));
+        if last_of_drained {
+            self.conn.shut_read();
+        }
         self.conn.slots.release();
     }
 }
@@ -354,7 +481,8 @@ pub(crate) fn admit(gate: &Gate, socket: &str, stream: &UnixStream) -> Result<()
 pub fn serve_agent_stream(gate: Arc<Gate>, stream: UnixStream) -> Result<(), ServeError> {
     admit(&gate, AGENT_SOCKET, &stream)?;
     let reader = stream.try_clone().map_err(ServeError::Clone)?;
-    serve_agent(gate, reader, stream)
+    let socket = stream.try_clone().map_err(ServeError::Clone)?;
+    serve_agent_conn(gate, reader, stream, Some(socket))
 }
 
 // ---------------------------------------------------------------------------------------------

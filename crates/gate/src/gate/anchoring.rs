@@ -24,8 +24,18 @@ impl Gate {
         &self,
         events: impl IntoIterator<Item = (Timestamp, Event)>,
     ) -> Result<Vec<Record>, AuditError> {
+        self.append_audit_synced(events, true)
+    }
+
+    /// [`Gate::append_audit`], not yet durable when `sync` is false
+    /// ([`AuditLog::append_batch_synced`]).
+    pub(crate) fn append_audit_synced(
+        &self,
+        events: impl IntoIterator<Item = (Timestamp, Event)>,
+        sync: bool,
+    ) -> Result<Vec<Record>, AuditError> {
         let mut log = lock(&self.audit);
-        let records = log.append_batch(events)?;
+        let records = log.append_batch_synced(events, sync)?;
         if log.pending() >= self.anchor.every {
             self.sign(&mut log);
         }

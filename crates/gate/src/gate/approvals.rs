@@ -241,6 +241,7 @@ impl Gate {
         };
         self.make_durable(Durable {
             raise,
+            defer_sync: false,
             events: vec![(
                 now,
                 decision_event(

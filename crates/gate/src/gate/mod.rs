@@ -238,6 +238,10 @@ struct Durable {
     events: Vec<(Timestamp, Event)>,
     /// What the call showed its session's provenance index, committed with the raise.
     sightings: Option<Sightings>,
+    /// The audit records may wait for the next synced commit (docs/spec.md §6,
+    /// "Durability"): the request and decision of a read-only file call, which has no effect
+    /// but its answer, and whose result record is synced before the answer is released.
+    defer_sync: bool,
 }
 
 /// Which write of a group commit failed, for one item.
@@ -289,6 +293,9 @@ pub struct Gate {
     on_demand: AtomicBool,
     /// A client asked this gate to retire ([`ControlOp::Retire`]).
     retiring: AtomicBool,
+    /// The agent connections served now, so that a gate that stops taking connections can
+    /// end those a front keeps idle between calls (`crate::serve::AgentConns`).
+    pub(crate) agent_conns: crate::serve::AgentConns,
     /// Calls each session has decided or running now (`[gate] max_calls_per_session`),
     /// and the sessions an operator is resetting.
     sessions: sessions::Sessions,
@@ -364,6 +371,7 @@ impl Gate {
             me: me.clone(),
             on_demand: AtomicBool::new(false),
             retiring: AtomicBool::new(false),
+            agent_conns: crate::serve::AgentConns::default(),
             sessions: sessions::Sessions::default(),
             anchor,
             witness: OnceLock::new(),
@@ -432,6 +440,15 @@ impl Gate {
     /// and ends once the calls in flight are answered).
     pub fn retire_requested(&self) -> bool {
         self.retiring.load(Ordering::SeqCst)
+    }
+
+    /// Ends every agent connection that has no call in flight, and from now on each one
+    /// when its last call is answered: for a gate that has stopped taking connections
+    /// (retiring, stopping), since a front keeps its connection open between calls
+    /// (docs/spec.md §5). A request the gate had not read when its connection ended was
+    /// never decided, so it never ran; one it had read is answered first.
+    pub fn drain_agent_connections(&self) {
+        self.agent_conns.drain();
     }
 
     /// The state directory's audit log path.
@@ -614,6 +631,7 @@ impl Gate {
         let _ = self.make_durable(Durable {
             raise: None,
             sightings: None,
+            defer_sync: false,
             events: vec![(
                 self.now(),
                 Event::CapReached {
@@ -684,6 +702,7 @@ impl Gate {
                     raise: None,
                     events: vec![(now, request)],
                     sightings: None,
+                    defer_sync: false,
                 });
                 return Err(e);
             }
@@ -735,10 +754,15 @@ impl Gate {
             ),
             _ => (None, None),
         };
+        // A read-only file call has no effect until its answer is released, and its result
+        // record is synced before that: its request and decision need not wait for the disk
+        // on their own (docs/spec.md §6, "Durability").
+        let defer_sync = decision == Decision::Allow && bad.is_none() && self.read_only(&req.tool);
         self.make_durable(Durable {
             raise,
             events,
             sightings,
+            defer_sync,
         })
         .map_err(|f| before("record the request, its decision and its reach")(f.into_gate()))?;
         if let Some(message) = bad {
@@ -773,6 +797,16 @@ impl Gate {
                     .map(Start::Held)
             }
         }
+    }
+
+    /// Whether `tool` is a builtin whose only effect is its answer (`read_file`, `list_dir`).
+    fn read_only(&self, tool: &str) -> bool {
+        matches!(
+            self.config.tool(tool).map(|t| &t.kind),
+            Some(config::ToolKind::Builtin(
+                config::Builtin::ReadFile | config::Builtin::ListDir
+            ))
+        )
     }
 
     /// Why `req`'s arguments can never run, for a builtin tool (the same decoder the runner
@@ -829,6 +863,7 @@ impl Gate {
     /// the records of every item whose raise committed (or that had none) with one
     /// `fdatasync`. One result per item, in order.
     fn commit_batch(&self, batch: Vec<Durable>) -> Vec<Result<(), CommitFailed>> {
+        let batch_syncs = batch.iter().any(|d| !d.defer_sync);
         let raises: Vec<TaintRaise> = batch.iter().filter_map(|d| d.raise.clone()).collect();
         let sightings: Vec<Sightings> = batch.iter().filter_map(|d| d.sightings.clone()).collect();
         let raised = if raises.is_empty() && sightings.is_empty() {
@@ -859,7 +894,8 @@ impl Gate {
             .filter(|(_, r)| r.is_ok())
             .flat_map(|(d, _)| d.events)
             .collect();
-        if let Err(e) = self.append_audit(events) {
+        let sync = batch_syncs;
+        if let Err(e) = self.append_audit_synced(events, sync) {
             let e = Arc::new(GateError::from(e));
             for r in out.iter_mut().filter(|r| r.is_ok()) {
                 *r = Err(CommitFailed::Audit(Arc::clone(&e)));
@@ -942,6 +978,7 @@ impl Gate {
             }),
             events: vec![(now, result)],
             sightings,
+            defer_sync: false,
         })
         .map_err(|f| match f {
             CommitFailed::Taint(e) => withheld("record the session's taint")(GateError::Shared(e)),
