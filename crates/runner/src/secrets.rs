@@ -714,10 +714,40 @@ impl Secrets {
         Ok(v)
     }
 
+    /// Adds `value` (a credential boxmaker obtained itself: an OAuth token) to what is
+    /// redacted, as `[secret NAME]`. Kept for the runner's life: a token refreshed away may
+    /// still be echoed.
+    pub(crate) fn remember(&self, name: &str, value: &str) {
+        if value.is_empty() {
+            return;
+        }
+        let mut values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = format!("\0{name}\0{}", values.len());
+        if values
+            .values()
+            .any(|v| v.name() == name && v.expose() == value)
+        {
+            return;
+        }
+        values.insert(
+            key,
+            Arc::new(SecretValue {
+                name: name.to_string(),
+                value: Zeroizing::new(value.to_string()),
+            }),
+        );
+        let redactor = Arc::new(Redactor::new(values.values().map(Arc::as_ref)));
+        drop(values);
+        *self
+            .redactor
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = redactor;
+    }
+
     /// The redactor of every secret read so far (every one the config defines is tried once
     /// first; one that cannot be read here was handed to nothing by this runner).
     pub(crate) fn redactor(&self) -> Arc<Redactor> {
-        if self.defs.is_empty() || !self.reads {
+        if !self.reads {
             return Arc::default();
         }
         let mut tried = self
