@@ -666,10 +666,14 @@ async fn read_body(body: hyper::body::Incoming, max: usize) -> Result<Vec<u8>, H
         let frame = frame.map_err(|e| err(format!("the server's answer broke off: {e}")))?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > max {
+                let size = if max >= 1 << 20 {
+                    format!("{} MiB", max >> 20)
+                } else {
+                    format!("{} KiB", max >> 10)
+                };
                 return Err(err(format!(
-                    "the server sent a message over {} MiB (a flood, or a size it does not keep \
-                     to)",
-                    max >> 20
+                    "the server sent a message over {size} (a flood, or a size it does not keep \
+                     to)"
                 )));
             }
             out.extend_from_slice(&data);
