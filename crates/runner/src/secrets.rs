@@ -491,7 +491,14 @@ impl Redactor {
                 patterns.push((p, m.clone()));
             }
         }
-        patterns.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        // Two secrets with one value: the same marker every time (the first name), not
+        // whichever the map yielded first.
+        patterns.sort_by(|a, b| {
+            b.0.len()
+                .cmp(&a.0.len())
+                .then_with(|| a.0.cmp(&b.0))
+                .then_with(|| a.1.cmp(&b.1))
+        });
         patterns.dedup_by(|a, b| a.0 == b.0);
         Self { patterns }
     }
