@@ -17,6 +17,7 @@
 mod out;
 
 mod client;
+mod cmd_auth;
 mod cmd_box;
 mod cmd_broker;
 mod cmd_call;
@@ -70,6 +71,7 @@ enum Command {
     Grants(cmd_ops::GrantsArgs),
     Audit(cmd_ops::AuditArgs),
     Tools(cmd_tools::ToolsArgs),
+    Auth(cmd_auth::AuthArgs),
     Box(cmd_box::BoxArgs),
     Doctor(cmd_doctor::DoctorArgs),
     /// The gate role (started by `serve`).
@@ -134,6 +136,7 @@ fn main() -> ExitCode {
         Some(Command::Grants(args)) => cmd_ops::grants(&args),
         Some(Command::Audit(args)) => cmd_ops::audit(&args),
         Some(Command::Tools(args)) => cmd_tools::run(&args),
+        Some(Command::Auth(args)) => cmd_auth::run(&args),
         Some(Command::Box(args)) => cmd_box::run(&args),
         Some(Command::Doctor(args)) => cmd_doctor::run(&args),
         Some(Command::Runner(args)) => ok(role_runner::run(&args)),

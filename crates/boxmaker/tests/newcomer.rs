@@ -774,8 +774,10 @@ fn deps_stamps(root: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
     [
         "tests/node/package-lock.json",
         "tests/node-proxy/package-lock.json",
+        "tests/node-conformance/package-lock.json",
         "tests/node/node_modules/.package-lock.json",
         "tests/node-proxy/node_modules/.package-lock.json",
+        "tests/node-conformance/node_modules/.package-lock.json",
         "tests/py/venv",
         "tests/py/client-venv",
         "bench/agentdojo/venv",

@@ -50,7 +50,7 @@ pub use model::{
     Audit, BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name,
 };
 pub use reach::box_label;
-pub use remote::{HeaderValue, RemoteUrl, Transport};
+pub use remote::{HeaderValue, OAuth, RemoteUrl, Transport};
 pub use secret::{Secret, SecretSource, SecretVars};
 
 /// The name of the config file `boxmaker init` writes and the commands look for.

@@ -316,6 +316,8 @@ pub enum ToolKind {
         bearer: Option<String>,
         /// Headers sent with every request, in name order.
         headers: Vec<(String, HeaderValue)>,
+        /// Signed in with OAuth (`boxmaker auth login`): the token is sent as `Authorization`.
+        oauth: Option<crate::remote::OAuth>,
     },
 }
 
@@ -1257,6 +1259,7 @@ impl Ctx<'_> {
                     t.transport,
                     t.bearer,
                     t.headers,
+                    t.oauth,
                     t.prefix,
                     t.pin,
                     t.idle_timeout,
@@ -1281,6 +1284,7 @@ impl Ctx<'_> {
                 ("transport", t.transport.as_ref().map(Spanned::span)),
                 ("bearer", t.bearer.as_ref().map(Spanned::span)),
                 ("headers", t.headers.as_ref().map(Spanned::span)),
+                ("oauth", t.oauth.as_ref().map(Spanned::span)),
             ] {
                 if let Some(span) = span {
                     return self.err(
@@ -1610,6 +1614,7 @@ impl Ctx<'_> {
         transport: Option<Spanned<String>>,
         bearer: Option<Spanned<String>>,
         headers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+        oauth: Option<Spanned<toml::Value>>,
         prefix: Option<Spanned<String>>,
         pin: Option<Spanned<bool>>,
         idle_timeout: Option<Spanned<u64>>,
@@ -1646,6 +1651,28 @@ impl Ctx<'_> {
             }
         };
         let bearer = bearer.map(|b| defined(&b, "`bearer`")).transpose()?;
+        let oauth = match oauth {
+            None => None,
+            Some(o) => {
+                if let Some(b) = &bearer {
+                    return self.err(
+                        o.span(),
+                        format!(
+                            "tool {name:?} has both `oauth` and `bearer = {b:?}`; the sign-in's \
+                             token is its credential, so give one of them"
+                        ),
+                    );
+                }
+                let span = o.span();
+                let read = remote::OAuth::read(o.get_ref()).or_else(|why| {
+                    self.err(span.clone(), format!("`oauth` of tool {name:?} {why}"))
+                })?;
+                if let Some(s) = &read.client_secret {
+                    defined(&Spanned::new(span, s.clone()), "`oauth.client_secret`")?;
+                }
+                Some(read)
+            }
+        };
         let mut out_headers = Vec::new();
         for (h, v) in headers.map(Spanned::into_inner).unwrap_or_default() {
             if !remote::is_header_name(&h) {
@@ -1653,7 +1680,7 @@ impl Ctx<'_> {
             }
             let lower = h.to_ascii_lowercase();
             if remote::RESERVED_HEADERS.contains(&lower.as_str())
-                || (lower == "authorization" && bearer.is_some())
+                || (lower == "authorization" && (bearer.is_some() || oauth.is_some()))
             {
                 return self.err(
                     v.span(),
@@ -1707,6 +1734,7 @@ impl Ctx<'_> {
             idle_timeout,
             bearer,
             headers: out_headers,
+            oauth,
         })
     }
 

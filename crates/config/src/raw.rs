@@ -135,6 +135,8 @@ pub(crate) struct Tool {
     pub transport: Option<Spanned<String>>,
     pub bearer: Option<Spanned<String>>,
     pub headers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+    /// OAuth sign-in (docs/spec.md §3.9): `true`, or a table read by `remote::OAuth::read`.
+    pub oauth: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -141,11 +141,14 @@ impl RemoteUrl {
                 _ => return Err(format!("has a port {p:?} that is not from 1 to 65535")),
             },
         };
-        if !tls && !matches!(host, Host::Address(_)) {
+        // `localhost` is loopback by definition (RFC 6761 §6.3), and the client connects to it
+        // only at loopback addresses: as safe as plain HTTP to 127.0.0.1, and OAuth metadata
+        // is compared as written, so a sign-in served as `http://localhost:…` must be read so.
+        if !tls && !matches!(host, Host::Address(_)) && !is_localhost(&host) {
             return Err(
                 "is plain http:// to a name: plain HTTP goes only to an address an [[egress]] \
-                 rule names (a service on loopback, say), like http://127.0.0.1:8080/mcp; \
-                 anything else is https://"
+                 rule names (a service on loopback, say), like http://127.0.0.1:8080/mcp, or to \
+                 localhost; anything else is https://"
                     .into(),
             );
         }
@@ -164,6 +167,114 @@ impl RemoteUrl {
             path,
         })
     }
+}
+
+/// A remote tool signed in to with OAuth (`oauth = true` or `oauth = { … }`, docs/spec.md
+/// §3.9): the client boxmaker is at the server's authorization server, and what it asks for.
+/// Every field is optional: with none, boxmaker registers itself (RFC 7591) where the
+/// authorization server offers that, and asks for the scopes the server names.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OAuth {
+    /// A client id registered by hand (an authorization server without dynamic
+    /// registration, such as GitHub's), or the URL of a client metadata document.
+    pub client_id: Option<String>,
+    /// The `[[secret]]` holding that client's secret (a confidential client).
+    pub client_secret: Option<String>,
+    /// The scopes to ask for; `None`: those the server names (its challenge, else its
+    /// metadata's `scopes_supported`), else none.
+    pub scopes: Option<Vec<String>>,
+    /// The loopback port of the redirect (`http://127.0.0.1:PORT/callback`), for a client
+    /// registered with a fixed one; `None`: a free port each time.
+    pub redirect_port: Option<u16>,
+}
+
+impl OAuth {
+    /// Reads `oauth = true` or `oauth = { client_id, client_secret, scopes, redirect_port }`;
+    /// `Err` says why not, as the end of a sentence. `client_secret` is a secret's name, checked
+    /// by the caller.
+    pub fn read(v: &toml::Value) -> Result<OAuth, String> {
+        let t = match v {
+            toml::Value::Boolean(true) => return Ok(OAuth::default()),
+            toml::Value::Boolean(false) => {
+                return Err("is false; leave it out for a tool that needs no sign-in".into());
+            }
+            toml::Value::Table(t) => t,
+            _ => {
+                return Err(
+                    "must be `true` or a table { client_id, client_secret, scopes, redirect_port }"
+                        .into(),
+                );
+            }
+        };
+        let mut out = OAuth::default();
+        for (k, v) in t {
+            match (k.as_str(), v) {
+                ("client_id", toml::Value::String(s)) => {
+                    if s.is_empty() || s.len() > 512 || !s.bytes().all(|b| b.is_ascii_graphic()) {
+                        return Err(
+                            "has a `client_id` that is not 1 to 512 visible ASCII characters"
+                                .into(),
+                        );
+                    }
+                    out.client_id = Some(s.clone());
+                }
+                ("client_secret", toml::Value::String(s)) => {
+                    out.client_secret = Some(s.clone());
+                }
+                ("scopes", toml::Value::Array(list)) => {
+                    let mut scopes = Vec::new();
+                    for s in list {
+                        match s {
+                            toml::Value::String(s) if is_scope_token(s) => {
+                                scopes.push(s.clone());
+                            }
+                            _ => {
+                                return Err(format!(
+                                    "has a scope {s} that is not a scope token (visible ASCII, \
+                                     no space, quote or backslash)"
+                                ));
+                            }
+                        }
+                    }
+                    out.scopes = Some(scopes);
+                }
+                ("redirect_port", toml::Value::Integer(p)) => match u16::try_from(*p) {
+                    Ok(p) if p >= 1024 => out.redirect_port = Some(p),
+                    _ => return Err("has a `redirect_port` that is not from 1024 to 65535".into()),
+                },
+                ("client_id" | "client_secret" | "scopes" | "redirect_port", _) => {
+                    return Err(format!("has `{k}` of the wrong type"));
+                }
+                _ => {
+                    return Err(format!(
+                        "has an unknown key `{k}` (known: client_id, client_secret, scopes, \
+                         redirect_port)"
+                    ));
+                }
+            }
+        }
+        if out.client_secret.is_some() && out.client_id.is_none() {
+            return Err(
+                "has a `client_secret` but no `client_id`; a secret belongs to a client registered by hand"
+                    .into(),
+            );
+        }
+        Ok(out)
+    }
+}
+
+/// Whether `s` is an OAuth scope token (RFC 6749 §3.3: `%x21 / %x23-5B / %x5D-7E`).
+pub fn is_scope_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 256
+        && s.bytes()
+            .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b))
+}
+
+/// Whether `host` is the name `localhost`, which plain HTTP may reach at its loopback
+/// addresses only.
+pub fn is_localhost(host: &Host) -> bool {
+    matches!(host, Host::Name(n) if n == "localhost")
 }
 
 /// The headers a remote tool may not set itself: the client sets them, or they would change
@@ -197,6 +308,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_oauth_table_is_read_and_checked() {
+        let v: toml::Value = toml::from_str(
+            "o = { client_id = \"abc\", client_secret = \"s\", scopes = [\"repo\", \"read:org\"] }",
+        )
+        .unwrap();
+        let o = OAuth::read(&v["o"]).unwrap();
+        assert_eq!(o.client_id.as_deref(), Some("abc"));
+        assert_eq!(o.scopes.unwrap(), vec!["repo", "read:org"]);
+        assert_eq!(
+            OAuth::read(&toml::Value::Boolean(true)).unwrap(),
+            OAuth::default()
+        );
+        for bad in [
+            "o = false",
+            "o = { scopes = [\"a b\"] }",
+            "o = { client_secret = \"s\" }",
+            "o = { redirect_port = 80 }",
+            "o = { other = 1 }",
+            "o = { client_id = \"a b\" }",
+        ] {
+            let v: toml::Value = toml::from_str(bad).unwrap();
+            assert!(OAuth::read(&v["o"]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn urls_are_read_as_a_request_goes() {
         let u = RemoteUrl::parse("https://api.githubcopilot.com/mcp/").unwrap();
         assert!(u.tls);
@@ -210,7 +347,7 @@ mod tests {
             ("[::1]", 9000, "/")
         );
         for bad in [
-            "http://localhost:8080/mcp",
+            "http://localhost.example:8080/mcp",
             "ftp://x.com/",
             "https://user@x.com/",
             "https://x.com:0/",

@@ -288,10 +288,30 @@ fn a_remote_tool_is_refused_what_it_cannot_have() {
     let msg = bad(&base("transport = \"websocket\"\n"), 17);
     assert!(msg.contains("\"streamable-http\" or \"sse\""), "{msg}");
     let msg = bad(
-        &format!("{SECRETS}\n[[tool]]\nname = \"r\"\nurl = \"http://localhost:8080/mcp\"\n"),
+        &format!("{SECRETS}\n[[tool]]\nname = \"r\"\nurl = \"http://mcp.example:8080/mcp\"\n"),
         16,
     );
     assert!(msg.contains("plain HTTP goes only to an address"), "{msg}");
+    // `localhost` is loopback by definition: plain HTTP may name it (docs/spec.md §3.9).
+    ok(&format!(
+        "{SECRETS}\n[[tool]]\nname = \"r\"\nurl = \"http://localhost:8080/mcp\"\noauth = true\n"
+    ));
+    // A sign-in's token is the credential: `oauth` beside `bearer` is refused, and its
+    // client secret must be a [[secret]].
+    let msg = bad(
+        &format!(
+            "{SECRETS}\n[[tool]]\nname = \"r\"\nurl = \"https://x.example/\"\nbearer = \"gh\"\noauth = true\n"
+        ),
+        18,
+    );
+    assert!(msg.contains("both `oauth` and `bearer"), "{msg}");
+    let msg = bad(
+        &format!(
+            "{SECRETS}\n[[tool]]\nname = \"r\"\nurl = \"https://x.example/\"\noauth = {{ client_id = \"a\", client_secret = \"nope\" }}\n"
+        ),
+        17,
+    );
+    assert!(msg.contains("no [[secret]] has `name = \"nope\"`"), "{msg}");
     let msg = bad(
         &format!("{SECRETS}\n[[tool]]\nname = \"r\"\nurl = \"https://u@x.example/\"\n"),
         16,

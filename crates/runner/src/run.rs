@@ -146,7 +146,7 @@ impl Runner {
         self
     }
 
-    pub(crate) fn secrets(&self) -> &crate::secrets::Secrets {
+    pub(crate) fn secrets(&self) -> &Arc<crate::secrets::Secrets> {
         &self.secrets
     }
 

@@ -491,7 +491,14 @@ impl Redactor {
                 patterns.push((p, m.clone()));
             }
         }
-        patterns.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        // Two secrets with one value: the same marker every time (the first name), not
+        // whichever the map yielded first.
+        patterns.sort_by(|a, b| {
+            b.0.len()
+                .cmp(&a.0.len())
+                .then_with(|| a.0.cmp(&b.0))
+                .then_with(|| a.1.cmp(&b.1))
+        });
         patterns.dedup_by(|a, b| a.0 == b.0);
         Self { patterns }
     }
@@ -714,10 +721,40 @@ impl Secrets {
         Ok(v)
     }
 
+    /// Adds `value` (a credential boxmaker obtained itself: an OAuth token) to what is
+    /// redacted, as `[secret NAME]`. Kept for the runner's life: a token refreshed away may
+    /// still be echoed.
+    pub(crate) fn remember(&self, name: &str, value: &str) {
+        if value.is_empty() {
+            return;
+        }
+        let mut values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = format!("\0{name}\0{}", values.len());
+        if values
+            .values()
+            .any(|v| v.name() == name && v.expose() == value)
+        {
+            return;
+        }
+        values.insert(
+            key,
+            Arc::new(SecretValue {
+                name: name.to_string(),
+                value: Zeroizing::new(value.to_string()),
+            }),
+        );
+        let redactor = Arc::new(Redactor::new(values.values().map(Arc::as_ref)));
+        drop(values);
+        *self
+            .redactor
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = redactor;
+    }
+
     /// The redactor of every secret read so far (every one the config defines is tried once
     /// first; one that cannot be read here was handed to nothing by this runner).
     pub(crate) fn redactor(&self) -> Arc<Redactor> {
-        if self.defs.is_empty() || !self.reads {
+        if !self.reads {
             return Arc::default();
         }
         let mut tried = self

@@ -27,6 +27,7 @@
 //! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
+pub mod oauth;
 pub mod remote;
 pub mod stderr;
 pub mod transport;
@@ -959,8 +960,12 @@ impl Runner {
         };
         let (service, tools) = match ready.await {
             Ok(r) => r,
+            // The client's own reason says it all (a refused connection, a sign-in to
+            // renew); rmcp's wrapping of it only repeats it.
             Err(why) => {
-                return Err(get_reason(&reason).map_or(why.clone(), |r| format!("{why}: {r}")));
+                return Err(get_reason(&reason).map_or(why.clone(), |r| {
+                    format!("{}: {r}", why.split(" (").next().unwrap_or_default())
+                }));
             }
         };
         self.start_reaper();

@@ -97,6 +97,8 @@ struct Inner {
     headers: Vec<(HeaderName, HeaderValue)>,
     /// Which of them carry a secret (left off a request to another host).
     secret_headers: Vec<HeaderName>,
+    /// A tool signed in to with OAuth: its token, refreshed before it expires.
+    oauth: Option<super::oauth::Signed>,
     tls: tokio_rustls::TlsConnector,
     reason: Reason,
     /// The tasks driving its connections: ended with it.
@@ -138,14 +140,36 @@ impl Client {
         ctx: BoxCtx,
         reason: Reason,
     ) -> Result<Self, String> {
+        Self::make(runner, tool, ctx, reason, true)
+    }
+
+    /// The client of `tool` with no credential: for the sign-in (`boxmaker auth`), whose
+    /// requests carry their own.
+    pub(crate) fn bare(runner: &crate::Runner, tool: &Tool, ctx: BoxCtx) -> Result<Self, String> {
+        Self::make(runner, tool, ctx, Reason::default(), false)
+    }
+
+    fn make(
+        runner: &crate::Runner,
+        tool: &Tool,
+        ctx: BoxCtx,
+        reason: Reason,
+        credentials: bool,
+    ) -> Result<Self, String> {
         let ToolKind::Remote {
             url,
             bearer,
             headers,
+            oauth,
             ..
         } = &tool.kind
         else {
             return Err("not a remote server".into());
+        };
+        // A tool that needs a sign-in and has none fails here, at once, saying how to sign in.
+        let oauth = match oauth {
+            Some(_) if credentials => Some(super::oauth::Signed::load(runner, tool)?),
+            _ => None,
         };
         let mut out = Vec::new();
         let mut secret_headers = Vec::new();
@@ -155,7 +179,7 @@ impl Client {
             h.set_sensitive(true);
             Ok(h)
         };
-        if let Some(name) = bearer {
+        if let Some(name) = bearer.as_ref().filter(|_| credentials) {
             let v = runner.secrets().get(name)?;
             out.push((
                 http::header::AUTHORIZATION,
@@ -169,6 +193,7 @@ impl Client {
             let value = match v {
                 ConfigHeader::Literal(l) => HeaderValue::from_str(l)
                     .map_err(|_| format!("the header {h} holds a character a header may not"))?,
+                ConfigHeader::Secret(_) if !credentials => continue,
                 ConfigHeader::Secret(s) => {
                     secret_headers.push(name.clone());
                     sensitive(runner.secrets().get(s)?.expose())?
@@ -183,6 +208,7 @@ impl Client {
             ctx,
             headers: out,
             secret_headers,
+            oauth,
             tls: tls()?,
             reason,
             tasks: Mutex::default(),
@@ -194,8 +220,11 @@ impl Client {
         self.0.url.absolute()
     }
 
-    /// One connection to `t`, decided, opened, audited, and (for https) TLS'd.
-    async fn connect(&self, t: &Target) -> Result<Box<dyn Io>, HttpError> {
+    /// One connection to `t`, decided, opened, audited, and (for https) TLS'd. A sign-in's
+    /// connection (`signin`: metadata, registration, the token endpoint) carries nothing of
+    /// any session — only the client's own credentials — so it is decided at `public`, and
+    /// what it answers (tokens, never shown to the model) floats no label.
+    async fn connect(&self, t: &Target, signin: bool) -> Result<Box<dyn Io>, HttpError> {
         let me = &self.0;
         let host = match &t.url.host {
             config::Host::Name(n) => n.clone(),
@@ -205,7 +234,11 @@ impl Client {
         let port = t.url.port;
         let way = if t.url.tls { Way::Tunnel } else { Way::Request };
         let reach = DataClass::Public;
-        let label = me.ctx.float.label(me.egress.floor(&me.ctx.session), reach);
+        let label = if signin {
+            crate::egress::Float::new(DataClass::Public, None).label(DataClass::Public, reach)
+        } else {
+            me.ctx.float.label(me.egress.floor(&me.ctx.session), reach)
+        };
         let conn = me.egress.next_conn();
         let mut rec = me.egress.record(&me.ctx, conn, &shown, port);
         let decided = match me
@@ -222,6 +255,20 @@ impl Client {
                 return Err(err(why));
             }
         };
+        // Plain HTTP to `localhost` goes to loopback or nowhere (the config allows it as loopback).
+        if !t.url.tls
+            && config::remote::is_localhost(&t.url.host)
+            && decided.addrs.iter().any(|a| !a.ip().is_loopback())
+        {
+            let why = format!(
+                "boxmaker refused {shown}:{port}: localhost resolves to an address that is not \
+                 loopback here, and plain http goes only to loopback or an address a rule names"
+            );
+            rec.reason = Some(why.clone());
+            me.egress.emit(rec);
+            set_reason(&me.reason, why.clone());
+            return Err(err(why));
+        }
         let mut tcp = None;
         let mut last = String::new();
         for a in &decided.addrs {
@@ -244,10 +291,11 @@ impl Client {
         rec.address = Some(addr.to_string());
         rec.outcome = EgressOutcome::Opened;
         rec.reason = Some(format!(
-            "allowed at {} for the remote MCP server {} (destination cleared for {}; its answers \
+            "allowed at {} for the remote MCP server {}{} (destination cleared for {}; its answers \
              are {})",
             label.class(),
             me.tool.name,
+            if signin { "'s sign-in" } else { "" },
             decided.clearance,
             decided.returns
         ));
@@ -262,7 +310,7 @@ impl Client {
                 dest: shown.clone(),
                 sent: AtomicU64::new(0),
                 received: AtomicU64::new(0),
-                answered: AtomicBool::new(false),
+                answered: AtomicBool::new(signin),
             }),
         };
         if !t.url.tls {
@@ -305,10 +353,22 @@ impl Client {
         let mut target = Target {
             url: self.0.url.clone(),
         };
-        for _ in 0..=MAX_REDIRECTS {
+        let mut refreshed = false;
+        let mut hops = 0;
+        while hops <= MAX_REDIRECTS {
+            hops += 1;
             let same_host =
                 target.url.host == self.0.url.host && target.url.port == self.0.url.port;
-            let io = self.connect(&target).await?;
+            // The sign-in's token, refreshed first when it is about to expire; only to the
+            // URL's own host.
+            let bearer = match (&self.0.oauth, same_host) {
+                (Some(o), true) => Some(o.header(self).await.map_err(|why| {
+                    set_reason(&self.0.reason, why.clone());
+                    err(why)
+                })?),
+                _ => None,
+            };
+            let io = self.connect(&target, false).await?;
             let (mut sender, conn) =
                 hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
                     .await
@@ -347,6 +407,9 @@ impl Client {
                     req = req.header(k, v);
                 }
             }
+            if let Some(b) = &bearer {
+                req = req.header(http::header::AUTHORIZATION, b);
+            }
             let req = req
                 .body(Full::new(body.clone().unwrap_or_default()))
                 .map_err(|e| err(format!("cannot make the request: {e}")))?;
@@ -355,6 +418,23 @@ impl Client {
                 .await
                 .map_err(|e| err(format!("the server did not answer: {e}")))?;
             let status = resp.status();
+            // A token the server no longer takes: refreshed once, and the request sent again.
+            if status == StatusCode::UNAUTHORIZED
+                && !refreshed
+                && let (Some(o), Some(used)) = (&self.0.oauth, &bearer)
+            {
+                refreshed = true;
+                match o.refresh_after_refusal(self, used).await {
+                    Ok(()) => {
+                        hops -= 1;
+                        continue;
+                    }
+                    Err(why) => {
+                        set_reason(&self.0.reason, why);
+                        return Ok(resp);
+                    }
+                }
+            }
             if status == StatusCode::TEMPORARY_REDIRECT || status == StatusCode::PERMANENT_REDIRECT
             {
                 let location = resp
@@ -394,6 +474,115 @@ impl Client {
             ));
         }
         Ok(Target { url })
+    }
+}
+
+/// What one sign-in request got back.
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    pub status: StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+/// Why a sign-in request failed: the sentence, and whether the egress rules refused it
+/// (then the rule that would clear it can be suggested).
+#[derive(Debug)]
+pub(crate) struct FetchError {
+    pub why: String,
+    pub refused: bool,
+}
+
+/// How long one sign-in request may take, whole (connect, send, the answer to its end).
+const FETCH_WITHIN: Duration = Duration::from_secs(20);
+
+impl Client {
+    /// One request of the sign-in to `url` (metadata, registration, the token or revocation
+    /// endpoint, or the server itself to read its challenge): decided and audited as any
+    /// connection of this tool's (at `public`: it carries nothing of a session), TLS
+    /// verified, no redirect followed, the answer read to its end within [`FETCH_WITHIN`]
+    /// and at most `max` bytes.
+    pub(crate) async fn fetch(
+        &self,
+        url: &RemoteUrl,
+        method: Method,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        body: Option<Bytes>,
+        max: usize,
+    ) -> Result<Fetched, FetchError> {
+        let shown = format!("{}:{}", url.host_text(), url.port);
+        let work = async {
+            let io = self
+                .connect(&Target { url: url.clone() }, true)
+                .await
+                .map_err(|e| FetchError {
+                    refused: e.to_string().contains("boxmaker refused"),
+                    why: e.to_string().replace("Client error: ", ""),
+                })?;
+            let fail = |why: String| FetchError {
+                why,
+                refused: false,
+            };
+            let (mut sender, conn) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
+                    .await
+                    .map_err(|e| fail(format!("HTTP with {shown} failed: {e}")))?;
+            let task = tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            self.0
+                .tasks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(task.abort_handle());
+            let mut req = http::Request::builder()
+                .method(method)
+                .uri(url.path.clone())
+                .header(http::header::HOST, host_header(url));
+            for (k, v) in headers {
+                req = req.header(k, v);
+            }
+            let req = req
+                .body(Full::new(body.unwrap_or_default()))
+                .map_err(|e| fail(format!("cannot make the request: {e}")))?;
+            let resp = sender
+                .send_request(req)
+                .await
+                .map_err(|e| fail(format!("{shown} did not answer: {e}")))?;
+            let status = resp.status();
+            let headers = resp.headers().clone();
+            let body = read_body(resp.into_body(), max).await.map_err(|e| {
+                fail(format!(
+                    "{shown}: {}",
+                    e.to_string().replace("Client error: ", "")
+                ))
+            })?;
+            Ok(Fetched {
+                status,
+                headers,
+                body,
+            })
+        };
+        match tokio::time::timeout(FETCH_WITHIN, work).await {
+            Ok(r) => r,
+            Err(_) => Err(FetchError {
+                why: format!(
+                    "{shown} did not answer in full within {} s",
+                    FETCH_WITHIN.as_secs()
+                ),
+                refused: false,
+            }),
+        }
+    }
+
+    /// The tool this client is for.
+    pub(crate) fn tool(&self) -> &Tool {
+        &self.0.tool
+    }
+
+    /// The server's URL.
+    pub(crate) fn url(&self) -> &RemoteUrl {
+        &self.0.url
     }
 }
 
@@ -440,6 +629,10 @@ impl Client {
             .take(200)
             .collect();
         let name = &self.0.tool.name;
+        if let Some(o) = &self.0.oauth {
+            set_reason(&self.0.reason, o.expired());
+            return StreamableHttpError::AuthRequired(AuthRequiredError::new(challenge));
+        }
         let given = match &self.0.tool.kind {
             ToolKind::Remote {
                 bearer: Some(b), ..
@@ -473,10 +666,14 @@ async fn read_body(body: hyper::body::Incoming, max: usize) -> Result<Vec<u8>, H
         let frame = frame.map_err(|e| err(format!("the server's answer broke off: {e}")))?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > max {
+                let size = if max >= 1 << 20 {
+                    format!("{} MiB", max >> 20)
+                } else {
+                    format!("{} KiB", max >> 10)
+                };
                 return Err(err(format!(
-                    "the server sent a message over {} MiB (a flood, or a size it does not keep \
-                     to)",
-                    max >> 20
+                    "the server sent a message over {size} (a flood, or a size it does not keep \
+                     to)"
                 )));
             }
             out.extend_from_slice(&data);
@@ -561,6 +758,19 @@ impl StreamableHttpClient for Client {
         let status = resp.status();
         if status == StatusCode::UNAUTHORIZED {
             return Err(self.unauthorized(&resp));
+        }
+        if status == StatusCode::FORBIDDEN
+            && let Some(o) = &self.0.oauth
+        {
+            let challenge = resp
+                .headers()
+                .get(http::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(super::oauth::meta::challenge)
+                .unwrap_or_default();
+            let why = o.forbidden(&challenge);
+            set_reason(&self.0.reason, why.clone());
+            return Err(err(why));
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             return Ok(StreamableHttpPostResponse::Accepted);

@@ -1,0 +1,442 @@
+//! Where a sign-in's tokens live (docs/spec.md §3.9, "Signing in"): one file per tool,
+//! `STATE/oauth/TOOL.token`, sealed with ChaCha20-Poly1305 (ring) under a key of the state
+//! directory's own, `STATE.oauth-key` — beside the state directory, never in it, like the
+//! audit key, so a copy of the state directory (a backup, a bug report) carries no usable
+//! token. The key is 32 random bytes, made `0600` on first use and refused when anyone else
+//! may read it. The sealed text is bound (as associated data) to the tool's name and the
+//! server's URL: a file copied to another tool's name, or from another state directory, or
+//! changed by one bit, does not open, and is never used.
+//!
+//! A lock file per tool (`TOOL.lock`, `flock`) orders the writers — `boxmaker auth` and every
+//! runner that refreshes — so a refresh token that rotates is used once.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::{Deserialize, Serialize};
+use zeroize::{Zeroize, Zeroizing};
+
+/// What a sealed file starts with.
+const MAGIC: &[u8] = b"BXMOAUTH1\n";
+/// The largest sealed file read.
+const MAX_FILE: u64 = 1 << 20;
+const KEY_LEN: usize = 32;
+
+/// Why the store could not be used: one sentence each, never a token.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "the OAuth key file {path} has mode {mode:04o}, which lets others read or write it; no \
+         token is opened with it: make it private with `chmod 600 {path}`, and sign in again \
+         if anyone else could have read it"
+    )]
+    KeyMode { path: String, mode: u32 },
+    #[error(
+        "the OAuth key file {path} is owned by uid {owner}, not by boxmaker's user (uid {me}); \
+         no token is opened with it"
+    )]
+    KeyOwner { path: String, owner: u32, me: u32 },
+    #[error(
+        "the OAuth key file {path} is not a regular file of {KEY_LEN} bytes; move it away and \
+         sign in again"
+    )]
+    KeyBad { path: String },
+    #[error(
+        "the sign-in of {tool:?} ({path}) does not open with this state directory's key: it \
+         was changed, or copied from another state directory or tool, and is not used; sign \
+         in again with `boxmaker auth login {tool}`"
+    )]
+    Unreadable { tool: String, path: String },
+    #[error("cannot {what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot draw random bytes for the OAuth store")]
+    Random,
+}
+
+fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
+        what,
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// What a sign-in left: the tokens and what refreshing or revoking them needs.
+#[derive(Serialize, Deserialize, Clone, Default)]
+pub struct Record {
+    pub tool: String,
+    /// The server's URL as configured (a record of another URL is not this tool's).
+    pub server: String,
+    /// The `resource` tokens are asked for (RFC 8707).
+    pub resource: String,
+    pub issuer: String,
+    pub token_endpoint: String,
+    #[serde(default)]
+    pub revocation_endpoint: Option<String>,
+    pub client_id: String,
+    /// A secret the authorization server gave at registration (a configured one stays in
+    /// its `[[secret]]`).
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    /// `client_secret_basic`, `client_secret_post` or `none`.
+    pub auth_method: String,
+    pub access_token: String,
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    /// Seconds since the epoch; `None`: the server said nothing.
+    #[serde(default)]
+    pub expires_at: Option<u64>,
+    pub obtained_at: u64,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Scopes the server asked for since (a `403 insufficient_scope`), for the next sign-in.
+    #[serde(default)]
+    pub step_up: Vec<String>,
+}
+
+impl std::fmt::Debug for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Record")
+            .field("tool", &self.tool)
+            .field("issuer", &self.issuer)
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        self.access_token.zeroize();
+        if let Some(r) = self.refresh_token.as_mut() {
+            r.zeroize();
+        }
+        if let Some(s) = self.client_secret.as_mut() {
+            s.zeroize();
+        }
+    }
+}
+
+impl Record {
+    /// When it should be refreshed: a minute before it expires, or a quarter of its life
+    /// for a shorter one.
+    pub fn refresh_due(&self, now: u64) -> bool {
+        let Some(exp) = self.expires_at else {
+            return false;
+        };
+        let life = exp.saturating_sub(self.obtained_at);
+        now + (life / 4).min(60) >= exp
+    }
+}
+
+/// The store of one state directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+    key: PathBuf,
+}
+
+/// Held while a tool's sign-in is written.
+#[derive(Debug)]
+pub struct Lock(#[allow(dead_code)] std::fs::File);
+
+impl Store {
+    pub fn of(state_dir: &Path) -> Store {
+        let mut key = state_dir.as_os_str().to_owned();
+        key.push(".oauth-key");
+        Store {
+            dir: state_dir.join("oauth"),
+            key: PathBuf::from(key),
+        }
+    }
+
+    pub fn key_path(&self) -> &Path {
+        &self.key
+    }
+
+    pub fn path(&self, tool: &str) -> PathBuf {
+        self.dir.join(format!("{tool}.token"))
+    }
+
+    /// Takes `tool`'s lock (waits for another writer).
+    pub fn lock(&self, tool: &str) -> Result<Lock, StoreError> {
+        private_dir(&self.dir)?;
+        let path = self.dir.join(format!("{tool}.lock"));
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io("open", &path))?;
+        rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
+            StoreError::Io {
+                what: "lock",
+                path: path.display().to_string(),
+                source: e.into(),
+            }
+        })?;
+        Ok(Lock(f))
+    }
+
+    /// The key, made now when `create` and there is none.
+    fn key(&self, create: bool) -> Result<Option<Zeroizing<[u8; KEY_LEN]>>, StoreError> {
+        let shown = self.key.display().to_string();
+        let mut f = match std::fs::File::open(&self.key) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+                let mut k = Zeroizing::new([0u8; KEY_LEN]);
+                SystemRandom::new()
+                    .fill(k.as_mut())
+                    .map_err(|_| StoreError::Random)?;
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&self.key)
+                    .map_err(io("create", &self.key))?;
+                f.write_all(k.as_ref())
+                    .and_then(|()| f.sync_all())
+                    .map_err(io("write", &self.key))?;
+                return Ok(Some(k));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io("open", &self.key)(e)),
+        };
+        // Checked on the opened file: the key read is the file checked.
+        let meta = f.metadata().map_err(io("read", &self.key))?;
+        let me = rustix::process::geteuid().as_raw();
+        if !meta.file_type().is_file() || meta.len() != KEY_LEN as u64 {
+            return Err(StoreError::KeyBad { path: shown });
+        }
+        if meta.uid() != me {
+            return Err(StoreError::KeyOwner {
+                path: shown,
+                owner: meta.uid(),
+                me,
+            });
+        }
+        let mode = meta.mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            return Err(StoreError::KeyMode { path: shown, mode });
+        }
+        let mut k = Zeroizing::new([0u8; KEY_LEN]);
+        f.read_exact(k.as_mut()).map_err(io("read", &self.key))?;
+        Ok(Some(k))
+    }
+
+    /// `tool`'s sign-in for `server`, or `None` when it has none.
+    pub fn load(&self, tool: &str, server: &str) -> Result<Option<Record>, StoreError> {
+        let path = self.path(tool);
+        let sealed = match std::fs::File::open(&path) {
+            Ok(f) => {
+                let mut out = Vec::new();
+                f.take(MAX_FILE)
+                    .read_to_end(&mut out)
+                    .map_err(io("read", &path))?;
+                out
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io("open", &path)(e)),
+        };
+        let unreadable = || StoreError::Unreadable {
+            tool: tool.to_string(),
+            path: path.display().to_string(),
+        };
+        let Some(key) = self.key(false)? else {
+            return Err(unreadable());
+        };
+        let rest = sealed.strip_prefix(MAGIC).ok_or_else(unreadable)?;
+        if rest.len() < NONCE_LEN {
+            return Err(unreadable());
+        }
+        let (nonce, body) = rest.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| unreadable())?;
+        let key = LessSafeKey::new(
+            UnboundKey::new(&CHACHA20_POLY1305, key.as_ref()).map_err(|_| unreadable())?,
+        );
+        let mut buf = Zeroizing::new(body.to_vec());
+        let plain = key
+            .open_in_place(nonce, Aad::from(aad(tool, server)), &mut buf)
+            .map_err(|_| unreadable())?;
+        let rec: Record = serde_json::from_slice(plain).map_err(|_| unreadable())?;
+        if rec.tool != tool || rec.server != server {
+            return Err(unreadable());
+        }
+        Ok(Some(rec))
+    }
+
+    /// Writes `rec` (sealed; atomically: a new file renamed over the old).
+    pub fn save(&self, rec: &Record) -> Result<(), StoreError> {
+        private_dir(&self.dir)?;
+        let key = self.key(true)?.ok_or(StoreError::Random)?;
+        let key = LessSafeKey::new(
+            UnboundKey::new(&CHACHA20_POLY1305, key.as_ref()).map_err(|_| StoreError::Random)?,
+        );
+        let mut nonce = [0u8; NONCE_LEN];
+        SystemRandom::new()
+            .fill(&mut nonce)
+            .map_err(|_| StoreError::Random)?;
+        let mut buf = Zeroizing::new(serde_json::to_vec(rec).map_err(|_| StoreError::Random)?);
+        key.seal_in_place_append_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(aad(&rec.tool, &rec.server)),
+            &mut *buf,
+        )
+        .map_err(|_| StoreError::Random)?;
+        let path = self.path(&rec.tool);
+        let tmp = self.dir.join(format!(".{}.token.new", rec.tool));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io("write", &tmp))?;
+        f.write_all(MAGIC)
+            .and_then(|()| f.write_all(&nonce))
+            .and_then(|()| f.write_all(&buf))
+            .and_then(|()| f.sync_all())
+            .map_err(io("write", &tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io("write", &path))?;
+        Ok(())
+    }
+
+    /// Removes `tool`'s sign-in; whether there was one.
+    pub fn remove(&self, tool: &str) -> Result<bool, StoreError> {
+        let path = self.path(tool);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io("remove", &path)(e)),
+        }
+    }
+}
+
+fn aad(tool: &str, server: &str) -> Vec<u8> {
+    let mut a = b"boxmaker oauth 1\0".to_vec();
+    a.extend_from_slice(tool.as_bytes());
+    a.push(0);
+    a.extend_from_slice(server.as_bytes());
+    a
+}
+
+fn private_dir(dir: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io("create", dir)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn rec(tool: &str) -> Record {
+        let mut r = Record::default();
+        r.tool = tool.into();
+        r.server = "https://mcp.example.com/mcp".into();
+        r.access_token = "at-0123456789".into();
+        r.refresh_token = Some("rt-0123456789".into());
+        r
+    }
+
+    #[test]
+    fn a_record_round_trips_and_the_file_holds_no_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::of(&dir.path().join("state"));
+        std::fs::create_dir(dir.path().join("state")).unwrap();
+        s.save(&rec("gh")).unwrap();
+        let back = s
+            .load("gh", "https://mcp.example.com/mcp")
+            .unwrap()
+            .unwrap();
+        assert_eq!(back.access_token, "at-0123456789");
+        let bytes = std::fs::read(s.path("gh")).unwrap();
+        assert!(!bytes.windows(13).any(|w| w == b"at-0123456789"));
+        let mode = std::fs::metadata(s.key_path())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        assert!(format!("{back:?}").find("0123456789").is_none());
+        assert!(s.load("other", "x").unwrap().is_none());
+    }
+
+    /// Attack: a token file changed by one bit, copied to another tool's name, or from
+    /// another state directory, is refused with one sentence and never used.
+    #[test]
+    fn a_tampered_or_copied_token_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["a", "b"] {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+        }
+        let a = Store::of(&dir.path().join("a"));
+        let b = Store::of(&dir.path().join("b"));
+        a.save(&rec("gh")).unwrap();
+        b.save(&rec("other")).unwrap();
+        let server = "https://mcp.example.com/mcp";
+        let good = std::fs::read(a.path("gh")).unwrap();
+        for i in [0, MAGIC.len() + 3, good.len() / 2, good.len() - 1] {
+            let mut bad = good.clone();
+            bad[i] ^= 0x01;
+            std::fs::write(a.path("gh"), &bad).unwrap();
+            let e = a.load("gh", server).unwrap_err().to_string();
+            assert!(
+                e.contains("does not open") && e.contains("auth login gh"),
+                "{e}"
+            );
+        }
+        // Another tool's name in the same directory.
+        std::fs::write(a.path("copy"), &good).unwrap();
+        assert!(a.load("copy", server).is_err());
+        // Another state directory (another key).
+        std::fs::write(b.path("gh"), &good).unwrap();
+        assert!(b.load("gh", server).is_err());
+        // Another server URL for the same tool name.
+        std::fs::write(a.path("gh"), &good).unwrap();
+        assert!(a.load("gh", "https://evil.example/mcp").is_err());
+        assert!(a.load("gh", server).is_ok());
+    }
+
+    /// Attack: a key file others may read is refused (the tokens it seals are not opened).
+    #[test]
+    fn a_key_file_others_may_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("s")).unwrap();
+        let s = Store::of(&dir.path().join("s"));
+        s.save(&rec("gh")).unwrap();
+        std::fs::set_permissions(s.key_path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = s
+            .load("gh", "https://mcp.example.com/mcp")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("mode 0644") && e.contains("chmod 600"), "{e}");
+        assert!(s.save(&rec("gh")).is_err());
+    }
+
+    #[test]
+    fn a_refresh_is_due_before_expiry() {
+        let mut r = Record::default();
+        r.obtained_at = 1000;
+        r.expires_at = Some(4600);
+        assert!(!r.refresh_due(4000));
+        assert!(r.refresh_due(4541));
+        let mut short = Record::default();
+        short.obtained_at = 1000;
+        short.expires_at = Some(1020);
+        assert!(!short.refresh_due(1010));
+        assert!(short.refresh_due(1016));
+    }
+}
