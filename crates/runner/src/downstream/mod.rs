@@ -27,6 +27,7 @@
 //! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
+pub mod probe;
 pub mod remote;
 pub mod stderr;
 pub mod transport;

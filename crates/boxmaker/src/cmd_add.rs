@@ -1,0 +1,595 @@
+//! `boxmaker add URL`: a remote MCP server behind boxmaker in one command (docs/spec.md §7).
+//!
+//! It writes into the person's `boxmaker.toml` — everything there kept as it was, byte for
+//! byte (`toml_edit`: the new tables are appended at the end, each after a comment that says
+//! why it is so) — four things:
+//!
+//! - the `[[tool]]` with the URL, named after the host (or `--name`), its answers
+//!   `untrusted` (they come from someone else's machine; `--trusted` says otherwise),
+//!   `pin = true` (its tools as first listed, or not at all), and `egress = ["NAME"]` (it
+//!   reaches its own rule and no other, so a redirect to another cleared host is refused);
+//! - the `[[egress]]` rule naming that host and port, cleared for `--class` (default
+//!   `public`: the host is someone else's, and boxmaker's default file tools read
+//!   `internal` data — a session that has read any of it cannot send it there until the
+//!   person raises the clearance);
+//! - a `[[grant]]` `NAME_*` with `effect = "ask"`: a new server's tools are not trusted
+//!   until the person says so, so each call waits for a person until they change it;
+//! - with `--bearer-env VAR`, a `[[secret]]` read from that variable and sent as the
+//!   tool's `bearer`.
+//!
+//! Before anything is written, the server is asked once (`runner::downstream::probe`, the
+//! remote client's own egress-checked connection), unless `--no-probe`: a server that wants
+//! an OAuth sign-in is added and the sign-in command printed; one that refuses without
+//! naming a sign-in is not added (it needs `--bearer-env`); one that cannot be reached is
+//! not added. The edited text must load with the config crate (from a temporary file
+//! beside the config) before it replaces the file; the old file is kept as
+//! `boxmaker.toml.bak`. Then discovery runs, as `boxmaker tools refresh` does for this one
+//! server, and its tools are printed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use config::{Config, Host, RemoteUrl};
+use proto::DataClass;
+use runner::downstream::probe::Probe;
+use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table, value};
+
+use crate::error::CliError;
+
+/// The longest URL `add` takes.
+pub const MAX_URL: usize = 2048;
+
+/// Put a remote MCP server behind boxmaker: its tool, where it may be reached, and a grant
+/// that asks a person.
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// The server's URL: https://HOST[:PORT]/PATH, or plain http:// to an address (a server
+    /// on loopback, such as http://127.0.0.1:8931/mcp).
+    #[arg(value_name = "URL")]
+    url: String,
+    /// The tool's name, and the prefix of its tools' names (default: from the URL's host).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// The highest label a call may have and still reach the server: public, internal,
+    /// confidential or secret.
+    #[arg(long, value_name = "CLASS", default_value = "public")]
+    class: DataClass,
+    /// Its answers come from outside: they mark the session untrusted (the default).
+    #[arg(long, conflicts_with = "trusted")]
+    untrusted: bool,
+    /// Its answers are as trusted as your own data (a server you run yourself).
+    #[arg(long)]
+    trusted: bool,
+    /// The variable of boxmaker's environment that holds the server's token, sent as
+    /// `Authorization: Bearer …` (a [[secret]] is written; never the value).
+    #[arg(long, value_name = "VAR")]
+    bearer_env: Option<String>,
+    /// Do not contact the server: write the config only (its tools are listed by
+    /// `boxmaker tools refresh`).
+    #[arg(long)]
+    no_probe: bool,
+    /// The config file (made from `boxmaker init`'s default when it does not exist).
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+}
+
+/// The names `add` writes for one server.
+#[derive(Debug, Clone)]
+struct Names {
+    tool: String,
+    secret: Option<String>,
+}
+
+pub fn run(args: &AddArgs) -> Result<u8, CliError> {
+    let url = check_url(&args.url)?;
+    let path = &args.config;
+    let (old, existed) = match std::fs::read_to_string(path) {
+        Ok(t) => (t, true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            (config::DEFAULT_CONFIG.to_string(), false)
+        }
+        Err(e) => {
+            return Err(CliError::Local(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    let base = base_of(path);
+    // The config as it is must load: `add` edits a working file, never a broken one.
+    let before = config::parse(&old, &path.display().to_string(), &base)?;
+    let names = names(args, &url, &before)?;
+    if let Some(var) = &args.bearer_env
+        && std::env::var_os(var).is_none()
+        && !args.no_probe
+    {
+        return Err(CliError::Usage(format!(
+            "--bearer-env {var}: boxmaker's environment has no variable {var} (export it first, \
+             or add --no-probe to write the config without asking the server)"
+        )));
+    }
+    let new = edit(&old, &url, &names, args)?;
+    let after = config::parse(&new, &path.display().to_string(), &base).map_err(|e| {
+        CliError::Local(format!(
+            "the edited config would not load ({e}); nothing was written"
+        ))
+    })?;
+    let after = Arc::new(after);
+    let tool = after
+        .tool(&names.tool)
+        .cloned()
+        .ok_or_else(|| CliError::Local("the edited config lost the new tool".into()))?;
+    let me = crate::cmd_client::this_binary()?;
+    let abs_config = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+    let mut runner = None;
+    let mut sign_in = None;
+    if !args.no_probe {
+        crate::host::create_state_dir(&after.gate.state)?;
+        let r = runner::Runner::new(after.clone(), &after.gate.state)?;
+        match r.probe_remote(&tool) {
+            Ok(Probe::Answered(_)) => {}
+            Ok(Probe::SignIn { metadata }) => sign_in = Some(metadata),
+            Ok(Probe::Credential { challenge }) => {
+                let said = if challenge.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {challenge}")
+                };
+                return Err(CliError::Local(match &args.bearer_env {
+                    Some(var) => format!(
+                        "{} refused the token in ${var} (HTTP 401{said}); nothing was written",
+                        url.text
+                    ),
+                    None => format!(
+                        "{} asks for a credential (HTTP 401{said}) and names no OAuth sign-in; \
+                         nothing was written: add it with --bearer-env VAR, VAR holding its token",
+                        url.text
+                    ),
+                }));
+            }
+            Err(why) => {
+                return Err(CliError::Local(format!(
+                    "cannot reach {}: {why}; nothing was written (--no-probe adds it without \
+                     asking it)",
+                    url.text
+                )));
+            }
+        }
+        runner = Some(r);
+    }
+    crate::cmd_client::replace_file(
+        path,
+        &new,
+        existed.then(|| backup_of(path)).as_deref(),
+        0o644,
+        |written| {
+            config::load(written)
+                .map(drop)
+                .map_err(|e| format!("the edited config would not load ({e})"))
+        },
+    )?;
+    report(&names, &url, args, existed, path);
+    if let Some(metadata) = sign_in {
+        outln!(
+            "{} signs in with OAuth (its metadata: {metadata}): sign in with `{} auth login {} \
+             --config {}`; its tools are listed once you have",
+            names.tool,
+            me.display(),
+            names.tool,
+            abs_config.display()
+        );
+        return Ok(0);
+    }
+    let Some(runner) = runner else {
+        outln!(
+            "not asked (--no-probe): `{} tools refresh --config {}` lists its tools",
+            me.display(),
+            abs_config.display()
+        );
+        return Ok(0);
+    };
+    discover(&runner, &after, &names.tool, &me, &abs_config)
+}
+
+/// Asks the new server for its tools, records them as `tools refresh` does, and prints them.
+fn discover(
+    runner: &runner::Runner,
+    cfg: &Config,
+    name: &str,
+    me: &Path,
+    config: &Path,
+) -> Result<u8, CliError> {
+    let tool = cfg
+        .tool(name)
+        .ok_or_else(|| CliError::Local(format!("the config has no tool {name:?}")))?;
+    let Some(argv) = tool.kind.server_argv() else {
+        return Err(CliError::Local(format!("{name} is not a server")));
+    };
+    let found = runner.discover(tool).and_then(|tools| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        catalog::ToolsFile::update(&cfg.gate.state, |f| f.record(&argv, tools, now))
+            .map_err(|e| e.to_string())
+    });
+    if let Err(why) = found {
+        errln!(
+            "boxmaker: {name} was added, but its tools could not be listed: {why}; `{} tools \
+             refresh --config {}` tries again",
+            me.display(),
+            config.display()
+        );
+        return Ok(1);
+    }
+    let catalog = runner
+        .catalog()
+        .map_err(|e| CliError::Local(e.to_string()))?;
+    let mine: Vec<_> = catalog
+        .entries()
+        .iter()
+        .filter(|e| e.server == name)
+        .collect();
+    outln!(
+        "{name} offers {} tool{}:",
+        mine.len(),
+        if mine.len() == 1 { "" } else { "s" }
+    );
+    for e in mine {
+        let about = e
+            .shown
+            .as_ref()
+            .and_then(|d| d.description.as_deref())
+            .unwrap_or_default();
+        let about = proto::shown::for_person(about.lines().next().unwrap_or_default()).text;
+        outln!("  {:<32} {}", e.exposed, shorten(&about, 100));
+    }
+    for p in catalog.problems.iter().filter(|p| p.contains(name)) {
+        outln!("not offered: {p}");
+    }
+    Ok(0)
+}
+
+/// What was written, one line a table.
+fn report(names: &Names, url: &RemoteUrl, args: &AddArgs, existed: bool, path: &Path) {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    if existed {
+        outln!(
+            "added {} to {} (the file as it was: {})",
+            names.tool,
+            abs.display(),
+            backup_of(&abs).display()
+        );
+    } else {
+        outln!(
+            "wrote {} (boxmaker init's default) with {}",
+            abs.display(),
+            names.tool
+        );
+    }
+    outln!(
+        "  [[tool]]   {}: {}, answers {}, tools pinned as first listed",
+        names.tool,
+        url.text,
+        if args.trusted { "trusted" } else { "untrusted" }
+    );
+    outln!(
+        "  [[egress]] {}: {} port {}, cleared for {}{}",
+        names.tool,
+        url.host_text(),
+        url.port,
+        args.class,
+        if args.class == DataClass::Public {
+            " (a session that has read anything above public cannot reach it; --class or the \
+             rule's `class` raises that)"
+        } else {
+            ""
+        }
+    );
+    outln!(
+        "  [[grant]]  {}_*: ask (each call waits for a person; change `effect` once you trust \
+         its tools)",
+        names.tool
+    );
+    if let (Some(secret), Some(var)) = (&names.secret, &args.bearer_env) {
+        outln!("  [[secret]] {secret}: ${var}, sent as its bearer token");
+    }
+}
+
+/// Checks the URL before anything else: one sentence when it is not one boxmaker can use.
+fn check_url(text: &str) -> Result<RemoteUrl, CliError> {
+    let refuse = |why: &str| {
+        CliError::Usage(format!(
+            "cannot add the URL {}: it {why}",
+            shown_briefly(text)
+        ))
+    };
+    if text.len() > MAX_URL {
+        return Err(refuse(&format!(
+            "is {} bytes long, over the {MAX_URL} a server's URL may be",
+            text.len()
+        )));
+    }
+    // Read as the config reads it: a scheme other than https (or http to an address), user
+    // info, a control character or white space are refused here, before any file is read.
+    RemoteUrl::parse(text).map_err(|why| refuse(&why))
+}
+
+/// `text` for a message: escaped as every text shown is, and at most 80 characters.
+fn shown_briefly(text: &str) -> String {
+    let shown = proto::shown::for_person(text).text;
+    format!("\"{}\"", shorten(&shown, 80))
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The directory relative paths in the config start at, as `config::load` reads it.
+fn base_of(path: &Path) -> PathBuf {
+    let base = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf())
+}
+
+/// `boxmaker.toml.bak` beside `path`.
+fn backup_of(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".bak");
+    path.with_file_name(name)
+}
+
+/// The tool's name (given or derived from the host) and its secret's, each checked against
+/// what the config already has.
+fn names(args: &AddArgs, url: &RemoteUrl, cfg: &Config) -> Result<Names, CliError> {
+    let tool = match &args.name {
+        Some(n) => {
+            if !config::is_valid_tool_name(n) || n.len() > 62 {
+                return Err(CliError::Usage(format!(
+                    "--name {}: a name is 1 to 62 ASCII letters, digits, `_` or `-`",
+                    shown_briefly(n)
+                )));
+            }
+            n.clone()
+        }
+        None => name_from_host(&url.host),
+    };
+    if cfg.tool(&tool).is_some() {
+        return Err(CliError::Usage(format!(
+            "the config already has a tool named {tool:?}; give this one another with --name"
+        )));
+    }
+    if cfg.egress.iter().any(|r| r.name.as_deref() == Some(&tool)) {
+        return Err(CliError::Usage(format!(
+            "the config already has an [[egress]] rule named {tool:?}; give the tool another \
+             name with --name"
+        )));
+    }
+    let secret = match &args.bearer_env {
+        None => None,
+        Some(var) => {
+            let ok = var
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && var.len() <= 128;
+            if !ok {
+                return Err(CliError::Usage(format!(
+                    "--bearer-env {}: a variable name is letters, digits and `_`, not starting \
+                     with a digit",
+                    shown_briefly(var)
+                )));
+            }
+            let s = format!("{tool}-token");
+            if !config::is_valid_tool_name(&s) {
+                return Err(CliError::Usage(format!(
+                    "the tool's name {tool:?} is too long to name its secret {s:?}; give a \
+                     shorter one with --name"
+                )));
+            }
+            if cfg.secret(&s).is_some() {
+                return Err(CliError::Usage(format!(
+                    "the config already has a [[secret]] named {s:?}; give the tool another \
+                     name with --name"
+                )));
+            }
+            Some(s)
+        }
+    };
+    Ok(Names { tool, secret })
+}
+
+/// A tool name from a host: the name a person would call the service by. For a name, its
+/// registrable part without the top-level domain (`api.githubcopilot.com` → `githubcopilot`,
+/// `mcp.notion.com` → `notion`, `mcp.example.co.uk` → `example`); for an address, `mcp-`
+/// and the address (`127.0.0.1` → `mcp-127-0-0-1`).
+fn name_from_host(host: &Host) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect::<String>()
+            .trim_matches('-')
+            .chars()
+            .take(40)
+            .collect()
+    };
+    match host {
+        Host::Address(a) => format!("mcp-{}", clean(&a.to_string())),
+        Host::Name(n) => {
+            let mut labels: Vec<&str> = n.trim_end_matches('.').split('.').collect();
+            if labels.len() > 1 {
+                labels.pop();
+            }
+            // A second-level domain under a country's (`co.uk`, `com.au`): the label before it.
+            if labels.len() > 1 && labels.last().is_some_and(|l| l.len() <= 3) {
+                labels.pop();
+            }
+            let name = clean(labels.last().copied().unwrap_or("remote"));
+            if name.is_empty() {
+                "remote".into()
+            } else {
+                name
+            }
+        }
+    }
+}
+
+/// The config text with the new tables appended (see the module): what was there is kept as
+/// it was, and the file's own last comments stay before them.
+fn edit(old: &str, url: &RemoteUrl, names: &Names, args: &AddArgs) -> Result<String, CliError> {
+    let mut doc: DocumentMut = old
+        .parse()
+        .map_err(|e| CliError::Local(format!("cannot edit the config: {e}")))?;
+    let mut last = 0;
+    last_position(doc.as_table(), &mut last);
+    let trailing = doc.trailing().as_str().unwrap_or_default().to_string();
+    doc.set_trailing("");
+    let name = &names.tool;
+    let today = crate::when::local(crate::when::now());
+    let today = today.get(..10).unwrap_or(&today);
+
+    let mut tool = Table::new();
+    tool.insert("name", value(name.as_str()));
+    tool.insert("url", value(url.text.as_str()));
+    tool.insert("untrusted", value(!args.trusted));
+    tool.insert("pin", value(true));
+    tool.insert("egress", value(Array::from_iter([name.as_str()])));
+    if let Some(secret) = &names.secret {
+        tool.insert("bearer", value(secret.as_str()));
+    }
+    let lead = if trailing.is_empty() || trailing.ends_with("\n\n") {
+        trailing.clone()
+    } else {
+        format!("{trailing}\n")
+    };
+    tool.decor_mut().set_prefix(format!(
+        "{lead}# Added by `boxmaker add` on {today}: the remote MCP server at {}.\n\
+         # Its answers come from someone else's machine (untrusted), its tools are pinned as\n\
+         # first listed (`boxmaker tools diff` shows a change), and it reaches only its own\n\
+         # [[egress]] rule below.\n",
+        comment_safe(&url.text)
+    ));
+
+    let mut rule = Table::new();
+    rule.insert("name", value(name.as_str()));
+    rule.insert(
+        "host",
+        value(match &url.host {
+            Host::Name(n) => n.clone(),
+            Host::Address(a) => a.to_string(),
+        }),
+    );
+    rule.insert("ports", value(Array::from_iter([i64::from(url.port)])));
+    if url.tls && url.port != 443 {
+        // Its connections are TLS tunnels, which a rule allows only to `tunnel_ports`.
+        rule.insert(
+            "tunnel_ports",
+            value(Array::from_iter([i64::from(url.port)])),
+        );
+    }
+    rule.insert("class", value(args.class.as_str()));
+    rule.decor_mut().set_prefix(format!(
+        "\n# Where {name} may be reached: cleared for {}. A session that has read anything\n\
+         # above that may not reach it{}.\n",
+        args.class,
+        if args.class == DataClass::Public {
+            " (your files are `internal` by default); raise `class` to let it"
+        } else {
+            ""
+        }
+    ));
+
+    let mut grant = Table::new();
+    grant.insert("tool", value(format!("{name}_*")));
+    grant.insert("effect", value("ask"));
+    grant.decor_mut().set_prefix(
+        "\n# A new server's tools are not trusted until you say so: each call waits for a\n\
+         # person (`boxmaker approvals`). Write a grant per tool with `allow` once you trust it.\n",
+    );
+
+    let mut tables = vec![("tool", tool), ("egress", rule), ("grant", grant)];
+    if let (Some(secret), Some(var)) = (&names.secret, &args.bearer_env) {
+        let mut s = Table::new();
+        s.insert("name", value(secret.as_str()));
+        s.insert("env", value(var.as_str()));
+        s.decor_mut().set_prefix(format!(
+            "\n# {name}'s token, read from ${var} by boxmaker alone: never shown to the model,\n\
+             # never written anywhere, redacted from every answer.\n"
+        ));
+        tables.push(("secret", s));
+    }
+    for (i, (key, mut table)) in tables.into_iter().enumerate() {
+        table.set_position(Some(last + 1 + isize::try_from(i).unwrap_or(0)));
+        match doc.get_mut(key) {
+            None => {
+                let mut a = ArrayOfTables::new();
+                a.push(table);
+                doc.insert(key, Item::ArrayOfTables(a));
+            }
+            Some(Item::ArrayOfTables(a)) => a.push(table),
+            Some(_) => {
+                return Err(CliError::Usage(format!(
+                    "the config writes `{key}` as something other than [[{key}]] tables; write \
+                     it as [[{key}]] tables to use `boxmaker add`"
+                )));
+            }
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// A URL in a comment: a line break would end the comment (the URL has none: it is checked
+/// visible ASCII), so this only guards the rule.
+fn comment_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// The highest position of any table in `t` (tables are written in position order).
+pub(crate) fn last_position(t: &Table, last: &mut isize) {
+    if let Some(p) = t.position() {
+        *last = (*last).max(p);
+    }
+    for (_, item) in t.iter() {
+        match item {
+            Item::Table(sub) => last_position(sub, last),
+            Item::ArrayOfTables(a) => {
+                for sub in a.iter() {
+                    last_position(sub, last);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_the_service_not_its_subdomain() {
+        let n = |h: &str| name_from_host(&config::egress::classify_host(h).unwrap());
+        assert_eq!(n("api.githubcopilot.com"), "githubcopilot");
+        assert_eq!(n("mcp.notion.com"), "notion");
+        assert_eq!(n("mcp.linear.app"), "linear");
+        assert_eq!(n("mcp.example.co.uk"), "example");
+        assert_eq!(n("127.0.0.1"), "mcp-127-0-0-1");
+        assert_eq!(n("::1"), "mcp-1");
+        assert_eq!(n("localhost"), "localhost");
+    }
+}
