@@ -936,6 +936,37 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_fails_its_check_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("boxmaker.toml");
+        std::fs::write(&path, "old\n").unwrap();
+        let backup = dir.path().join("boxmaker.toml.bak");
+        let r = replace_file(&path, "new\n", Some(&backup), 0o644, |written| {
+            // The check reads the new text, from beside the file.
+            assert_eq!(std::fs::read_to_string(written).unwrap(), "new\n");
+            assert_eq!(written.parent(), path.parent());
+            Err("it would not load".into())
+        });
+        let e = r.unwrap_err().to_string();
+        assert!(e.starts_with("it would not load; "), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+        // No backup, no temporary file: the directory holds the file alone.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["boxmaker.toml"]);
+        // Through a symbolic link, the file it names is replaced and the link stays.
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, "{}").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        replace_file(&link, "{\"a\":1}", None, 0o600, |_| Ok(())).unwrap();
+        assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "{\"a\":1}");
+    }
+
+    #[test]
     fn only_a_boxmaker_front_counts_as_boxmaker() {
         let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(runs_boxmaker(
