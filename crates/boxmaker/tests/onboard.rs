@@ -18,7 +18,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -104,13 +104,23 @@ fn one_sentence(run: &Run) -> &str {
 
 /// `boxmaker call --json` in the background; returns it with the approval id it waits on.
 fn call_waiting(lab: &Lab, session: &str, tool: &str, args: &str) -> (Child, String) {
+    let (child, err) = spawn_call(lab, session, tool, args);
+    (child, pending_id(err, tool))
+}
+
+fn spawn_call(lab: &Lab, session: &str, tool: &str, args: &str) -> (Child, BufReader<ChildStderr>) {
     let mut child = lab
         .cmd(&["call", "--session", session, "--json", tool, args])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let err = BufReader::new(child.stderr.take().unwrap());
+    (child, err)
+}
+
+/// Reads stderr until `pending approval ID`; the rest is drained so the call never blocks.
+fn pending_id(mut err: BufReader<ChildStderr>, tool: &str) -> String {
     let mut line = String::new();
     loop {
         line.clear();
@@ -120,9 +130,8 @@ fn call_waiting(lab: &Lab, session: &str, tool: &str, args: &str) -> (Child, Str
         );
         if let Some(rest) = line.strip_prefix("pending approval ") {
             let id = rest.split_whitespace().next().unwrap().to_string();
-            // The rest of stderr is drained so the call never blocks on it.
             std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-            return (child, id);
+            return id;
         }
     }
 }
