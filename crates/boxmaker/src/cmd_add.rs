@@ -1,4 +1,6 @@
-//! `boxmaker add URL`: a remote MCP server behind boxmaker in one command (docs/spec.md §7).
+//! `boxmaker add URL`: a remote MCP server behind boxmaker in one command (docs/spec.md §7);
+//! `boxmaker add -- COMMAND…` the same for a stdio server (its `[[tool]] mcp = [...]` and the
+//! grant; no egress rule: its box has no network until the person gives it one).
 //!
 //! It writes into the person's `boxmaker.toml` — everything there kept as it was, byte for
 //! byte (`toml_edit`: the new tables are appended at the end, each after a comment that says
@@ -45,8 +47,12 @@ pub const MAX_URL: usize = 2048;
 pub struct AddArgs {
     /// The server's URL: https://HOST[:PORT]/PATH, or plain http:// to an address (a server
     /// on loopback, such as http://127.0.0.1:8931/mcp).
-    #[arg(value_name = "URL")]
-    url: String,
+    #[arg(value_name = "URL", required_unless_present = "command")]
+    url: Option<String>,
+    /// A stdio server instead of a URL: its command line, after `--` (it runs in a box, as
+    /// `mcp = [...]` does).
+    #[arg(last = true, value_name = "COMMAND", conflicts_with_all = ["url", "class", "bearer_env"])]
+    command: Vec<String>,
     /// The tool's name, and the prefix of its tools' names (default: from the URL's host).
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
@@ -80,8 +86,18 @@ struct Names {
     secret: Option<String>,
 }
 
+/// What is added: a remote server or a stdio one.
+#[derive(Debug, Clone)]
+enum Server {
+    Remote(RemoteUrl),
+    Stdio(Vec<String>),
+}
+
 pub fn run(args: &AddArgs) -> Result<u8, CliError> {
-    let url = check_url(&args.url)?;
+    let server = match &args.url {
+        Some(u) => Server::Remote(check_url(u)?),
+        None => Server::Stdio(args.command.clone()),
+    };
     let path = &args.config;
     let (old, existed) = match std::fs::read_to_string(path) {
         Ok(t) => (t, true),
@@ -98,7 +114,7 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
     let base = base_of(path);
     // The config as it is must load: `add` edits a working file, never a broken one.
     let before = config::parse(&old, &path.display().to_string(), &base)?;
-    let names = names(args, &url, &before)?;
+    let names = names(args, &server, &before)?;
     if let Some(var) = &args.bearer_env
         && std::env::var_os(var).is_none()
         && !args.no_probe
@@ -108,7 +124,7 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
              or add --no-probe to write the config without asking the server)"
         )));
     }
-    let new = edit(&old, &url, &names, args)?;
+    let new = edit(&old, &server, &names, args)?;
     let after = config::parse(&new, &path.display().to_string(), &base).map_err(|e| {
         CliError::Local(format!(
             "the edited config would not load ({e}); nothing was written"
@@ -125,7 +141,9 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
     let mut sign_in = None;
     if !args.no_probe {
         crate::host::create_state_dir(&after.gate.state)?;
-        let r = runner::Runner::new(after.clone(), &after.gate.state)?;
+        runner = Some(runner::Runner::new(after.clone(), &after.gate.state)?);
+    }
+    if let (Some(r), Server::Remote(url)) = (&runner, &server) {
         match r.probe_remote(&tool) {
             Ok(Probe::Answered(_)) => {}
             Ok(Probe::SignIn { metadata }) => sign_in = Some(metadata),
@@ -155,7 +173,6 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
                 )));
             }
         }
-        runner = Some(r);
     }
     crate::cmd_client::replace_file(
         path,
@@ -168,7 +185,7 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
                 .map_err(|e| format!("the edited config would not load ({e})"))
         },
     )?;
-    report(&names, &url, args, existed, path);
+    report(&names, &server, args, existed, path);
     if let Some(metadata) = sign_in {
         outln!(
             "{} signs in with OAuth (its metadata: {metadata}): sign in with `{} auth login {} \
@@ -250,7 +267,7 @@ fn discover(
 }
 
 /// What was written, one line a table.
-fn report(names: &Names, url: &RemoteUrl, args: &AddArgs, existed: bool, path: &Path) {
+fn report(names: &Names, server: &Server, args: &AddArgs, existed: bool, path: &Path) {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     if existed {
         outln!(
@@ -266,25 +283,37 @@ fn report(names: &Names, url: &RemoteUrl, args: &AddArgs, existed: bool, path: &
             names.tool
         );
     }
-    outln!(
-        "  [[tool]]   {}: {}, answers {}, tools pinned as first listed",
-        names.tool,
-        url.text,
-        if args.trusted { "trusted" } else { "untrusted" }
-    );
-    outln!(
-        "  [[egress]] {}: {} port {}, cleared for {}{}",
-        names.tool,
-        url.host_text(),
-        url.port,
-        args.class,
-        if args.class == DataClass::Public {
-            " (a session that has read anything above public cannot reach it; --class or the \
-             rule's `class` raises that)"
-        } else {
-            ""
+    let answers = if args.trusted { "trusted" } else { "untrusted" };
+    match server {
+        Server::Remote(url) => {
+            outln!(
+                "  [[tool]]   {}: {}, answers {answers}, tools pinned as first listed",
+                names.tool,
+                url.text
+            );
+            outln!(
+                "  [[egress]] {}: {} port {}, cleared for {}{}",
+                names.tool,
+                url.host_text(),
+                url.port,
+                args.class,
+                if args.class == DataClass::Public {
+                    " (a session that has read anything above public cannot reach it; --class \
+                     or the rule's `class` raises that)"
+                } else {
+                    ""
+                }
+            );
         }
-    );
+        Server::Stdio(argv) => {
+            outln!(
+                "  [[tool]]   {}: `{}` in a box (no network, every mount), answers {answers}, \
+                 tools pinned as first listed",
+                names.tool,
+                shorten(&proto::shown::for_person(&argv.join(" ")).text, 120)
+            );
+        }
+    }
     outln!(
         "  [[grant]]  {}_*: ask (each call waits for a person; change `effect` once you trust \
          its tools)",
@@ -347,7 +376,7 @@ fn backup_of(path: &Path) -> PathBuf {
 
 /// The tool's name (given or derived from the host) and its secret's, each checked against
 /// what the config already has.
-fn names(args: &AddArgs, url: &RemoteUrl, cfg: &Config) -> Result<Names, CliError> {
+fn names(args: &AddArgs, server: &Server, cfg: &Config) -> Result<Names, CliError> {
     let tool = match &args.name {
         Some(n) => {
             if !config::is_valid_tool_name(n) || n.len() > 62 {
@@ -358,7 +387,10 @@ fn names(args: &AddArgs, url: &RemoteUrl, cfg: &Config) -> Result<Names, CliErro
             }
             n.clone()
         }
-        None => name_from_host(&url.host),
+        None => match server {
+            Server::Remote(url) => name_from_host(&url.host),
+            Server::Stdio(argv) => name_from_command(argv),
+        },
     };
     if cfg.tool(&tool).is_some() {
         return Err(CliError::Usage(format!(
@@ -447,9 +479,78 @@ fn name_from_host(host: &Host) -> String {
     }
 }
 
+/// A tool name from a stdio server's command line: the package a launcher runs
+/// (`npx -y @modelcontextprotocol/server-filesystem /data` → `filesystem`, `uvx
+/// mcp-server-fetch` → `fetch`), else the program's or script's file name without
+/// `mcp-server-`, `server-`, `-mcp` and the like.
+fn name_from_command(argv: &[String]) -> String {
+    const LAUNCHERS: &[&str] = &[
+        "npx", "uvx", "pipx", "bunx", "pnpx", "pnpm", "yarn", "deno", "node", "python", "python3",
+        "uv", "bun",
+    ];
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    let mut words = argv.iter().map(String::as_str);
+    let program = base(words.next().unwrap_or("server"));
+    let subject = if LAUNCHERS.contains(&program.as_str()) || program.starts_with("python3.") {
+        words
+            .find(|w| !w.starts_with('-') && !matches!(*w, "run" | "exec" | "dlx" | "x"))
+            .map_or(program.clone(), base)
+    } else {
+        program
+    };
+    // `@scope/name@1.2` → `name`; `name==1.2` → `name`; `script.py` → `script`.
+    let mut name = subject
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .split(['@', '='])
+        .find(|p| !p.is_empty())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    for ext in [".py", ".js", ".mjs", ".ts"] {
+        if let Some(n) = name.strip_suffix(ext) {
+            name = n.to_string();
+        }
+    }
+    for affix in ["mcp-server-", "mcp_server_", "server-", "mcp-"] {
+        if let Some(n) = name.strip_prefix(affix) {
+            name = n.to_string();
+        }
+    }
+    for affix in [
+        "-mcp-server",
+        "_mcp_server",
+        "-mcp",
+        "_mcp",
+        "-server",
+        "_server",
+    ] {
+        if let Some(n) = name.strip_suffix(affix) {
+            name = n.to_string();
+        }
+    }
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    let name = name.trim_matches('-');
+    if name.is_empty() {
+        "server".into()
+    } else {
+        name.to_string()
+    }
+}
+
 /// The config text with the new tables appended (see the module): what was there is kept as
 /// it was, and the file's own last comments stay before them.
-fn edit(old: &str, url: &RemoteUrl, names: &Names, args: &AddArgs) -> Result<String, CliError> {
+fn edit(old: &str, server: &Server, names: &Names, args: &AddArgs) -> Result<String, CliError> {
     let mut doc: DocumentMut = old
         .parse()
         .map_err(|e| CliError::Local(format!("cannot edit the config: {e}")))?;
@@ -460,57 +561,88 @@ fn edit(old: &str, url: &RemoteUrl, names: &Names, args: &AddArgs) -> Result<Str
     let name = &names.tool;
     let today = crate::when::local(crate::when::now());
     let today = today.get(..10).unwrap_or(&today);
+    // A blank line between the file's end (its last comments included) and what is added.
+    let lead = if trailing.ends_with("\n\n") || (trailing.is_empty() && old.trim().is_empty()) {
+        trailing.clone()
+    } else if trailing.is_empty() || trailing.ends_with('\n') {
+        format!("{trailing}\n")
+    } else {
+        format!("{trailing}\n\n")
+    };
+    let answers = if args.trusted {
+        "you said they are trusted (--trusted)"
+    } else {
+        "they come from outside (untrusted)"
+    };
 
     let mut tool = Table::new();
     tool.insert("name", value(name.as_str()));
-    tool.insert("url", value(url.text.as_str()));
-    tool.insert("untrusted", value(!args.trusted));
-    tool.insert("pin", value(true));
-    tool.insert("egress", value(Array::from_iter([name.as_str()])));
-    if let Some(secret) = &names.secret {
-        tool.insert("bearer", value(secret.as_str()));
-    }
-    let lead = if trailing.is_empty() || trailing.ends_with("\n\n") {
-        trailing.clone()
-    } else {
-        format!("{trailing}\n")
-    };
-    tool.decor_mut().set_prefix(format!(
-        "{lead}# Added by `boxmaker add` on {today}: the remote MCP server at {}.\n\
-         # Its answers come from someone else's machine (untrusted), its tools are pinned as\n\
-         # first listed (`boxmaker tools diff` shows a change), and it reaches only its own\n\
-         # [[egress]] rule below.\n",
-        comment_safe(&url.text)
-    ));
+    let mut tables = Vec::new();
+    match server {
+        Server::Remote(url) => {
+            tool.insert("url", value(url.text.as_str()));
+            tool.insert("untrusted", value(!args.trusted));
+            tool.insert("pin", value(true));
+            tool.insert("egress", value(Array::from_iter([name.as_str()])));
+            if let Some(secret) = &names.secret {
+                tool.insert("bearer", value(secret.as_str()));
+            }
+            tool.decor_mut().set_prefix(format!(
+                "{lead}# Added by `boxmaker add` on {today}: the remote MCP server at {}.\n\
+                 # Its answers: {answers}. Its tools are pinned as first listed (`boxmaker\n\
+                 # tools diff` shows a change), and it reaches only its own [[egress]] rule below.\n",
+                comment_safe(&url.text)
+            ));
+            tables.push(("tool", tool));
 
-    let mut rule = Table::new();
-    rule.insert("name", value(name.as_str()));
-    rule.insert(
-        "host",
-        value(match &url.host {
-            Host::Name(n) => n.clone(),
-            Host::Address(a) => a.to_string(),
-        }),
-    );
-    rule.insert("ports", value(Array::from_iter([i64::from(url.port)])));
-    if url.tls && url.port != 443 {
-        // Its connections are TLS tunnels, which a rule allows only to `tunnel_ports`.
-        rule.insert(
-            "tunnel_ports",
-            value(Array::from_iter([i64::from(url.port)])),
-        );
-    }
-    rule.insert("class", value(args.class.as_str()));
-    rule.decor_mut().set_prefix(format!(
-        "\n# Where {name} may be reached: cleared for {}. A session that has read anything\n\
-         # above that may not reach it{}.\n",
-        args.class,
-        if args.class == DataClass::Public {
-            " (your files are `internal` by default); raise `class` to let it"
-        } else {
-            ""
+            let mut rule = Table::new();
+            rule.insert("name", value(name.as_str()));
+            rule.insert(
+                "host",
+                value(match &url.host {
+                    Host::Name(n) => n.clone(),
+                    Host::Address(a) => a.to_string(),
+                }),
+            );
+            rule.insert("ports", value(Array::from_iter([i64::from(url.port)])));
+            if url.tls && url.port != 443 {
+                // Its connections are TLS tunnels, which a rule allows only to `tunnel_ports`.
+                rule.insert(
+                    "tunnel_ports",
+                    value(Array::from_iter([i64::from(url.port)])),
+                );
+            }
+            rule.insert("class", value(args.class.as_str()));
+            rule.decor_mut().set_prefix(format!(
+                "\n# Where {name} may be reached: cleared for {}. A session that has read anything\n\
+                 # above that may not reach it{}.\n",
+                args.class,
+                if args.class == DataClass::Public {
+                    " (your files are `internal` by default); raise `class` to let it"
+                } else {
+                    ""
+                }
+            ));
+            tables.push(("egress", rule));
         }
-    ));
+        Server::Stdio(argv) => {
+            tool.insert(
+                "mcp",
+                value(Array::from_iter(argv.iter().map(String::as_str))),
+            );
+            tool.insert("untrusted", value(!args.trusted));
+            tool.insert("pin", value(true));
+            tool.decor_mut().set_prefix(format!(
+                "{lead}# Added by `boxmaker add` on {today}: the stdio MCP server `{}`.\n\
+                 # It runs in a box of each session's own: the session's /work and the mounts\n\
+                 # (`mounts = [...]` picks them), no network (`network = true` and an\n\
+                 # [[egress]] rule let it out). Its answers: {answers}.\n\
+                 # Its tools are pinned as first listed (`boxmaker tools diff` shows a change).\n",
+                comment_safe(&shorten(&argv.join(" "), 100))
+            ));
+            tables.push(("tool", tool));
+        }
+    }
 
     let mut grant = Table::new();
     grant.insert("tool", value(format!("{name}_*")));
@@ -520,7 +652,7 @@ fn edit(old: &str, url: &RemoteUrl, names: &Names, args: &AddArgs) -> Result<Str
          # person (`boxmaker approvals`). Write a grant per tool with `allow` once you trust it.\n",
     );
 
-    let mut tables = vec![("tool", tool), ("egress", rule), ("grant", grant)];
+    tables.push(("grant", grant));
     if let (Some(secret), Some(var)) = (&names.secret, &args.bearer_env) {
         let mut s = Table::new();
         s.insert("name", value(secret.as_str()));
@@ -551,8 +683,8 @@ fn edit(old: &str, url: &RemoteUrl, names: &Names, args: &AddArgs) -> Result<Str
     Ok(doc.to_string())
 }
 
-/// A URL in a comment: a line break would end the comment (the URL has none: it is checked
-/// visible ASCII), so this only guards the rule.
+/// Text in a comment: a line break would end the comment and a control character is not
+/// allowed in one (a URL has none, it is checked visible ASCII; a command line may).
 fn comment_safe(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { '?' } else { c })
@@ -591,5 +723,30 @@ mod tests {
         assert_eq!(n("127.0.0.1"), "mcp-127-0-0-1");
         assert_eq!(n("::1"), "mcp-1");
         assert_eq!(n("localhost"), "localhost");
+    }
+
+    #[test]
+    fn names_come_from_the_package_a_command_runs() {
+        let n = |argv: &[&str]| {
+            name_from_command(&argv.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            n(&[
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                "/data"
+            ]),
+            "filesystem"
+        );
+        assert_eq!(n(&["uvx", "mcp-server-fetch"]), "fetch");
+        assert_eq!(n(&["uvx", "mcp-server-time==2026.1.1"]), "time");
+        assert_eq!(
+            n(&["/usr/bin/python3", "/opt/servers/hostile_server.py", "well"]),
+            "hostile"
+        );
+        assert_eq!(n(&["/usr/local/bin/github-mcp-server", "stdio"]), "github");
+        assert_eq!(n(&["node", "dist/index.js"]), "index");
+        assert_eq!(n(&["/usr/bin/python3", "-m", "mcp_server_git"]), "git");
     }
 }

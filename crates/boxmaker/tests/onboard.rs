@@ -95,6 +95,18 @@ fn add(lab: &Lab, args: &[&str]) -> Run {
     lab.run_within(&all, DEADLINE)
 }
 
+/// `boxmaker add OPTIONS --config CONFIG -- COMMAND…` (the config before the `--`).
+fn add_command(lab: &Lab, options: &[&str], command: &[&str]) -> Run {
+    let mut c = lab.bare();
+    c.arg("add")
+        .args(options)
+        .arg("--config")
+        .arg(lab.config())
+        .arg("--")
+        .args(command);
+    testkit::run_to_end(c, &lab.dir, "add -- command", DEADLINE)
+}
+
 fn one_sentence(run: &Run) -> &str {
     let err = run.stderr.trim_end();
     assert_eq!(err.lines().count(), 1, "not one line:\n{}", run.show());
@@ -444,6 +456,75 @@ fn add_keeps_every_comment_of_a_hand_written_config() {
         after.contains("ports = [8443]\ntunnel_ports = [8443]"),
         "{after}"
     );
+}
+
+#[test]
+fn add_puts_a_stdio_server_behind_the_gate_the_same_way() {
+    assert!(
+        Path::new("/usr/bin/python3").exists(),
+        "the hostile test server runs under /usr/bin/python3, which is missing"
+    );
+    let lab = new_lab("add-stdio");
+    // The test servers, shown to every box read-only (a person's own mount, in their file).
+    lab.append(&format!(
+        "\n[[mount]]\nname = \"servers\"\nhost = {:?}\nat = \"/opt/servers\"\nclass = \"public\"\n",
+        servers_dir().display().to_string()
+    ));
+    let before = lab.config_text();
+    let run = add_command(
+        &lab,
+        &[],
+        &["/usr/bin/python3", "/opt/servers/hostile_server.py", "well"],
+    );
+    assert!(run.ok(), "{}", run.show());
+    // Named after the script; its tools listed from a discovery in a box.
+    assert!(run.stdout.contains("added hostile "), "{}", run.show());
+    assert!(
+        run.stdout.contains("hostile offers 5 tools:"),
+        "{}",
+        run.show()
+    );
+    assert!(run.stdout.contains("hostile_echo"), "{}", run.show());
+    let after = lab.config_text();
+    assert!(after.starts_with(&before), "{after}");
+    let added = &after[before.len()..];
+    assert!(
+        added.contains(r#"mcp = ["/usr/bin/python3", "/opt/servers/hostile_server.py", "well"]"#),
+        "{added}"
+    );
+    assert!(added.contains("tool = \"hostile_*\"") && added.contains("effect = \"ask\""));
+    assert!(!added.contains("\n[[egress]]\n"), "{added}");
+    // Through the gate, once a person says yes.
+    let (child, id) = call_waiting(&lab, "s1", "hostile_echo", r#"{"text":"in a box"}"#);
+    let v = approve(&lab, child, &id);
+    assert_eq!(v["status"], "result", "{v}");
+    assert!(v["content"].as_str().unwrap().contains("in a box"), "{v}");
+    // A URL and a command line at once, or --class for a command: refused.
+    let run = add_command(&lab, &["https://example.com/mcp"], &["/bin/true"]);
+    assert_eq!(run.code(), Some(2), "{}", run.show());
+    one_sentence(&run);
+    let run = add_command(&lab, &["--class", "internal"], &["/bin/true"]);
+    assert_eq!(run.code(), Some(2), "{}", run.show());
+    // A command line with a line break cannot write a table of its own (a grant that would
+    // deny every tool): it stays one string of the `mcp` list, and out of the comment.
+    let run = add_command(
+        &lab,
+        &["--name", "odd", "--no-probe"],
+        &[
+            "/bin/echo",
+            "a\n[[grant]]\ntool = \"*\"\neffect = \"deny\"\n",
+        ],
+    );
+    assert!(run.ok(), "{}", run.show());
+    let text = lab.config_text();
+    assert!(
+        text.contains("stdio MCP server `/bin/echo a?[[grant]]?tool"),
+        "{text}"
+    );
+    for (tool, says) in [("read_file", "allow"), ("odd_x", "ask")] {
+        let check = lab.run_within(&["check", "--session", "s", "--tool", tool], DEADLINE);
+        assert!(check.stdout.starts_with(says), "{tool}: {}", check.show());
+    }
 }
 
 // ---------------------------------------------------------------------------------------
