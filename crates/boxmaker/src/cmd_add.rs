@@ -22,8 +22,8 @@
 //! Before anything is written, the server is asked once (`runner::downstream::probe`, the
 //! remote client's own egress-checked connection), unless `--no-probe`: a server that wants
 //! an OAuth sign-in is added and the sign-in command printed; one that refuses without
-//! naming a sign-in is not added (it needs `--bearer-env`); one that cannot be reached is
-//! not added. The edited text must load with the config crate (from a temporary file
+//! naming a sign-in is not added (it needs `--bearer-env`); one that cannot be reached, or
+//! answers anything but 2xx or 401, is not added. The edited text must load with the config crate (from a temporary file
 //! beside the config) before it replaces the file; the old file is kept as
 //! `boxmaker.toml.bak`. Then discovery runs, as `boxmaker tools refresh` does for this one
 //! server, and its tools are printed.
@@ -145,7 +145,17 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
     }
     if let (Some(r), Server::Remote(url)) = (&runner, &server) {
         match r.probe_remote(&tool) {
-            Ok(Probe::Answered(_)) => {}
+            Ok(Probe::Answered(status)) if (200..300).contains(&status) => {}
+            Ok(Probe::Answered(status)) => {
+                // A wrong path (404), a method the server refuses, a broken server: its tools
+                // could not be listed either, and a tool that cannot work is not written.
+                return Err(CliError::Local(format!(
+                    "{} answered HTTP {status} to an MCP `initialize` request (is it the \
+                     server's MCP endpoint?); nothing was written (--no-probe adds it without \
+                     asking it)",
+                    url.text
+                )));
+            }
             Ok(Probe::SignIn { metadata }) => sign_in = Some(metadata),
             Ok(Probe::Credential { challenge }) => {
                 let said = if challenge.is_empty() {

@@ -381,6 +381,18 @@ fn add_writes_nothing_for_a_server_it_cannot_use() {
     );
     assert_eq!(lab.config_text(), before);
     assert!(!lab.path("boxmaker.toml.bak").exists());
+    // Without a config yet, `init`'s default is the start (and there is no old file to keep).
+    let fresh = testkit::lab!("onboard", "add-nothing-fresh").in_its_dir();
+    let run = add(&fresh, &[&closed, "--name", "later", "--no-probe"]);
+    assert!(run.ok(), "{}", run.show());
+    assert!(
+        run.stdout.contains("boxmaker init's default"),
+        "{}",
+        run.show()
+    );
+    let text = fresh.config_text();
+    assert!(text.starts_with(&before), "not the default:\n{text}");
+    assert!(!fresh.path("boxmaker.toml.bak").exists());
     // --no-probe asks nothing and writes.
     let run = add(&lab, &[&closed, "--name", "later", "--no-probe"]);
     assert!(run.ok(), "{}", run.show());
@@ -412,6 +424,13 @@ fn add_sees_an_oauth_server_and_prints_the_sign_in() {
             run.show()
         );
         assert!(lab.config_text().contains("name = \"acme\""));
+        // A path the server does not serve (404): nothing written.
+        let before = lab.config_text();
+        let wrong = format!("http://127.0.0.1:{}/nope", s.port);
+        let run = add(&lab, &[&wrong, "--name", "nope"]);
+        assert_eq!(run.code(), Some(1), "{}", run.show());
+        assert!(one_sentence(&run).contains("HTTP 404"), "{}", run.show());
+        assert_eq!(lab.config_text(), before);
     }
 }
 
