@@ -435,6 +435,27 @@ fn add_sees_an_oauth_server_and_prints_the_sign_in() {
 }
 
 #[test]
+fn add_never_shows_the_token_a_hostile_server_echoes_back() {
+    let lab = new_lab("add-echo");
+    let s = start(&lab, "oauth_resource_server.py", &["echo"]);
+    let before = lab.config_text();
+    let run = add(&lab, &[&s.url(), "--name", "acme", "--bearer-env", VAR]);
+    assert_eq!(run.code(), Some(1), "{}", run.show());
+    let err = one_sentence(&run);
+    // The server quoted what it was sent; the person sees the secret's name in its place.
+    assert!(err.contains("you sent Bearer [secret acme-token]"), "{err}");
+    let b64 = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("Bearer {TOKEN}"),
+    );
+    for shown in [&run.stdout, &run.stderr] {
+        assert!(!shown.contains(TOKEN), "{}", run.show());
+        assert!(!shown.contains(&b64[..b64.len() - 4]), "{}", run.show());
+    }
+    assert_eq!(lab.config_text(), before);
+}
+
+#[test]
 fn add_keeps_every_comment_of_a_hand_written_config() {
     let lab = new_lab("add-comments");
     let text = "# my boxmaker\n[gate]\nstate = \".boxmaker\"   # beside this file\n\n\

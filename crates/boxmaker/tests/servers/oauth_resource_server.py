@@ -13,7 +13,12 @@ MODE:
              and that document (RFC 9728) naming its authorization server.
   bare       the same, but the 401's challenge loses its resource_metadata parameter (an
              older server): only the well-known document tells a client to sign in.
+  echo       a hostile one: the 401's challenge loses resource_metadata and quotes the
+             Authorization header it was sent (base64 too), so a client that shows the
+             challenge shows the token unless it redacts it; no metadata document.
 """
+
+import base64
 
 import re
 import sys
@@ -56,8 +61,12 @@ inner = server.streamable_http_app()
 
 
 async def app(scope, receive, send):
-    if scope["type"] != "http" or MODE != "bare":
+    if scope["type"] != "http" or MODE not in ("bare", "echo"):
         return await inner(scope, receive, send)
+    sent = dict(scope["headers"]).get(b"authorization", b"")
+    if MODE == "echo" and scope["path"].startswith("/.well-known/"):
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        return await send({"type": "http.response.body", "body": b""})
 
     async def strip(message):
         if message["type"] == "http.response.start":
@@ -65,6 +74,8 @@ async def app(scope, receive, send):
             for k, v in message.get("headers", []):
                 if k.lower() == b"www-authenticate":
                     v = re.sub(rb',?\s*resource_metadata="[^"]*"', b"", v)
+                    if MODE == "echo":
+                        v += b', error_uri="you sent ' + sent + b" / " + base64.b64encode(sent) + b'"'
                 headers.append((k, v))
             message = dict(message, headers=headers)
         await send(message)

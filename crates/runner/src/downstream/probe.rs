@@ -35,6 +35,9 @@ use crate::run::Runner;
 
 /// The most of a metadata document read.
 const MAX_METADATA: usize = 64 << 10;
+/// The most of a `WWW-Authenticate` challenge read, and shown.
+const MAX_CHALLENGE: usize = 8 << 10;
+const SHOWN: usize = 200;
 /// How long one request of the probe may take, at most.
 const WITHIN: Duration = Duration::from_secs(30);
 
@@ -47,7 +50,8 @@ pub enum Probe {
     /// It wants an OAuth sign-in: its protected resource metadata is at `metadata`.
     SignIn { metadata: String },
     /// It refused (401) and names no OAuth metadata: it wants a credential given by hand.
-    /// `challenge` is its `WWW-Authenticate`, visible ASCII, at most 200 characters.
+    /// `challenge` is its `WWW-Authenticate`, visible ASCII, secrets redacted, at most 200
+    /// characters.
     Credential { challenge: String },
 }
 
@@ -55,6 +59,24 @@ impl Runner {
     /// Sends `tool`'s remote server one `initialize` request and reads what its answer says
     /// (see the module). `Err` is why it could not be asked, in the client's words.
     pub fn probe_remote(&self, tool: &Tool) -> Result<Probe, String> {
+        // What the server said is shown to a person: a secret it echoes (its challenge may
+        // quote the token it refused) is redacted first, as from any answer (docs/spec.md §3.8).
+        let redactor = self.secrets().redactor();
+        let redact = |t: String| redactor.redact(&t).into_owned();
+        match self.probe(tool) {
+            Ok(Probe::SignIn { metadata }) => Ok(Probe::SignIn {
+                metadata: redact(metadata),
+            }),
+            // Redacted whole, then cut: a secret cut in two would not be found.
+            Ok(Probe::Credential { challenge }) => Ok(Probe::Credential {
+                challenge: redact(challenge).chars().take(SHOWN).collect(),
+            }),
+            Ok(answered) => Ok(answered),
+            Err(why) => Err(redact(why)),
+        }
+    }
+
+    fn probe(&self, tool: &Tool) -> Result<Probe, String> {
         let ToolKind::Remote { url, .. } = &tool.kind else {
             return Err(format!("{} is not a remote MCP server", tool.name));
         };
@@ -109,7 +131,7 @@ impl Runner {
                 .unwrap_or_default()
                 .chars()
                 .filter(|c| c.is_ascii_graphic() || *c == ' ')
-                .take(200)
+                .take(MAX_CHALLENGE)
                 .collect();
             drop(resp);
             if let Some(metadata) = resource_metadata(&challenge) {
