@@ -21,7 +21,9 @@ gate: fmt-check clippy test
 # same virtualenv) and a Node that honours NODE_USE_ENV_PROXY (tests/node-proxy/, apart from
 # tests/node so the inspector keeps the system Node). The MCP conformance suite (its client
 # `auth` scenarios) and oidc-provider, the OAuth tests' authorization server: tests/node-conformance/,
-# with a Node of its own (both need 22 or later).
+# with a Node of its own (both need 22 or later). Claude Code's CLI (tests/node-claude/, a
+# native binary in a platform package), whose `claude mcp list` checks what `boxmaker client
+# add claude-code` writes (crates/boxmaker/tests/onboard.rs).
 # The system packages come first, through `make sysdeps` (tests/sysdeps.sh): installed with
 # apt-get as root, or the exact command printed. `npm ci` installs exactly the lock file and
 # never rewrites it; each install leaves a stamp, so a second `make deps` changes nothing.
@@ -43,6 +45,9 @@ deps: sysdeps
 	@[ tests/node-conformance/node_modules/.boxmaker-installed -nt tests/node-conformance/package-lock.json ] \
 	  || { (cd tests/node-conformance && $(NPM) ci --no-audit --no-fund --loglevel=error) \
 	       && touch tests/node-conformance/node_modules/.boxmaker-installed; }
+	@[ tests/node-claude/node_modules/.boxmaker-installed -nt tests/node-claude/package-lock.json ] \
+	  || { (cd tests/node-claude && $(NPM) ci --no-audit --no-fund --loglevel=error) \
+	       && touch tests/node-claude/node_modules/.boxmaker-installed; }
 	@$(call venv,$(CLIENT_VENV),tests/py/client-requirements.txt)
 	@$(call venv,$(PY_VENV),tests/py/requirements.txt)
 	@$(call venv,$(AGENTDOJO_VENV),bench/agentdojo/requirements.txt)

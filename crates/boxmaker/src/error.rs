@@ -62,15 +62,20 @@ pub enum CliError {
     Unexpected(String),
     #[error("the demo went wrong: {0}")]
     Demo(String),
+    /// A bad invocation the command itself finds (a URL it cannot use, a name taken): the
+    /// text is the whole sentence; exit 2.
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl CliError {
     /// 2 for what the person can fix in the command or the config; 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Config(_) | CliError::InitExists { .. } | CliError::UnknownTool { .. } => {
-                USAGE
-            }
+            CliError::Config(_)
+            | CliError::InitExists { .. }
+            | CliError::UnknownTool { .. }
+            | CliError::Usage(_) => USAGE,
             CliError::InitCreateDir { .. }
             | CliError::InitWrite { .. }
             | CliError::Runner(_)

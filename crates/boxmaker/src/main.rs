@@ -17,11 +17,13 @@
 mod out;
 
 mod client;
+mod cmd_add;
 mod cmd_auth;
 mod cmd_box;
 mod cmd_broker;
 mod cmd_call;
 mod cmd_check;
+mod cmd_client;
 mod cmd_demo;
 mod cmd_doctor;
 mod cmd_init;
@@ -60,6 +62,8 @@ struct Cli {
 enum Command {
     Demo(cmd_demo::DemoArgs),
     Init(cmd_init::InitArgs),
+    Add(cmd_add::AddArgs),
+    Client(cmd_client::ClientArgs),
     Serve(cmd_serve::ServeArgs),
     Mcp(cmd_mcp::McpArgs),
     Call(cmd_call::CallArgs),
@@ -124,6 +128,8 @@ fn main() -> ExitCode {
         }
         Some(Command::Demo(args)) => cmd_demo::run(&args),
         Some(Command::Init(args)) => ok(cmd_init::run(&args)),
+        Some(Command::Add(args)) => cmd_add::run(&args),
+        Some(Command::Client(args)) => cmd_client::run(&args),
         Some(Command::Serve(args)) => cmd_serve::serve(&args),
         Some(Command::Mcp(args)) => cmd_mcp::run(&args),
         Some(Command::Gate(args)) => cmd_serve::gate_role(&args),

@@ -28,6 +28,7 @@
 
 pub mod content;
 pub mod oauth;
+pub mod probe;
 pub mod remote;
 pub mod stderr;
 pub mod transport;

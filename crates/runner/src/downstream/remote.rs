@@ -339,9 +339,9 @@ impl Client {
     }
 
     /// Sends one request, following a redirect within the rules; the response and the
-    /// target that answered it.
+    /// target that answered it. (`super::probe` sends its look through it too.)
     #[allow(clippy::too_many_arguments)]
-    async fn send(
+    pub(super) async fn send(
         &self,
         method: Method,
         session: Option<&str>,

@@ -1,0 +1,335 @@
+//! One look at a remote MCP server before its tools are asked for (`boxmaker add`,
+//! docs/spec.md §3.9 and §7): does it answer, and does it want a sign-in?
+//!
+//! The look goes through the remote client's own connection ([`super::remote::Client`]):
+//! decided by the `[[egress]]` rules at the public label, TLS verified against the public
+//! roots, the tool's credential sent only to its own host. It sends what an MCP client sends
+//! first, an `initialize` request, and reads only the answer's status and headers:
+//!
+//! - an answer other than 401: the server takes the request (with the credential the tool
+//!   gives, if any); the session it may have opened is ended at once (`DELETE`);
+//! - 401 with `WWW-Authenticate: Bearer resource_metadata="URL"` (the MCP authorization
+//!   spec): a server signed in to with OAuth, its protected resource metadata (RFC 9728) at
+//!   that URL;
+//! - 401 without it: the metadata is looked for where RFC 9728 puts it on the server's own
+//!   host — `/.well-known/oauth-protected-resource` followed by the server's path, then
+//!   without it — with no credential (the metadata is public); a JSON object naming
+//!   `authorization_servers` there is a sign-in too;
+//! - else a credential boxmaker cannot get by itself (a token the person gives).
+//!
+//! Nothing here signs in: that is `boxmaker auth login`'s.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use config::{RemoteUrl, Tool, ToolKind};
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
+use proto::SessionId;
+
+use super::remote;
+use super::transport::Reason;
+use crate::run::Runner;
+
+/// The most of a metadata document read.
+const MAX_METADATA: usize = 64 << 10;
+/// The most of a `WWW-Authenticate` challenge read, and shown.
+const MAX_CHALLENGE: usize = 8 << 10;
+const SHOWN: usize = 200;
+/// How long one request of the probe may take, at most.
+const WITHIN: Duration = Duration::from_secs(30);
+
+/// What a remote server said to a first request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// It answered with this status, without asking for a credential (or it took the one
+    /// the tool gives).
+    Answered(u16),
+    /// It wants an OAuth sign-in: its protected resource metadata is at `metadata`.
+    SignIn { metadata: String },
+    /// It refused (401) and names no OAuth metadata: it wants a credential given by hand.
+    /// `challenge` is its `WWW-Authenticate`, visible ASCII, secrets redacted, at most 200
+    /// characters.
+    Credential { challenge: String },
+}
+
+impl Runner {
+    /// Sends `tool`'s remote server one `initialize` request and reads what its answer says
+    /// (see the module). `Err` is why it could not be asked, in the client's words.
+    pub fn probe_remote(&self, tool: &Tool) -> Result<Probe, String> {
+        // What the server said is shown to a person: a secret it echoes (its challenge may
+        // quote the token it refused) is redacted first, as from any answer (docs/spec.md §3.8).
+        let redactor = self.secrets().redactor();
+        let redact = |t: String| redactor.redact(&t).into_owned();
+        match self.probe(tool) {
+            Ok(Probe::SignIn { metadata }) => Ok(Probe::SignIn {
+                metadata: redact(metadata),
+            }),
+            // Redacted whole, then cut: a secret cut in two would not be found.
+            Ok(Probe::Credential { challenge }) => Ok(Probe::Credential {
+                challenge: redact(challenge).chars().take(SHOWN).collect(),
+            }),
+            Ok(answered) => Ok(answered),
+            Err(why) => Err(redact(why)),
+        }
+    }
+
+    fn probe(&self, tool: &Tool) -> Result<Probe, String> {
+        let ToolKind::Remote { url, .. } = &tool.kind else {
+            return Err(format!("{} is not a remote MCP server", tool.name));
+        };
+        let rt = self.hub().runtime()?;
+        rt.block_on(async {
+            let client = self.probe_client(tool)?;
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "boxmaker", "version": env!("CARGO_PKG_VERSION")}
+                }
+            });
+            let resp = within(client.send(
+                Method::POST,
+                None,
+                &HashMap::new(),
+                "application/json, text/event-stream",
+                None,
+                Some(Bytes::from(body.to_string())),
+            ))
+            .await?;
+            let status = resp.status();
+            if status != StatusCode::UNAUTHORIZED {
+                let session = resp
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                drop(resp);
+                if let Some(s) = session {
+                    // Best effort: the server ends the session it opened for the look.
+                    let _ = within(client.send(
+                        Method::DELETE,
+                        Some(&s),
+                        &HashMap::new(),
+                        "application/json, text/event-stream",
+                        None,
+                        None,
+                    ))
+                    .await;
+                }
+                return Ok(Probe::Answered(status.as_u16()));
+            }
+            let challenge: String = resp
+                .headers()
+                .get(http::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .chars()
+                .filter(|c| c.is_ascii_graphic() || *c == ' ')
+                .take(MAX_CHALLENGE)
+                .collect();
+            drop(resp);
+            if let Some(metadata) = resource_metadata(&challenge) {
+                return Ok(Probe::SignIn { metadata });
+            }
+            for path in well_known(&url.path) {
+                let mut at = url.clone();
+                at.path = path;
+                at.text = at.absolute();
+                if self.holds_metadata(tool, &at).await {
+                    return Ok(Probe::SignIn { metadata: at.text });
+                }
+            }
+            Ok(Probe::Credential { challenge })
+        })
+    }
+
+    /// The remote client of `tool` for the probe: the discovery session's (public) label.
+    fn probe_client(&self, tool: &Tool) -> Result<remote::Client, String> {
+        let session = SessionId::new("discovery").map_err(|e| format!("bad session: {e}"))?;
+        remote::Client::new(
+            self,
+            tool,
+            crate::egress::BoxCtx {
+                session,
+                tool: tool.name.clone(),
+                call: None,
+                calls: None,
+                float: Arc::new(crate::egress::Float::new(tool.class, None)),
+            },
+            Reason::default(),
+        )
+    }
+
+    /// Whether `at` (on `tool`'s own host) answers a GET with protected resource metadata:
+    /// a JSON object with a non-empty `authorization_servers` list. Asked with no
+    /// credential: the tool is cloned without one.
+    async fn holds_metadata(&self, tool: &Tool, at: &RemoteUrl) -> bool {
+        let mut bare = tool.clone();
+        if let ToolKind::Remote {
+            url,
+            bearer,
+            headers,
+            ..
+        } = &mut bare.kind
+        {
+            *url = at.clone();
+            *bearer = None;
+            headers.clear();
+        }
+        let Ok(client) = self.probe_client(&bare) else {
+            return false;
+        };
+        let Ok(resp) = within(client.send(
+            Method::GET,
+            None,
+            &HashMap::new(),
+            "application/json",
+            None,
+            None,
+        ))
+        .await
+        else {
+            return false;
+        };
+        if resp.status() != StatusCode::OK {
+            return false;
+        }
+        let body = http_body_util::Limited::new(resp.into_body(), MAX_METADATA);
+        let Ok(Ok(bytes)) = tokio::time::timeout(WITHIN, body.collect()).await else {
+            return false;
+        };
+        serde_json::from_slice::<serde_json::Value>(&bytes.to_bytes())
+            .ok()
+            .and_then(|v| {
+                v.get("authorization_servers")
+                    .and_then(|a| a.as_array())
+                    .map(|a| !a.is_empty())
+            })
+            .unwrap_or(false)
+    }
+}
+
+/// `f` within [`WITHIN`], its error as a sentence.
+async fn within<T, E: std::fmt::Display>(
+    f: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(WITHIN, f).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "the server did not answer within {} s",
+            WITHIN.as_secs()
+        )),
+    }
+}
+
+/// Where RFC 9728 (§3.1) puts the protected resource metadata of a resource at `path`: the
+/// well-known name with the path after it, then (as the MCP authorization spec says a client
+/// tries next) without it. The query is dropped.
+fn well_known(path: &str) -> Vec<String> {
+    const NAME: &str = "/.well-known/oauth-protected-resource";
+    let path = path.split('?').next().unwrap_or_default();
+    let path = path.trim_end_matches('/');
+    if path.is_empty() {
+        vec![NAME.to_string()]
+    } else {
+        vec![format!("{NAME}{path}"), NAME.to_string()]
+    }
+}
+
+/// The `resource_metadata` parameter of a `WWW-Authenticate` challenge (RFC 9728 §5.1), if
+/// it names an absolute http(s) URL: a quoted string (with `\` escapes) or a token.
+fn resource_metadata(challenge: &str) -> Option<String> {
+    let lower = challenge.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(i) = lower.get(from..)?.find("resource_metadata") {
+        let at = from + i;
+        from = at + "resource_metadata".len();
+        // A whole parameter name: at the start, or after a space or a comma.
+        let before = lower.get(..at)?.chars().next_back();
+        if before.is_some_and(|c| c != ' ' && c != ',') {
+            continue;
+        }
+        let rest = challenge.get(from..)?.trim_start();
+        let Some(rest) = rest.strip_prefix('=') else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let value = if let Some(q) = rest.strip_prefix('"') {
+            let mut out = String::new();
+            let mut chars = q.chars();
+            loop {
+                match chars.next()? {
+                    '"' => break,
+                    '\\' => out.push(chars.next()?),
+                    c => out.push(c),
+                }
+            }
+            out
+        } else {
+            rest.split([',', ' '])
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        };
+        let l = value.to_ascii_lowercase();
+        return (l.starts_with("https://") || l.starts_with("http://")).then_some(value);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metadata_url_is_read_from_a_challenge() {
+        let m = |c: &str| resource_metadata(c);
+        assert_eq!(
+            m(r#"Bearer error="invalid_token", resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp""#)
+                .as_deref(),
+            Some("http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp")
+        );
+        assert_eq!(
+            m("Bearer resource_metadata=https://a.example/x, scope=\"r\"").as_deref(),
+            Some("https://a.example/x")
+        );
+        assert_eq!(
+            m(r#"Bearer Resource_Metadata = "https://a.example/\"q""#).as_deref(),
+            Some("https://a.example/\"q")
+        );
+        // Not the parameter, not a URL, or unterminated: nothing.
+        assert_eq!(
+            m(r#"Bearer x_resource_metadata="https://a.example/""#),
+            None
+        );
+        assert_eq!(m(r#"Bearer resource_metadata="ftp://a.example/""#), None);
+        assert_eq!(m(r#"Bearer resource_metadata="https://a.example/"#), None);
+        assert_eq!(m(r#"Bearer error="invalid_token""#), None);
+        assert_eq!(m(""), None);
+    }
+
+    #[test]
+    fn the_well_known_places_follow_rfc_9728() {
+        assert_eq!(
+            well_known("/mcp"),
+            [
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource"
+            ]
+        );
+        assert_eq!(
+            well_known("/v1/mcp/?x=1"),
+            [
+                "/.well-known/oauth-protected-resource/v1/mcp",
+                "/.well-known/oauth-protected-resource"
+            ]
+        );
+        assert_eq!(well_known("/"), ["/.well-known/oauth-protected-resource"]);
+    }
+}
