@@ -52,6 +52,13 @@ static CALL_THREADS: Slots = Slots {
     freed: Condvar::new(),
 };
 
+/// The threads calls run on: kept between calls, at most [`MAX_CALL_THREADS`], each ending
+/// after a minute without a call.
+fn call_workers() -> &'static workers::Pool {
+    static POOL: std::sync::OnceLock<workers::Pool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| workers::Pool::new("gate-call", MAX_CALL_THREADS, Duration::from_secs(60)))
+}
+
 pub use statedir::{AGENT_SOCKET, CONTROL_SOCKET};
 
 /// Why a connection loop stopped other than by the peer closing cleanly.
@@ -387,13 +394,13 @@ where
         };
         let gate2 = Arc::clone(gate);
         CALL_THREADS.acquire(MAX_CALL_THREADS);
-        let spawned = std::thread::Builder::new()
-            .name("gate-call".into())
-            .spawn(move || {
-                // Released when the call is answered or held, even if it panics.
-                let _thread = ThreadSlot;
-                gate2.submit(req, Box::new(reply));
-            });
+        // On a worker kept between calls: a thread started per call waited, on a busy
+        // machine, for the scheduler's first slot (the `workers` crate says why).
+        let spawned = call_workers().execute(move || {
+            // Released when the call is answered or held, even if it panics.
+            let _thread = ThreadSlot;
+            gate2.submit(req, Box::new(reply));
+        });
         if let Err(e) = spawned {
             CALL_THREADS.release();
             lock(&conn.state).ids.remove(&id);

@@ -46,6 +46,8 @@ pub enum ServeError {
     BadMessage(&'static str),
     #[error("cannot write to the gate: {0}")]
     Write(#[source] FrameError),
+    #[error("cannot start a thread for a request: {0}")]
+    Thread(#[source] std::io::Error),
 }
 
 /// Counts calls in flight; `acquire` waits while the limit is reached.
@@ -137,7 +139,8 @@ where
             Order::ResetSession { session } => Work::Reset(runner.begin_reset(&session)),
         };
         let (runner, out, slots2, id) = (runner.clone(), output.clone(), slots.clone(), req.id);
-        std::thread::spawn(move || {
+        // On a worker kept between requests (the `workers` crate says why not a new thread).
+        let started = request_workers().execute(move || {
             let (reply, call) = match work {
                 Work::Call(Ok(call), request, class, files) => (
                     RunnerReply::answer(id, runner.run_admitted(&call, &request, class, &files)),
@@ -173,7 +176,26 @@ where
             drop(call);
             slots2.release();
         });
+        if let Err(e) = started {
+            // No thread could start and none is alive: the runner cannot serve; it ends, and
+            // the gate's link answers every call in flight `failed`.
+            slots.release();
+            break Err(ServeError::Thread(e));
+        }
     };
     slots.wait_idle();
     result
+}
+
+/// The threads requests run on: kept between requests, at most [`MAX_IN_FLIGHT`], each
+/// ending after a minute without one.
+fn request_workers() -> &'static workers::Pool {
+    static POOL: std::sync::OnceLock<workers::Pool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        workers::Pool::new(
+            "runner-call",
+            MAX_IN_FLIGHT,
+            std::time::Duration::from_secs(60),
+        )
+    })
 }
