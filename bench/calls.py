@@ -12,6 +12,10 @@ machine; `paired` is the median of the per-round ratios:
   time       direct     the real mcp-server-time (PyPI), started by the client on the host
              boxmaker   `boxmaker mcp` running the same server in the session's box
                         (`[[tool]] time`), tool time_get_current_time
+  remote     direct     the Python SDK's streamable HTTP client straight to a Python SDK server
+                        on loopback (bench/remote_echo_server.py, bearer token), tool echo
+             boxmaker   `boxmaker mcp` with that server as `[[tool]] url = …` (its token a
+                        [[secret]]), tool remote_echo
   run        bwrap      a plain Python MCP server whose tool runs
                         `bwrap --unshare-all --die-with-parent --ro-bind / / /bin/true` per call
              boxmaker   `boxmaker mcp`, builtin run {"argv": ["/bin/true"]} (a fresh box a call)
@@ -39,8 +43,17 @@ VENV = os.path.join(ROOT, "tests", "py", "venv")
 VENV_PY = os.path.join(VENV, "bin", "python3")
 SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] != "--worker" else 5.0
 
+import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+# The remote paths' server (bench/remote_echo_server.py), on loopback with a bearer token
+# that boxmaker reads from its environment as a [[secret]].
+REMOTE_PORT = int(os.environ.get("BENCH_REMOTE_PORT", "18733"))
+REMOTE_TOKEN = "bench-remote-token-0123456789"
+REMOTE_URL = f"http://127.0.0.1:{REMOTE_PORT}/mcp"
+os.environ["BENCH_REMOTE_TOKEN"] = REMOTE_TOKEN
 
 PLAIN_SERVER = r'''
 import subprocess, sys
@@ -77,6 +90,25 @@ class = "internal"
 name = "run"
 builtin = "run"
 class = "internal"
+
+[[secret]]
+name = "remote-token"
+env = "BENCH_REMOTE_TOKEN"
+
+[[tool]]
+name = "remote"
+url = "http://127.0.0.1:@PORT@/mcp"
+bearer = "remote-token"
+egress = ["remote"]
+
+[[egress]]
+name = "remote"
+host = "127.0.0.1"
+ports = [@PORT@]
+
+[[grant]]
+tool = "remote_*"
+effect = "allow"
 
 [[mount]]
 name = "pyvenv"
@@ -122,6 +154,9 @@ def paths(d, bm):
         "run/bwrap": (py, [server], "run_true", {}),
         "run/boxmaker": (bm, ["mcp", "--config", os.path.join(d, "boxmaker.toml")], "run",
                          {"argv": ["/bin/true"]}),
+        "remote/direct": (REMOTE_URL, [], "echo", {"text": "hi"}),
+        "remote/boxmaker": (bm, ["mcp", "--config", os.path.join(d, "boxmaker.toml")],
+                            "remote_echo", {"text": "hi"}),
         "time/direct": (VENV_PY, ["-m", "mcp_server_time", "--local-timezone", "UTC"],
                         "get_current_time", {"timezone": "UTC"}),
         "time/boxmaker": (bm, ["mcp", "--config", os.path.join(d, "boxmaker.toml")],
@@ -129,11 +164,23 @@ def paths(d, bm):
     }
 
 
+def wait_port(port):
+    import socket
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"the remote bench server did not listen on {port}")
+
+
 def prepare(d, sessions):
     with open(os.path.join(d, "plain_server.py"), "w") as f:
         f.write(PLAIN_SERVER)
     with open(os.path.join(d, "boxmaker.toml"), "w") as f:
-        f.write(CONFIG.replace("@VENV@", VENV))
+        f.write(CONFIG.replace("@VENV@", VENV).replace("@PORT@", str(REMOTE_PORT)))
     with open(os.path.join(d, "hello.txt"), "w") as f:
         f.write("hello from the workspace\n")
     for s in sessions:
@@ -144,9 +191,18 @@ def prepare(d, sessions):
 
 
 async def session(command, args, session_name, body):
+    if command.startswith("http://"):
+        # The Python SDK's own streamable HTTP client, straight to the server.
+        async with httpx2.AsyncClient(headers={"Authorization": "Bearer " + REMOTE_TOKEN}) as http:
+            async with streamable_http_client(command, http_client=http) as streams:
+                async with ClientSession(streams[0], streams[1]) as s:
+                    await s.initialize()
+                    return await body(s)
     if command.endswith("boxmaker"):
         args = args + ["--session", session_name]
-    params = StdioServerParameters(command=command, args=args)
+    # The SDK passes a server only a few variables by default; boxmaker reads the remote
+    # path's token from its own environment.
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     async with stdio_client(params) as (r, w):
         async with ClientSession(r, w) as s:
             await s.initialize()
@@ -327,7 +383,12 @@ async def main():
         # Paired: each boxmaker path beside its anchor, call for call (`paired`); a path
         # asked for without its partner runs alone.
         pairs = [("read_file/plain", "read_file/boxmaker"), ("run/bwrap", "run/boxmaker"),
-                 ("time/direct", "time/boxmaker")]
+                 ("time/direct", "time/boxmaker"), ("remote/direct", "remote/boxmaker")]
+        remote = None
+        if any(n.startswith("remote/") for n in names):
+            remote = subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "remote_echo_server.py"),
+                                       str(REMOTE_PORT), REMOTE_TOKEN])
+            wait_port(REMOTE_PORT)
         for anchor, ours in pairs:
             if not N:
                 break
@@ -340,18 +401,22 @@ async def main():
                     if name in names:
                         results[name] = await latency(ps[name], N)
         for name in names:
-            if SECONDS:
+            if SECONDS and not name.startswith("remote/"):
                 rates[name] = throughput(ps[name], sessions, d, SECONDS)
+        if remote:
+            remote.terminate()
+            remote.wait()
     print(f"{'path':<20} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'paired':>7}")
     for k, v in results.items():
         r = f"{v['paired_ratio']:7.2f}" if "paired_ratio" in v else ""
         print(f"{k:<20} {v['p50']:8.3f} {v['p90']:8.3f} {v['p99']:8.3f} {v['mean']:8.3f} {r}")
-    if len(results) < 6:
+    if len(results) < 8:
         print(json.dumps({"latency": results, "throughput": rates}, indent=1))
         return
     print(f"\nread_file: boxmaker / plain p50 = {results['read_file/boxmaker']['p50'] / results['read_file/plain']['p50']:.2f} (goal <= 1.2)")
     print(f"run: boxmaker / bwrap-per-call p50 = {results['run/boxmaker']['p50'] / results['run/bwrap']['p50']:.2f} (goal <= 0.8)")
     print(f"mcp-server-time: boxmaker - direct p50 = {results['time/boxmaker']['p50'] - results['time/direct']['p50']:+.2f} ms (goal <= +1 ms)")
+    print(f"remote: boxmaker - direct p50 = {results['remote/boxmaker']['p50'] - results['remote/direct']['p50']:+.2f} ms (goal < +1 ms)")
     print(f"\n{'throughput, 4 sessions':<24} {'calls/s':>9} {'server-side CPU ms/call':>24}")
     for k, v in rates.items():
         print(f"{k:<24} {v['calls_per_s']:9.0f} {v['cpu_ms_per_call']:24.2f}")
