@@ -19,7 +19,9 @@ gate: fmt-check clippy test
 # an interpreter itself (Debian's and Ubuntu's refuse: externally-managed-environment).
 # The egress tests' clients: mcp-server-fetch and requests (tests/py/requirements.txt, the
 # same virtualenv) and a Node that honours NODE_USE_ENV_PROXY (tests/node-proxy/, apart from
-# tests/node so the inspector keeps the system Node).
+# tests/node so the inspector keeps the system Node). The official MCP conformance suite and
+# its Node (tests/node-conformance/), which crates/boxmaker/tests/conformance_server.rs runs
+# against `boxmaker mcp --http`.
 # The system packages come first, through `make sysdeps` (tests/sysdeps.sh): installed with
 # apt-get as root, or the exact command printed. `npm ci` installs exactly the lock file and
 # never rewrites it; each install leaves a stamp, so a second `make deps` changes nothing.
@@ -38,6 +40,9 @@ deps: sysdeps
 	@[ tests/node-proxy/node_modules/.boxmaker-installed -nt tests/node-proxy/package-lock.json ] \
 	  || { (cd tests/node-proxy && $(NPM) ci --no-audit --no-fund --loglevel=error) \
 	       && touch tests/node-proxy/node_modules/.boxmaker-installed; }
+	@[ tests/node-conformance/node_modules/.boxmaker-installed -nt tests/node-conformance/package-lock.json ] \
+	  || { (cd tests/node-conformance && $(NPM) ci --no-audit --no-fund --loglevel=error) \
+	       && touch tests/node-conformance/node_modules/.boxmaker-installed; }
 	@$(call venv,$(CLIENT_VENV),tests/py/client-requirements.txt)
 	@$(call venv,$(PY_VENV),tests/py/requirements.txt)
 	@$(call venv,$(AGENTDOJO_VENV),bench/agentdojo/requirements.txt)
