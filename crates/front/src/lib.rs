@@ -16,7 +16,8 @@
 //! 1. [`tools`] — what `tools/list` shows, with schemas and descriptions.
 //! 2. [`explain`] — the sentence of a denial.
 //! 3. [`gatecall`] — one call through the gate, with its approval updates.
-//! 4. [`server`] — `Front`, the `rmcp` server handler.
+//! 4. [`server`] — `Front`, the `rmcp` server handler; [`replay`] — a downstream server's
+//!    notifications during a call, sent to the client just before its result.
 //! 5. [`stdio`] — the stdio transport, which answers malformed input itself.
 //! 6. [`http`] — streamable HTTP with a bearer token and an `Origin` check.
 //! 7. [`confine`] — how the front confines itself before it reads the agent's first byte;
@@ -33,6 +34,7 @@ pub mod confine;
 pub mod explain;
 pub mod gatecall;
 pub mod http;
+pub mod replay;
 pub mod server;
 pub mod stdio;
 pub mod tools;

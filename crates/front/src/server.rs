@@ -51,6 +51,10 @@ struct Inner {
     live: std::sync::OnceLock<std::os::fd::OwnedFd>,
     next_call: AtomicU64,
     seen: Mutex<(DataClass, bool)>,
+    /// The lowest log level the client asked for (`logging/setLevel`): a downstream server's
+    /// replayed log messages below it are not sent.
+    #[allow(deprecated)]
+    level: Mutex<Option<LoggingLevel>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -86,6 +90,7 @@ impl Front {
                 notes: std::sync::OnceLock::new(),
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
+                level: Mutex::new(None),
             }),
         }
     }
@@ -143,9 +148,10 @@ impl Front {
         seen.1 |= untrusted;
     }
 
-    /// Turns the gate's final answer into the MCP result.
-    fn answer(&self, tool: &str, resp: ToolResponse) -> CallToolResult {
-        match resp {
+    /// Turns the gate's final answer into the MCP result, and the downstream server's
+    /// notifications it carries (to replay before it, [`crate::replay`]).
+    fn answer(&self, tool: &str, resp: ToolResponse) -> (CallToolResult, Vec<serde_json::Value>) {
+        let result = match resp {
             ToolResponse::Result {
                 content,
                 class,
@@ -155,14 +161,17 @@ impl Front {
                 self.saw(class, untrusted);
                 let meta = label_meta(class, untrusted, truncated);
                 if self.inner.catalog.get(tool).is_none() {
-                    return CallToolResult::success(vec![ContentBlock::text(content)])
-                        .with_meta(Some(meta));
+                    return (
+                        CallToolResult::success(vec![ContentBlock::text(content)])
+                            .with_meta(Some(meta)),
+                        Vec::new(),
+                    );
                 }
                 // A downstream server's blocks pass through in MCP form (docs/spec.md §5, issue 7).
-                let (blocks, structured) = downstream_blocks(&content);
+                let (blocks, structured, notes) = downstream_blocks(&content);
                 let mut result = CallToolResult::success(blocks).with_meta(Some(meta));
                 result.structured_content = structured;
-                result
+                return (result, notes);
             }
             ToolResponse::Failed { message } => {
                 let answer = failed(&self.inner.config, tool, &message);
@@ -192,7 +201,8 @@ impl Front {
                 tool,
                 "the gate ended the call while it was still pending",
             ),
-        }
+        };
+        (result, Vec::new())
     }
 }
 
@@ -222,12 +232,23 @@ fn failed(config: &Config, tool: &str, message: &str) -> CallToolResult {
         .with_meta(Some(label_meta(floor.class, floor.untrusted, false)))
 }
 
-/// A downstream result's content (a [`catalog::Content`] as JSON) as MCP blocks and
-/// structured content. A block rmcp cannot read, or content that is not that JSON (the
-/// runner never sends such), is passed on as text rather than lost.
-fn downstream_blocks(content: &str) -> (Vec<ContentBlock>, Option<serde_json::Value>) {
+/// A downstream result's content (a [`catalog::Content`] as JSON) as MCP blocks, structured
+/// content and the notifications the server sent while it ran. A block rmcp cannot read, or
+/// content that is not that JSON (the runner never sends such), is passed on as text rather
+/// than lost.
+fn downstream_blocks(
+    content: &str,
+) -> (
+    Vec<ContentBlock>,
+    Option<serde_json::Value>,
+    Vec<serde_json::Value>,
+) {
     let Ok(c) = serde_json::from_str::<catalog::Content>(content) else {
-        return (vec![ContentBlock::text(content.to_string())], None);
+        return (
+            vec![ContentBlock::text(content.to_string())],
+            None,
+            Vec::new(),
+        );
     };
     let blocks = c
         .content
@@ -237,7 +258,7 @@ fn downstream_blocks(content: &str) -> (Vec<ContentBlock>, Option<serde_json::Va
                 .unwrap_or_else(|_| ContentBlock::text(b.to_string()))
         })
         .collect();
-    (blocks, c.structured_content)
+    (blocks, c.structured_content, c.notifications)
 }
 
 impl ServerHandler for Front {
@@ -296,9 +317,14 @@ impl ServerHandler for Front {
     #[allow(deprecated)]
     async fn set_level(
         &self,
-        _request: SetLevelRequestParams,
+        request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        *self
+            .inner
+            .level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(request.level);
         Ok(())
     }
 
@@ -438,7 +464,38 @@ impl ServerHandler for Front {
         let resp = resp
             .map_err(|e| McpError::internal_error(format!("the call did not finish: {e}"), None))?
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        Ok(self.answer(&name, resp).into())
+        let label = match &resp {
+            ToolResponse::Result {
+                class, untrusted, ..
+            } => Some((*class, *untrusted)),
+            _ => None,
+        };
+        let (result, notes) = self.answer(&name, resp);
+        // What the server said while the call ran, now labelled with its result, just
+        // before it (docs/spec.md §5, "A server's notifications").
+        if let (Some((class, untrusted)), Some(entry), false) =
+            (label, self.inner.catalog.get(&name), notes.is_empty())
+        {
+            let replay = crate::replay::Replay {
+                server: entry.server.clone(),
+                class,
+                untrusted,
+                progress: progress.clone(),
+                sent: step,
+                level: *self
+                    .inner
+                    .level
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            };
+            for notice in replay.notices(&notes) {
+                let _ = match notice {
+                    crate::replay::Notice::Log(p) => peer.notify_logging_message(p).await,
+                    crate::replay::Notice::Progress(p) => peer.notify_progress(p).await,
+                };
+            }
+        }
+        Ok(result.into())
     }
 }
 
@@ -486,7 +543,7 @@ mod downstream_tests {
     #[test]
     fn downstream_blocks_pass_through_and_odd_ones_become_text() {
         let content = r#"{"content":[{"type":"text","text":"hi"},{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"weird","x":1}],"structuredContent":{"a":1}}"#;
-        let (blocks, structured) = downstream_blocks(content);
+        let (blocks, structured, _) = downstream_blocks(content);
         assert_eq!(blocks.len(), 3);
         let v: Vec<serde_json::Value> = blocks
             .iter()
@@ -502,7 +559,7 @@ mod downstream_tests {
 
     #[test]
     fn content_that_is_not_the_runner_form_is_kept_as_text() {
-        let (blocks, structured) = downstream_blocks("plain words");
+        let (blocks, structured, _) = downstream_blocks("plain words");
         assert_eq!(structured, None);
         assert_eq!(
             serde_json::to_value(&blocks[0]).unwrap()["text"],

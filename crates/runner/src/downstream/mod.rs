@@ -27,6 +27,7 @@
 //! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
+pub mod heard;
 pub mod remote;
 pub mod stderr;
 pub mod transport;
@@ -93,7 +94,9 @@ impl std::fmt::Debug for Hub {
 
 /// One running server.
 struct Instance {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, heard::Handler>,
+    /// What the server says during each call (its log messages and progress).
+    listener: heard::Listener,
     boxed: Mutex<Option<BoxProcess>>,
     /// Its tools, as it last listed them (at start; for a pinned server, before each call).
     tools: Mutex<Vec<ToolDef>>,
@@ -648,13 +651,21 @@ impl Runner {
                 req.tool
             ));
         }
+        // What the server says while this call runs (its progress, under a token of this
+        // call's own, and its log messages) comes back inside the result (docs/spec.md §5).
+        let heard = instance.listener.open();
         let params = {
             let mut p = CallToolRequestParams::new(entry.downstream.clone());
             p.arguments = Some(args);
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            meta.set_progress_token(heard.token());
+            p.meta = Some(meta);
             p
         };
         let outcome =
             tokio::time::timeout(timeout, instance.service.peer().call_tool(params)).await;
+        let (mut notifications, left_out) = heard.take();
+        drop(heard);
         drop(guard);
         let stop = |why: String| {
             let instance = instance.clone();
@@ -737,6 +748,12 @@ impl Runner {
             catalog::Content {
                 content: blocks,
                 structured_content: result.structured_content,
+                notifications: {
+                    if left_out > 0 {
+                        notifications.push(heard::left_out_note(left_out));
+                    }
+                    notifications
+                },
             },
             class,
             untrusted,
@@ -849,10 +866,12 @@ impl Runner {
         let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(io)?;
         let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(io)?;
         let reason = Reason::default();
-        let transport = Lines::new(stdout, stdin, reason.clone());
+        let listener = heard::Listener::default();
+        let transport =
+            heard::Tap::new(Lines::new(stdout, stdin, reason.clone()), listener.clone());
         let boxed = Mutex::new(Some(boxed));
         let ready = async {
-            let service = within(timeout, "initialize", ().serve(transport)).await?;
+            let service = within(timeout, "initialize", heard::Handler.serve(transport)).await?;
             let tools = within(
                 timeout,
                 "list its tools",
@@ -880,6 +899,7 @@ impl Runner {
         self.start_reaper();
         Ok(Instance {
             service,
+            listener,
             boxed,
             tools: Mutex::new(tools),
             reason,
@@ -945,10 +965,14 @@ impl Runner {
         config.retry_config = Arc::new(remote::NoRetry);
         config.max_json_response_size = remote::MAX_MESSAGE;
         config.max_sse_event_size = remote::MAX_MESSAGE;
-        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+        let listener = heard::Listener::default();
+        let transport = heard::Tap::new(
+            rmcp::transport::StreamableHttpClientTransport::with_client(client, config),
+            listener.clone(),
+        );
         let redactor = self.secrets().redactor();
         let ready = async {
-            let service = within(timeout, "initialize", ().serve(transport)).await?;
+            let service = within(timeout, "initialize", heard::Handler.serve(transport)).await?;
             let tools = within(
                 timeout,
                 "list its tools",
@@ -967,6 +991,7 @@ impl Runner {
         let logged = label.map(|_| session);
         Ok(Instance {
             service,
+            listener,
             boxed: Mutex::new(None),
             tools: Mutex::new(tools),
             reason,
