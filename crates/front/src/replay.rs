@@ -39,7 +39,8 @@ pub struct Replay {
     pub untrusted: bool,
     /// The client's progress token for the call, if it sent one.
     pub progress: Option<ProgressToken>,
-    /// The last progress value already sent for the call (0 when none).
+    /// How many progress notifications the front already sent for the call (approval
+    /// notices, valued 1, 2, …).
     pub sent: f64,
     /// The lowest level the client wants, if it set one.
     pub level: Option<LoggingLevel>,
@@ -73,7 +74,13 @@ impl Replay {
     /// not one of the two kinds, or not well formed, is not sent.
     pub fn notices(&self, notes: &[Value]) -> Vec<Notice> {
         let mut out = Vec::new();
-        let mut last = self.sent;
+        // Counted on past what was sent: the server's first value comes after the last one.
+        let mut last = (self.sent > 0.0).then_some(self.sent);
+        let base = if self.sent > 0.0 {
+            self.sent + 1.0
+        } else {
+            0.0
+        };
         for n in notes {
             let params = n.get("params").cloned().unwrap_or(Value::Null);
             match n.get("method").and_then(Value::as_str) {
@@ -104,16 +111,16 @@ impl Replay {
                     let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
                         continue;
                     };
-                    let value = self.sent + progress;
-                    if !value.is_finite() || value <= last {
+                    let value = base + progress;
+                    if !value.is_finite() || last.is_some_and(|l| value <= l) {
                         continue;
                     }
-                    last = value;
+                    last = Some(value);
                     let mut p = ProgressNotificationParam::new(token, value);
                     p.total = params
                         .get("total")
                         .and_then(Value::as_f64)
-                        .map(|t| self.sent + t)
+                        .map(|t| base + t)
                         .filter(|t| t.is_finite());
                     p.message = params
                         .get("message")
@@ -203,7 +210,7 @@ mod tests {
             progress(f64::NAN, None),
             progress(100.0, Some(100.0)),
         ];
-        // Two approval steps were sent already: the server's 0 would go backwards.
+        // Two approval steps were sent already (1 and 2): the server's 0 comes after them.
         let out = replay(true, 2.0).notices(&notes);
         let sent: Vec<(f64, Option<f64>)> = out
             .iter()
@@ -215,7 +222,21 @@ mod tests {
                 Notice::Log(_) => panic!("{n:?}"),
             })
             .collect();
-        assert_eq!(sent, [(52.0, Some(102.0)), (102.0, Some(102.0))]);
+        assert_eq!(
+            sent,
+            [
+                (3.0, Some(103.0)),
+                (53.0, Some(103.0)),
+                (103.0, Some(103.0))
+            ]
+        );
+        // None sent: the server's own values, from its first.
+        let first = replay(true, 0.0).notices(&notes);
+        assert_eq!(first.len(), 3);
+        let Notice::Progress(p) = &first[0] else {
+            panic!()
+        };
+        assert_eq!((p.progress, p.total), (0.0, Some(100.0)));
         // No token from the client: no progress at all.
         assert!(replay(false, 0.0).notices(&notes).is_empty());
     }

@@ -106,7 +106,9 @@ pub(crate) struct Listener {
 impl Listener {
     /// Starts collecting for a call; the token is the progress token the call sends.
     pub(crate) fn open(&self) -> Heard {
-        let token = self.next.fetch_add(1, Ordering::Relaxed);
+        // From 1: a token of 0 is false to a server written in Python or JavaScript, which
+        // then sends no progress at all.
+        let token = self.next.fetch_add(1, Ordering::Relaxed).saturating_add(1);
         self.open
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
