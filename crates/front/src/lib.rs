@@ -17,7 +17,8 @@
 //! 2. [`explain`] — the sentence of a denial.
 //! 3. [`gatecall`] — one call through the gate, with its approval updates.
 //! 4. [`server`] — `Front`, the `rmcp` server handler; [`replay`] — a downstream server's
-//!    notifications during a call, sent to the client just before its result.
+//!    notifications during a call, sent to the client just before its result; [`offers`] —
+//!    which server a resource or prompt request goes to.
 //! 5. [`stdio`] — the stdio transport, which answers malformed input itself.
 //! 6. [`http`] — streamable HTTP with a bearer token and an `Origin` check.
 //! 7. [`confine`] — how the front confines itself before it reads the agent's first byte;
@@ -34,6 +35,7 @@ pub mod confine;
 pub mod explain;
 pub mod gatecall;
 pub mod http;
+pub mod offers;
 pub mod replay;
 pub mod server;
 pub mod stdio;

@@ -13,9 +13,12 @@ use proto::{CallId, DataClass, SessionId, Timestamp, ToolRequest, ToolResponse};
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, SetLevelRequestParams,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
+    SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -55,6 +58,8 @@ struct Inner {
     /// replayed log messages below it are not sent.
     #[allow(deprecated)]
     level: Mutex<Option<LoggingLevel>>,
+    /// Which server listed which resource or prompt to this session.
+    routes: Mutex<crate::offers::Routes>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -91,6 +96,7 @@ impl Front {
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
                 level: Mutex::new(None),
+                routes: Mutex::new(crate::offers::Routes::default()),
             }),
         }
     }
@@ -284,12 +290,21 @@ impl ServerHandler for Front {
 
     #[allow(deprecated)]
     fn get_info(&self) -> InitializeResult {
-        let mut info = InitializeResult::new(
+        // Resources and prompts are the servers' (docs/spec.md §5): offered when there is one.
+        let caps = if self.inner.config.tools.iter().any(|t| t.kind.is_server()) {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_logging()
-                .build(),
-        );
+                .enable_resources()
+                .enable_prompts()
+                .build()
+        } else {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build()
+        };
+        let mut info = InitializeResult::new(caps);
         info.server_info = Implementation::new("boxmaker", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(format!(
             "boxmaker runs these tools in a sandbox on the user's machine, under grants the \
@@ -309,6 +324,122 @@ impl ServerHandler for Front {
         Ok(ListToolsResult::with_all_items(
             self.tools().into_iter().map(|l| l.tool).collect(),
         ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let (items, meta) = self
+            .ask_servers("resources/list", "resources", &context)
+            .await;
+        let mut routes = self
+            .inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let resources: Vec<Resource> = items
+            .into_iter()
+            .filter_map(|(server, v)| {
+                let r: Resource = serde_json::from_value(v).ok()?;
+                routes.resource(&r.uri, &server);
+                Some(r)
+            })
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.meta = Some(meta);
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let (items, meta) = self
+            .ask_servers("resources/templates/list", "resourceTemplates", &context)
+            .await;
+        let mut routes = self
+            .inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let templates: Vec<ResourceTemplate> = items
+            .into_iter()
+            .filter_map(|(server, v)| {
+                let t: ResourceTemplate = serde_json::from_value(v).ok()?;
+                routes.template(&t.uri_template, &server);
+                Some(t)
+            })
+            .collect();
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        result.meta = Some(meta);
+        Ok(result)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let (items, meta) = self.ask_servers("prompts/list", "prompts", &context).await;
+        let mut routes = self
+            .inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let prompts: Vec<Prompt> = items
+            .into_iter()
+            .filter_map(|(server, v)| {
+                let p: Prompt = serde_json::from_value(v).ok()?;
+                routes.prompt(&p.name, &server);
+                Some(p)
+            })
+            .collect();
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        result.meta = Some(meta);
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let server = self.route(crate::offers::Kind::Resource, &uri)?;
+        let args = json!({"method": "resources/read", "uri": uri});
+        let (value, meta) = self.ask_server(&server, args, &context).await?;
+        let mut result: ReadResourceResult = serde_json::from_value(value).map_err(|e| {
+            McpError::internal_error(
+                format!("{server}: the server's answer is not a resource: {e}"),
+                None,
+            )
+        })?;
+        result.meta = Some(meta);
+        Ok(result.into())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let server = self.route(crate::offers::Kind::Prompt, &request.name)?;
+        let mut args = json!({"method": "prompts/get", "name": request.name});
+        if let Some(a) = request.arguments {
+            args["arguments"] = serde_json::Value::Object(a);
+        }
+        let (value, meta) = self.ask_server(&server, args, &context).await?;
+        let mut result: GetPromptResult = serde_json::from_value(value).map_err(|e| {
+            McpError::internal_error(
+                format!("{server}: the server's answer is not a prompt: {e}"),
+                None,
+            )
+        })?;
+        result.meta = Some(meta);
+        Ok(result.into())
     }
 
     // `get_info` declares the logging capability, so `logging/setLevel` must be answered
@@ -395,6 +526,57 @@ impl ServerHandler for Front {
                 None,
             ));
         }
+        let progress = context.meta.get_progress_token();
+        let peer = context.peer.clone();
+        let (resp, step) = self.through_gate(&name, arguments, &context).await?;
+        let label = match &resp {
+            ToolResponse::Result {
+                class, untrusted, ..
+            } => Some((*class, *untrusted)),
+            _ => None,
+        };
+        let (result, notes) = self.answer(&name, resp);
+        // What the server said while the call ran, now labelled with its result, just
+        // before it (docs/spec.md §5, "A server's notifications").
+        if let (Some((class, untrusted)), Some(entry), false) =
+            (label, self.inner.catalog.get(&name), notes.is_empty())
+        {
+            let replay = crate::replay::Replay {
+                server: entry.server.clone(),
+                class,
+                untrusted,
+                progress: progress.clone(),
+                sent: step,
+                level: *self
+                    .inner
+                    .level
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            };
+            for notice in replay.notices(&notes) {
+                let _ = match notice {
+                    crate::replay::Notice::Log(p) => peer.notify_logging_message(p).await,
+                    crate::replay::Notice::Progress(p) => peer.notify_progress(p).await,
+                };
+            }
+        }
+        Ok(result.into())
+    }
+}
+
+impl Front {
+    /// One call through the gate: `name` with `arguments` (JSON text), as this session; the
+    /// approval notices sent while it waits (progress under the client's token, and a log
+    /// message), and the elicitation when the client may approve. Returns the final answer
+    /// and how many progress notifications were sent.
+    #[allow(deprecated)]
+    pub(crate) async fn through_gate(
+        &self,
+        name: &str,
+        arguments: String,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(ToolResponse, f64), McpError> {
+        let name = name.to_string();
         let req = ToolRequest {
             session: self.inner.session.clone(),
             call: CallId(self.inner.next_call.fetch_add(1, Ordering::Relaxed)),
@@ -464,42 +646,139 @@ impl ServerHandler for Front {
         let resp = resp
             .map_err(|e| McpError::internal_error(format!("the call did not finish: {e}"), None))?
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let label = match &resp {
-            ToolResponse::Result {
-                class, untrusted, ..
-            } => Some((*class, *untrusted)),
-            _ => None,
-        };
-        let (result, notes) = self.answer(&name, resp);
-        // What the server said while the call ran, now labelled with its result, just
-        // before it (docs/spec.md §5, "A server's notifications").
-        if let (Some((class, untrusted)), Some(entry), false) =
-            (label, self.inner.catalog.get(&name), notes.is_empty())
-        {
-            let replay = crate::replay::Replay {
-                server: entry.server.clone(),
-                class,
-                untrusted,
-                progress: progress.clone(),
-                sent: step,
-                level: *self
-                    .inner
-                    .level
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner),
-            };
-            for notice in replay.notices(&notes) {
-                let _ = match notice {
-                    crate::replay::Notice::Log(p) => peer.notify_logging_message(p).await,
-                    crate::replay::Notice::Progress(p) => peer.notify_progress(p).await,
-                };
-            }
-        }
-        Ok(result.into())
+        Ok((resp, step))
     }
 }
 
 impl Front {
+    /// The servers this session's grants could let it ask for resources and prompts (a
+    /// grant naming the server's own `[[tool]]` name), in config order.
+    fn servers(&self) -> Vec<String> {
+        self.inner
+            .config
+            .tools
+            .iter()
+            .filter(|t| t.kind.is_server())
+            .filter(|t| {
+                crate::tools::granted(&self.inner.config, &self.inner.session, &t.name, now())
+            })
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    /// The one server a resource URI or a prompt name goes to ([`crate::offers::Routes`]).
+    fn route(&self, kind: crate::offers::Kind, key: &str) -> Result<String, McpError> {
+        let servers = self.servers();
+        self.inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .route(kind, key, &servers)
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "no server of this session's is known to offer {key:?} (list them first;                          a request goes only to the server that listed it)"
+                    ),
+                    None,
+                )
+            })
+    }
+
+    /// `args` (a method and its params) through the gate to `server`: the server's answer
+    /// as JSON and its label as `_meta`, or the denial or failure as an error that carries
+    /// the label in its data.
+    async fn ask_server(
+        &self,
+        server: &str,
+        args: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(serde_json::Value, MetaObject), McpError> {
+        let (resp, _) = self.through_gate(server, args.to_string(), context).await?;
+        match resp {
+            ToolResponse::Result {
+                content,
+                class,
+                untrusted,
+                truncated,
+            } => {
+                self.saw(class, untrusted);
+                let value = serde_json::from_str(&content).map_err(|e| {
+                    McpError::internal_error(
+                        format!("{server}: an answer that is not JSON: {e}"),
+                        None,
+                    )
+                })?;
+                Ok((value, label_meta(class, untrusted, truncated)))
+            }
+            ToolResponse::Failed { message } => {
+                let floor = self.inner.config.floor(server);
+                self.saw(floor.class, floor.untrusted);
+                Err(McpError::internal_error(
+                    format!("failed: {message}"),
+                    Some(serde_json::Value::Object(
+                        label_meta(floor.class, floor.untrusted, false).0,
+                    )),
+                ))
+            }
+            ToolResponse::Denied { reason } => {
+                let seen = *self
+                    .inner
+                    .seen
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                Err(McpError::invalid_request(
+                    denial(
+                        &self.inner.config,
+                        &self.inner.session,
+                        server,
+                        reason,
+                        seen,
+                        now(),
+                    ),
+                    Some(serde_json::Value::Object(nothing_ran().0)),
+                ))
+            }
+            ToolResponse::PendingApproval { .. } => Err(McpError::internal_error(
+                "the gate ended the call while it was still pending",
+                None,
+            )),
+        }
+    }
+
+    /// `method` (a list) through the gate to every server this session may ask: the items
+    /// under `key` of each answer, with the server they came from, and the highest label
+    /// of the answers. A server that is denied or fails adds nothing (said on stderr).
+    async fn ask_servers(
+        &self,
+        method: &str,
+        key: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> (Vec<(String, serde_json::Value)>, MetaObject) {
+        let mut items = Vec::new();
+        let (mut class, mut untrusted) = (DataClass::Public, false);
+        for server in self.servers() {
+            match self
+                .ask_server(&server, json!({"method": method}), context)
+                .await
+            {
+                Ok((value, meta)) => {
+                    if let Some(label) = meta.0.get("boxmaker") {
+                        class = class.max(
+                            serde_json::from_value(label["class"].clone())
+                                .unwrap_or(DataClass::Secret),
+                        );
+                        untrusted |= label["untrusted"].as_bool().unwrap_or(true);
+                    }
+                    if let Some(serde_json::Value::Array(list)) = value.get(key) {
+                        items.extend(list.iter().map(|v| (server.clone(), v.clone())));
+                    }
+                }
+                Err(e) => crate::note!("boxmaker mcp: {method} of {server}: {}", e.message),
+            }
+        }
+        (items, label_meta(class, untrusted, false))
+    }
+
     /// Starts asking the person in the client about `approval`, when this front may and the
     /// client can; returns what ends the question early (drop it when the call ends).
     fn ask_in_client(

@@ -5,6 +5,8 @@ remote streamable-HTTP server behind `boxmaker mcp --http`, and the suite
 (@modelcontextprotocol/conformance, tests/node-conformance) checks what reaches it through
 boxmaker.
 
+Its resources and prompts are those the suite's resources-* and prompts-* scenarios ask for.
+
 The suite's own everything-server (a TypeScript file in the suite's repository) is published
 in no package, so this server is written here to the requirements each scenario states
 (`conformance list`, and the scenario's description): the tool names, their arguments and
@@ -22,6 +24,7 @@ token ever reaches the model (it must arrive redacted); `read_inbox`, `send_mess
 
 import asyncio
 import base64
+import json
 import struct
 import sys
 import warnings
@@ -31,6 +34,7 @@ from typing import Literal
 import mcp_types
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp_types import (
     AudioContent,
     EmbeddedResource,
@@ -219,6 +223,60 @@ async def status_report(ctx: Context) -> str:
 @server.tool(description="Deletes every message of the inbox.")
 def delete_inbox() -> str:
     return "deleted"
+
+
+# Resources and prompts, as the suite's resources-* and prompts-* scenarios ask.
+@server.resource("test://static-text", name="static-text", description="A fixed text.", mime_type="text/plain")
+def static_text() -> str:
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", name="static-binary", description="A 1x1 PNG.", mime_type="image/png")
+def static_binary() -> bytes:
+    return base64.b64decode(png_pixel())
+
+
+@server.resource("test://template/{id}/data", name="template-data", description="Data for an id.", mime_type="application/json")
+def template_data(id: str) -> str:
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+@server.resource("test://watched-resource", name="watched-resource", description="A resource one may subscribe to.", mime_type="text/plain")
+def watched() -> str:
+    return "watched content"
+
+
+@server.prompt(name="test_simple_prompt", description="A prompt without arguments.")
+def simple_prompt() -> list:
+    return [UserMessage("This is a simple prompt for testing.")]
+
+
+@server.prompt(name="test_prompt_with_arguments", description="A prompt with two arguments.")
+def prompt_with_arguments(arg1: str, arg2: str) -> list:
+    return [UserMessage(f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")]
+
+
+@server.prompt(name="test_prompt_with_embedded_resource", description="A prompt that embeds a resource.")
+def prompt_with_resource(resourceUri: str) -> list:
+    return [
+        UserMessage(
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(
+                    uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."
+                ),
+            )
+        ),
+        UserMessage("Please process the embedded resource above."),
+    ]
+
+
+@server.prompt(name="test_prompt_with_image", description="A prompt with an image.")
+def prompt_with_image() -> list:
+    return [
+        UserMessage(ImageContent(type="image", data=png_pixel(), mime_type="image/png")),
+        UserMessage("Please analyze the image above."),
+    ]
 
 
 async def set_level(ctx, params) -> mcp_types.EmptyResult:

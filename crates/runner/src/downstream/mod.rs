@@ -28,6 +28,7 @@
 
 pub mod content;
 pub mod heard;
+pub mod offers;
 pub mod remote;
 pub mod stderr;
 pub mod transport;
@@ -482,15 +483,16 @@ impl Runner {
         rt.block_on(self.call(call, req, tool, entry, args, taint))
     }
 
-    async fn call(
+    /// The running server of `tool` for `req`'s session, started if needed (and replaced if
+    /// the session's label rose past a mount it may write), counted in flight for `req`;
+    /// or the answer that says why there is none.
+    async fn acquire(
         &self,
         call: &Admitted,
         req: &ToolRequest,
         tool: &Tool,
-        entry: &Entry,
-        args: serde_json::Map<String, serde_json::Value>,
         taint: proto::DataClass,
-    ) -> ToolResponse {
+    ) -> Result<(Slot, Arc<Instance>), ToolResponse> {
         let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
         // Every call marks the workspace used, a running server's too (the sweep goes by it).
         self.touch_workspace(&req.session);
@@ -499,7 +501,7 @@ impl Runner {
             let mut g = slot.lock().await;
             // A reset came while this call waited for the slot: it starts nothing.
             if call.stopped() {
-                return failed(crate::running::STOPPED.into());
+                return Err(failed(crate::running::STOPPED.into()));
             }
             // A server is the session's memory: what it was given at one label must not be
             // written where a lower label reads. If the session's label rose above a mount
@@ -515,15 +517,15 @@ impl Runner {
                     let cap = self.config().limits.max_servers_per_session;
                     let live = self.live_servers(&req.session, &slot);
                     if u64::try_from(live).unwrap_or(u64::MAX) >= cap {
-                        return failed(format!(
+                        return Err(failed(format!(
                             "{}: refused: this session already runs {live} MCP servers, the \
                              most one session may (`[box] max_servers_per_session`); they stop \
                              when idle",
                             req.tool
-                        ));
+                        )));
                     }
                     if let Err(e) = self.ensure_workspace(&req.session) {
-                        return failed(format!("{}: {e}", req.tool));
+                        return Err(failed(format!("{}: {e}", req.tool)));
                     }
                     let workspace = self.workspace(&req.session);
                     match self
@@ -546,7 +548,7 @@ impl Runner {
                             *g = Some(i.clone());
                             i
                         }
-                        Err(e) => return failed(format!("{}: {e}", req.tool)),
+                        Err(e) => return Err(failed(format!("{}: {e}", req.tool))),
                     }
                 }
             };
@@ -560,6 +562,23 @@ impl Runner {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(req.call);
             i
+        };
+        Ok((slot, instance))
+    }
+
+    async fn call(
+        &self,
+        call: &Admitted,
+        req: &ToolRequest,
+        tool: &Tool,
+        entry: &Entry,
+        args: serde_json::Map<String, serde_json::Value>,
+        taint: proto::DataClass,
+    ) -> ToolResponse {
+        let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
+        let (slot, instance) = match self.acquire(call, req, tool, taint).await {
+            Ok(got) => got,
+            Err(answer) => return answer,
         };
         let guard = InFlight(instance.clone(), req.call);
         // The server holds what this call gives it: the call's own label joins its box's,
