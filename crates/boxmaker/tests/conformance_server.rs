@@ -16,11 +16,12 @@
 //!
 //! What it asserts, scenario by scenario: every tools scenario passes (text, image, audio,
 //! embedded resource, mixed content, logging, progress, errors), and so do initialize, ping,
-//! `logging/setLevel`, multiple SSE streams and DNS-rebinding protection; a server's sampling
-//! and elicitation requests are refused with boxmaker's sentence (README, "What boxmaker
-//! refuses by design"); resources, prompts and completions are not served (docs/spec.md §5),
-//! so those scenarios fail with "method not found" — asserted, so the day they pass this test
-//! says the README must change. Then the Python SDK and the MCP inspector, as clients of the
+//! `logging/setLevel`, multiple SSE streams and DNS-rebinding protection, and the resources
+//! and prompts scenarios (asked for through the gate under the server's own name, which a
+//! grant names); a server's sampling and elicitation requests are refused with boxmaker's
+//! sentence (README, "What boxmaker refuses by design"); completions and resource
+//! subscriptions are not served (docs/spec.md §5), so those scenarios fail with "method not
+//! found" — asserted, so the day they pass this test says the README must change. Then the Python SDK and the MCP inspector, as clients of the
 //! same front, call the remote tools with grants, labels and provenance in force
 //! (`tests/python/remote_tools_client.py`) — a server's notifications too: the credential a
 //! hostile server puts in a log or progress message arrives redacted, and an address it names
@@ -69,6 +70,15 @@ const PASS: &[&str] = &[
     "tools-call-with-progress",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
 ];
 /// A server's requests to the client that boxmaker refuses by design.
 const REFUSED: &[&str] = &[
@@ -80,17 +90,8 @@ const REFUSED: &[&str] = &[
 /// What boxmaker does not serve (docs/spec.md §5): the front answers "method not found".
 const NOT_SERVED: &[&str] = &[
     "completion-complete",
-    "resources-list",
-    "resources-read-text",
-    "resources-read-binary",
-    "resources-templates-read",
     "resources-subscribe",
     "resources-unsubscribe",
-    "prompts-list",
-    "prompts-get-simple",
-    "prompts-get-with-args",
-    "prompts-get-embedded-resource",
-    "prompts-get-with-image",
 ];
 
 /// The Node the suite needs and the suite's CLI, when `make deps` installed them.
@@ -199,6 +200,18 @@ effect = "allow"
 tool = "send_message"
 effect = "allow"
 when = [{{ pointer = "/to", from = "not_untrusted" }}]
+
+# Its resources and prompts are asked for under its own name: lists and prompts, and reads
+# of the test:// resources only.
+[[grant]]
+tool = "everything"
+effect = "allow"
+when = [{{ pointer = "/method", one_of = ["resources/list", "resources/templates/list", "prompts/list", "prompts/get"] }}]
+
+[[grant]]
+tool = "everything"
+effect = "allow"
+when = [{{ pointer = "/method", equals = "resources/read" }}, {{ pointer = "/uri", glob = "test://*" }}]
 "#,
         state = lab.path("state").display().to_string(),
     )
@@ -515,6 +528,7 @@ fn the_suites_server_scenarios_pass_through_boxmaker_and_no_output_holds_the_sec
     for (value_from, what) in [
         ("read_inbox", "a result"),
         ("status_report", "a log message"),
+        ("everything", "a resource"),
     ] {
         assert!(
             audit
