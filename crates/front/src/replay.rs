@@ -146,7 +146,7 @@ mod tests {
             server: "everything".into(),
             class: DataClass::Internal,
             untrusted: true,
-            progress: progress.then(|| ProgressToken(NumberOrString::Number(7))),
+            progress: progress.then_some(ProgressToken(NumberOrString::Number(7))),
             sent,
             level: None,
         }
