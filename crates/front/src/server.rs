@@ -70,7 +70,7 @@ impl std::fmt::Debug for Inner {
     }
 }
 
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     Timestamp::from_system_time(std::time::SystemTime::now())
 }
 
@@ -143,8 +143,30 @@ impl Front {
         )
     }
 
+    /// The config this front serves.
+    pub(crate) fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Which server listed which resource or prompt to this session.
+    pub(crate) fn routes(&self) -> std::sync::MutexGuard<'_, crate::offers::Routes> {
+        self.inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The highest label relayed to the client so far (for wording a denial).
+    pub(crate) fn seen(&self) -> (DataClass, bool) {
+        *self
+            .inner
+            .seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Remembers a label relayed to the client (for wording a later denial).
-    fn saw(&self, class: DataClass, untrusted: bool) {
+    pub(crate) fn saw(&self, class: DataClass, untrusted: bool) {
         let mut seen = self
             .inner
             .seen
@@ -213,7 +235,7 @@ impl Front {
 }
 
 /// The label every answer carries in `_meta.boxmaker` (docs/spec.md §5), as for a result.
-fn label_meta(class: DataClass, untrusted: bool, truncated: bool) -> MetaObject {
+pub(crate) fn label_meta(class: DataClass, untrusted: bool, truncated: bool) -> MetaObject {
     let mut meta = serde_json::Map::new();
     meta.insert(
         "boxmaker".into(),
@@ -224,7 +246,7 @@ fn label_meta(class: DataClass, untrusted: bool, truncated: bool) -> MetaObject 
 
 /// The label of an answer in which nothing of a tool's came back: a denial, or a call the
 /// front refused before any gate saw it. Its text is boxmaker's own.
-fn nothing_ran() -> MetaObject {
+pub(crate) fn nothing_ran() -> MetaObject {
     label_meta(DataClass::Public, false, false)
 }
 
@@ -651,134 +673,6 @@ impl Front {
 }
 
 impl Front {
-    /// The servers this session's grants could let it ask for resources and prompts (a
-    /// grant naming the server's own `[[tool]]` name), in config order.
-    fn servers(&self) -> Vec<String> {
-        self.inner
-            .config
-            .tools
-            .iter()
-            .filter(|t| t.kind.is_server())
-            .filter(|t| {
-                crate::tools::granted(&self.inner.config, &self.inner.session, &t.name, now())
-            })
-            .map(|t| t.name.clone())
-            .collect()
-    }
-
-    /// The one server a resource URI or a prompt name goes to ([`crate::offers::Routes`]).
-    fn route(&self, kind: crate::offers::Kind, key: &str) -> Result<String, McpError> {
-        let servers = self.servers();
-        self.inner
-            .routes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .route(kind, key, &servers)
-            .ok_or_else(|| {
-                McpError::invalid_params(
-                    format!(
-                        "no server of this session's is known to offer {key:?} (list them first;                          a request goes only to the server that listed it)"
-                    ),
-                    None,
-                )
-            })
-    }
-
-    /// `args` (a method and its params) through the gate to `server`: the server's answer
-    /// as JSON and its label as `_meta`, or the denial or failure as an error that carries
-    /// the label in its data.
-    async fn ask_server(
-        &self,
-        server: &str,
-        args: serde_json::Value,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<(serde_json::Value, MetaObject), McpError> {
-        let (resp, _) = self.through_gate(server, args.to_string(), context).await?;
-        match resp {
-            ToolResponse::Result {
-                content,
-                class,
-                untrusted,
-                truncated,
-            } => {
-                self.saw(class, untrusted);
-                let value = serde_json::from_str(&content).map_err(|e| {
-                    McpError::internal_error(
-                        format!("{server}: an answer that is not JSON: {e}"),
-                        None,
-                    )
-                })?;
-                Ok((value, label_meta(class, untrusted, truncated)))
-            }
-            ToolResponse::Failed { message } => {
-                let floor = self.inner.config.floor(server);
-                self.saw(floor.class, floor.untrusted);
-                Err(McpError::internal_error(
-                    format!("failed: {message}"),
-                    Some(serde_json::Value::Object(
-                        label_meta(floor.class, floor.untrusted, false).0,
-                    )),
-                ))
-            }
-            ToolResponse::Denied { reason } => {
-                let seen = *self
-                    .inner
-                    .seen
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                Err(McpError::invalid_request(
-                    denial(
-                        &self.inner.config,
-                        &self.inner.session,
-                        server,
-                        reason,
-                        seen,
-                        now(),
-                    ),
-                    Some(serde_json::Value::Object(nothing_ran().0)),
-                ))
-            }
-            ToolResponse::PendingApproval { .. } => Err(McpError::internal_error(
-                "the gate ended the call while it was still pending",
-                None,
-            )),
-        }
-    }
-
-    /// `method` (a list) through the gate to every server this session may ask: the items
-    /// under `key` of each answer, with the server they came from, and the highest label
-    /// of the answers. A server that is denied or fails adds nothing (said on stderr).
-    async fn ask_servers(
-        &self,
-        method: &str,
-        key: &str,
-        context: &RequestContext<RoleServer>,
-    ) -> (Vec<(String, serde_json::Value)>, MetaObject) {
-        let mut items = Vec::new();
-        let (mut class, mut untrusted) = (DataClass::Public, false);
-        for server in self.servers() {
-            match self
-                .ask_server(&server, json!({"method": method}), context)
-                .await
-            {
-                Ok((value, meta)) => {
-                    if let Some(label) = meta.0.get("boxmaker") {
-                        class = class.max(
-                            serde_json::from_value(label["class"].clone())
-                                .unwrap_or(DataClass::Secret),
-                        );
-                        untrusted |= label["untrusted"].as_bool().unwrap_or(true);
-                    }
-                    if let Some(serde_json::Value::Array(list)) = value.get(key) {
-                        items.extend(list.iter().map(|v| (server.clone(), v.clone())));
-                    }
-                }
-                Err(e) => crate::note!("boxmaker mcp: {method} of {server}: {}", e.message),
-            }
-        }
-        (items, label_meta(class, untrusted, false))
-    }
-
     /// Starts asking the person in the client about `approval`, when this front may and the
     /// client can; returns what ends the question early (drop it when the call ends).
     fn ask_in_client(
