@@ -2,11 +2,14 @@
 //!
 //! **Owns:** the MCP conversation (on the official Rust SDK, `rmcp`) over stdio and
 //! streamable HTTP: `tools/list` from the config, `tools/call` turned into a `ToolRequest`
-//! to the gate, the gate's answer turned into an MCP result, and the sentence that explains a
-//! denial.
+//! to the gate, the gate's answer turned into an MCP result (with the downstream server's
+//! notifications it carries replayed just before it), a client's resource and prompt
+//! requests turned into `ToolRequest`s to the server's own name, and the sentence that
+//! explains a denial.
 //!
-//! **Must never:** trust anything it receives, hold state beyond one session's id and call
-//! counter, open files, reach the control socket, or run a tool. It can only send
+//! **Must never:** trust anything it receives, hold state beyond one session's id, call
+//! counter, the log level its client asked for and which server listed which resource or
+//! prompt to it, open files, reach the control socket, or run a tool. It can only send
 //! `ToolRequest`s to the agent socket and, when the config lets a person approve in the
 //! agent's client, show and decide its own session's pending approvals on the decision
 //! socket; the gate decides everything. Once serving it is confined (no file, no exec, no
