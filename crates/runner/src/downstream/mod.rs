@@ -19,6 +19,10 @@
 //! server started at a lower label is replaced when the label rises past such a mount (it
 //! remembers what it was given: no write down, docs/spec.md §3.5).
 //!
+//! A call's log and progress notifications come back inside its result ([`heard`]); a
+//! client's request for the server's resources or prompts is a call to the server's own
+//! name ([`offers`]).
+//!
 //! Discovery ([`Runner::refresh_tools`]) runs each server once in a box with no session data
 //! (an empty, throw-away workspace; the mounts read-only, and those above `public` shown
 //! empty) to learn its tools, and records them in the discovery file
