@@ -19,8 +19,8 @@ gate: fmt-check clippy test
 # an interpreter itself (Debian's and Ubuntu's refuse: externally-managed-environment).
 # The egress tests' clients: mcp-server-fetch and requests (tests/py/requirements.txt, the
 # same virtualenv) and a Node that honours NODE_USE_ENV_PROXY (tests/node-proxy/, apart from
-# tests/node so the inspector keeps the system Node). The MCP conformance suite (its client
-# `auth` scenarios) and oidc-provider, the OAuth tests' authorization server: tests/node-conformance/,
+# tests/node so the inspector keeps the system Node). The MCP conformance suite (its server
+# scenarios against `boxmaker mcp --http`, its client `auth` scenarios) and oidc-provider, the OAuth tests' authorization server: tests/node-conformance/,
 # with a Node of its own (both need 22 or later). Claude Code's CLI (tests/node-claude/, a
 # native binary in a platform package), whose `claude mcp list` checks what `boxmaker client
 # add claude-code` writes (crates/boxmaker/tests/onboard.rs).

@@ -96,10 +96,12 @@ pub fn lint(cfg: &Config) -> Vec<Finding> {
     let catalog = ToolsFile::load(&cfg.gate.state)
         .map(|f| Catalog::build(cfg, &f))
         .unwrap_or_default();
+    // A server's own name is what its resources and prompts are asked for under (docs/spec.md
+    // §5): a grant or a label rule may name it.
     let mut names: Vec<String> = cfg
         .tools
         .iter()
-        .filter(|t| matches!(t.kind, ToolKind::Builtin(_)))
+        .filter(|t| matches!(t.kind, ToolKind::Builtin(_)) || t.kind.is_server())
         .map(|t| t.name.clone())
         .collect();
     names.extend(catalog.entries().iter().map(|e| e.exposed.clone()));

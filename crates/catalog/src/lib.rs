@@ -321,7 +321,10 @@ impl Catalog {
 
 /// A downstream tool's result as it crosses from the runner to the front (the `content`
 /// string of a `result`): the server's content blocks in MCP form (text, image, audio,
-/// resource links and embedded resources), and its structured content if it sent one.
+/// resource links and embedded resources), its structured content if it sent one, and the
+/// notifications it sent while the call ran (docs/spec.md §5, "A server's notifications"):
+/// content the server wrote, so they travel inside the result and are labelled, redacted and
+/// indexed with it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Content {
@@ -332,6 +335,11 @@ pub struct Content {
         skip_serializing_if = "Option::is_none"
     )]
     pub structured_content: Option<Value>,
+    /// `{"method": "notifications/message" | "notifications/progress", "params": {…}}` in
+    /// the order the server sent them; a progress notification without its token (the
+    /// front gives it the client's own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<Value>,
 }
 
 #[cfg(test)]
@@ -491,6 +499,7 @@ mod tests {
         let c = Content {
             content: vec![json!({"type": "text", "text": "hi"})],
             structured_content: Some(json!({"a": 1})),
+            notifications: vec![],
         };
         let s = serde_json::to_string(&c).unwrap();
         assert!(s.starts_with(r#"{"content":[{"#), "{s}");

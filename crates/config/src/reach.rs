@@ -78,15 +78,16 @@ impl Config {
     }
 
     /// The configured tools a call to `name` may reach: the builtin tool of that name, or
-    /// every downstream server that could expose it (more than one only with `prefix = ""`).
+    /// every downstream server that could expose it (more than one only with `prefix = ""`),
+    /// and the server whose own `[[tool]]` name it is (a client's request for its resources
+    /// or prompts is a call to that name, docs/spec.md §5: it is labelled as its tools are).
     pub(crate) fn candidates<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Tool> + 'a {
         let builtin = self
             .tool(name)
             .filter(|t| matches!(t.kind, ToolKind::Builtin(_)));
-        let servers = self
-            .tools
-            .iter()
-            .filter(move |t| builtin.is_none() && t.could_expose(name));
+        let servers = self.tools.iter().filter(move |t| {
+            builtin.is_none() && (t.could_expose(name) || (t.kind.is_server() && t.name == name))
+        });
         builtin.into_iter().chain(servers)
     }
 
@@ -212,10 +213,20 @@ mounts = ["notes", "outbox"]
         assert_eq!(c.call_reach("run"), Some(DataClass::Secret));
         assert_eq!(c.call_reach("post"), Some(DataClass::Public));
         assert_eq!(c.call_reach("fs_read"), Some(DataClass::Internal));
-        // File tools keep exact labels; a server's own name is not a call.
+        // File tools keep exact labels.
         assert_eq!(c.call_reach("read_file"), None);
-        assert_eq!(c.call_reach("fs"), None);
         assert_eq!(c.call_reach("nothing"), None);
+    }
+
+    #[test]
+    fn a_request_for_a_servers_resources_is_labelled_as_its_tools_are() {
+        // `resources/read` of server "fs" is a call to "fs" (docs/spec.md §5): what it answers
+        // is what the server read, never a public, trusted answer.
+        let c = cfg(BASE);
+        assert_eq!(c.call_reach("fs"), Some(DataClass::Internal));
+        assert_eq!(c.floor("fs"), Label::new(DataClass::Internal, true));
+        let label = c.call_label("fs", "{}", DataClass::Public, DataClass::Internal);
+        assert_eq!(label.call, DataClass::Internal);
     }
 
     #[test]

@@ -2,11 +2,14 @@
 //!
 //! **Owns:** the MCP conversation (on the official Rust SDK, `rmcp`) over stdio and
 //! streamable HTTP: `tools/list` from the config, `tools/call` turned into a `ToolRequest`
-//! to the gate, the gate's answer turned into an MCP result, and the sentence that explains a
-//! denial.
+//! to the gate, the gate's answer turned into an MCP result (with the downstream server's
+//! notifications it carries replayed just before it), a client's resource and prompt
+//! requests turned into `ToolRequest`s to the server's own name, and the sentence that
+//! explains a denial.
 //!
-//! **Must never:** trust anything it receives, hold state beyond one session's id and call
-//! counter, open files, reach the control socket, or run a tool. It can only send
+//! **Must never:** trust anything it receives, hold state beyond one session's id, call
+//! counter, the log level its client asked for and which server listed which resource or
+//! prompt to it, open files, reach the control socket, or run a tool. It can only send
 //! `ToolRequest`s to the agent socket and, when the config lets a person approve in the
 //! agent's client, show and decide its own session's pending approvals on the decision
 //! socket; the gate decides everything. Once serving it is confined (no file, no exec, no
@@ -16,7 +19,9 @@
 //! 1. [`tools`] — what `tools/list` shows, with schemas and descriptions.
 //! 2. [`explain`] — the sentence of a denial.
 //! 3. [`gatecall`] — one call through the gate, with its approval updates.
-//! 4. [`server`] — `Front`, the `rmcp` server handler.
+//! 4. [`server`] — `Front`, the `rmcp` server handler; [`replay`] — a downstream server's
+//!    notifications during a call, sent to the client just before its result; [`offers`] —
+//!    which server a resource or prompt request goes to.
 //! 5. [`stdio`] — the stdio transport, which answers malformed input itself.
 //! 6. [`http`] — streamable HTTP with a bearer token and an `Origin` check.
 //! 7. [`confine`] — how the front confines itself before it reads the agent's first byte;
@@ -33,6 +38,8 @@ pub mod confine;
 pub mod explain;
 pub mod gatecall;
 pub mod http;
+pub mod offers;
+pub mod replay;
 pub mod server;
 pub mod stdio;
 pub mod tools;

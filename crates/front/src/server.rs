@@ -13,9 +13,12 @@ use proto::{CallId, DataClass, SessionId, Timestamp, ToolRequest, ToolResponse};
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, SetLevelRequestParams,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
+    SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -52,6 +55,12 @@ struct Inner {
     live: std::sync::OnceLock<std::os::fd::OwnedFd>,
     next_call: AtomicU64,
     seen: Mutex<(DataClass, bool)>,
+    /// The lowest log level the client asked for (`logging/setLevel`): a downstream server's
+    /// replayed log messages below it are not sent.
+    #[allow(deprecated)]
+    level: Mutex<Option<LoggingLevel>>,
+    /// Which server listed which resource or prompt to this session.
+    routes: Mutex<crate::offers::Routes>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -62,7 +71,7 @@ impl std::fmt::Debug for Inner {
     }
 }
 
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     Timestamp::from_system_time(std::time::SystemTime::now())
 }
 
@@ -87,6 +96,8 @@ impl Front {
                 notes: std::sync::OnceLock::new(),
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
+                level: Mutex::new(None),
+                routes: Mutex::new(crate::offers::Routes::default()),
             }),
         }
     }
@@ -133,8 +144,30 @@ impl Front {
         )
     }
 
+    /// The config this front serves.
+    pub(crate) fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Which server listed which resource or prompt to this session.
+    pub(crate) fn routes(&self) -> std::sync::MutexGuard<'_, crate::offers::Routes> {
+        self.inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The highest label relayed to the client so far (for wording a denial).
+    pub(crate) fn seen(&self) -> (DataClass, bool) {
+        *self
+            .inner
+            .seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Remembers a label relayed to the client (for wording a later denial).
-    fn saw(&self, class: DataClass, untrusted: bool) {
+    pub(crate) fn saw(&self, class: DataClass, untrusted: bool) {
         let mut seen = self
             .inner
             .seen
@@ -144,9 +177,10 @@ impl Front {
         seen.1 |= untrusted;
     }
 
-    /// Turns the gate's final answer into the MCP result.
-    fn answer(&self, tool: &str, resp: ToolResponse) -> CallToolResult {
-        match resp {
+    /// Turns the gate's final answer into the MCP result, and the downstream server's
+    /// notifications it carries (to replay before it, [`crate::replay`]).
+    fn answer(&self, tool: &str, resp: ToolResponse) -> (CallToolResult, Vec<serde_json::Value>) {
+        let result = match resp {
             ToolResponse::Result {
                 content,
                 class,
@@ -156,14 +190,17 @@ impl Front {
                 self.saw(class, untrusted);
                 let meta = label_meta(class, untrusted, truncated);
                 if self.inner.catalog.get(tool).is_none() {
-                    return CallToolResult::success(vec![ContentBlock::text(content)])
-                        .with_meta(Some(meta));
+                    return (
+                        CallToolResult::success(vec![ContentBlock::text(content)])
+                            .with_meta(Some(meta)),
+                        Vec::new(),
+                    );
                 }
                 // A downstream server's blocks pass through in MCP form (docs/spec.md §5, issue 7).
-                let (blocks, structured) = downstream_blocks(&content);
+                let (blocks, structured, notes) = downstream_blocks(&content);
                 let mut result = CallToolResult::success(blocks).with_meta(Some(meta));
                 result.structured_content = structured;
-                result
+                return (result, notes);
             }
             ToolResponse::Failed { message } => {
                 let answer = failed(&self.inner.config, tool, &message);
@@ -193,12 +230,13 @@ impl Front {
                 tool,
                 "the gate ended the call while it was still pending",
             ),
-        }
+        };
+        (result, Vec::new())
     }
 }
 
 /// The label every answer carries in `_meta.boxmaker` (docs/spec.md §5), as for a result.
-fn label_meta(class: DataClass, untrusted: bool, truncated: bool) -> MetaObject {
+pub(crate) fn label_meta(class: DataClass, untrusted: bool, truncated: bool) -> MetaObject {
     let mut meta = serde_json::Map::new();
     meta.insert(
         "boxmaker".into(),
@@ -209,7 +247,7 @@ fn label_meta(class: DataClass, untrusted: bool, truncated: bool) -> MetaObject 
 
 /// The label of an answer in which nothing of a tool's came back: a denial, or a call the
 /// front refused before any gate saw it. Its text is boxmaker's own.
-fn nothing_ran() -> MetaObject {
+pub(crate) fn nothing_ran() -> MetaObject {
     label_meta(DataClass::Public, false, false)
 }
 
@@ -223,12 +261,23 @@ fn failed(config: &Config, tool: &str, message: &str) -> CallToolResult {
         .with_meta(Some(label_meta(floor.class, floor.untrusted, false)))
 }
 
-/// A downstream result's content (a [`catalog::Content`] as JSON) as MCP blocks and
-/// structured content. A block rmcp cannot read, or content that is not that JSON (the
-/// runner never sends such), is passed on as text rather than lost.
-fn downstream_blocks(content: &str) -> (Vec<ContentBlock>, Option<serde_json::Value>) {
+/// A downstream result's content (a [`catalog::Content`] as JSON) as MCP blocks, structured
+/// content and the notifications the server sent while it ran. A block rmcp cannot read, or
+/// content that is not that JSON (the runner never sends such), is passed on as text rather
+/// than lost.
+fn downstream_blocks(
+    content: &str,
+) -> (
+    Vec<ContentBlock>,
+    Option<serde_json::Value>,
+    Vec<serde_json::Value>,
+) {
     let Ok(c) = serde_json::from_str::<catalog::Content>(content) else {
-        return (vec![ContentBlock::text(content.to_string())], None);
+        return (
+            vec![ContentBlock::text(content.to_string())],
+            None,
+            Vec::new(),
+        );
     };
     let blocks = c
         .content
@@ -238,7 +287,7 @@ fn downstream_blocks(content: &str) -> (Vec<ContentBlock>, Option<serde_json::Va
                 .unwrap_or_else(|_| ContentBlock::text(b.to_string()))
         })
         .collect();
-    (blocks, c.structured_content)
+    (blocks, c.structured_content, c.notifications)
 }
 
 impl ServerHandler for Front {
@@ -264,12 +313,21 @@ impl ServerHandler for Front {
 
     #[allow(deprecated)]
     fn get_info(&self) -> InitializeResult {
-        let mut info = InitializeResult::new(
+        // Resources and prompts are the servers' (docs/spec.md §5): offered when there is one.
+        let caps = if self.inner.config.tools.iter().any(|t| t.kind.is_server()) {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_logging()
-                .build(),
-        );
+                .enable_resources()
+                .enable_prompts()
+                .build()
+        } else {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build()
+        };
+        let mut info = InitializeResult::new(caps);
         info.server_info = Implementation::new("boxmaker", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(format!(
             "boxmaker runs these tools in a sandbox on the user's machine, under grants the \
@@ -291,15 +349,136 @@ impl ServerHandler for Front {
         ))
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let (items, meta) = self
+            .ask_servers("resources/list", "resources", &context)
+            .await;
+        let mut routes = self
+            .inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let resources: Vec<Resource> = items
+            .into_iter()
+            .filter_map(|(server, v)| {
+                let r: Resource = serde_json::from_value(v).ok()?;
+                routes.resource(&r.uri, &server);
+                Some(r)
+            })
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.meta = Some(meta);
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let (items, meta) = self
+            .ask_servers("resources/templates/list", "resourceTemplates", &context)
+            .await;
+        let mut routes = self
+            .inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let templates: Vec<ResourceTemplate> = items
+            .into_iter()
+            .filter_map(|(server, v)| {
+                let t: ResourceTemplate = serde_json::from_value(v).ok()?;
+                routes.template(&t.uri_template, &server);
+                Some(t)
+            })
+            .collect();
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        result.meta = Some(meta);
+        Ok(result)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let (items, meta) = self.ask_servers("prompts/list", "prompts", &context).await;
+        let mut routes = self
+            .inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let prompts: Vec<Prompt> = items
+            .into_iter()
+            .filter_map(|(server, v)| {
+                let p: Prompt = serde_json::from_value(v).ok()?;
+                routes.prompt(&p.name, &server);
+                Some(p)
+            })
+            .collect();
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        result.meta = Some(meta);
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let server = self.route(crate::offers::Kind::Resource, &uri)?;
+        let args = json!({"method": "resources/read", "uri": uri});
+        let (value, meta) = self.ask_server(&server, args, &context).await?;
+        let mut result: ReadResourceResult = serde_json::from_value(value).map_err(|e| {
+            McpError::internal_error(
+                format!("{server}: the server's answer is not a resource: {e}"),
+                None,
+            )
+        })?;
+        result.meta = Some(meta);
+        Ok(result.into())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let server = self.route(crate::offers::Kind::Prompt, &request.name)?;
+        let mut args = json!({"method": "prompts/get", "name": request.name});
+        if let Some(a) = request.arguments {
+            args["arguments"] = serde_json::Value::Object(a);
+        }
+        let (value, meta) = self.ask_server(&server, args, &context).await?;
+        let mut result: GetPromptResult = serde_json::from_value(value).map_err(|e| {
+            McpError::internal_error(
+                format!("{server}: the server's answer is not a prompt: {e}"),
+                None,
+            )
+        })?;
+        result.meta = Some(meta);
+        Ok(result.into())
+    }
+
     // `get_info` declares the logging capability, so `logging/setLevel` must be answered
     // (rmcp's default is -32601, which makes the MCP inspector's CLI give up). The front
     // sends only approval notices, at `warning`, whatever level is asked for.
     #[allow(deprecated)]
     async fn set_level(
         &self,
-        _request: SetLevelRequestParams,
+        request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        *self
+            .inner
+            .level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(request.level);
         Ok(())
     }
 
@@ -370,6 +549,57 @@ impl ServerHandler for Front {
                 None,
             ));
         }
+        let progress = context.meta.get_progress_token();
+        let peer = context.peer.clone();
+        let (resp, step) = self.through_gate(&name, arguments, &context).await?;
+        let label = match &resp {
+            ToolResponse::Result {
+                class, untrusted, ..
+            } => Some((*class, *untrusted)),
+            _ => None,
+        };
+        let (result, notes) = self.answer(&name, resp);
+        // What the server said while the call ran, now labelled with its result, just
+        // before it (docs/spec.md §5, "A server's notifications").
+        if let (Some((class, untrusted)), Some(entry), false) =
+            (label, self.inner.catalog.get(&name), notes.is_empty())
+        {
+            let replay = crate::replay::Replay {
+                server: entry.server.clone(),
+                class,
+                untrusted,
+                progress: progress.clone(),
+                sent: step,
+                level: *self
+                    .inner
+                    .level
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            };
+            for notice in replay.notices(&notes) {
+                let _ = match notice {
+                    crate::replay::Notice::Log(p) => peer.notify_logging_message(p).await,
+                    crate::replay::Notice::Progress(p) => peer.notify_progress(p).await,
+                };
+            }
+        }
+        Ok(result.into())
+    }
+}
+
+impl Front {
+    /// One call through the gate: `name` with `arguments` (JSON text), as this session; the
+    /// approval notices sent while it waits (progress under the client's token, and a log
+    /// message), and the elicitation when the client may approve. Returns the final answer
+    /// and how many progress notifications were sent.
+    #[allow(deprecated)]
+    pub(crate) async fn through_gate(
+        &self,
+        name: &str,
+        arguments: String,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(ToolResponse, f64), McpError> {
+        let name = name.to_string();
         let req = ToolRequest {
             session: self.inner.session.clone(),
             call: CallId(self.inner.next_call.fetch_add(1, Ordering::Relaxed)),
@@ -446,7 +676,7 @@ impl ServerHandler for Front {
         let resp = resp
             .map_err(|e| McpError::internal_error(format!("the call did not finish: {e}"), None))?
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        Ok(self.answer(&name, resp).into())
+        Ok((resp, step))
     }
 }
 
@@ -494,7 +724,7 @@ mod downstream_tests {
     #[test]
     fn downstream_blocks_pass_through_and_odd_ones_become_text() {
         let content = r#"{"content":[{"type":"text","text":"hi"},{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"weird","x":1}],"structuredContent":{"a":1}}"#;
-        let (blocks, structured) = downstream_blocks(content);
+        let (blocks, structured, _) = downstream_blocks(content);
         assert_eq!(blocks.len(), 3);
         let v: Vec<serde_json::Value> = blocks
             .iter()
@@ -510,7 +740,7 @@ mod downstream_tests {
 
     #[test]
     fn content_that_is_not_the_runner_form_is_kept_as_text() {
-        let (blocks, structured) = downstream_blocks("plain words");
+        let (blocks, structured, _) = downstream_blocks("plain words");
         assert_eq!(structured, None);
         assert_eq!(
             serde_json::to_value(&blocks[0]).unwrap()["text"],

@@ -128,7 +128,7 @@ fn builtin_tool(cfg: &Config, name: &str, b: Builtin, network: bool) -> Tool {
 /// a clean session for some arguments (a tool that no grant could ever let this session call
 /// is not offered to the model at all; a grant with argument conditions counts, a `deny`
 /// with conditions does not hide the tool).
-fn granted(cfg: &Config, session: &SessionId, name: &str, now: Timestamp) -> bool {
+pub(crate) fn granted(cfg: &Config, session: &SessionId, name: &str, now: Timestamp) -> bool {
     // As the gate decides: code boxmaker does not control at its reach (a networked tool
     // that sees a secret mount, under a grant that stops at public, could never run).
     let at = cfg

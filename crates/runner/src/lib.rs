@@ -15,8 +15,9 @@
 //! 4. [`inbox`] — the file tools' half that runs inside the box.
 //! 5. [`run`] — `Runner`: one call, one box, a labelled answer; [`digest`] — what a
 //!    call a person approves runs: the files it names, hashed, checked again and pinned.
-//! 6. [`downstream`] — MCP servers in the session's box: start, call, label, stop,
-//!    discovery.
+//! 6. [`downstream`] — MCP servers in the session's box (or remote): start, call, label,
+//!    stop, discovery; what a server says during a call (`downstream::heard`, carried in the
+//!    result) and its resources and prompts (`downstream::offers`).
 //! 7. [`egress`] — the egress proxy: a networked box's only way out, decided by the
 //!    config's egress rules at the call's label, and reported to the gate.
 //! 8. [`running`] — what of each session runs now, so a reset can end it all before the

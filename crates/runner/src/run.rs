@@ -248,7 +248,9 @@ impl Runner {
                     ..
                 },
             ) => self.builtin(call, req, tool, *b, files),
-            // A server's own `name` is not a tool; its tools are `PREFIX_TOOL`.
+            // A server's own `name` is not a tool (its tools are `PREFIX_TOOL`): a call to it
+            // is a client's request for its resources or prompts (docs/spec.md §5).
+            Some(tool) if tool.kind.is_server() => self.server_request(call, req, tool, taint),
             _ => self.downstream(call, req, taint),
         };
         if call.stopped() {

@@ -102,7 +102,14 @@ pub fn fit_content(mut content: Content, class: DataClass, untrusted: bool) -> T
     {
         return whole;
     }
-    // 1. Structured content repeats the blocks, usually; it goes first.
+    // 1. The notifications the server sent while it ran say how the call went, not what it
+    //    gave: they go first. Then structured content, which usually repeats the blocks.
+    if !content.notifications.is_empty() {
+        content.notifications = Vec::new();
+        if fits(&content, class) {
+            return done(&content, true);
+        }
+    }
     content.structured_content = None;
     // 2. The largest non-text blocks become a sentence: as few as needed, largest first,
     //    found by binary search over how many (each probe encodes once: O(n log n), never
@@ -151,6 +158,7 @@ pub fn fit_content(mut content: Content, class: DataClass, untrusted: bool) -> T
         Content {
             content: kept,
             structured_content: None,
+            notifications: Vec::new(),
         }
     };
     // As many whole blocks as fit; if not even the first does, the first alone, cut.
@@ -186,6 +194,7 @@ pub fn fit_content(mut content: Content, class: DataClass, untrusted: bool) -> T
             &Content {
                 content: vec![note("[the result is over the size limit]".into())],
                 structured_content: None,
+                notifications: Vec::new(),
             },
             true,
         )
@@ -221,6 +230,9 @@ mod tests {
                 json!({"type":"image","data":"AAAA","mimeType":"image/png"}),
             ],
             structured_content: Some(json!({"x": 1})),
+            notifications: vec![
+                json!({"method": "notifications/progress", "params": {"progress": 1}}),
+            ],
         };
         let r = fit_content(c.clone(), DataClass::Internal, true);
         assert_eq!(parts(&r), (c, false));
@@ -231,6 +243,7 @@ mod tests {
         let c = Content {
             content: vec![json!({"type":"text","text":"\"".repeat(4 << 20)})],
             structured_content: Some(json!({"big": "y".repeat(1 << 20)})),
+            notifications: vec![],
         };
         let r = fit_content(c, DataClass::Public, false);
         assert!(size(&r) <= MAX_FRAME);
@@ -248,6 +261,7 @@ mod tests {
                 json!({"type":"image","data":"A".repeat(3 << 20),"mimeType":"image/png"}),
             ],
             structured_content: None,
+            notifications: vec![],
         };
         let r = fit_content(c, DataClass::Public, false);
         assert!(size(&r) <= MAX_FRAME);
@@ -268,6 +282,7 @@ mod tests {
                 .map(|i| json!({"type":"text","text":format!("b{i}")}))
                 .collect(),
             structured_content: None,
+            notifications: vec![],
         };
         let r = fit_content(c, DataClass::Secret, false);
         assert!(size(&r) <= MAX_FRAME);
@@ -285,6 +300,7 @@ mod tests {
                 .map(|_| json!({"type":"image","data":"A".repeat(48),"mimeType":"image/png"}))
                 .collect(),
             structured_content: None,
+            notifications: vec![],
         };
         let started = std::time::Instant::now();
         let r = fit_content(c, DataClass::Public, false);

@@ -19,6 +19,10 @@
 //! server started at a lower label is replaced when the label rises past such a mount (it
 //! remembers what it was given: no write down, docs/spec.md §3.5).
 //!
+//! A call's log and progress notifications come back inside its result ([`heard`]); a
+//! client's request for the server's resources or prompts is a call to the server's own
+//! name ([`offers`]).
+//!
 //! Discovery ([`Runner::refresh_tools`]) runs each server once in a box with no session data
 //! (an empty, throw-away workspace; the mounts read-only, and those above `public` shown
 //! empty) to learn its tools, and records them in the discovery file
@@ -27,7 +31,9 @@
 //! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
+pub mod heard;
 pub mod oauth;
+pub mod offers;
 pub mod probe;
 pub mod remote;
 pub mod stderr;
@@ -95,7 +101,9 @@ impl std::fmt::Debug for Hub {
 
 /// One running server.
 struct Instance {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, heard::Handler>,
+    /// What the server says during each call (its log messages and progress).
+    listener: heard::Listener,
     boxed: Mutex<Option<BoxProcess>>,
     /// Its tools, as it last listed them (at start; for a pinned server, before each call).
     tools: Mutex<Vec<ToolDef>>,
@@ -481,15 +489,16 @@ impl Runner {
         rt.block_on(self.call(call, req, tool, entry, args, taint))
     }
 
-    async fn call(
+    /// The running server of `tool` for `req`'s session, started if needed (and replaced if
+    /// the session's label rose past a mount it may write), counted in flight for `req`;
+    /// or the answer that says why there is none.
+    async fn acquire(
         &self,
         call: &Admitted,
         req: &ToolRequest,
         tool: &Tool,
-        entry: &Entry,
-        args: serde_json::Map<String, serde_json::Value>,
         taint: proto::DataClass,
-    ) -> ToolResponse {
+    ) -> Result<(Slot, Arc<Instance>), ToolResponse> {
         let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
         // Every call marks the workspace used, a running server's too (the sweep goes by it).
         self.touch_workspace(&req.session);
@@ -498,7 +507,7 @@ impl Runner {
             let mut g = slot.lock().await;
             // A reset came while this call waited for the slot: it starts nothing.
             if call.stopped() {
-                return failed(crate::running::STOPPED.into());
+                return Err(failed(crate::running::STOPPED.into()));
             }
             // A server is the session's memory: what it was given at one label must not be
             // written where a lower label reads. If the session's label rose above a mount
@@ -514,15 +523,15 @@ impl Runner {
                     let cap = self.config().limits.max_servers_per_session;
                     let live = self.live_servers(&req.session, &slot);
                     if u64::try_from(live).unwrap_or(u64::MAX) >= cap {
-                        return failed(format!(
+                        return Err(failed(format!(
                             "{}: refused: this session already runs {live} MCP servers, the \
                              most one session may (`[box] max_servers_per_session`); they stop \
                              when idle",
                             req.tool
-                        ));
+                        )));
                     }
                     if let Err(e) = self.ensure_workspace(&req.session) {
-                        return failed(format!("{}: {e}", req.tool));
+                        return Err(failed(format!("{}: {e}", req.tool)));
                     }
                     let workspace = self.workspace(&req.session);
                     match self
@@ -545,7 +554,7 @@ impl Runner {
                             *g = Some(i.clone());
                             i
                         }
-                        Err(e) => return failed(format!("{}: {e}", req.tool)),
+                        Err(e) => return Err(failed(format!("{}: {e}", req.tool))),
                     }
                 }
             };
@@ -559,6 +568,23 @@ impl Runner {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(req.call);
             i
+        };
+        Ok((slot, instance))
+    }
+
+    async fn call(
+        &self,
+        call: &Admitted,
+        req: &ToolRequest,
+        tool: &Tool,
+        entry: &Entry,
+        args: serde_json::Map<String, serde_json::Value>,
+        taint: proto::DataClass,
+    ) -> ToolResponse {
+        let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
+        let (slot, instance) = match self.acquire(call, req, tool, taint).await {
+            Ok(got) => got,
+            Err(answer) => return answer,
         };
         let guard = InFlight(instance.clone(), req.call);
         // The server holds what this call gives it: the call's own label joins its box's,
@@ -650,13 +676,21 @@ impl Runner {
                 req.tool
             ));
         }
+        // What the server says while this call runs (its progress, under a token of this
+        // call's own, and its log messages) comes back inside the result (docs/spec.md §5).
+        let heard = instance.listener.open();
         let params = {
             let mut p = CallToolRequestParams::new(entry.downstream.clone());
             p.arguments = Some(args);
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            meta.set_progress_token(heard.token());
+            p.meta = Some(meta);
             p
         };
         let outcome =
             tokio::time::timeout(timeout, instance.service.peer().call_tool(params)).await;
+        let (mut notifications, left_out) = heard.take();
+        drop(heard);
         drop(guard);
         let stop = |why: String| {
             let instance = instance.clone();
@@ -739,6 +773,12 @@ impl Runner {
             catalog::Content {
                 content: blocks,
                 structured_content: result.structured_content,
+                notifications: {
+                    if left_out > 0 {
+                        notifications.push(heard::left_out_note(left_out));
+                    }
+                    notifications
+                },
             },
             class,
             untrusted,
@@ -851,10 +891,12 @@ impl Runner {
         let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(io)?;
         let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(io)?;
         let reason = Reason::default();
-        let transport = Lines::new(stdout, stdin, reason.clone());
+        let listener = heard::Listener::default();
+        let transport =
+            heard::Tap::new(Lines::new(stdout, stdin, reason.clone()), listener.clone());
         let boxed = Mutex::new(Some(boxed));
         let ready = async {
-            let service = within(timeout, "initialize", ().serve(transport)).await?;
+            let service = within(timeout, "initialize", heard::Handler.serve(transport)).await?;
             let tools = within(
                 timeout,
                 "list its tools",
@@ -882,6 +924,7 @@ impl Runner {
         self.start_reaper();
         Ok(Instance {
             service,
+            listener,
             boxed,
             tools: Mutex::new(tools),
             reason,
@@ -947,10 +990,14 @@ impl Runner {
         config.retry_config = Arc::new(remote::NoRetry);
         config.max_json_response_size = remote::MAX_MESSAGE;
         config.max_sse_event_size = remote::MAX_MESSAGE;
-        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+        let listener = heard::Listener::default();
+        let transport = heard::Tap::new(
+            rmcp::transport::StreamableHttpClientTransport::with_client(client, config),
+            listener.clone(),
+        );
         let redactor = self.secrets().redactor();
         let ready = async {
-            let service = within(timeout, "initialize", ().serve(transport)).await?;
+            let service = within(timeout, "initialize", heard::Handler.serve(transport)).await?;
             let tools = within(
                 timeout,
                 "list its tools",
@@ -973,6 +1020,7 @@ impl Runner {
         let logged = label.map(|_| session);
         Ok(Instance {
             service,
+            listener,
             boxed: Mutex::new(None),
             tools: Mutex::new(tools),
             reason,

@@ -1,0 +1,236 @@
+//! Which server a client's resource or prompt request goes to (docs/spec.md §5, "Resources
+//! and prompts").
+//!
+//! A request for a server's resources or prompts is a call through the gate to the server's
+//! own `[[tool]]` name (the runner asks the server). Lists go to every server the grants
+//! could let this session ask; a `resources/read` or `prompts/get` goes to the one server
+//! that listed that URI (or a template it falls under) or that prompt name to this session,
+//! or, with a single such server, to it. Never to more than one: a URI is an argument, and
+//! what is sent to a server leaves through it.
+
+use std::collections::HashMap;
+
+use proto::{DataClass, ToolResponse};
+use rmcp::model::MetaObject;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::json;
+
+use crate::explain::denial;
+use crate::server::{Front, label_meta, nothing_ran, now};
+
+/// What this session was shown, by which server.
+#[derive(Debug, Default)]
+pub struct Routes {
+    resources: HashMap<String, String>,
+    /// A template's text up to its first `{`, and the server that listed it.
+    templates: Vec<(String, String)>,
+    prompts: HashMap<String, String>,
+}
+
+/// What a request names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Resource,
+    Prompt,
+}
+
+impl Routes {
+    /// Remembers that `server` listed resource `uri`.
+    pub fn resource(&mut self, uri: &str, server: &str) {
+        self.resources.insert(uri.to_string(), server.to_string());
+    }
+
+    /// Remembers that `server` listed the resource template `template`.
+    pub fn template(&mut self, template: &str, server: &str) {
+        let fixed = template.split('{').next().unwrap_or_default();
+        if !fixed.is_empty() {
+            self.templates.push((fixed.to_string(), server.to_string()));
+        }
+    }
+
+    /// Remembers that `server` listed prompt `name`.
+    pub fn prompt(&mut self, name: &str, server: &str) {
+        self.prompts.insert(name.to_string(), server.to_string());
+    }
+
+    /// The server `key` (a URI or a prompt's name) goes to, among `servers` (those the
+    /// grants could let this session ask); `None` when no single one is known.
+    pub fn route(&self, kind: Kind, key: &str, servers: &[String]) -> Option<String> {
+        let listed = match kind {
+            Kind::Resource => self.resources.get(key).cloned().or_else(|| {
+                self.templates
+                    .iter()
+                    .filter(|(fixed, _)| key.starts_with(fixed.as_str()))
+                    .max_by_key(|(fixed, _)| fixed.len())
+                    .map(|(_, s)| s.clone())
+            }),
+            Kind::Prompt => self.prompts.get(key).cloned(),
+        };
+        match (listed, servers) {
+            (Some(s), _) if servers.contains(&s) => Some(s),
+            (None, [only]) => Some(only.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Front {
+    /// The servers this session's grants could let it ask for resources and prompts (a
+    /// grant naming the server's own `[[tool]]` name), in config order.
+    pub(crate) fn servers(&self) -> Vec<String> {
+        self.config()
+            .tools
+            .iter()
+            .filter(|t| t.kind.is_server())
+            .filter(|t| crate::tools::granted(self.config(), self.session(), &t.name, now()))
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    /// The one server a resource URI or a prompt name goes to ([`Routes`]).
+    pub(crate) fn route(&self, kind: Kind, key: &str) -> Result<String, McpError> {
+        let servers = self.servers();
+        self.routes()
+            .route(kind, key, &servers)
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "no server of this session's is known to offer {key:?} (list them first;                          a request goes only to the server that listed it)"
+                    ),
+                    None,
+                )
+            })
+    }
+
+    /// `args` (a method and its params) through the gate to `server`: the server's answer
+    /// as JSON and its label as `_meta`, or the denial or failure as an error that carries
+    /// the label in its data.
+    pub(crate) async fn ask_server(
+        &self,
+        server: &str,
+        args: serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(serde_json::Value, MetaObject), McpError> {
+        let (resp, _) = self.through_gate(server, args.to_string(), context).await?;
+        match resp {
+            ToolResponse::Result {
+                content,
+                class,
+                untrusted,
+                truncated,
+            } => {
+                self.saw(class, untrusted);
+                let value = serde_json::from_str(&content).map_err(|e| {
+                    McpError::internal_error(
+                        format!("{server}: an answer that is not JSON: {e}"),
+                        None,
+                    )
+                })?;
+                Ok((value, label_meta(class, untrusted, truncated)))
+            }
+            ToolResponse::Failed { message } => {
+                let floor = self.config().floor(server);
+                self.saw(floor.class, floor.untrusted);
+                Err(McpError::internal_error(
+                    format!("failed: {message}"),
+                    Some(serde_json::Value::Object(
+                        label_meta(floor.class, floor.untrusted, false).0,
+                    )),
+                ))
+            }
+            ToolResponse::Denied { reason } => {
+                let seen = self.seen();
+                Err(McpError::invalid_request(
+                    denial(self.config(), self.session(), server, reason, seen, now()),
+                    Some(serde_json::Value::Object(nothing_ran().0)),
+                ))
+            }
+            ToolResponse::PendingApproval { .. } => Err(McpError::internal_error(
+                "the gate ended the call while it was still pending",
+                None,
+            )),
+        }
+    }
+
+    /// `method` (a list) through the gate to every server this session may ask: the items
+    /// under `key` of each answer, with the server they came from, and the highest label
+    /// of the answers. A server that is denied or fails adds nothing (said on stderr).
+    pub(crate) async fn ask_servers(
+        &self,
+        method: &str,
+        key: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> (Vec<(String, serde_json::Value)>, MetaObject) {
+        let mut items = Vec::new();
+        let (mut class, mut untrusted) = (DataClass::Public, false);
+        for server in self.servers() {
+            match self
+                .ask_server(&server, json!({"method": method}), context)
+                .await
+            {
+                Ok((value, meta)) => {
+                    if let Some(label) = meta.0.get("boxmaker") {
+                        class = class.max(
+                            serde_json::from_value(label["class"].clone())
+                                .unwrap_or(DataClass::Secret),
+                        );
+                        untrusted |= label["untrusted"].as_bool().unwrap_or(true);
+                    }
+                    if let Some(serde_json::Value::Array(list)) = value.get(key) {
+                        items.extend(list.iter().map(|v| (server.clone(), v.clone())));
+                    }
+                }
+                Err(e) => crate::note!("boxmaker mcp: {method} of {server}: {}", e.message),
+            }
+        }
+        (items, label_meta(class, untrusted, false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two() -> Vec<String> {
+        vec!["docs".into(), "web".into()]
+    }
+
+    #[test]
+    fn a_uri_goes_to_the_server_that_listed_it_and_never_to_a_guess() {
+        let mut r = Routes::default();
+        r.resource("file:///a.txt", "docs");
+        r.template("https://example.org/{page}", "web");
+        r.template("https://example.org/wiki/{page}", "docs");
+        assert_eq!(
+            r.route(Kind::Resource, "file:///a.txt", &two()),
+            Some("docs".into())
+        );
+        assert_eq!(
+            r.route(Kind::Resource, "https://example.org/wiki/x", &two()),
+            Some("docs".into())
+        );
+        assert_eq!(
+            r.route(Kind::Resource, "https://example.org/x", &two()),
+            Some("web".into())
+        );
+        // Two servers, and neither listed it: no server is sent the URI.
+        assert_eq!(r.route(Kind::Resource, "file:///b.txt", &two()), None);
+        // A server the grants no longer let this session ask is not one to route to.
+        assert_eq!(
+            r.route(Kind::Resource, "file:///a.txt", &["web".into()]),
+            None
+        );
+    }
+
+    #[test]
+    fn with_one_server_everything_goes_to_it() {
+        let r = Routes::default();
+        let one = vec!["everything".to_string()];
+        assert_eq!(
+            r.route(Kind::Prompt, "anything", &one),
+            Some("everything".into())
+        );
+        assert_eq!(r.route(Kind::Prompt, "anything", &[]), None);
+    }
+}

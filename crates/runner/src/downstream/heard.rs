@@ -1,0 +1,373 @@
+//! What a downstream server says to its client while a call runs, and what it may not ask
+//! of it (docs/spec.md §5, "A server's notifications").
+//!
+//! A server's `notifications/message` (logging) and `notifications/progress` during a call
+//! are content the server wrote, as its result is: they are collected here per call and
+//! carried inside that call's `result` ([`catalog::Content::notifications`]), so the gate
+//! labels, redacts and indexes them with it, and the front replays them to the client just
+//! before the result. The wire keeps its three answers (docs/spec.md §2.2).
+//!
+//! - [`Tap`] wraps the client's transport and reads each message as it arrives, in the order
+//!   the server sent it: a notification sent before the result is always collected before
+//!   the call sees its result (rmcp hands notifications to its handler on a task of their
+//!   own, which may run after the result has been taken).
+//! - [`Listener`] keeps each call's notifications: a progress notification belongs to the
+//!   call whose progress token it carries (each call sends one of its own); a log message,
+//!   which names no call, to the oldest call in flight on that server (what the server logs
+//!   between calls is dropped). At most [`MAX_NOTES`] a call, each at most [`MAX_NOTE`]
+//!   bytes, [`MAX_NOTES_BYTES`] in all; past that they are counted, not kept.
+//! - [`Handler`] is the client's side of the conversation: it says boxmaker can take a
+//!   server's sampling and elicitation requests, and refuses each with one sentence
+//!   ([`SAMPLING_REFUSED`], [`ELICITATION_REFUSED`]) — a tool's server may not prompt the
+//!   agent's model or question its user through boxmaker. Saying so (rather than declaring
+//!   neither) lets the server's own error carry the reason to the person.
+
+// Logging and sampling are deprecated by the 2026 revision (SEP-2577); the servers people run
+// today still send and ask for them, and rmcp marks every part of them so.
+#![allow(deprecated)]
+
+use std::future::Future;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorCode, FormElicitationCapability,
+    NumberOrString, ProgressToken, SamplingCapability, ServerJsonRpcMessage, ServerNotification,
+};
+use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
+use serde_json::{Value, json};
+
+/// The most notifications kept for one call.
+pub const MAX_NOTES: usize = 256;
+/// The largest notification kept, as JSON (bytes); a larger one is counted as left out.
+pub const MAX_NOTE: usize = 16 * 1024;
+/// The most bytes of notifications kept for one call.
+pub const MAX_NOTES_BYTES: usize = 1024 * 1024;
+
+/// What a server that asks the agent's model to sample is told.
+pub const SAMPLING_REFUSED: &str = "boxmaker refuses a server's sampling request by design: a \
+     tool's server may not prompt the agent's model (see the README, \"What boxmaker refuses \
+     by design\")";
+/// What a server that asks the user a question is told.
+pub const ELICITATION_REFUSED: &str = "boxmaker refuses a server's elicitation request by \
+     design: a tool's server may not question the user through boxmaker (see the README, \
+     \"What boxmaker refuses by design\")";
+
+/// The log message that follows a call's notifications when some were left out.
+pub(crate) fn left_out_note(n: usize) -> Value {
+    json!({
+        "method": "notifications/message",
+        "params": {
+            "level": "warning",
+            "data": {"message": format!(
+                "boxmaker: {n} more notifications of the server were left out: a call keeps at most \
+                 {MAX_NOTES} ({} KiB in all, {} KiB each)",
+                MAX_NOTES_BYTES / 1024,
+                MAX_NOTE / 1024
+            )}
+        }
+    })
+}
+
+/// One call's notifications so far.
+#[derive(Debug)]
+struct Open {
+    token: i64,
+    notes: Vec<Value>,
+    bytes: usize,
+    left_out: usize,
+}
+
+impl Open {
+    fn keep(&mut self, note: Value) {
+        let size = serde_json::to_vec(&note).map_or(usize::MAX, |v| v.len());
+        if self.notes.len() >= MAX_NOTES
+            || size > MAX_NOTE
+            || self.bytes.saturating_add(size) > MAX_NOTES_BYTES
+        {
+            self.left_out = self.left_out.saturating_add(1);
+            return;
+        }
+        self.bytes += size;
+        self.notes.push(note);
+    }
+}
+
+/// The notifications of the calls in flight on one server, oldest call first.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Listener {
+    open: Arc<Mutex<Vec<Open>>>,
+    next: Arc<AtomicI64>,
+}
+
+impl Listener {
+    /// Starts collecting for a call; the token is the progress token the call sends.
+    pub(crate) fn open(&self) -> Heard {
+        // From 1: a token of 0 is false to a server written in Python or JavaScript, which
+        // then sends no progress at all.
+        let token = self.next.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Open {
+                token,
+                notes: Vec::new(),
+                bytes: 0,
+                left_out: 0,
+            });
+        Heard {
+            listener: self.clone(),
+            token,
+        }
+    }
+
+    /// Reads one message from the server: keeps it if it is a call's notification.
+    fn hear(&self, message: &ServerJsonRpcMessage) {
+        let rmcp::model::JsonRpcMessage::Notification(n) = message else {
+            return;
+        };
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        match &n.notification {
+            ServerNotification::ProgressNotification(p) => {
+                let ProgressToken(NumberOrString::Number(token)) = &p.params.progress_token else {
+                    return;
+                };
+                if let Some(call) = open.iter_mut().find(|c| c.token == *token) {
+                    let mut params = json!({"progress": p.params.progress});
+                    if let Some(total) = p.params.total {
+                        params["total"] = json!(total);
+                    }
+                    if let Some(message) = &p.params.message {
+                        params["message"] = json!(message);
+                    }
+                    call.keep(json!({"method": "notifications/progress", "params": params}));
+                }
+            }
+            ServerNotification::LoggingMessageNotification(m) => {
+                if let Some(call) = open.first_mut() {
+                    let mut params = json!({"level": m.params.level, "data": m.params.data});
+                    if let Some(logger) = &m.params.logger {
+                        params["logger"] = json!(logger);
+                    }
+                    call.keep(json!({"method": "notifications/message", "params": params}));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One call's collection; it stops when dropped.
+#[derive(Debug)]
+pub(crate) struct Heard {
+    listener: Listener,
+    token: i64,
+}
+
+impl Heard {
+    /// The progress token the call sends the server.
+    pub(crate) fn token(&self) -> ProgressToken {
+        ProgressToken(NumberOrString::Number(self.token))
+    }
+
+    /// The notifications heard so far (taken), and how many were left out.
+    pub(crate) fn take(&self) -> (Vec<Value>, usize) {
+        let mut open = self
+            .listener
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        open.iter_mut()
+            .find(|c| c.token == self.token)
+            .map(|c| {
+                (
+                    std::mem::take(&mut c.notes),
+                    std::mem::take(&mut c.left_out),
+                )
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Heard {
+    fn drop(&mut self) {
+        self.listener
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|c| c.token != self.token);
+    }
+}
+
+/// A client transport whose every incoming message [`Listener`] reads first, in order.
+pub(crate) struct Tap<T> {
+    inner: T,
+    listener: Listener,
+}
+
+impl<T> Tap<T> {
+    pub(crate) fn new(inner: T, listener: Listener) -> Self {
+        Self { inner, listener }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let listener = self.listener.clone();
+        let next = self.inner.receive();
+        async move {
+            let message = next.await;
+            if let Some(m) = &message {
+                listener.hear(m);
+            }
+            message
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// boxmaker as a downstream server's client: it refuses the server's sampling and
+/// elicitation requests, with the reason.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Handler;
+
+impl ClientHandler for Handler {
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        Err(McpError::new(ErrorCode(-1), SAMPLING_REFUSED, None))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        Err(McpError::new(ErrorCode(-1), ELICITATION_REFUSED, None))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        caps.sampling = Some(SamplingCapability::default());
+        let mut elicitation = ElicitationCapability::default();
+        elicitation.form = Some(FormElicitationCapability::default());
+        caps.elicitation = Some(elicitation);
+        let mut config = ClientConfig::default();
+        config.capabilities = caps;
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{
+        JsonRpcMessage, JsonRpcNotification, JsonRpcVersion2_0, LoggingLevel,
+        LoggingMessageNotificationParam, Notification, ProgressNotificationParam,
+    };
+
+    fn note(n: ServerNotification) -> ServerJsonRpcMessage {
+        JsonRpcMessage::Notification(JsonRpcNotification {
+            jsonrpc: JsonRpcVersion2_0,
+            notification: n,
+        })
+    }
+
+    fn progress(token: i64, p: f64) -> ServerJsonRpcMessage {
+        note(ServerNotification::ProgressNotification(Notification::new(
+            ProgressNotificationParam::new(ProgressToken(NumberOrString::Number(token)), p),
+        )))
+    }
+
+    fn log(text: &str) -> ServerJsonRpcMessage {
+        note(ServerNotification::LoggingMessageNotification(
+            Notification::new(LoggingMessageNotificationParam::new(
+                LoggingLevel::Info,
+                json!(text),
+            )),
+        ))
+    }
+
+    #[test]
+    fn progress_goes_to_the_call_whose_token_it_carries_and_logs_to_the_oldest() {
+        let l = Listener::default();
+        let a = l.open();
+        let b = l.open();
+        let ProgressToken(NumberOrString::Number(tb)) = b.token() else {
+            panic!()
+        };
+        l.hear(&progress(tb, 50.0));
+        l.hear(&progress(999, 1.0));
+        l.hear(&log("started"));
+        let (notes_a, _) = a.take();
+        let (notes_b, _) = b.take();
+        assert_eq!(notes_a.len(), 1);
+        assert_eq!(notes_a[0]["method"], "notifications/message");
+        assert_eq!(notes_a[0]["params"]["data"], "started");
+        assert_eq!(notes_b.len(), 1);
+        assert_eq!(notes_b[0]["params"]["progress"], 50.0);
+        // The server's token is never kept: the front puts the client's own in its place.
+        assert!(notes_b[0]["params"].get("progressToken").is_none());
+    }
+
+    #[test]
+    fn what_a_server_logs_between_calls_is_dropped() {
+        let l = Listener::default();
+        l.hear(&log("nobody listens"));
+        let a = l.open();
+        assert!(a.take().0.is_empty());
+        drop(a);
+        assert!(l.open.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_flood_of_notifications_is_kept_within_bounds_and_counted() {
+        let l = Listener::default();
+        let a = l.open();
+        for i in 0..10_000 {
+            l.hear(&log(&format!("line {i}")));
+        }
+        l.hear(&log(&"x".repeat(MAX_NOTE * 2)));
+        let (notes, left_out) = a.take();
+        assert_eq!(notes.len(), MAX_NOTES);
+        assert_eq!(left_out, 10_001 - MAX_NOTES);
+        let big = Listener::default();
+        let b = big.open();
+        for _ in 0..200 {
+            big.hear(&log(&"y".repeat(MAX_NOTE - 200)));
+        }
+        let (notes, left_out) = b.take();
+        let bytes: usize = notes.iter().map(|n| n.to_string().len()).sum();
+        assert!(bytes <= MAX_NOTES_BYTES, "{bytes}");
+        assert!(left_out > 0);
+    }
+
+    #[test]
+    fn sampling_and_elicitation_are_declared_so_that_a_server_hears_the_reason() {
+        let info = Handler.get_info();
+        assert!(info.capabilities.sampling.is_some());
+        assert!(
+            info.capabilities
+                .elicitation
+                .as_ref()
+                .is_some_and(|e| e.form.is_some())
+        );
+    }
+}
