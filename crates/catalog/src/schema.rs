@@ -226,9 +226,13 @@ fn object(
         ) {
             (Some(sub), _) => visit(sub, value, &here, depth + 1, b)?,
             (None, Some(Value::Bool(false))) => {
-                let known: Vec<&str> = props
-                    .map(|p| p.keys().map(String::as_str).take(20).collect())
+                // In name order, whatever order the schema's map keeps (serde_json's
+                // `preserve_order` is a workspace-wide feature another crate may turn on).
+                let mut known: Vec<&str> = props
+                    .map(|p| p.keys().map(String::as_str).collect())
                     .unwrap_or_default();
+                known.sort_unstable();
+                known.truncate(20);
                 return refused(
                     at,
                     if known.is_empty() {
@@ -288,7 +292,7 @@ mod tests {
         );
         refused_with(
             json!({"argv": ["ls"], "command": "ls"}),
-            "unknown property `command` (the tool takes argv, timeout, mode)",
+            "unknown property `command` (the tool takes argv, mode, timeout)",
         );
         refused_with(json!({"argv": "ls"}), "/argv: expected array, got string");
         refused_with(
