@@ -12,7 +12,8 @@
 //!    cgroup's `tasks` files) or moves it there (v2), and lets it start the command;
 //! 4. waits for init to exit, for the timeout (then kills init: the kernel kills the whole pid
 //!    namespace), or for the caller to hang up (same);
-//! 5. removes the cgroup and answers the caller with a [`Report`] on the same socket.
+//! 5. answers the caller with a [`Report`] on the same socket, then removes the (empty)
+//!    cgroup: the box's processes are all dead before the report goes, the cleanup after.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -106,13 +107,16 @@ fn serve(control: &UnixStream) -> Result<()> {
         handed = true;
         let _ = sys::send_with_fds(control, &fds);
     };
-    let report = match run_box(&spec, Some(control), &mut hand) {
-        Ok(r) => r,
-        Err(e) => Report {
-            result: Err(e.to_string()),
-            oom_killed: false,
-            cgroup_limits: false,
-        },
+    let (report, cgroup) = match run_box(&spec, Some(control), &mut hand) {
+        Ok(ended) => (ended.report, ended.cgroup),
+        Err(e) => (
+            Report {
+                result: Err(e.to_string()),
+                oom_killed: false,
+                cgroup_limits: false,
+            },
+            None,
+        ),
     };
     if spec.proxy && !handed {
         sys::send_with_fds(control, &[]).map_err(|source| Error::HelperIo {
@@ -120,7 +124,20 @@ fn serve(control: &UnixStream) -> Result<()> {
             source,
         })?;
     }
-    write_frame(control, &report)
+    // The report goes out first: every process of the box is dead already (init was
+    // reaped, and the kernel reaps a pid namespace's last process before its init). The
+    // empty cgroup's removal is not on the caller's path; if this process is killed before
+    // it, the next box's sweep removes it (`cgroup.rs`).
+    let sent = write_frame(control, &report);
+    drop(cgroup);
+    sent
+}
+
+/// What [`run_box`] leaves behind: the report, and the box's cgroup (empty: every process
+/// of the box is dead), removed when dropped.
+pub(crate) struct Ended {
+    pub report: Report,
+    pub cgroup: Option<BoxCgroup>,
 }
 
 /// Writes one frame: 4-byte big-endian length, then JSON. Shared with the caller side.
@@ -169,7 +186,7 @@ pub(crate) fn run_box(
     spec: &Spec,
     control: Option<&UnixStream>,
     hand: &mut dyn FnMut(Vec<OwnedFd>),
-) -> Result<Report> {
+) -> Result<Ended> {
     // Everything that can fail without a namespace fails here, first.
     spec.validate()?;
     let table = crate::mounts::mount_table(spec)?;
@@ -338,7 +355,6 @@ pub(crate) fn run_box(
     drop(sync);
     let oom_killed = cg.as_ref().is_some_and(BoxCgroup::oom_killed);
     let cgroup_limits = cg.is_some();
-    drop(cg);
 
     let result = if timed_out {
         Ok(Status::TimedOut)
@@ -356,10 +372,13 @@ pub(crate) fn run_box(
             describe_status(messages.init_status)
         ))
     };
-    Ok(Report {
-        result,
-        oom_killed,
-        cgroup_limits,
+    Ok(Ended {
+        report: Report {
+            result,
+            oom_killed,
+            cgroup_limits,
+        },
+        cgroup: cg,
     })
 }
 

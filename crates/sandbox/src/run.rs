@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -47,7 +47,11 @@ impl HelperCommand {
 /// If this process was started in helper mode, become the helper (never returns); otherwise
 /// return. Call it first thing in `main` of any binary that runs boxes.
 pub fn enter_helper_if_requested() {
-    if std::env::args_os().nth(1).is_some_and(|a| a == HELPER_ARG) {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == HELPER_ARG) {
+        if args.next().is_some_and(|a| a == crate::pool::ZYGOTE_FLAG) {
+            crate::pool::zygote_main();
+        }
         crate::helper::helper_main();
     }
 }
@@ -127,33 +131,96 @@ pub fn run_stoppable(
     serve: &mut dyn FnMut(TcpListener),
 ) -> Result<Outcome> {
     spec.validate()?;
-    let started = Instant::now();
-    let capture = match &spec.io {
-        Io::Inherit => None,
-        Io::Capture { stdin, output_cap } => Some((stdin.clone(), *output_cap)),
-    };
-    let (mut child, ours) = start_helper(helper, capture.is_some())?;
-    match Stopper::of(&ours) {
-        Ok(s) => stopper(s),
-        Err(e) => {
+    let began = Instant::now();
+    let started = Started::exec(helper, spec.io != Io::Inherit)?;
+    drive(spec, started, began, stopper, serve)
+}
+
+/// A helper ready for one box, waiting for its spec: our end of its control socket, our
+/// ends of its stdio pipes (none when it shares ours), and the process when we started it
+/// ourselves (a pre-forked helper's parent is the zygote, which reaps it: `pool.rs`).
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub control: UnixStream,
+    pub stdin: Option<OwnedFd>,
+    pub stdout: Option<OwnedFd>,
+    pub stderr: Option<OwnedFd>,
+    pub child: Option<std::process::Child>,
+}
+
+impl Started {
+    /// Starts a helper of our own (fork and exec of `helper`), its stdio piped (`piped`) or
+    /// shared with ours.
+    pub(crate) fn exec(helper: &HelperCommand, piped: bool) -> Result<Self> {
+        let (mut child, control) = start_helper(helper, piped)?;
+        Ok(Self {
+            control,
+            stdin: child.stdin.take().map(OwnedFd::from),
+            stdout: child.stdout.take().map(OwnedFd::from),
+            stderr: child.stderr.take().map(OwnedFd::from),
+            child: Some(child),
+        })
+    }
+
+    /// Gives the helper up before it got a spec: it reads end of file and exits.
+    fn abandon(self) {
+        let Started { control, child, .. } = self;
+        drop(control);
+        if let Some(mut child) = child {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+}
+
+/// Runs `spec` on a helper that waits for it: hands over the spec, feeds stdin, captures the
+/// output, and turns the helper's report into an [`Outcome`]. Returns once the report is in
+/// and the output has ended (every process of the box is dead by then); a helper we started
+/// ourselves is waited for too, so its cgroup is gone when this returns.
+pub(crate) fn drive(
+    spec: &Spec,
+    started: Started,
+    began: Instant,
+    stopper: &mut dyn FnMut(Stopper),
+    serve: &mut dyn FnMut(TcpListener),
+) -> Result<Outcome> {
+    let capture = match &spec.io {
+        Io::Inherit => None,
+        Io::Capture { stdin, output_cap } => Some((stdin, *output_cap)),
+    };
+    match Stopper::of(&started.control) {
+        Ok(s) => stopper(s),
+        Err(e) => {
+            started.abandon();
             return Err(e);
         }
     }
+    let Started {
+        control: ours,
+        stdin,
+        stdout,
+        stderr,
+        child,
+    } = started;
 
     let mut readers = Vec::new();
     if let Some((stdin_bytes, cap)) = capture {
-        if let Some(mut w) = child.stdin.take() {
+        if let Some(w) = stdin
+            && !stdin_bytes.is_empty()
+        {
+            let mut w = std::fs::File::from(w);
+            let stdin_bytes = stdin_bytes.clone();
             // A command that does not read its stdin makes this write fail; that is fine.
             thread::spawn(move || {
                 let _ = w.write_all(&stdin_bytes);
             });
         }
-        if let Some(r) = child.stdout.take() {
+        if let Some(r) = stdout {
+            let r = std::fs::File::from(r);
             readers.push(thread::spawn(move || read_capped(r, cap)));
         }
-        if let Some(r) = child.stderr.take() {
+        if let Some(r) = stderr {
+            let r = std::fs::File::from(r);
             readers.push(thread::spawn(move || read_capped(r, cap)));
         }
     }
@@ -167,7 +234,9 @@ pub fn run_stoppable(
         Ok(())
     });
     let report: Result<Report> = sent.and_then(|()| read_frame(&ours));
-    let _ = child.wait();
+    if let Some(mut child) = child {
+        let _ = child.wait();
+    }
     let mut outputs = readers.into_iter().map(|h| h.join().unwrap_or_default());
     let (stdout, stdout_truncated) = outputs.next().unwrap_or_default();
     let (stderr, stderr_truncated) = outputs.next().unwrap_or_default();
@@ -181,7 +250,7 @@ pub fn run_stoppable(
         stderr_truncated,
         oom_killed: report.oom_killed,
         cgroup_limits: report.cgroup_limits,
-        elapsed: started.elapsed(),
+        elapsed: began.elapsed(),
     })
 }
 
@@ -243,7 +312,10 @@ pub fn run_in_process(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
     }
     spec.validate()?;
     let started = Instant::now();
-    let report = crate::helper::run_box(spec, None, &mut drop)?;
+    let ended = crate::helper::run_box(spec, None, &mut drop)?;
+    // This process is the supervisor: its caller gets the answer once the cgroup is gone.
+    drop(ended.cgroup);
+    let report = ended.report;
     let status = report.result.map_err(Error::Setup)?;
     Ok(Outcome {
         status,

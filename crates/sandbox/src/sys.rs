@@ -440,6 +440,44 @@ pub(crate) unsafe fn clone_fork(flags: libc::c_int) -> Result<libc::pid_t> {
     Ok(cvt(ret, "clone", || format!("{flags:#x}"))? as libc::pid_t)
 }
 
+/// Sets `SIGCHLD` to be ignored (`ignore`), so the kernel reaps this process's children
+/// as they exit, or back to its default, so they wait for `waitpid`.
+pub(crate) fn ignore_children(ignore: bool) -> Result<()> {
+    let handler = if ignore { libc::SIG_IGN } else { libc::SIG_DFL };
+    // SAFETY: SIG_IGN and SIG_DFL are not functions: no handler runs in this process.
+    if unsafe { libc::signal(libc::SIGCHLD, handler) } == libc::SIG_ERR {
+        return Err(Error::Syscall {
+            call: "signal",
+            context: "SIGCHLD".into(),
+            source: io::Error::last_os_error(),
+        });
+    }
+    Ok(())
+}
+
+/// Moves `fd` to `to` (`dup2`, which clears close-on-exec on the copy), and closes `fd`
+/// unless it already was `to`.
+pub(crate) fn move_fd(fd: OwnedFd, to: RawFd) -> Result<()> {
+    use std::os::fd::IntoRawFd;
+    let raw = fd.into_raw_fd();
+    if raw == to {
+        // SAFETY: integer arguments on the descriptor we just took from `fd`.
+        cvt(
+            unsafe { libc::fcntl(to, libc::F_SETFD, 0) },
+            "fcntl",
+            || format!("F_SETFD {to}"),
+        )?;
+        return Ok(());
+    }
+    // SAFETY: `raw` is open and ours; dup2 atomically replaces `to`, closing what it was.
+    let duped = cvt(unsafe { libc::dup2(raw, to) }, "dup2", || {
+        format!("{raw} -> {to}")
+    });
+    // SAFETY: `raw` came from `into_raw_fd`: nothing else owns or closes it.
+    unsafe { libc::close(raw) };
+    duped.map(drop)
+}
+
 pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
