@@ -519,12 +519,24 @@ fn resolve(name: &str, spec: &Spec) -> CString {
     fallback()
 }
 
-/// Init's loop: reap every child; when the command ends, report its status and exit, which
-/// makes the kernel kill the rest of the pid namespace.
+/// Init's loop: reap every child; when the command ends, end every other process of the
+/// box, reap them all, and only then report the command's status and exit.
+///
+/// The report is what lets the caller answer, so it says "the box's processes are all
+/// dead": `kill(-1, SIGKILL)` from pid 1 signals every other process of this pid namespace
+/// (the kernel walks them under the task list lock, so one forking meanwhile either is
+/// signalled itself, and its fork fails, or its child is walked too); every orphan is
+/// init's child, so `waitpid` failing with `ECHILD` means none is left, zombie or running.
+/// Init's own exit — tearing down the box's mount, network and other namespaces, which
+/// waits for RCU grace periods — comes after the report, off the answer's path. (Killing
+/// init instead, as the timeout does, makes the kernel do the same kill and wait, but only
+/// as part of that exit.)
 fn reap(c: &Child<'_>, command: libc::pid_t) -> ! {
     loop {
         match sys::waitpid(-1, 0) {
             Ok((pid, status)) if pid == command => {
+                let _ = sys::kill(-1, libc::SIGKILL);
+                while sys::waitpid(-1, 0).is_ok() {}
                 send(&c.report, message::EXIT, &status.to_be_bytes());
                 sys::exit_now(0);
             }

@@ -99,7 +99,12 @@ pub fn helper_main() -> ! {
 
 fn serve(control: &UnixStream) -> Result<()> {
     sys::set_cloexec(control.as_raw_fd())?;
-    let spec: Spec = read_frame(control)?;
+    let spec: Result<Spec> = read_frame(control);
+    // The caller waits for this byte before anything else (`run.rs`, `hand_over`): from here
+    // on this helper holds the call's spec, so if it dies the call fails; before it, the
+    // caller may hand the spec to another helper, as nothing of it ran.
+    let _ = (&*control).write_all(&[SPEC_TAKEN]);
+    let spec = spec?;
     // A proxy box's caller reads one message before the report: the listener, or nothing
     // when the box failed before it had one.
     let mut handed = false;
@@ -107,8 +112,8 @@ fn serve(control: &UnixStream) -> Result<()> {
         handed = true;
         let _ = sys::send_with_fds(control, &fds);
     };
-    let (report, cgroup) = match run_box(&spec, Some(control), &mut hand) {
-        Ok(ended) => (ended.report, ended.cgroup),
+    let (report, rest) = match run_box(&spec, Some(control), &mut hand) {
+        Ok(ended) => (ended.report.clone(), Some(ended)),
         Err(e) => (
             Report {
                 result: Err(e.to_string()),
@@ -124,21 +129,51 @@ fn serve(control: &UnixStream) -> Result<()> {
             source,
         })?;
     }
-    // The report goes out first: every process of the box is dead already (init was
-    // reaped, and the kernel reaps a pid namespace's last process before its init). The
-    // empty cgroup's removal is not on the caller's path; if this process is killed before
-    // it, the next box's sweep removes it (`cgroup.rs`).
+    // The report goes out first: every process of the box is dead already (init said so
+    // after killing and reaping them all, or init itself was reaped, which the kernel does
+    // only after the rest of its pid namespace). Init's exit, the empty cgroup's removal
+    // and the sweep are not on the caller's path; if this process is killed before they are
+    // done, init dies with it (its parent-death signal) and the next box's sweep removes
+    // the cgroup (`cgroup.rs`).
     let sent = write_frame(control, &report);
-    drop(cgroup);
+    if let Some(rest) = rest {
+        rest.finish();
+    }
     sent
 }
 
-/// What [`run_box`] leaves behind: the report, and the box's cgroup (empty: every process
-/// of the box is dead), removed when dropped.
+/// What [`run_box`] leaves behind: the report, and what is left to do once it is out —
+/// init to reap (it has reported that every other process of the box is dead, and exits),
+/// the box's cgroup to remove (empty), dead supervisors' cgroups to sweep.
 pub(crate) struct Ended {
     pub report: Report,
-    pub cgroup: Option<BoxCgroup>,
+    cgroup: Option<BoxCgroup>,
+    init: Option<libc::pid_t>,
+    sweep: Option<cgroup::Layout>,
 }
+
+impl Ended {
+    /// Reaps init, removes the box's cgroup and sweeps; returns the report.
+    pub(crate) fn finish(self) -> Report {
+        let Ended {
+            report,
+            cgroup,
+            init,
+            sweep,
+        } = self;
+        if let Some(pid) = init {
+            let _ = sys::waitpid(pid, 0);
+        }
+        drop(cgroup);
+        if let Some(layout) = &sweep {
+            cgroup::sweep(layout);
+        }
+        report
+    }
+}
+
+/// The byte a helper answers a spec with, at once: it has it (`hand_over` in `run.rs`).
+pub(crate) const SPEC_TAKEN: u8 = b'T';
 
 /// Writes one frame: 4-byte big-endian length, then JSON. Shared with the caller side.
 pub(crate) fn write_frame<T: Serialize>(mut w: &UnixStream, value: &T) -> Result<()> {
@@ -347,11 +382,16 @@ pub(crate) fn run_box(
     }
 
     // While the box runs (we are idle): remove cgroups that killed supervisors left behind.
-    if let Some(layout) = &layout {
+    // A helper process does it after its report instead (`Ended::finish`): a short command
+    // ends before a sweep does.
+    if control.is_none()
+        && let Some(layout) = &layout
+    {
         cgroup::sweep(layout);
     }
 
-    let (messages, timed_out) = supervise(pid, report_rd, control, started + spec.limits.timeout)?;
+    let (messages, timed_out, reaped) =
+        supervise(pid, report_rd, control, started + spec.limits.timeout)?;
     drop(sync);
     let oom_killed = cg.as_ref().is_some_and(BoxCgroup::oom_killed);
     let cgroup_limits = cg.is_some();
@@ -379,6 +419,8 @@ pub(crate) fn run_box(
             cgroup_limits,
         },
         cgroup: cg,
+        init: (!reaped).then_some(pid),
+        sweep: layout.filter(|_| control.is_some()),
     })
 }
 
@@ -417,13 +459,16 @@ struct Messages {
     init_status: i32,
 }
 
-/// Waits for init to end, killing it at the deadline or when the caller hangs up.
+/// Waits for init to end — or to report that the command ended and every other process
+/// of the box is dead (`child.rs`, `reap`) — killing it at the deadline or when the caller
+/// hangs up. Returns what init said, whether the box timed out, and whether init was
+/// reaped (else it is exiting, and the caller reaps it).
 fn supervise(
     pid: libc::pid_t,
     report: OwnedFd,
     control: Option<&UnixStream>,
     deadline: Instant,
-) -> Result<(Messages, bool)> {
+) -> Result<(Messages, bool, bool)> {
     let pidfd = sys::pidfd_open(pid)?;
     let mut report = Some(fs::File::from(report));
     let mut buf = Vec::new();
@@ -453,6 +498,10 @@ fn supervise(
                     if buf.len() < 65536 {
                         buf.extend_from_slice(&chunk[..n]);
                     }
+                    // Init's last message: the box is over, init exits.
+                    if !killed && parse_messages(&buf).exit.is_some() {
+                        return Ok((parse_messages(&buf), timed_out, false));
+                    }
                 }
             }
         }
@@ -480,7 +529,7 @@ fn supervise(
     }
     let mut m = parse_messages(&buf);
     m.init_status = status;
-    Ok((m, timed_out))
+    Ok((m, timed_out, true))
 }
 
 fn parse_messages(mut buf: &[u8]) -> Messages {

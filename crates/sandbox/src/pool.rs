@@ -39,7 +39,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::run::{HelperCommand, Outcome, Started, Stopper, drive, run_stoppable};
+use crate::run::{HelperCommand, Outcome, Started, Stopper, drive, hand_over, run_stoppable};
 use crate::spec::{Io, Spec};
 use crate::sys;
 
@@ -123,15 +123,30 @@ impl HelperPool {
         }
         spec.validate()?;
         let began = Instant::now();
-        let started = match self.take() {
-            Some(idle) => Started {
-                control: idle.control,
-                stdin: Some(idle.stdin),
-                stdout: Some(idle.stdout),
-                stderr: Some(idle.stderr),
-                child: None,
-            },
-            None => Started::exec(&self.helper, true)?,
+        // An idle helper that died (killed, say) never takes the spec: the next one gets it.
+        // With none left — or after as many tries as the pool holds, should every helper
+        // the zygote forks die at once — a helper of our own.
+        let mut tries = IDLE_HELPERS + 1;
+        let started = loop {
+            let idle = if tries == 0 { None } else { self.take() };
+            tries = tries.saturating_sub(1);
+            let Some(idle) = idle else {
+                let started = Started::exec(&self.helper, true)?;
+                if let Err(e) = hand_over(&started.control, spec) {
+                    started.abandon();
+                    return Err(e);
+                }
+                break started;
+            };
+            if hand_over(&idle.control, spec).is_ok() {
+                break Started {
+                    control: idle.control,
+                    stdin: Some(idle.stdin),
+                    stdout: Some(idle.stdout),
+                    stderr: Some(idle.stderr),
+                    child: None,
+                };
+            }
         };
         drive(spec, started, began, stopper, serve)
     }

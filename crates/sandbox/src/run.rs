@@ -133,7 +133,29 @@ pub fn run_stoppable(
     spec.validate()?;
     let began = Instant::now();
     let started = Started::exec(helper, spec.io != Io::Inherit)?;
+    if let Err(e) = hand_over(&started.control, spec) {
+        started.abandon();
+        return Err(e);
+    }
     drive(spec, started, began, stopper, serve)
+}
+
+/// Hands `spec` to a helper waiting for one and waits for its one-byte answer that it has
+/// it ([`crate::helper`]'s `SPEC_TAKEN`). An `Err` means the helper never took the spec —
+/// it had died, or died before reading it — so nothing of the box ran.
+pub(crate) fn hand_over(control: &UnixStream, spec: &Spec) -> Result<()> {
+    write_frame(control, spec)?;
+    let mut answer = [0u8; 1];
+    match (&*control).read(&mut answer) {
+        Ok(1) if answer[0] == crate::helper::SPEC_TAKEN => Ok(()),
+        Ok(_) => Err(Error::Helper(
+            "the helper ended before it took the box's spec".into(),
+        )),
+        Err(source) => Err(Error::HelperIo {
+            context: "read the helper's answer to the spec",
+            source,
+        }),
+    }
 }
 
 /// A helper ready for one box, waiting for its spec: our end of its control socket, our
@@ -162,8 +184,9 @@ impl Started {
         })
     }
 
-    /// Gives the helper up before it got a spec: it reads end of file and exits.
-    fn abandon(self) {
+    /// Gives the helper up: it reads end of file and exits (killing its box, if it had
+    /// one).
+    pub(crate) fn abandon(self) {
         let Started { control, child, .. } = self;
         drop(control);
         if let Some(mut child) = child {
@@ -173,10 +196,11 @@ impl Started {
     }
 }
 
-/// Runs `spec` on a helper that waits for it: hands over the spec, feeds stdin, captures the
-/// output, and turns the helper's report into an [`Outcome`]. Returns once the report is in
-/// and the output has ended (every process of the box is dead by then); a helper we started
-/// ourselves is waited for too, so its cgroup is gone when this returns.
+/// Runs `spec` on a helper that took it ([`hand_over`]): feeds stdin, captures the output,
+/// and turns the helper's report into an [`Outcome`]. `stopper` gets the box's [`Stopper`]
+/// first thing (a caller that was stopped meanwhile stops the box at once). Returns once
+/// the report is in and the output has ended (every process of the box is dead by then); a
+/// helper we started ourselves is waited for too, so its cgroup is gone when this returns.
 pub(crate) fn drive(
     spec: &Spec,
     started: Started,
@@ -225,15 +249,12 @@ pub(crate) fn drive(
         }
     }
 
-    let sent = write_frame(&ours, spec).and_then(|()| {
-        if spec.proxy
-            && let Some(listener) = take_listener(&ours)?
-        {
-            serve(listener);
-        }
+    let listened = if spec.proxy {
+        take_listener(&ours).map(|l| l.map(&mut *serve)).map(drop)
+    } else {
         Ok(())
-    });
-    let report: Result<Report> = sent.and_then(|()| read_frame(&ours));
+    };
+    let report: Result<Report> = listened.and_then(|()| read_frame(&ours));
     if let Some(mut child) = child {
         let _ = child.wait();
     }
@@ -312,10 +333,9 @@ pub fn run_in_process(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
     }
     spec.validate()?;
     let started = Instant::now();
-    let ended = crate::helper::run_box(spec, None, &mut drop)?;
-    // This process is the supervisor: its caller gets the answer once the cgroup is gone.
-    drop(ended.cgroup);
-    let report = ended.report;
+    // This process is the supervisor: its caller gets the answer once init is reaped and
+    // the cgroup is gone.
+    let report = crate::helper::run_box(spec, None, &mut drop)?.finish();
     let status = report.result.map_err(Error::Setup)?;
     Ok(Outcome {
         status,
@@ -357,7 +377,7 @@ pub struct BoxProcess {
 pub fn spawn(spec: &Spec, helper: &HelperCommand) -> Result<BoxProcess> {
     spec.validate()?;
     let (mut child, ours) = start_helper(helper, true)?;
-    let listener = write_frame(&ours, spec).and_then(|()| {
+    let listener = hand_over(&ours, spec).and_then(|()| {
         if spec.proxy {
             take_listener(&ours)
         } else {
