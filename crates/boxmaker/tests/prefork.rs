@@ -260,7 +260,8 @@ fn helper_of(marker: &str) -> Proc {
     Proc { pid, start }
 }
 
-/// Every byte of `pid`'s readable memory (root reads any process's).
+/// Every byte of `pid`'s memory that a process can write — heap, stack, anonymous and
+/// writable mappings, where anything it received would be — (root reads any process's).
 fn memory(pid: u32) -> Vec<u8> {
     use std::io::{Read, Seek, SeekFrom};
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
@@ -271,7 +272,7 @@ fn memory(pid: u32) -> Vec<u8> {
         let (Some(range), Some(perms)) = (f.next(), f.next()) else {
             continue;
         };
-        if !perms.starts_with('r') || line.ends_with("[vvar]") || line.ends_with("[vsyscall]") {
+        if !perms.starts_with("rw") || line.ends_with("[vvar]") || line.ends_with("[vsyscall]") {
             continue;
         }
         let (a, b) = range.split_once('-').unwrap();
