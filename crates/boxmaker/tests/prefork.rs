@@ -374,7 +374,8 @@ fn test_idle_helpers_and_the_zygote_hold_nothing_of_any_session() {
             let environ = std::fs::read(format!("/proc/{}/environ", p.pid)).unwrap();
             assert!(
                 environ.is_empty(),
-                "{who:?}: {p:?} has an environment: {environ:?}"
+                "{who:?}: {p:?} has an environment: {}",
+                String::from_utf8_lossy(&environ).replace('\0', " ")
             );
             let mem = memory(p.pid);
             assert!(!mem.is_empty(), "{who:?}: could not read {p:?}'s memory");
