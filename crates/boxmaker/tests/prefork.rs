@@ -221,11 +221,16 @@ fn zygote(runner: u32) -> Option<Proc> {
     })
 }
 
-/// The zygote's helpers that are idle: forked, and no box of theirs started.
+/// The zygote's helpers that are idle: forked, and no box of theirs running a command
+/// (each has at most its next box's init, cloned ahead, which has no child).
 fn idle_helpers(zygote: Proc) -> Vec<Proc> {
     children(zygote.pid)
         .into_iter()
-        .filter(|h| children(h.pid).is_empty())
+        .filter(|h| {
+            children(h.pid)
+                .iter()
+                .all(|init| children(init.pid).is_empty())
+        })
         .collect()
 }
 
@@ -370,7 +375,17 @@ fn test_idle_helpers_and_the_zygote_hold_nothing_of_any_session() {
         // the first four may still be idle: both kinds are looked at.
         assert_eq!(r.run(&session, &["/bin/true"]).0, 0);
         let (zygote, idle) = full_pool(r.pid());
-        for p in std::iter::once(zygote).chain(idle.iter().copied()) {
+        // The inits the idle helpers cloned ahead for their next boxes.
+        let inits: Vec<Proc> = idle.iter().flat_map(|h| children(h.pid)).collect();
+        assert_eq!(
+            inits.len(),
+            idle.len(),
+            "{who:?}: {idle:?} cloned {inits:?} ahead"
+        );
+        for p in std::iter::once(zygote)
+            .chain(idle.iter().copied())
+            .chain(inits.iter().copied())
+        {
             let environ = std::fs::read(format!("/proc/{}/environ", p.pid)).unwrap();
             assert!(
                 environ.is_empty(),
@@ -387,14 +402,25 @@ fn test_idle_helpers_and_the_zygote_hold_nothing_of_any_session() {
             }
             let fds = descriptors(p.pid);
             let numbers: Vec<u32> = fds.iter().map(|(n, _)| *n).collect();
-            assert_eq!(numbers, [0, 1, 2, 3], "{who:?}: {p:?} holds {fds:?}");
-            assert!(fds[3].1.starts_with("socket:"), "{who:?}: {p:?}: {fds:?}");
-            if p != zygote {
-                assert!(
-                    fds[..3].iter().all(|(_, what)| what.starts_with("pipe:")),
-                    "{who:?}: idle helper {p:?}: {fds:?}"
-                );
+            if p == zygote {
+                // Its stdio and its socket to the runner.
+                assert_eq!(numbers, [0, 1, 2, 3], "{who:?}: the zygote holds {fds:?}");
+                assert!(fds[3].1.starts_with("socket:"), "{who:?}: {fds:?}");
+                continue;
             }
+            // A helper: its stdio pipes and its socket to the runner, and the pipes and the
+            // socket between it and its next init; the init cloned ahead, copies of those.
+            assert_eq!(numbers[..4], [0, 1, 2, 3], "{who:?}: {p:?} holds {fds:?}");
+            assert!(
+                fds[..3].iter().all(|(_, what)| what.starts_with("pipe:"))
+                    && fds[3].1.starts_with("socket:"),
+                "{who:?}: {p:?} holds {fds:?}"
+            );
+            assert!(
+                fds.iter()
+                    .all(|(_, what)| what.starts_with("pipe:") || what.starts_with("socket:")),
+                "{who:?}: {p:?} holds {fds:?}"
+            );
         }
     }
 }

@@ -35,6 +35,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,8 @@ const ZYGOTE_ANSWER: Duration = Duration::from_secs(5);
 pub struct HelperPool {
     helper: HelperCommand,
     shared: Arc<Shared>,
+    /// Boxes an idle helper built (the rest had a helper of their own).
+    served: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -107,7 +110,48 @@ impl HelperPool {
         Self {
             helper,
             shared: Arc::default(),
+            served: AtomicU64::new(0),
         }
+    }
+
+    /// Starts the pool if it is not running, and waits up to `wait` for it to be full;
+    /// returns how many helpers are idle.
+    pub fn prefill(&self, wait: Duration) -> usize {
+        let mut state = lock(&self.shared.state);
+        self.start_filler(&mut state);
+        let deadline = Instant::now() + wait;
+        while state.idle.len() < IDLE_HELPERS && state.filling {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        state.idle.len()
+    }
+
+    /// How many boxes an idle helper built so far (the others had a helper started for
+    /// them, as [`crate::run`] does).
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Starts the filler thread unless it runs (or the pool is closed).
+    fn start_filler(&self, state: &mut State) {
+        if state.filling || state.closed {
+            return;
+        }
+        let shared = self.shared.clone();
+        let helper = self.helper.clone();
+        state.filling = std::thread::Builder::new()
+            .name("helper-pool".into())
+            .spawn(move || fill(&shared, &helper))
+            .is_ok();
     }
 
     /// As [`crate::run_stoppable`], on an idle helper when there is one. A spec that shares
@@ -139,6 +183,7 @@ impl HelperPool {
                 break started;
             };
             if hand_over(&idle.control, spec).is_ok() {
+                self.served.fetch_add(1, Ordering::Relaxed);
                 break Started {
                     control: idle.control,
                     stdin: Some(idle.stdin),
@@ -155,18 +200,7 @@ impl HelperPool {
     /// use and wakes it to replace what was taken.
     fn take(&self) -> Option<Idle> {
         let mut state = lock(&self.shared.state);
-        if !state.filling && !state.closed {
-            state.filling = true;
-            let shared = self.shared.clone();
-            let helper = self.helper.clone();
-            if std::thread::Builder::new()
-                .name("helper-pool".into())
-                .spawn(move || fill(&shared, &helper))
-                .is_err()
-            {
-                state.filling = false;
-            }
-        }
+        self.start_filler(&mut state);
         let deadline = Instant::now() + WAIT_FOR_IDLE;
         let taken = loop {
             match state.idle.pop_front() {
@@ -388,5 +422,5 @@ fn become_helper(fds: [OwnedFd; 4]) -> ! {
     if placed.is_err() {
         sys::exit_now(2);
     }
-    crate::helper::helper_main()
+    crate::helper::pooled_helper_main()
 }

@@ -335,7 +335,7 @@ pub fn run_in_process(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
     let started = Instant::now();
     // This process is the supervisor: its caller gets the answer once init is reaped and
     // the cgroup is gone.
-    let report = crate::helper::run_box(spec, None, &mut drop)?.finish();
+    let report = crate::helper::run_box(spec, None, &mut drop, None)?.finish();
     let status = report.result.map_err(Error::Setup)?;
     Ok(Outcome {
         status,

@@ -753,6 +753,15 @@ pub(crate) fn probe_in_child(f: impl FnOnce() -> libc::c_int) -> Result<libc::c_
     })
 }
 
+/// `unshare(2)`: this process leaves the namespaces `flags` names for new ones.
+pub(crate) fn unshare(flags: libc::c_int) -> Result<()> {
+    // SAFETY: integer argument.
+    cvt(unsafe { libc::unshare(flags) }, "unshare", || {
+        format!("{flags:#x}")
+    })?;
+    Ok(())
+}
+
 /// Raw `unshare(2)` returning errno (0 on success), for probes in forked children.
 pub(crate) fn unshare_errno(flags: libc::c_int) -> libc::c_int {
     // SAFETY: integer argument; async-signal-safe.
