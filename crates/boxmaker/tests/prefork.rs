@@ -42,19 +42,25 @@ struct Runner {
 /// A config directory for `who`, and a runner started on it with `secret` in its
 /// environment (the `run` tool passes it to its boxes).
 fn start(name: &str, who: As, secret: &str) -> (PathBuf, Runner) {
+    start_with(name, who, secret, "")
+}
+
+/// As [`start`], with `extra` TOML in the config (and `data/` made in its directory).
+fn start_with(name: &str, who: As, secret: &str, extra: &str) -> (PathBuf, Runner) {
     let dir = fresh_dir(
         env!("CARGO_TARGET_TMPDIR"),
         "prefork",
         &format!("{name}-{who:?}"),
     );
+    std::fs::create_dir_all(dir.join("data")).unwrap();
     // A normal user must be able to make the state directory and read the config.
-    open_to_everyone(&dir, env!("CARGO_TARGET_TMPDIR"));
+    open_to_everyone(&dir.join("data"), env!("CARGO_TARGET_TMPDIR"));
     std::fs::write(
         dir.join("boxmaker.toml"),
         format!(
             "[gate]\nstate = \"state\"\n\n[box]\ntimeout_seconds = 60\n\n\
              [[tool]]\nname = \"run\"\nbuiltin = \"run\"\nenv = [\"{SECRET_VAR}\"]\n\n\
-             [[grant]]\ntool = \"*\"\neffect = \"allow\"\n"
+             [[grant]]\ntool = \"*\"\neffect = \"allow\"\n{extra}"
         ),
     )
     .unwrap();
@@ -484,7 +490,10 @@ fn test_killed_idle_helpers_and_zygote_are_replaced_and_calls_still_run() {
         assert_eq!(r.run("s1", &["/bin/true"]).0, 0);
         let (zygote, idle) = full_pool(r.pid());
 
-        // Every idle helper killed: the next calls find them dead and go on.
+        // Every idle helper killed: the next calls find them dead and go on. The inits they
+        // cloned ahead die with them.
+        let inits: Vec<Proc> = idle.iter().flat_map(|h| children(h.pid)).collect();
+        assert_eq!(inits.len(), idle.len(), "{who:?}");
         for h in &idle {
             let _ = rustix::process::kill_process(
                 rustix::process::Pid::from_raw(h.pid as i32).unwrap(),
@@ -494,6 +503,11 @@ fn test_killed_idle_helpers_and_zygote_are_replaced_and_calls_still_run() {
         for _ in 0..sandbox::IDLE_HELPERS + 1 {
             assert_eq!(r.run("s1", &["/bin/echo", "hi"]), (0, "hi\n".into()));
         }
+        wait_until(
+            "the inits cloned ahead to die with their helpers",
+            PATIENCE,
+            || inits.iter().all(|i| !alive(*i)),
+        );
         let (zygote_now, idle_now) = full_pool(r.pid());
         assert_eq!(
             zygote_now, zygote,
@@ -513,5 +527,41 @@ fn test_killed_idle_helpers_and_zygote_are_replaced_and_calls_still_run() {
         }
         let (zygote_new, _) = full_pool(r.pid());
         assert_ne!(zygote_new, zygote, "{who:?}");
+    }
+}
+
+/// An idle helper's next init was cloned before the call, but the box's mounts are the host's
+/// as they are at the call: a file system mounted on a `[[mount]]`'s host directory while the
+/// pool was full is what the next box shows there, not the empty directory under it.
+#[test]
+fn test_a_box_shows_the_host_mounts_of_its_call_not_of_its_helpers_start() {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    assert!(
+        root,
+        "this test mounts a tmpfs on the host: it runs as root (CI does)"
+    );
+    for who in As::all() {
+        let extra = "\n[[mount]]\nhost = \"data\"\nat = \"/data/m\"\nclass = \"public\"\n";
+        let (dir, mut r) = start_with("host-mounts", who, "unused", extra);
+        assert_eq!(r.run("s1", &["/bin/true"]).0, 0);
+        full_pool(r.pid());
+        let data = dir.join("data");
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "mode=0755,size=1m", "prefork-test"])
+            .arg(&data)
+            .status()
+            .unwrap();
+        assert!(mounted.success());
+        std::fs::write(data.join("fresh.txt"), "mounted after the pool filled\n").unwrap();
+        let seen = r.run("s1", &["/bin/cat", "/data/m/fresh.txt"]);
+        let _ = std::process::Command::new("umount").arg(&data).status();
+        assert_eq!(
+            seen,
+            (0, "mounted after the pool filled\n".into()),
+            "{who:?}"
+        );
     }
 }
