@@ -290,7 +290,11 @@ pub(crate) fn run_box(
 
     // Cgroup limits, where a writable cgroup exists (required if the spec says so). Only
     // found here; the cgroup is made after the clone, while init builds the root.
-    let layout = match cgroup::detect() {
+    let detected = match &ahead {
+        Some(a) => a.layout.clone(),
+        None => cgroup::detect(),
+    };
+    let layout = match detected {
         Ok(layout) => Some(layout),
         Err(reason) if spec.require.cgroups => {
             return Err(Error::Unavailable {
@@ -512,7 +516,9 @@ pub(crate) struct Ahead {
     sync: OwnedFd,
     report_rd: OwnedFd,
     spec_wr: OwnedFd,
+    /// Found while idle too: the seccomp filter, and where the box's cgroup can go.
     filters: Vec<BpfProgram>,
+    layout: std::result::Result<cgroup::Layout, String>,
 }
 
 /// What a cloned-ahead init is handed at the call: what an init cloned at the call would
@@ -565,6 +571,7 @@ pub(crate) fn clone_ahead() -> Result<Ahead> {
         report_rd,
         spec_wr,
         filters,
+        layout: cgroup::detect(),
     })
 }
 

@@ -53,6 +53,9 @@ pub const IDLE_HELPERS: usize = 4;
 /// How long a call waits for the filler when no helper is idle, before it starts one itself.
 const WAIT_FOR_IDLE: Duration = Duration::from_millis(20);
 
+/// How often an idle zygote reaps the helpers that exited.
+const REAP_EVERY_MS: libc::c_int = 1000;
+
 /// How long the filler waits for the zygote's answer before it gives that zygote up.
 const ZYGOTE_ANSWER: Duration = Duration::from_secs(5);
 
@@ -374,15 +377,24 @@ pub(crate) fn zygote_main() -> ! {
         eprintln!("sandbox zygote: no control socket on fd 3 (started by hand?)");
         std::process::exit(2);
     }
-    // Only fd 3 of what we were given stays; exited helpers are reaped by the kernel.
-    if sys::close_from(4).is_err() || sys::ignore_children(true).is_err() {
-        eprintln!("sandbox zygote: cannot close inherited descriptors or ignore SIGCHLD");
+    // Only fd 3 of what we were given stays.
+    if sys::close_from(4).is_err() {
+        eprintln!("sandbox zygote: cannot close inherited descriptors");
         std::process::exit(2);
     }
     // SAFETY: fd 3 is open (checked above; the caller placed it with dup2 before exec) and
     // nothing else in this process owns it. We take ownership of it here, once.
     let control = unsafe { UnixStream::from_raw_fd(3) };
     loop {
+        // Exited helpers are reaped here, at each request and at least every second: waited
+        // for, not left to the kernel, so their CPU time counts in ours (`getrusage`,
+        // `/proc/PID/stat`), as an exec'd helper's counted in its caller's.
+        while sys::waitpid(-1, libc::WNOHANG).is_ok_and(|(pid, _)| pid > 0) {}
+        match sys::poll(&[(control.as_raw_fd(), libc::POLLIN)], REAP_EVERY_MS) {
+            Ok(ev) if ev.first().is_some_and(|e| *e != 0) => {}
+            Ok(_) => continue,
+            Err(_) => std::process::exit(0),
+        }
         let pid = match sys::recv_with_fds(&control) {
             Ok(Some(fds)) => match <[OwnedFd; 4]>::try_from(fds) {
                 Ok(fds) => fork_helper(fds),
@@ -410,12 +422,11 @@ fn fork_helper(fds: [OwnedFd; 4]) -> u32 {
 }
 
 /// In the forked child: the four descriptors become fds 3, 0, 1 and 2 (fd 3, the zygote's
-/// socket, is replaced: a helper cannot ask for helpers), SIGCHLD is the default again (the
-/// helper waits for its box's init), and the child is an ordinary helper from here.
+/// socket, is replaced: a helper cannot ask for helpers), and the child is an ordinary
+/// helper from here.
 fn become_helper(fds: [OwnedFd; 4]) -> ! {
     let [control, stdin, stdout, stderr] = fds;
-    let placed = sys::ignore_children(false)
-        .and_then(|()| sys::move_fd(control, 3))
+    let placed = sys::move_fd(control, 3)
         .and_then(|()| sys::move_fd(stdin, 0))
         .and_then(|()| sys::move_fd(stdout, 1))
         .and_then(|()| sys::move_fd(stderr, 2));

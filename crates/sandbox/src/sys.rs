@@ -440,21 +440,6 @@ pub(crate) unsafe fn clone_fork(flags: libc::c_int) -> Result<libc::pid_t> {
     Ok(cvt(ret, "clone", || format!("{flags:#x}"))? as libc::pid_t)
 }
 
-/// Sets `SIGCHLD` to be ignored (`ignore`), so the kernel reaps this process's children
-/// as they exit, or back to its default, so they wait for `waitpid`.
-pub(crate) fn ignore_children(ignore: bool) -> Result<()> {
-    let handler = if ignore { libc::SIG_IGN } else { libc::SIG_DFL };
-    // SAFETY: SIG_IGN and SIG_DFL are not functions: no handler runs in this process.
-    if unsafe { libc::signal(libc::SIGCHLD, handler) } == libc::SIG_ERR {
-        return Err(Error::Syscall {
-            call: "signal",
-            context: "SIGCHLD".into(),
-            source: io::Error::last_os_error(),
-        });
-    }
-    Ok(())
-}
-
 /// Moves `fd` to `to` (`dup2`, which clears close-on-exec on the copy), and closes `fd`
 /// unless it already was `to`.
 pub(crate) fn move_fd(fd: OwnedFd, to: RawFd) -> Result<()> {
