@@ -262,7 +262,7 @@ fn helper_of(marker: &str) -> Proc {
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
             .find(|&pid| cmdline(pid).iter().any(|a| a == marker))
-            .and_then(|command| stat(command))
+            .and_then(stat)
             .and_then(|(init, _)| stat(init))
             .and_then(|(helper, _)| Some((helper, stat(helper)?.1)));
         found.is_some()
