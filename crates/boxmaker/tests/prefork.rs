@@ -220,18 +220,30 @@ fn cmdline(pid: u32) -> Vec<String> {
         .collect()
 }
 
-/// The runner's zygote: its child started as `boxmaker __boxmaker-sandbox-helper --zygote`.
+/// `pid`'s name (`/proc/PID/comm`).
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim_end()
+        .to_string()
+}
+
+/// The runner's zygote: its child started as `boxmaker __boxmaker-sandbox-helper --zygote`
+/// (the helpers it forks share that command line, under another name).
 fn zygote(runner: u32) -> Option<Proc> {
     children(runner).into_iter().find(|p| {
         cmdline(p.pid).get(1..) == Some(&[sandbox::HELPER_ARG.into(), sandbox::ZYGOTE_FLAG.into()])
+            && comm(p.pid) != sandbox::HELPER_NAME
     })
 }
 
-/// The zygote's helpers that are idle: forked, and no box of theirs running a command
-/// (each has at most its next box's init, cloned ahead, which has no child).
-fn idle_helpers(zygote: Proc) -> Vec<Proc> {
-    children(zygote.pid)
+/// The runner's helpers that are idle: forked by the zygote as the runner's children, and
+/// no box of theirs running a command (each has at most its next box's init, cloned ahead,
+/// which has no child).
+fn idle_helpers(runner: u32) -> Vec<Proc> {
+    children(runner)
         .into_iter()
+        .filter(|h| comm(h.pid) == sandbox::HELPER_NAME)
         .filter(|h| {
             children(h.pid)
                 .iter()
@@ -245,7 +257,7 @@ fn full_pool(runner: u32) -> (Proc, Vec<Proc>) {
     let mut found = None;
     wait_until("the pool to fill", PATIENCE, || {
         found = zygote(runner)
-            .map(|z| (z, idle_helpers(z)))
+            .map(|z| (z, idle_helpers(runner)))
             .filter(|(_, idle)| idle.len() == sandbox::IDLE_HELPERS);
         found.is_some()
     });

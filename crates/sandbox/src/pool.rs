@@ -40,12 +40,17 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::run::{HelperCommand, Outcome, Started, Stopper, drive, hand_over, run_stoppable};
+use crate::run::{
+    Helper, HelperCommand, Outcome, Started, Stopper, drive, hand_over, run_stoppable,
+};
 use crate::spec::{Io, Spec};
 use crate::sys;
 
 /// The argument after [`crate::HELPER_ARG`] that makes the helper binary the zygote.
 pub const ZYGOTE_FLAG: &str = "--zygote";
+
+/// The name (`/proc/PID/comm`) of a helper the zygote forked.
+pub const HELPER_NAME: &str = "boxmaker-helper";
 
 /// How many idle helpers a pool keeps.
 pub const IDLE_HELPERS: usize = 4;
@@ -53,8 +58,8 @@ pub const IDLE_HELPERS: usize = 4;
 /// How long a call waits for the filler when no helper is idle, before it starts one itself.
 const WAIT_FOR_IDLE: Duration = Duration::from_millis(20);
 
-/// How often an idle zygote reaps the helpers that exited.
-const REAP_EVERY_MS: libc::c_int = 1000;
+/// How often the filler waits for ended helpers when no call wakes it.
+const REAP_EVERY: Duration = Duration::from_secs(1);
 
 /// How long the filler waits for the zygote's answer before it gives that zygote up.
 const ZYGOTE_ANSWER: Duration = Duration::from_secs(5);
@@ -74,6 +79,9 @@ struct Shared {
     state: Mutex<State>,
     /// Rung when an idle helper is taken or added, and when the pool closes.
     changed: Condvar,
+    /// Helpers that ended or are ending, ours to wait for (the zygote forks them as our
+    /// children); the filler does, at each wake.
+    ended: Mutex<Vec<u32>>,
 }
 
 #[derive(Debug, Default)]
@@ -180,7 +188,7 @@ impl HelperPool {
             let Some(idle) = idle else {
                 let started = Started::exec(&self.helper, true)?;
                 if let Err(e) = hand_over(&started.control, spec) {
-                    started.abandon();
+                    started.abandon(&mut drop);
                     return Err(e);
                 }
                 break started;
@@ -192,11 +200,19 @@ impl HelperPool {
                     stdin: Some(idle.stdin),
                     stdout: Some(idle.stdout),
                     stderr: Some(idle.stderr),
-                    child: None,
+                    child: Helper::Pooled(idle.pid),
                 };
             }
+            self.reap_later(idle.pid);
         };
-        drive(spec, started, began, stopper, serve)
+        drive(spec, started, began, stopper, serve, &mut |pid| {
+            self.reap_later(pid)
+        })
+    }
+
+    /// A helper of ours that ended or is ending: the filler waits for it.
+    fn reap_later(&self, pid: u32) {
+        lock(&self.shared.ended).push(pid);
     }
 
     /// An idle helper, waiting [`WAIT_FOR_IDLE`] at most for one; starts the filler on first
@@ -209,7 +225,10 @@ impl HelperPool {
             match state.idle.pop_front() {
                 Some(idle) if idle.alive() => break Some(idle),
                 // Killed while idle: dropping it closes our ends; take the next.
-                Some(_) => continue,
+                Some(dead) => {
+                    self.reap_later(dead.pid);
+                    continue;
+                }
                 None => {}
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -257,11 +276,14 @@ fn fill(shared: &Shared, helper: &HelperCommand) {
     loop {
         let mut state = lock(&shared.state);
         while !state.closed && state.idle.len() >= IDLE_HELPERS {
+            reap(shared);
             state = shared
                 .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+                .wait_timeout(state, REAP_EVERY)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
+        reap(shared);
         if state.closed {
             break;
         }
@@ -292,6 +314,12 @@ fn fill(shared: &Shared, helper: &HelperCommand) {
         }
     }
     lock(&shared.state).filling = false;
+}
+
+/// Waits for the ended helpers that have exited (a zombie holds nothing but its pid).
+fn reap(shared: &Shared) {
+    lock(&shared.ended)
+        .retain(|&pid| matches!(sys::waitpid(pid as libc::pid_t, libc::WNOHANG), Ok((0, _))));
 }
 
 /// The zygote process and our end of its socket.
@@ -386,15 +414,6 @@ pub(crate) fn zygote_main() -> ! {
     // nothing else in this process owns it. We take ownership of it here, once.
     let control = unsafe { UnixStream::from_raw_fd(3) };
     loop {
-        // Exited helpers are reaped here, at each request and at least every second: waited
-        // for, not left to the kernel, so their CPU time counts in ours (`getrusage`,
-        // `/proc/PID/stat`), as an exec'd helper's counted in its caller's.
-        while sys::waitpid(-1, libc::WNOHANG).is_ok_and(|(pid, _)| pid > 0) {}
-        match sys::poll(&[(control.as_raw_fd(), libc::POLLIN)], REAP_EVERY_MS) {
-            Ok(ev) if ev.first().is_some_and(|e| *e != 0) => {}
-            Ok(_) => continue,
-            Err(_) => std::process::exit(0),
-        }
         let pid = match sys::recv_with_fds(&control) {
             Ok(Some(fds)) => match <[OwnedFd; 4]>::try_from(fds) {
                 Ok(fds) => fork_helper(fds),
@@ -412,9 +431,13 @@ pub(crate) fn zygote_main() -> ! {
 
 /// Forks one helper on `fds` (its control socket, stdin, stdout, stderr); returns its pid,
 /// or 0 when the fork failed. Our copies of `fds` close on return.
+///
+/// The helper is the caller's child, not ours (`CLONE_PARENT`): the caller waits for it —
+/// at once for a box it stopped, so a reset answers only once the helper is gone — and its
+/// CPU time counts in the caller's, as an exec'd helper's did.
 fn fork_helper(fds: [OwnedFd; 4]) -> u32 {
     // SAFETY: the zygote is single-threaded: a fresh exec that starts no threads.
-    match unsafe { sys::clone_fork(0) } {
+    match unsafe { sys::clone_fork(libc::CLONE_PARENT) } {
         Ok(0) => become_helper(fds),
         Ok(pid) => u32::try_from(pid).unwrap_or(0),
         Err(_) => 0,
@@ -426,7 +449,10 @@ fn fork_helper(fds: [OwnedFd; 4]) -> u32 {
 /// helper from here.
 fn become_helper(fds: [OwnedFd; 4]) -> ! {
     let [control, stdin, stdout, stderr] = fds;
-    let placed = sys::move_fd(control, 3)
+    // Told apart from the zygote, whose command line it shares, in `ps -o comm` and
+    // `/proc/PID/comm`.
+    let placed = sys::set_name(HELPER_NAME)
+        .and_then(|()| sys::move_fd(control, 3))
         .and_then(|()| sys::move_fd(stdin, 0))
         .and_then(|()| sys::move_fd(stdout, 1))
         .and_then(|()| sys::move_fd(stderr, 2));

@@ -12,6 +12,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -93,19 +94,27 @@ pub fn run_with_listener(
 
 /// Ends a box from any thread while [`run_stoppable`] (or a [`BoxProcess`]) runs it: its
 /// helper kills the box's init, so the kernel kills every process of its pid namespace, and
-/// the run returns once the helper has reaped them and removed the box's cgroup.
+/// the run returns once the helper has reaped them, removed the box's cgroup and exited.
+/// (A box that was not stopped may be answered for sooner: once every process of it is
+/// dead, its helper's cleanup following.)
 ///
 /// A clone of the caller's end of the helper's socket: the helper reads nothing after the
 /// spec, so end-of-file there means "kill the box now" — the same signal a caller that
 /// vanished gives. Stopping is idempotent, and does nothing once the box has ended.
 #[derive(Debug, Clone)]
-pub struct Stopper(Arc<UnixStream>);
+pub struct Stopper {
+    control: Arc<UnixStream>,
+    stopped: Arc<AtomicBool>,
+}
 
 impl Stopper {
     fn of(control: &UnixStream) -> Result<Self> {
         control
             .try_clone()
-            .map(|c| Self(Arc::new(c)))
+            .map(|c| Self {
+                control: Arc::new(c),
+                stopped: Arc::default(),
+            })
             .map_err(|source| Error::HelperIo {
                 context: "keep a way to stop the box",
                 source,
@@ -115,8 +124,9 @@ impl Stopper {
     /// Asks the box's helper to kill the box now; returns at once (the run that holds the
     /// box returns when it is gone).
     pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
         // Our write half only: the helper's report still reaches the run.
-        let _ = self.0.shutdown(std::net::Shutdown::Write);
+        let _ = self.control.shutdown(std::net::Shutdown::Write);
     }
 }
 
@@ -134,10 +144,10 @@ pub fn run_stoppable(
     let began = Instant::now();
     let started = Started::exec(helper, spec.io != Io::Inherit)?;
     if let Err(e) = hand_over(&started.control, spec) {
-        started.abandon();
+        started.abandon(&mut drop);
         return Err(e);
     }
-    drive(spec, started, began, stopper, serve)
+    drive(spec, started, began, stopper, serve, &mut drop)
 }
 
 /// Hands `spec` to a helper waiting for one and waits for its one-byte answer that it has
@@ -167,7 +177,18 @@ pub(crate) struct Started {
     pub stdin: Option<OwnedFd>,
     pub stdout: Option<OwnedFd>,
     pub stderr: Option<OwnedFd>,
-    pub child: Option<std::process::Child>,
+    pub child: Helper,
+}
+
+/// Whose child a helper is, and so who waits for it.
+#[derive(Debug)]
+pub(crate) enum Helper {
+    /// Started by us (fork and exec): waited for before the run returns, so its cleanup
+    /// (the box's cgroup) is done by then.
+    Exec(std::process::Child),
+    /// Forked by the zygote as our child (`CLONE_PARENT`, `pool.rs`): waited for before
+    /// the run returns when its box was stopped, else later, by the pool.
+    Pooled(u32),
 }
 
 impl Started {
@@ -180,18 +201,21 @@ impl Started {
             stdin: child.stdin.take().map(OwnedFd::from),
             stdout: child.stdout.take().map(OwnedFd::from),
             stderr: child.stderr.take().map(OwnedFd::from),
-            child: Some(child),
+            child: Helper::Exec(child),
         })
     }
 
     /// Gives the helper up: it reads end of file and exits (killing its box, if it had
     /// one).
-    pub(crate) fn abandon(self) {
+    pub(crate) fn abandon(self, reap_later: &mut dyn FnMut(u32)) {
         let Started { control, child, .. } = self;
         drop(control);
-        if let Some(mut child) = child {
-            let _ = child.kill();
-            let _ = child.wait();
+        match child {
+            Helper::Exec(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Helper::Pooled(pid) => reap_later(pid),
         }
     }
 }
@@ -207,18 +231,23 @@ pub(crate) fn drive(
     began: Instant,
     stopper: &mut dyn FnMut(Stopper),
     serve: &mut dyn FnMut(TcpListener),
+    reap_later: &mut dyn FnMut(u32),
 ) -> Result<Outcome> {
     let capture = match &spec.io {
         Io::Inherit => None,
         Io::Capture { stdin, output_cap } => Some((stdin, *output_cap)),
     };
-    match Stopper::of(&started.control) {
-        Ok(s) => stopper(s),
+    let stopped = match Stopper::of(&started.control) {
+        Ok(s) => {
+            let stopped = s.stopped.clone();
+            stopper(s);
+            stopped
+        }
         Err(e) => {
-            started.abandon();
+            started.abandon(reap_later);
             return Err(e);
         }
-    }
+    };
     let Started {
         control: ours,
         stdin,
@@ -255,8 +284,16 @@ pub(crate) fn drive(
         Ok(())
     };
     let report: Result<Report> = listened.and_then(|()| read_frame(&ours));
-    if let Some(mut child) = child {
-        let _ = child.wait();
+    match child {
+        Helper::Exec(mut child) => {
+            let _ = child.wait();
+        }
+        // A stopped box (a reset, say) is over only when nothing of it runs, its helper
+        // included: whoever stopped it may go on at once (lower the session's label).
+        Helper::Pooled(pid) if stopped.load(Ordering::SeqCst) => {
+            let _ = crate::sys::waitpid(pid as libc::pid_t, 0);
+        }
+        Helper::Pooled(pid) => reap_later(pid),
     }
     let mut outputs = readers.into_iter().map(|h| h.join().unwrap_or_default());
     let (stdout, stdout_truncated) = outputs.next().unwrap_or_default();

@@ -440,6 +440,19 @@ pub(crate) unsafe fn clone_fork(flags: libc::c_int) -> Result<libc::pid_t> {
     Ok(cvt(ret, "clone", || format!("{flags:#x}"))? as libc::pid_t)
 }
 
+/// Names this process (`PR_SET_NAME`: `/proc/PID/comm`, 15 bytes at most).
+pub(crate) fn set_name(name: &str) -> Result<()> {
+    let c = cstr(name.as_ref())?;
+    // SAFETY: `c` is a valid C string that outlives the call; the kernel copies at most 16
+    // bytes of it.
+    cvt(
+        unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr() as libc::c_ulong, 0, 0, 0) },
+        "prctl",
+        || format!("PR_SET_NAME {name}"),
+    )?;
+    Ok(())
+}
+
 /// Moves `fd` to `to` (`dup2`, which clears close-on-exec on the copy), and closes `fd`
 /// unless it already was `to`.
 pub(crate) fn move_fd(fd: OwnedFd, to: RawFd) -> Result<()> {
