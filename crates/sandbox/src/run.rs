@@ -256,6 +256,13 @@ pub(crate) fn drive(
         child,
     } = started;
 
+    // A proxy box's listener first, as soon as it comes (while the box is being built):
+    // a caller that does not keep it should have dropped it before the command runs.
+    let listened = if spec.proxy {
+        take_listener(&ours).map(|l| l.map(&mut *serve)).map(drop)
+    } else {
+        Ok(())
+    };
     let mut readers = Vec::new();
     if let Some((stdin_bytes, cap)) = capture {
         if let Some(w) = stdin
@@ -278,11 +285,6 @@ pub(crate) fn drive(
         }
     }
 
-    let listened = if spec.proxy {
-        take_listener(&ours).map(|l| l.map(&mut *serve)).map(drop)
-    } else {
-        Ok(())
-    };
     let report: Result<Report> = listened.and_then(|()| read_frame(&ours));
     match child {
         Helper::Exec(mut child) => {
