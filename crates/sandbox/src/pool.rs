@@ -7,15 +7,16 @@
 //!     ▲                          ◀── its pid ──          four it was given; blocks reading
 //!     │ take(): an idle helper                           a spec on fd 3 (helper.rs)
 //!     └── run_stoppable(spec) ── spec on fd 3 ──▶ the helper builds, runs and reports on
-//!                                                 ONE box, then exits (the zygote reaps it)
+//!                                                 ONE box, then exits (the caller reaps it)
 //! ```
 //!
 //! The zygote is the caller's binary started once more, with [`crate::HELPER_ARG`] and
 //! [`ZYGOTE_FLAG`]: a fresh, single-threaded process with an empty environment and only
 //! its socket to the caller open. For each helper the caller sends it a socketpair end and
-//! the three ends of the helper's stdio pipes, made for that helper; it forks, the child
-//! puts them on fds 3, 0, 1, 2 and becomes an ordinary helper ([`crate::helper_main`]), and
-//! the zygote closes its copies and answers with the child's pid. A fork of a small
+//! the three ends of the helper's stdio pipes, made for that helper; it forks the helper as
+//! the caller's child (`CLONE_PARENT`), which puts them on fds 3, 0, 1, 2, clones its next
+//! box's init ahead and waits, an ordinary helper otherwise (`helper.rs`); the zygote closes
+//! its copies and answers with the child's pid. A fork of a small
 //! single-threaded process costs a fraction of an exec of the binary, and it happens while
 //! no call waits: a call takes an idle helper, and the filler thread asks for the next one.
 //!
