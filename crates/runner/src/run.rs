@@ -67,6 +67,9 @@ pub struct Runner {
     state_dir: PathBuf,
     workspaces: PathBuf,
     helper: HelperCommand,
+    /// Helpers forked ahead of `run` calls (docs/spec.md §4, "Pre-forked helpers"); started
+    /// by the first `run` call.
+    pool: Arc<sandbox::HelperPool>,
     binary: PathBuf,
     hub: Arc<crate::downstream::Hub>,
     /// The warm boxes that serve the file tools (docs/spec.md §4, "Warm file boxes").
@@ -125,6 +128,7 @@ impl Runner {
         Self {
             state_dir: state_dir.to_path_buf(),
             workspaces,
+            pool: Arc::new(sandbox::HelperPool::new(helper.clone())),
             helper,
             binary,
             hub: Arc::default(),
@@ -908,8 +912,11 @@ impl Runner {
             calls: None,
             float: float.clone(),
         };
-        let outcome =
-            sandbox::run_stoppable(&spec, &self.helper, &mut |s| call.guard_box(s), &mut |l| {
+        // A pre-forked helper: it holds nothing of any session until this call, decided
+        // already, hands it this spec; it runs this one box and exits.
+        let outcome = self
+            .pool
+            .run_stoppable(&spec, &mut |s| call.guard_box(s), &mut |l| {
                 proxy = self.egress.serve(l, ctx.clone());
             });
         drop(proxy);

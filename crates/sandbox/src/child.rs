@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use seccompiler::BpfProgram;
 
 use crate::error::{Error, Result};
+use crate::helper::{Handed, MAX_HANDED_BYTES};
 use crate::mounts::{MountEntry, MountKind};
 use crate::spec::{BOX_UID, Spec};
 use crate::sys;
@@ -40,6 +41,8 @@ pub(crate) struct Child<'a> {
     /// Every process's `RLIMIT_AS` (`RLIM_INFINITY`: none), as the helper decided it
     /// ([`crate::address_space_limit`]).
     pub address_space: u64,
+    /// Cloned ahead ([`ahead`]): the hostname is set and `lo` is up already.
+    pub ahead: bool,
 }
 
 /// Messages from the box to the helper: a tag byte, a 4-byte big-endian length, the payload.
@@ -61,6 +64,78 @@ fn send(report: &OwnedFd, tag: u8, payload: &[u8]) {
     if let Ok(fd) = report.try_clone() {
         let _ = fs::File::from(fd).write_all(&frame);
     }
+}
+
+/// Entry point of a box's init cloned before its spec came (`helper.rs`, `clone_ahead`), in
+/// every namespace of the box but the mount namespace. Never returns.
+///
+/// While it waits it holds nothing of any session: it sets the hostname and brings `lo` up
+/// (neither needs an identity in the new user namespace, only its capabilities), then reads
+/// what to build from `spec_rd`, which the helper writes once it has written the id maps; end
+/// of file there means the helper went away, and init ends. Then it makes its mount
+/// namespace, a copy of the host's mounts as they are now, and goes on as an init cloned at
+/// the call does ([`run`]).
+pub(crate) fn ahead(sync: OwnedFd, report: OwnedFd, spec_rd: OwnedFd, filters: &[BpfProgram]) -> ! {
+    let handed = sys::prctl(
+        libc::PR_SET_PDEATHSIG,
+        libc::SIGKILL as libc::c_ulong,
+        "PR_SET_PDEATHSIG",
+    )
+    .and_then(|_| sys::sethostname("box"))
+    .and_then(|()| sys::loopback_up())
+    .and_then(|()| read_handed(spec_rd));
+    let handed = match handed {
+        Ok(Some(h)) => h,
+        // The helper went away (or never handed a box): nobody to tell.
+        Ok(None) => sys::exit_now(0),
+        Err(e) => {
+            send(&report, message::ERROR, e.to_string().as_bytes());
+            sys::exit_now(126)
+        }
+    };
+    if let Err(e) = sys::unshare(libc::CLONE_NEWNS) {
+        send(&report, message::ERROR, e.to_string().as_bytes());
+        sys::exit_now(126)
+    }
+    run(Child {
+        spec: &handed.spec,
+        table: &handed.table,
+        filters,
+        sync,
+        report,
+        clear_groups: handed.clear_groups,
+        address_space: handed.address_space,
+        ahead: true,
+    })
+}
+
+/// Reads the helper's [`Handed`]: `None` at end of file before any byte.
+fn read_handed(spec_rd: OwnedFd) -> Result<Option<Handed>> {
+    use std::io::Read;
+    let mut r = fs::File::from(spec_rd);
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < len.len() {
+        match r.read(&mut len[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(Error::Setup("the helper stopped mid-message".into())),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::Setup(format!("read the box's spec: {e}"))),
+        }
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_HANDED_BYTES {
+        return Err(Error::Setup(format!(
+            "the box's spec of {len} bytes exceeds {MAX_HANDED_BYTES}"
+        )));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)
+        .map_err(|e| Error::Setup(format!("read the box's spec: {e}")))?;
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| Error::Setup(format!("decode the box's spec: {e}")))
 }
 
 /// Entry point of the box's init. Never returns.
@@ -148,7 +223,10 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
     sys::raise_effective_caps()?;
 
     // 6. A hostname of our own (UTS namespace): the host's name says nothing to the command.
-    sys::sethostname("box")?;
+    //    (An init cloned ahead set it while it waited.)
+    if !c.ahead {
+        sys::sethostname("box")?;
+    }
 
     // 7. Build the new root on a tmpfs. It is mounted over /tmp of *this* mount namespace
     //    (the host's /tmp is untouched); the sources are already open, so hiding /tmp hides
@@ -185,8 +263,9 @@ fn setup(c: &Child<'_>) -> Result<libc::pid_t> {
         source,
     })?;
 
-    // 9. Network: in a new network namespace only `lo` exists, and it starts down.
-    if !c.spec.network {
+    // 9. Network: in a new network namespace only `lo` exists, and it starts down. (An init
+    //    cloned ahead brought it up while it waited.)
+    if !c.spec.network && !c.ahead {
         sys::loopback_up()?;
     }
     // 9b. The proxy's listener, made here because only a process in this network
@@ -519,12 +598,24 @@ fn resolve(name: &str, spec: &Spec) -> CString {
     fallback()
 }
 
-/// Init's loop: reap every child; when the command ends, report its status and exit, which
-/// makes the kernel kill the rest of the pid namespace.
+/// Init's loop: reap every child; when the command ends, end every other process of the
+/// box, reap them all, and only then report the command's status and exit.
+///
+/// The report is what lets the caller answer, so it says "the box's processes are all
+/// dead": `kill(-1, SIGKILL)` from pid 1 signals every other process of this pid namespace
+/// (the kernel walks them under the task list lock, so one forking meanwhile either is
+/// signalled itself, and its fork fails, or its child is walked too); every orphan is
+/// init's child, so `waitpid` failing with `ECHILD` means none is left, zombie or running.
+/// Init's own exit — tearing down the box's mount, network and other namespaces, which
+/// waits for RCU grace periods — comes after the report, off the answer's path. (Killing
+/// init instead, as the timeout does, makes the kernel do the same kill and wait, but only
+/// as part of that exit.)
 fn reap(c: &Child<'_>, command: libc::pid_t) -> ! {
     loop {
         match sys::waitpid(-1, 0) {
             Ok((pid, status)) if pid == command => {
+                let _ = sys::kill(-1, libc::SIGKILL);
+                while sys::waitpid(-1, 0).is_ok() {}
                 send(&c.report, message::EXIT, &status.to_be_bytes());
                 sys::exit_now(0);
             }

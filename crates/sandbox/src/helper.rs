@@ -12,7 +12,8 @@
 //!    cgroup's `tasks` files) or moves it there (v2), and lets it start the command;
 //! 4. waits for init to exit, for the timeout (then kills init: the kernel kills the whole pid
 //!    namespace), or for the caller to hang up (same);
-//! 5. removes the cgroup and answers the caller with a [`Report`] on the same socket.
+//! 5. answers the caller with a [`Report`] on the same socket, then removes the (empty)
+//!    cgroup: the box's processes are all dead before the report goes, the cleanup after.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -24,6 +25,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::{self, BoxCgroup};
+use seccompiler::BpfProgram;
+
 use crate::child::{self, Child, message};
 use crate::error::{Error, Result};
 use crate::spec::{BOX_UID, DEFAULT_ROOT_HOST_ID, MAX_SPEC_BYTES, Spec};
@@ -66,6 +69,16 @@ pub struct Report {
 /// Entry point of helper mode. Call it from `main` when the binary was started with
 /// [`crate::HELPER_ARG`] (or use [`crate::enter_helper_if_requested`]). Never returns.
 pub fn helper_main() -> ! {
+    run_helper(false)
+}
+
+/// A helper forked by the zygote (`pool.rs`): as [`helper_main`], but the next box's init
+/// is cloned before the spec comes ([`clone_ahead`]).
+pub(crate) fn pooled_helper_main() -> ! {
+    run_helper(true)
+}
+
+fn run_helper(ahead: bool) -> ! {
     if !sys::fd_is_open(3) {
         eprintln!("sandbox helper: no control socket on fd 3 (started by hand?)");
         std::process::exit(2);
@@ -79,7 +92,12 @@ pub fn helper_main() -> ! {
     // SAFETY: fd 3 is open (checked above; `run` placed it with dup2 before exec) and
     // nothing else in this process owns it. We take ownership of it here, once.
     let control = unsafe { UnixStream::from_raw_fd(3) };
-    let code = match serve(&control) {
+    let code = match sys::set_cloexec(control.as_raw_fd()).and_then(|()| {
+        // Built while idle, with nothing of any session; without it (namespaces refused,
+        // say) the box is cloned when its spec comes, and fails there with the reason.
+        let ahead = if ahead { clone_ahead().ok() } else { None };
+        serve(&control, ahead)
+    }) {
         Ok(()) => 0,
         Err(e) => {
             let _ = write_frame(
@@ -96,9 +114,13 @@ pub fn helper_main() -> ! {
     std::process::exit(code)
 }
 
-fn serve(control: &UnixStream) -> Result<()> {
-    sys::set_cloexec(control.as_raw_fd())?;
-    let spec: Spec = read_frame(control)?;
+fn serve(control: &UnixStream, ahead: Option<Ahead>) -> Result<()> {
+    let spec: Result<Spec> = read_frame(control);
+    // The caller waits for this byte before anything else (`run.rs`, `hand_over`): from here
+    // on this helper holds the call's spec, so if it dies the call fails; before it, the
+    // caller may hand the spec to another helper, as nothing of it ran.
+    let _ = (&*control).write_all(&[SPEC_TAKEN]);
+    let spec = spec?;
     // A proxy box's caller reads one message before the report: the listener, or nothing
     // when the box failed before it had one.
     let mut handed = false;
@@ -106,13 +128,16 @@ fn serve(control: &UnixStream) -> Result<()> {
         handed = true;
         let _ = sys::send_with_fds(control, &fds);
     };
-    let report = match run_box(&spec, Some(control), &mut hand) {
-        Ok(r) => r,
-        Err(e) => Report {
-            result: Err(e.to_string()),
-            oom_killed: false,
-            cgroup_limits: false,
-        },
+    let (report, rest) = match run_box(&spec, Some(control), &mut hand, ahead) {
+        Ok(ended) => (ended.report.clone(), Some(ended)),
+        Err(e) => (
+            Report {
+                result: Err(e.to_string()),
+                oom_killed: false,
+                cgroup_limits: false,
+            },
+            None,
+        ),
     };
     if spec.proxy && !handed {
         sys::send_with_fds(control, &[]).map_err(|source| Error::HelperIo {
@@ -120,8 +145,51 @@ fn serve(control: &UnixStream) -> Result<()> {
             source,
         })?;
     }
-    write_frame(control, &report)
+    // The report goes out first: every process of the box is dead already (init said so
+    // after killing and reaping them all, or init itself was reaped, which the kernel does
+    // only after the rest of its pid namespace). Init's exit, the empty cgroup's removal
+    // and the sweep are not on the caller's path; if this process is killed before they are
+    // done, init dies with it (its parent-death signal) and the next box's sweep removes
+    // the cgroup (`cgroup.rs`).
+    let sent = write_frame(control, &report);
+    if let Some(rest) = rest {
+        rest.finish();
+    }
+    sent
 }
+
+/// What [`run_box`] leaves behind: the report, and what is left to do once it is out —
+/// init to reap (it has reported that every other process of the box is dead, and exits),
+/// the box's cgroup to remove (empty), dead supervisors' cgroups to sweep.
+pub(crate) struct Ended {
+    pub report: Report,
+    cgroup: Option<BoxCgroup>,
+    init: Option<libc::pid_t>,
+    sweep: Option<cgroup::Layout>,
+}
+
+impl Ended {
+    /// Reaps init, removes the box's cgroup and sweeps; returns the report.
+    pub(crate) fn finish(self) -> Report {
+        let Ended {
+            report,
+            cgroup,
+            init,
+            sweep,
+        } = self;
+        if let Some(pid) = init {
+            let _ = sys::waitpid(pid, 0);
+        }
+        drop(cgroup);
+        if let Some(layout) = &sweep {
+            cgroup::sweep(layout);
+        }
+        report
+    }
+}
+
+/// The byte a helper answers a spec with, at once: it has it (`hand_over` in `run.rs`).
+pub(crate) const SPEC_TAKEN: u8 = b'T';
 
 /// Writes one frame: 4-byte big-endian length, then JSON. Shared with the caller side.
 pub(crate) fn write_frame<T: Serialize>(mut w: &UnixStream, value: &T) -> Result<()> {
@@ -165,15 +233,28 @@ pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(mut r: &UnixStream) -> Re
 /// ([`crate::run_in_process`]), which must then be single-threaded.
 /// A [`Spec::proxy`] box's listener goes to `hand` once init has made it (before the
 /// command starts).
+/// `ahead`: an init cloned before the spec came ([`clone_ahead`]), used unless the spec
+/// shares the host's network.
 pub(crate) fn run_box(
     spec: &Spec,
     control: Option<&UnixStream>,
     hand: &mut dyn FnMut(Vec<OwnedFd>),
-) -> Result<Report> {
+    ahead: Option<Ahead>,
+) -> Result<Ended> {
+    let ahead = match ahead {
+        Some(a) if spec.network => {
+            a.discard();
+            None
+        }
+        a => a,
+    };
     // Everything that can fail without a namespace fails here, first.
     spec.validate()?;
     let table = crate::mounts::mount_table(spec)?;
-    let filters = crate::seccomp::compile()?;
+    let filters = match &ahead {
+        Some(a) => a.filters.clone(),
+        None => crate::seccomp::compile()?,
+    };
     if spec.require.landlock && crate::landlock::abi_version() <= 0 {
         return Err(Error::Unavailable {
             protection: "landlock",
@@ -209,7 +290,11 @@ pub(crate) fn run_box(
 
     // Cgroup limits, where a writable cgroup exists (required if the spec says so). Only
     // found here; the cgroup is made after the clone, while init builds the root.
-    let layout = match cgroup::detect() {
+    let detected = match &ahead {
+        Some(a) => a.layout.clone(),
+        None => cgroup::detect(),
+    };
+    let layout = match detected {
         Ok(layout) => Some(layout),
         Err(reason) if spec.require.cgroups => {
             return Err(Error::Unavailable {
@@ -227,39 +312,61 @@ pub(crate) fn run_box(
         layout.as_ref().is_some_and(cgroup::Layout::bounds_memory),
     )
     .unwrap_or(libc::RLIM_INFINITY);
-    let (sync, sync_child) = sys::seqpacket_pair()?;
-    let (report_rd, report_wr) = sys::pipe()?;
-    let mut flags = libc::CLONE_NEWUSER
-        | libc::CLONE_NEWNS
-        | libc::CLONE_NEWPID
-        | libc::CLONE_NEWIPC
-        | libc::CLONE_NEWUTS
-        | libc::CLONE_NEWCGROUP;
-    if !spec.network {
-        flags |= libc::CLONE_NEWNET;
-    }
-    // SAFETY: the helper is single-threaded: it is a fresh exec that starts no threads (or,
-    // in process, `run_in_process` checked that the caller has exactly one thread).
-    let pid = unsafe { sys::clone_fork(flags)? };
-    if pid == 0 {
-        drop(sync);
-        drop(report_rd);
-        if control.is_none() {
-            // A copy of the caller's own process: nothing of its environment stays in init.
-            sys::scrub_environ();
+    let (pid, sync, report_rd, handed) = match ahead {
+        Some(a) => {
+            let Ahead {
+                pid,
+                sync,
+                report_rd,
+                spec_wr,
+                ..
+            } = a;
+            let handed = Handed {
+                spec: spec.clone(),
+                table: table.clone(),
+                address_space,
+                clear_groups: root,
+            };
+            (pid, sync, report_rd, Some((spec_wr, handed)))
         }
-        child::run(Child {
-            spec,
-            table: &table,
-            filters: &filters,
-            sync: sync_child,
-            report: report_wr,
-            clear_groups: root,
-            address_space,
-        });
-    }
-    drop(sync_child);
-    drop(report_wr);
+        None => {
+            let (sync, sync_child) = sys::seqpacket_pair()?;
+            let (report_rd, report_wr) = sys::pipe()?;
+            let mut flags = libc::CLONE_NEWUSER
+                | libc::CLONE_NEWNS
+                | libc::CLONE_NEWPID
+                | libc::CLONE_NEWIPC
+                | libc::CLONE_NEWUTS
+                | libc::CLONE_NEWCGROUP;
+            if !spec.network {
+                flags |= libc::CLONE_NEWNET;
+            }
+            // SAFETY: the helper is single-threaded: it is a fresh exec (or fork of the
+            // zygote) that starts no threads, or, in process, `run_in_process` checked that
+            // the caller has exactly one thread.
+            let pid = unsafe { sys::clone_fork(flags)? };
+            if pid == 0 {
+                drop(sync);
+                drop(report_rd);
+                if control.is_none() {
+                    // A copy of the caller's own process: nothing of its environment stays
+                    // in init.
+                    sys::scrub_environ();
+                }
+                child::run(Child {
+                    spec,
+                    table: &table,
+                    filters: &filters,
+                    sync: sync_child,
+                    report: report_wr,
+                    clear_groups: root,
+                    address_space,
+                    ahead: false,
+                });
+            }
+            (pid, sync, report_rd, None)
+        }
+    };
     if control.is_some() {
         // The helper process: init holds the box's stdio now; let go of ours, so the
         // caller's end sees end-of-file as soon as the box's command closes its stdout.
@@ -274,8 +381,16 @@ pub(crate) fn run_box(
     // writing `0` to them (fast: see `cgroup.rs`); on v2 we move init here first (which can
     // wait for an RCU grace period, also overlapped with init's build). Init starts nothing
     // before the second go-ahead, so the command always runs inside the limits.
+    //
+    // An init cloned ahead gets what it builds (the spec, the mount table) once the maps
+    // exist, before the first go-ahead; it makes its mount namespace then, from ours as it
+    // is now.
     let mut cg: Option<BoxCgroup> = None;
     let admitted = write_id_maps(pid, root, host_uid, host_gid)
+        .and_then(|()| match handed {
+            Some((spec_wr, handed)) => hand_to_init(spec_wr, &handed),
+            None => Ok(()),
+        })
         .and_then(|()| go_ahead(&sync, &[]))
         .and_then(|()| {
             let Some(layout) = &layout else {
@@ -330,15 +445,19 @@ pub(crate) fn run_box(
     }
 
     // While the box runs (we are idle): remove cgroups that killed supervisors left behind.
-    if let Some(layout) = &layout {
+    // A helper process does it after its report instead (`Ended::finish`): a short command
+    // ends before a sweep does.
+    if control.is_none()
+        && let Some(layout) = &layout
+    {
         cgroup::sweep(layout);
     }
 
-    let (messages, timed_out) = supervise(pid, report_rd, control, started + spec.limits.timeout)?;
+    let (messages, timed_out, reaped) =
+        supervise(pid, report_rd, control, started + spec.limits.timeout)?;
     drop(sync);
     let oom_killed = cg.as_ref().is_some_and(BoxCgroup::oom_killed);
     let cgroup_limits = cg.is_some();
-    drop(cg);
 
     let result = if timed_out {
         Ok(Status::TimedOut)
@@ -356,10 +475,15 @@ pub(crate) fn run_box(
             describe_status(messages.init_status)
         ))
     };
-    Ok(Report {
-        result,
-        oom_killed,
-        cgroup_limits,
+    Ok(Ended {
+        report: Report {
+            result,
+            oom_killed,
+            cgroup_limits,
+        },
+        cgroup: cg,
+        init: (!reaped).then_some(pid),
+        sweep: layout.filter(|_| control.is_some()),
     })
 }
 
@@ -382,6 +506,93 @@ fn write_id_maps(pid: libc::pid_t, root: bool, uid: u32, gid: u32) -> Result<()>
     write("gid_map", format!("{BOX_UID} {gid} 1\n"))
 }
 
+/// A box's init cloned before any spec came, by an idle pooled helper: in new user, pid,
+/// network, ipc, uts and cgroup namespaces, its hostname set and `lo` up, holding nothing of
+/// any session. It waits on a pipe for what to build ([`Handed`]), and makes its mount
+/// namespace then (`child.rs`, `ahead`): a copy of the host's mounts as they are at the
+/// call, not as they were while it waited.
+pub(crate) struct Ahead {
+    pid: libc::pid_t,
+    sync: OwnedFd,
+    report_rd: OwnedFd,
+    spec_wr: OwnedFd,
+    /// Found while idle too: the seccomp filter, and where the box's cgroup can go.
+    filters: Vec<BpfProgram>,
+    layout: std::result::Result<cgroup::Layout, String>,
+}
+
+/// What a cloned-ahead init is handed at the call: what an init cloned at the call would
+/// have had in its memory.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Handed {
+    pub spec: Spec,
+    pub table: Vec<crate::mounts::MountEntry>,
+    pub address_space: u64,
+    pub clear_groups: bool,
+}
+
+/// Most bytes of a [`Handed`]: the largest spec and a table as large again.
+pub(crate) const MAX_HANDED_BYTES: usize = 2 * MAX_SPEC_BYTES;
+
+impl Ahead {
+    /// Kills the init cloned ahead and reaps it (a spec it cannot serve came).
+    fn discard(self) {
+        let _ = sys::kill(self.pid, libc::SIGKILL);
+        let _ = sys::waitpid(self.pid, 0);
+    }
+}
+
+/// Clones the next box's init while idle (see [`Ahead`]). Only from a single-threaded
+/// process that holds nothing of any session: a helper the zygote forked, before it read a
+/// spec.
+pub(crate) fn clone_ahead() -> Result<Ahead> {
+    let filters = crate::seccomp::compile()?;
+    let (sync, sync_child) = sys::seqpacket_pair()?;
+    let (report_rd, report_wr) = sys::pipe()?;
+    let (spec_rd, spec_wr) = sys::pipe()?;
+    let flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWCGROUP
+        | libc::CLONE_NEWNET;
+    // SAFETY: a pooled helper is single-threaded: a fork of the single-threaded zygote that
+    // starts no threads.
+    let pid = unsafe { sys::clone_fork(flags)? };
+    if pid == 0 {
+        drop(sync);
+        drop(report_rd);
+        drop(spec_wr);
+        child::ahead(sync_child, report_wr, spec_rd, &filters);
+    }
+    Ok(Ahead {
+        pid,
+        sync,
+        report_rd,
+        spec_wr,
+        filters,
+        layout: cgroup::detect(),
+    })
+}
+
+/// Writes `handed` to an init cloned ahead: 4-byte big-endian length, then JSON.
+fn hand_to_init(spec_wr: OwnedFd, handed: &Handed) -> Result<()> {
+    let body = serde_json::to_vec(handed).map_err(|e| Error::Helper(format!("encode: {e}")))?;
+    if body.len() > MAX_HANDED_BYTES {
+        return Err(Error::Helper(format!(
+            "box of {} bytes exceeds {MAX_HANDED_BYTES}",
+            body.len()
+        )));
+    }
+    let mut w = fs::File::from(spec_wr);
+    w.write_all(&(body.len() as u32).to_be_bytes())
+        .and_then(|()| w.write_all(&body))
+        .map_err(|source| Error::HelperIo {
+            context: "hand the box to its init",
+            source,
+        })
+}
+
 /// One go-ahead to init: a one-byte message, carrying `fds` if any.
 fn go_ahead(sync: &OwnedFd, fds: &[OwnedFd]) -> Result<()> {
     sys::send_with_fds(sync, fds).map_err(|source| Error::HelperIo {
@@ -398,13 +609,16 @@ struct Messages {
     init_status: i32,
 }
 
-/// Waits for init to end, killing it at the deadline or when the caller hangs up.
+/// Waits for init to end — or to report that the command ended and every other process
+/// of the box is dead (`child.rs`, `reap`) — killing it at the deadline or when the caller
+/// hangs up. Returns what init said, whether the box timed out, and whether init was
+/// reaped (else it is exiting, and the caller reaps it).
 fn supervise(
     pid: libc::pid_t,
     report: OwnedFd,
     control: Option<&UnixStream>,
     deadline: Instant,
-) -> Result<(Messages, bool)> {
+) -> Result<(Messages, bool, bool)> {
     let pidfd = sys::pidfd_open(pid)?;
     let mut report = Some(fs::File::from(report));
     let mut buf = Vec::new();
@@ -434,6 +648,10 @@ fn supervise(
                     if buf.len() < 65536 {
                         buf.extend_from_slice(&chunk[..n]);
                     }
+                    // Init's last message: the box is over, init exits.
+                    if !killed && parse_messages(&buf).exit.is_some() {
+                        return Ok((parse_messages(&buf), timed_out, false));
+                    }
                 }
             }
         }
@@ -461,7 +679,7 @@ fn supervise(
     }
     let mut m = parse_messages(&buf);
     m.init_status = status;
-    Ok((m, timed_out))
+    Ok((m, timed_out, true))
 }
 
 fn parse_messages(mut buf: &[u8]) -> Messages {

@@ -60,6 +60,7 @@ mod floor;
 mod helper;
 mod landlock;
 mod mounts;
+mod pool;
 mod run;
 mod seccomp;
 mod spec;
@@ -73,6 +74,7 @@ pub use error::{Error, Result};
 pub use floor::bench_floor;
 pub use helper::{Report, Status, helper_main};
 pub use mounts::{MountEntry, MountKind, describe as describe_mounts, mount_table};
+pub use pool::{HELPER_NAME, HelperPool, IDLE_HELPERS, ZYGOTE_FLAG};
 pub use run::{
     BoxProcess, HELPER_ARG, HelperCommand, Outcome, Stopper, enter_helper_if_requested, run,
     run_in_process, run_stoppable, run_with_listener, spawn,

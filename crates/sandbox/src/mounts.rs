@@ -17,13 +17,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::spec::{BOX_UID, Spec};
 
 /// One line of the mount table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MountEntry {
     /// Path inside the box.
     pub at: PathBuf,
@@ -31,7 +31,7 @@ pub struct MountEntry {
 }
 
 /// What is placed at a path of the box.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum MountKind {
     /// A bind mount of a host path (already canonical), read-only unless `write`.

@@ -6,12 +6,13 @@
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -47,7 +48,11 @@ impl HelperCommand {
 /// If this process was started in helper mode, become the helper (never returns); otherwise
 /// return. Call it first thing in `main` of any binary that runs boxes.
 pub fn enter_helper_if_requested() {
-    if std::env::args_os().nth(1).is_some_and(|a| a == HELPER_ARG) {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == HELPER_ARG) {
+        if args.next().is_some_and(|a| a == crate::pool::ZYGOTE_FLAG) {
+            crate::pool::zygote_main();
+        }
         crate::helper::helper_main();
     }
 }
@@ -89,19 +94,27 @@ pub fn run_with_listener(
 
 /// Ends a box from any thread while [`run_stoppable`] (or a [`BoxProcess`]) runs it: its
 /// helper kills the box's init, so the kernel kills every process of its pid namespace, and
-/// the run returns once the helper has reaped them and removed the box's cgroup.
+/// the run returns once the helper has reaped them, removed the box's cgroup and exited.
+/// (A box that was not stopped may be answered for sooner: once every process of it is
+/// dead, its helper's cleanup following.)
 ///
 /// A clone of the caller's end of the helper's socket: the helper reads nothing after the
 /// spec, so end-of-file there means "kill the box now" — the same signal a caller that
 /// vanished gives. Stopping is idempotent, and does nothing once the box has ended.
 #[derive(Debug, Clone)]
-pub struct Stopper(Arc<UnixStream>);
+pub struct Stopper {
+    control: Arc<UnixStream>,
+    stopped: Arc<AtomicBool>,
+}
 
 impl Stopper {
     fn of(control: &UnixStream) -> Result<Self> {
         control
             .try_clone()
-            .map(|c| Self(Arc::new(c)))
+            .map(|c| Self {
+                control: Arc::new(c),
+                stopped: Arc::default(),
+            })
             .map_err(|source| Error::HelperIo {
                 context: "keep a way to stop the box",
                 source,
@@ -111,8 +124,9 @@ impl Stopper {
     /// Asks the box's helper to kill the box now; returns at once (the run that holds the
     /// box returns when it is gone).
     pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
         // Our write half only: the helper's report still reaches the run.
-        let _ = self.0.shutdown(std::net::Shutdown::Write);
+        let _ = self.control.shutdown(std::net::Shutdown::Write);
     }
 }
 
@@ -127,47 +141,162 @@ pub fn run_stoppable(
     serve: &mut dyn FnMut(TcpListener),
 ) -> Result<Outcome> {
     spec.validate()?;
-    let started = Instant::now();
-    let capture = match &spec.io {
-        Io::Inherit => None,
-        Io::Capture { stdin, output_cap } => Some((stdin.clone(), *output_cap)),
-    };
-    let (mut child, ours) = start_helper(helper, capture.is_some())?;
-    match Stopper::of(&ours) {
-        Ok(s) => stopper(s),
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
+    let began = Instant::now();
+    let started = Started::exec(helper, spec.io != Io::Inherit)?;
+    if let Err(e) = hand_over(&started.control, spec) {
+        started.abandon(&mut drop);
+        return Err(e);
+    }
+    drive(spec, started, began, stopper, serve, &mut drop)
+}
+
+/// Hands `spec` to a helper waiting for one and waits for its one-byte answer that it has
+/// it ([`crate::helper`]'s `SPEC_TAKEN`). An `Err` means the helper never took the spec —
+/// it had died, or died before reading it — so nothing of the box ran.
+pub(crate) fn hand_over(control: &UnixStream, spec: &Spec) -> Result<()> {
+    write_frame(control, spec)?;
+    let mut answer = [0u8; 1];
+    match (&*control).read(&mut answer) {
+        Ok(1) if answer[0] == crate::helper::SPEC_TAKEN => Ok(()),
+        Ok(_) => Err(Error::Helper(
+            "the helper ended before it took the box's spec".into(),
+        )),
+        Err(source) => Err(Error::HelperIo {
+            context: "read the helper's answer to the spec",
+            source,
+        }),
+    }
+}
+
+/// A helper ready for one box, waiting for its spec: our end of its control socket, our
+/// ends of its stdio pipes (none when it shares ours), and the process when we started it
+/// ourselves (a pre-forked helper's parent is the zygote, which reaps it: `pool.rs`).
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub control: UnixStream,
+    pub stdin: Option<OwnedFd>,
+    pub stdout: Option<OwnedFd>,
+    pub stderr: Option<OwnedFd>,
+    pub child: Helper,
+}
+
+/// Whose child a helper is, and so who waits for it.
+#[derive(Debug)]
+pub(crate) enum Helper {
+    /// Started by us (fork and exec): waited for before the run returns, so its cleanup
+    /// (the box's cgroup) is done by then.
+    Exec(std::process::Child),
+    /// Forked by the zygote as our child (`CLONE_PARENT`, `pool.rs`): waited for before
+    /// the run returns when its box was stopped, else later, by the pool.
+    Pooled(u32),
+}
+
+impl Started {
+    /// Starts a helper of our own (fork and exec of `helper`), its stdio piped (`piped`) or
+    /// shared with ours.
+    pub(crate) fn exec(helper: &HelperCommand, piped: bool) -> Result<Self> {
+        let (mut child, control) = start_helper(helper, piped)?;
+        Ok(Self {
+            control,
+            stdin: child.stdin.take().map(OwnedFd::from),
+            stdout: child.stdout.take().map(OwnedFd::from),
+            stderr: child.stderr.take().map(OwnedFd::from),
+            child: Helper::Exec(child),
+        })
     }
 
+    /// Gives the helper up: it reads end of file and exits (killing its box, if it had
+    /// one).
+    pub(crate) fn abandon(self, reap_later: &mut dyn FnMut(u32)) {
+        let Started { control, child, .. } = self;
+        drop(control);
+        match child {
+            Helper::Exec(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Helper::Pooled(pid) => reap_later(pid),
+        }
+    }
+}
+
+/// Runs `spec` on a helper that took it ([`hand_over`]): feeds stdin, captures the output,
+/// and turns the helper's report into an [`Outcome`]. `stopper` gets the box's [`Stopper`]
+/// first thing (a caller that was stopped meanwhile stops the box at once). Returns once
+/// the report is in and the output has ended (every process of the box is dead by then); a
+/// helper we started ourselves is waited for too, so its cgroup is gone when this returns.
+pub(crate) fn drive(
+    spec: &Spec,
+    started: Started,
+    began: Instant,
+    stopper: &mut dyn FnMut(Stopper),
+    serve: &mut dyn FnMut(TcpListener),
+    reap_later: &mut dyn FnMut(u32),
+) -> Result<Outcome> {
+    let capture = match &spec.io {
+        Io::Inherit => None,
+        Io::Capture { stdin, output_cap } => Some((stdin, *output_cap)),
+    };
+    let stopped = match Stopper::of(&started.control) {
+        Ok(s) => {
+            let stopped = s.stopped.clone();
+            stopper(s);
+            stopped
+        }
+        Err(e) => {
+            started.abandon(reap_later);
+            return Err(e);
+        }
+    };
+    let Started {
+        control: ours,
+        stdin,
+        stdout,
+        stderr,
+        child,
+    } = started;
+
+    // A proxy box's listener first, as soon as it comes (while the box is being built):
+    // a caller that does not keep it should have dropped it before the command runs.
+    let listened = if spec.proxy {
+        take_listener(&ours).map(|l| l.map(&mut *serve)).map(drop)
+    } else {
+        Ok(())
+    };
     let mut readers = Vec::new();
     if let Some((stdin_bytes, cap)) = capture {
-        if let Some(mut w) = child.stdin.take() {
+        if let Some(w) = stdin
+            && !stdin_bytes.is_empty()
+        {
+            let mut w = std::fs::File::from(w);
+            let stdin_bytes = stdin_bytes.clone();
             // A command that does not read its stdin makes this write fail; that is fine.
             thread::spawn(move || {
                 let _ = w.write_all(&stdin_bytes);
             });
         }
-        if let Some(r) = child.stdout.take() {
+        if let Some(r) = stdout {
+            let r = std::fs::File::from(r);
             readers.push(thread::spawn(move || read_capped(r, cap)));
         }
-        if let Some(r) = child.stderr.take() {
+        if let Some(r) = stderr {
+            let r = std::fs::File::from(r);
             readers.push(thread::spawn(move || read_capped(r, cap)));
         }
     }
 
-    let sent = write_frame(&ours, spec).and_then(|()| {
-        if spec.proxy
-            && let Some(listener) = take_listener(&ours)?
-        {
-            serve(listener);
+    let report: Result<Report> = listened.and_then(|()| read_frame(&ours));
+    match child {
+        Helper::Exec(mut child) => {
+            let _ = child.wait();
         }
-        Ok(())
-    });
-    let report: Result<Report> = sent.and_then(|()| read_frame(&ours));
-    let _ = child.wait();
+        // A stopped box (a reset, say) is over only when nothing of it runs, its helper
+        // included: whoever stopped it may go on at once (lower the session's label).
+        Helper::Pooled(pid) if stopped.load(Ordering::SeqCst) => {
+            let _ = crate::sys::waitpid(pid as libc::pid_t, 0);
+        }
+        Helper::Pooled(pid) => reap_later(pid),
+    }
     let mut outputs = readers.into_iter().map(|h| h.join().unwrap_or_default());
     let (stdout, stdout_truncated) = outputs.next().unwrap_or_default();
     let (stderr, stderr_truncated) = outputs.next().unwrap_or_default();
@@ -181,7 +310,7 @@ pub fn run_stoppable(
         stderr_truncated,
         oom_killed: report.oom_killed,
         cgroup_limits: report.cgroup_limits,
-        elapsed: started.elapsed(),
+        elapsed: began.elapsed(),
     })
 }
 
@@ -243,7 +372,9 @@ pub fn run_in_process(spec: &Spec, helper: &HelperCommand) -> Result<Outcome> {
     }
     spec.validate()?;
     let started = Instant::now();
-    let report = crate::helper::run_box(spec, None, &mut drop)?;
+    // This process is the supervisor: its caller gets the answer once init is reaped and
+    // the cgroup is gone.
+    let report = crate::helper::run_box(spec, None, &mut drop, None)?.finish();
     let status = report.result.map_err(Error::Setup)?;
     Ok(Outcome {
         status,
@@ -285,7 +416,7 @@ pub struct BoxProcess {
 pub fn spawn(spec: &Spec, helper: &HelperCommand) -> Result<BoxProcess> {
     spec.validate()?;
     let (mut child, ours) = start_helper(helper, true)?;
-    let listener = write_frame(&ours, spec).and_then(|()| {
+    let listener = hand_over(&ours, spec).and_then(|()| {
         if spec.proxy {
             take_listener(&ours)
         } else {

@@ -440,6 +440,42 @@ pub(crate) unsafe fn clone_fork(flags: libc::c_int) -> Result<libc::pid_t> {
     Ok(cvt(ret, "clone", || format!("{flags:#x}"))? as libc::pid_t)
 }
 
+/// Names this process (`PR_SET_NAME`: `/proc/PID/comm`, 15 bytes at most).
+pub(crate) fn set_name(name: &str) -> Result<()> {
+    let c = cstr(name.as_ref())?;
+    // SAFETY: `c` is a valid C string that outlives the call; the kernel copies at most 16
+    // bytes of it.
+    cvt(
+        unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr() as libc::c_ulong, 0, 0, 0) },
+        "prctl",
+        || format!("PR_SET_NAME {name}"),
+    )?;
+    Ok(())
+}
+
+/// Moves `fd` to `to` (`dup2`, which clears close-on-exec on the copy), and closes `fd`
+/// unless it already was `to`.
+pub(crate) fn move_fd(fd: OwnedFd, to: RawFd) -> Result<()> {
+    use std::os::fd::IntoRawFd;
+    let raw = fd.into_raw_fd();
+    if raw == to {
+        // SAFETY: integer arguments on the descriptor we just took from `fd`.
+        cvt(
+            unsafe { libc::fcntl(to, libc::F_SETFD, 0) },
+            "fcntl",
+            || format!("F_SETFD {to}"),
+        )?;
+        return Ok(());
+    }
+    // SAFETY: `raw` is open and ours; dup2 atomically replaces `to`, closing what it was.
+    let duped = cvt(unsafe { libc::dup2(raw, to) }, "dup2", || {
+        format!("{raw} -> {to}")
+    });
+    // SAFETY: `raw` came from `into_raw_fd`: nothing else owns or closes it.
+    unsafe { libc::close(raw) };
+    duped.map(drop)
+}
+
 pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
@@ -713,6 +749,15 @@ pub(crate) fn probe_in_child(f: impl FnOnce() -> libc::c_int) -> Result<libc::c_
     } else {
         255
     })
+}
+
+/// `unshare(2)`: this process leaves the namespaces `flags` names for new ones.
+pub(crate) fn unshare(flags: libc::c_int) -> Result<()> {
+    // SAFETY: integer argument.
+    cvt(unsafe { libc::unshare(flags) }, "unshare", || {
+        format!("{flags:#x}")
+    })?;
+    Ok(())
 }
 
 /// Raw `unshare(2)` returning errno (0 on success), for probes in forked children.

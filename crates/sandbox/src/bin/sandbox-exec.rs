@@ -5,17 +5,20 @@
 //! sandbox-exec --workspace DIR [--mount HOST:AT[:rw]] [--network] [--env NAME]
 //!              [--memory BYTES] [--address-space BYTES|unlimited] [--processes N]
 //!              [--file-size BYTES] [--timeout SECS]
-//!              [--capture BYTES] [--via-helper] -- CMD [ARGS...]
+//!              [--capture BYTES] [--via-helper | --pool] -- CMD [ARGS...]
 //! sandbox-exec --doctor
 //! ```
 //!
 //! Without `--capture` it runs the box as `boxmaker box exec` does, with
 //! [`sandbox::run_in_process`] (this single-threaded process is the helper); `--via-helper`
-//! starts a separate helper process instead, as the runner does ([`sandbox::run`]).
+//! starts a separate helper process instead ([`sandbox::run`]); `--pool` (with `--capture`)
+//! runs it on a pre-forked helper, as the runner runs a `run` call ([`sandbox::HelperPool`]):
+//! the pool is filled first, and the summary line says whether an idle helper built the box.
 //!
 //! Exit status: the command's (128 + signal, 124 on timeout); 125 when the box failed.
 //! `--capture` runs with captured output (stdin empty), then prints it, and a summary line on
-//! stderr: `sandbox-exec: stdout_bytes=N stdout_truncated=B oom_killed=B cgroup_limits=B status=S`.
+//! stderr: `sandbox-exec: stdout_bytes=N stdout_truncated=B oom_killed=B cgroup_limits=B status=S`
+//! (and ` pooled=B` with `--pool`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -39,6 +42,7 @@ fn real_main() -> Result<i32, String> {
     let mut spec = Spec::new(Vec::new(), "");
     let mut capture: Option<usize> = None;
     let mut via_helper = false;
+    let mut pool = false;
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         let num = |v: String| v.parse::<u64>().map_err(|e| format!("{v}: {e}"));
@@ -51,6 +55,7 @@ fn real_main() -> Result<i32, String> {
             "--workspace" => spec.workspace = value("--workspace")?.into(),
             "--network" => spec.network = true,
             "--via-helper" => via_helper = true,
+            "--pool" => pool = true,
             "--mount" => {
                 let v = value("--mount")?;
                 let parts: Vec<&str> = v.split(':').collect();
@@ -96,7 +101,19 @@ fn real_main() -> Result<i32, String> {
         };
     }
     let helper = HelperCommand::current_exe().map_err(|e| e.to_string())?;
-    let outcome = if via_helper {
+    let mut pooled = None;
+    let outcome = if pool {
+        if capture.is_none() {
+            return Err("--pool needs --capture".into());
+        }
+        let pool = sandbox::HelperPool::new(helper);
+        if pool.prefill(Duration::from_secs(30)) == 0 {
+            return Err("no idle helper after 30 s".into());
+        }
+        let out = pool.run_stoppable(&spec, &mut drop, &mut drop);
+        pooled = Some(pool.served() > 0);
+        out
+    } else if via_helper {
         sandbox::run(&spec, &helper)
     } else {
         sandbox::run_in_process(&spec, &helper)
@@ -113,6 +130,9 @@ fn real_main() -> Result<i32, String> {
             outcome.cgroup_limits,
             outcome.status
         );
+        if let Some(p) = pooled {
+            eprintln!("sandbox-exec: pooled={p}");
+        }
     }
     Ok(outcome.status.exit_code())
 }
