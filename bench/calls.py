@@ -228,7 +228,7 @@ async def latency(path, n):
     return await session(command, args, "lat", body)
 
 
-async def paired(anchor, ours, n):
+async def paired(anchor, ours, n, session_name="lat"):
     """Two paths side by side: both sessions open at once, then n rounds of one call on
     each, in alternating order, so both see the same moment of a busy machine. Returns
     each path's stats and the median of the per-round ratios (ours / anchor)."""
@@ -252,7 +252,7 @@ async def paired(anchor, ours, n):
                     assert not res.is_error, res
             ratios = sorted(b / a for a, b in zip(ta, tb))
             return stats(ta), stats(tb), ratios[len(ratios) // 2]
-        return await session(b_cmd, b_args, "lat", body_b)
+        return await session(b_cmd, b_args, session_name, body_b)
 
     return await session(a_cmd, a_args, "anchor", body_a)
 
@@ -389,23 +389,36 @@ async def main():
             remote = subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "remote_echo_server.py"),
                                        str(REMOTE_PORT), REMOTE_TOKEN])
             wait_port(REMOTE_PORT)
-        for anchor, ours in pairs:
-            if not N:
-                break
-            if anchor in names and ours in names:
-                a, b, r = await paired(ps[anchor], ps[ours], N)
-                results[anchor], results[ours] = a, b
-                results[ours]["paired_ratio"] = r
-            else:
-                for name in (anchor, ours):
-                    if name in names:
-                        results[name] = await latency(ps[name], N)
-        for name in names:
-            if SECONDS and not name.startswith("remote/"):
-                rates[name] = throughput(ps[name], sessions, d, SECONDS)
-        if remote:
-            remote.terminate()
-            remote.wait()
+        try:
+            await measure(pairs, names, ps, results, rates, sessions, d)
+        finally:
+            if remote:
+                remote.terminate()
+                remote.wait()
+    report(results, rates)
+
+
+async def measure(pairs, names, ps, results, rates, sessions, d):
+    for anchor, ours in pairs:
+        if not N:
+            break
+        if anchor in names and ours in names:
+            # A session of its own per pair: what one pair's calls read (read_file's
+            # internal file) must not decide another's (remote is cleared for public).
+            name = "lat" if anchor.startswith("read_file") else "lat-" + anchor.split("/")[0]
+            a, b, r = await paired(ps[anchor], ps[ours], N, name)
+            results[anchor], results[ours] = a, b
+            results[ours]["paired_ratio"] = r
+        else:
+            for name in (anchor, ours):
+                if name in names:
+                    results[name] = await latency(ps[name], N)
+    for name in names:
+        if SECONDS and not name.startswith("remote/"):
+            rates[name] = throughput(ps[name], sessions, d, SECONDS)
+
+
+def report(results, rates):
     print(f"{'path':<20} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'paired':>7}")
     for k, v in results.items():
         r = f"{v['paired_ratio']:7.2f}" if "paired_ratio" in v else ""
