@@ -314,35 +314,26 @@ fn a_mount_path_swapped_for_a_symlink_is_never_followed() {
     // Something swaps the mount's host path for a symlink to an unmounted directory.
     std::fs::rename(env.dir.join("notes"), env.dir.join("notes.old")).unwrap();
     std::os::unix::fs::symlink(env.dir.join("private"), env.dir.join("notes")).unwrap();
+    let refused = |session: &str, why: &str| {
+        let o = env.run(&[
+            "call",
+            "--session",
+            session,
+            "read_file",
+            r#"{"path":"/data/notes/key"}"#,
+        ]);
+        assert!(
+            !stdout(&o).contains(SECRET),
+            "the swapped path was followed"
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains(why), "{}", stderr(&o));
+    };
     // Session s's warm file box (docs/spec.md §4) was built before the swap: it still shows
     // the directory the config named, which no longer holds anything called `key`.
-    let o = env.run(&[
-        "call",
-        "--session",
-        "s",
-        "read_file",
-        r#"{"path":"/data/notes/key"}"#,
-    ]);
-    assert!(
-        !stdout(&o).contains(SECRET),
-        "the swapped path was followed"
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no such file"), "{}", stderr(&o));
+    refused("s", "no such file");
     // A box built after the swap (another session's) is refused the symlink.
-    let o = env.run(&[
-        "call",
-        "--session",
-        "s2",
-        "read_file",
-        r#"{"path":"/data/notes/key"}"#,
-    ]);
-    assert!(
-        !stdout(&o).contains(SECRET),
-        "the swapped path was followed"
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("symlink"), "{}", stderr(&o));
+    refused("s2", "symlink");
     let _ = Command::new("kill")
         .args(["-TERM", &serve.id().to_string()])
         .status();

@@ -186,6 +186,29 @@ impl Front {
         }
         (items, label_meta(class, untrusted, false))
     }
+
+    /// [`Front::ask_servers`], each item read as a `T` (one that is not is left out) and
+    /// recorded by `route` as offered by its server, so a later request for it goes there
+    /// and nowhere else.
+    pub(crate) async fn listed<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        key: &str,
+        context: &RequestContext<RoleServer>,
+        route: impl Fn(&mut Routes, &T, &str),
+    ) -> (Vec<T>, MetaObject) {
+        let (items, meta) = self.ask_servers(method, key, context).await;
+        let mut routes = self.routes();
+        let listed = items
+            .into_iter()
+            .filter_map(|(server, v)| {
+                let item: T = serde_json::from_value(v).ok()?;
+                route(&mut routes, &item, &server);
+                Some(item)
+            })
+            .collect();
+        (listed, meta)
+    }
 }
 
 #[cfg(test)]

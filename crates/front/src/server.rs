@@ -354,22 +354,16 @@ impl ServerHandler for Front {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let (items, meta) = self
-            .ask_servers("resources/list", "resources", &context)
+        let (resources, meta) = self
+            .listed(
+                "resources/list",
+                "resources",
+                &context,
+                |routes, r: &Resource, server| {
+                    routes.resource(&r.uri, server);
+                },
+            )
             .await;
-        let mut routes = self
-            .inner
-            .routes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let resources: Vec<Resource> = items
-            .into_iter()
-            .filter_map(|(server, v)| {
-                let r: Resource = serde_json::from_value(v).ok()?;
-                routes.resource(&r.uri, &server);
-                Some(r)
-            })
-            .collect();
         let mut result = ListResourcesResult::with_all_items(resources);
         result.meta = Some(meta);
         Ok(result)
@@ -380,22 +374,14 @@ impl ServerHandler for Front {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let (items, meta) = self
-            .ask_servers("resources/templates/list", "resourceTemplates", &context)
+        let (templates, meta) = self
+            .listed(
+                "resources/templates/list",
+                "resourceTemplates",
+                &context,
+                |routes, t: &ResourceTemplate, server| routes.template(&t.uri_template, server),
+            )
             .await;
-        let mut routes = self
-            .inner
-            .routes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let templates: Vec<ResourceTemplate> = items
-            .into_iter()
-            .filter_map(|(server, v)| {
-                let t: ResourceTemplate = serde_json::from_value(v).ok()?;
-                routes.template(&t.uri_template, &server);
-                Some(t)
-            })
-            .collect();
         let mut result = ListResourceTemplatesResult::with_all_items(templates);
         result.meta = Some(meta);
         Ok(result)
@@ -406,20 +392,16 @@ impl ServerHandler for Front {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let (items, meta) = self.ask_servers("prompts/list", "prompts", &context).await;
-        let mut routes = self
-            .inner
-            .routes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let prompts: Vec<Prompt> = items
-            .into_iter()
-            .filter_map(|(server, v)| {
-                let p: Prompt = serde_json::from_value(v).ok()?;
-                routes.prompt(&p.name, &server);
-                Some(p)
-            })
-            .collect();
+        let (prompts, meta) = self
+            .listed(
+                "prompts/list",
+                "prompts",
+                &context,
+                |routes, p: &Prompt, server| {
+                    routes.prompt(&p.name, server);
+                },
+            )
+            .await;
         let mut result = ListPromptsResult::with_all_items(prompts);
         result.meta = Some(meta);
         Ok(result)
