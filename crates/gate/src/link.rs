@@ -3,10 +3,12 @@
 //!
 //! The gate trusts the runner to run tools, not to speak well. The link is an allowlist in
 //! the monitor's sense: the runner may answer only an id the gate asked, only once, only
-//! `final: true`, and only `result` or `failed` (a `digest` only `digests` or `failed`); besides answers it may send one kind of
-//! **event**, `egress` with id 0 (a box's connection through the egress proxy, docs/spec.md
-//! §2.5), which goes to the link's [`EventSink`] — the gate's audit log — and is never taken
-//! for an answer. Anything else — an unknown or repeated id, an event with another id, a
+//! `final: true`, and only `result` or `failed` (a `digest` only `digests` or `failed`);
+//! besides answers it may send two kinds of **event**, with id 0, which go to the link's
+//! [`EventSink`] and are never taken for an answer: `egress` (a box's connection through the
+//! egress proxy, docs/spec.md §2.5), for the gate's audit log, and `floated` (a box read
+//! above what its session held, §3.6), which the gate commits into the session's taint
+//! before the reader reads on. Anything else — an unknown or repeated id, an event with another id, a
 //! `pending_approval` or `denied` (those are the gate's words, not the runner's), an `error`
 //! envelope, a bad frame, the stream ending — means the runner is broken: the link goes
 //! **dead**, and every call waiting on it, and every later one, gets
@@ -29,13 +31,19 @@ use proto::run::{
     EgressRecord, FileDigest, Order, RunnerAnswer, RunnerRequest, read_runner_reply,
     write_runner_request,
 };
-use proto::{FrameError, SessionId, ToolRequest, ToolResponse};
+use proto::{CallId, DataClass, FrameError, SessionId, ToolRequest, ToolResponse};
 
 /// What the gate does with the events a runner reports beside its answers.
 pub trait RunnerEvents: Send + Sync {
     /// A box's connection through the egress proxy was refused, failed, opened or ended.
     /// Must not block for long: the link's reader, which delivers every answer too, waits.
     fn egress(&self, record: EgressRecord);
+
+    /// A box of `session` (of `tool`, running `call` if one) read `class` data from a
+    /// destination, above what its runner knew the session held: the session's taint rises
+    /// to it. Returns once that is durable (or could not be made so), since the link's
+    /// reader takes no other reply — no answer of the box's call — until it returns.
+    fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, class: DataClass);
 }
 
 /// Where a link delivers runner events: set once the gate exists (the gate is made after
@@ -69,6 +77,17 @@ impl EventSink {
             .clone();
         if let Some(to) = to {
             to.egress(record);
+        }
+    }
+
+    fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, class: DataClass) {
+        let to = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(to) = to {
+            to.floated(session, tool, call, class);
         }
     }
 }
@@ -447,6 +466,21 @@ fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>, events: &Event
                 break format!("it sent an egress event with id {id} (events carry id 0)");
             }
             events.egress(record);
+            continue;
+        }
+        if let RunnerAnswer::Floated {
+            session,
+            tool,
+            call,
+            class,
+        } = reply.reply
+        {
+            if id != 0 {
+                break format!("it sent a floated event with id {id} (events carry id 0)");
+            }
+            // Before the next reply: the call's answer, which may be a `failed` that carries
+            // no label, must find the rise committed.
+            events.floated(session, tool, call, class);
             continue;
         }
         let mut st = lock(state);

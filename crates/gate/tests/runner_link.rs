@@ -257,3 +257,75 @@ fn test_link_an_egress_event_with_a_call_id_kills_the_link() {
     assert_stopped(&a.join().unwrap());
     assert!(link.dead_reason().unwrap().contains("egress event with id"));
 }
+
+/// A box read above what its session held and its call then failed: `failed` carries no
+/// label, so the runner's `floated` event, sent before the answer, is what raises the
+/// session's taint — committed (and audited) before the gate takes the answer.
+#[test]
+fn test_link_a_floated_event_raises_the_taint_before_the_answer_is_taken() {
+    let (gate_end, mut runner) = UnixStream::pair().unwrap();
+    runner
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let sink = gate::EventSink::default();
+    let link = RunnerLink::with_events(gate_end.try_clone().unwrap(), gate_end, sink.clone());
+    let h = H::with_runner(Box::new(link));
+    sink.set(h.gate.runner_events());
+    let gate = h.gate.clone();
+    let call = std::thread::spawn(move || {
+        let mut progress = |_| {};
+        gate.call(req("s1", 1, "read", r#"{"path":"x"}"#), &mut progress)
+    });
+    let r = read_frame(&mut runner).unwrap();
+    let event = RunnerAnswer::Floated {
+        session: sid("s1"),
+        tool: "read".into(),
+        call: Some(proto::CallId(1)),
+        class: DataClass::Secret,
+    };
+    write_runner_reply(&mut runner, &RunnerReply::new(0, event)).unwrap();
+    let failed = ToolResponse::Failed {
+        message: "timed out".into(),
+    };
+    answer(&mut runner, r.id, failed.clone());
+    assert_eq!(call.join().unwrap(), failed);
+    assert_eq!(h.taint("s1").0, DataClass::Secret);
+    let log = std::fs::read_to_string(h.state.join("audit.log")).unwrap();
+    let floated = log
+        .lines()
+        .position(|l| l.contains(r#""event":"floated""#))
+        .unwrap_or_else(|| panic!("no floated record in {log}"));
+    let result = log
+        .lines()
+        .position(|l| l.contains(r#""event":"result""#))
+        .unwrap();
+    assert!(floated < result, "{log}");
+    assert!(
+        log.lines()
+            .nth(floated)
+            .unwrap()
+            .contains(r#""class":"secret""#),
+        "{log}"
+    );
+    assert!(gate::audit::verify(&h.state.join("audit.log")).is_ok());
+}
+
+#[test]
+fn test_link_a_floated_event_with_a_call_id_kills_the_link() {
+    let (link, mut runner) = new_link();
+    let a = start_call(&link, 1);
+    let r = read_frame(&mut runner).unwrap();
+    let event = RunnerAnswer::Floated {
+        session: sid("s1"),
+        tool: "read".into(),
+        call: None,
+        class: DataClass::Secret,
+    };
+    write_runner_reply(&mut runner, &RunnerReply::new(r.id, event)).unwrap();
+    assert_stopped(&a.join().unwrap());
+    assert!(
+        link.dead_reason()
+            .unwrap()
+            .contains("floated event with id")
+    );
+}

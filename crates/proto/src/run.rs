@@ -23,7 +23,9 @@
 //!
 //! Besides answers, the runner sends **events**, always with id 0 (they answer no request):
 //! `egress`, one per connection attempt a box made through the egress proxy, and one more
-//! when an allowed connection ends (docs/spec.md §3.5). The gate audits them.
+//! when an allowed connection ends (docs/spec.md §3.5), which the gate audits; and
+//! `floated`, when what a destination answered a box raises its session's floor (§3.6),
+//! which the gate commits into the session's taint before it reads the next reply.
 
 use std::io::{Read, Write};
 
@@ -104,6 +106,18 @@ pub enum RunnerAnswer {
     Egress { record: EgressRecord },
     /// The answer to `digest`: the files the call names, in argument order.
     Digests { files: Vec<FileDigest> },
+    /// An event, not an answer (id 0): a box of `session` read `class` data from a
+    /// destination (its label floated up, docs/spec.md §3.6), above what the runner knew the
+    /// session held, and may have left it in the session's workspace. The gate raises the
+    /// session's taint to `class` before it takes anything else from this runner, so no
+    /// answer — a `failed` carries no label — and no later runner can forget it.
+    Floated {
+        session: SessionId,
+        tool: String,
+        #[serde(deserialize_with = "Option::deserialize")]
+        call: Option<CallId>,
+        class: DataClass,
+    },
 }
 
 /// One place a call's arguments name in `/work` or a writable mount, as the runner found it
@@ -356,6 +370,35 @@ mod tests {
             "{text}"
         );
         assert_eq!(read_runner_request(&mut buf.as_slice())?, r);
+        Ok(())
+    }
+
+    #[test]
+    fn a_floated_event_round_trips_and_is_strict() -> Result<(), FrameError> {
+        let r = RunnerReply::new(
+            0,
+            RunnerAnswer::Floated {
+                session: SessionId::new("s1").unwrap(),
+                tool: "net".into(),
+                call: None,
+                class: DataClass::Confidential,
+            },
+        );
+        let mut buf = Vec::new();
+        write_runner_reply(&mut buf, &r)?;
+        let text = String::from_utf8_lossy(buf.get(4..).unwrap_or_default()).into_owned();
+        assert_eq!(
+            text,
+            r#"{"v":1,"id":0,"reply":{"kind":"floated","body":{"session":"s1","tool":"net","call":null,"class":"confidential"}}}"#
+        );
+        assert_eq!(read_runner_reply(&mut buf.as_slice())?, r);
+        for bad in [
+            text.replace(r#""call":null,"#, ""),
+            text.replace(r#""confidential""#, r#""topsecret""#),
+            text.replace(r#""class""#, r#""extra":1,"class""#),
+        ] {
+            assert!(serde_json::from_str::<RunnerReply>(&bad).is_err(), "{bad}");
+        }
         Ok(())
     }
 

@@ -95,14 +95,11 @@ where
 {
     let output = Arc::new(Mutex::new(output));
     let slots = Arc::new(Slots::default());
-    // The egress proxy's records go to the gate beside the answers, as events (id 0).
+    // The egress proxy's events go to the gate beside the answers (id 0).
     let events = output.clone();
-    runner.egress().set_sink(Arc::new(move |record| {
+    runner.egress().set_sink(Arc::new(move |event| {
         let mut w = events.lock().unwrap_or_else(PoisonError::into_inner);
-        let _ = write_runner_reply(
-            &mut *w,
-            &RunnerReply::new(0, RunnerAnswer::Egress { record }),
-        );
+        let _ = write_runner_reply(&mut *w, &RunnerReply::new(0, event));
     }));
     let send = |out: &Arc<Mutex<W>>, reply: &RunnerReply| -> Result<(), ServeError> {
         let mut w = out.lock().unwrap_or_else(PoisonError::into_inner);

@@ -19,8 +19,10 @@ Tools:
   status             how many bytes it has kept (nothing of them)
   send {url}         POSTs everything it has kept to url; returns the proxy's or origin's
                      status line
-  fail               fails (isError), quoting everything it has kept
-  crash              writes everything it has kept to stderr, then exits with status 3
+  fail {url?}        GETs url first, if given; fails (isError), quoting everything it has
+                     kept
+  crash {url?}       GETs url first, if given; writes everything it has kept to stderr,
+                     then exits with status 3
 """
 
 import json
@@ -35,6 +37,7 @@ LOCK = threading.Lock()
 
 URL = {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}
 EMPTY = {"type": "object", "properties": {}}
+MAYBE_URL = {"type": "object", "properties": {"url": {"type": "string"}}}
 
 
 def send(msg):
@@ -98,6 +101,8 @@ def call(name, args):
         return text("kept %d bytes" % n)
     if name == "send":
         return text(post(args["url"]))
+    if name in ("fail", "crash") and "url" in args:
+        get(args["url"])
     if name == "fail":
         with LOCK:
             kept = "".join(KEPT)
@@ -118,9 +123,9 @@ def tools():
         {"name": "fetch_later", "description": "GET a URL after answering.", "inputSchema": URL},
         {"name": "status", "description": "How much is kept.", "inputSchema": EMPTY},
         {"name": "send", "description": "POST what is kept.", "inputSchema": URL},
-        {"name": "fail", "description": "Fail, quoting what is kept.", "inputSchema": EMPTY},
+        {"name": "fail", "description": "Fail, quoting what is kept.", "inputSchema": MAYBE_URL},
         {"name": "crash", "description": "Crash, quoting what is kept on stderr.",
-         "inputSchema": EMPTY},
+         "inputSchema": MAYBE_URL},
     ]
 
 

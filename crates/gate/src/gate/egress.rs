@@ -1,6 +1,7 @@
 //! Runner events into the audit log (docs/spec.md §2.5, §6): every `egress` record a runner
 //! reports — a box's connection through the egress proxy refused, failed, opened or closed —
-//! becomes an `egress` audit record.
+//! becomes an `egress` audit record; a `floated` report — a box read above what its session
+//! held — raises the session's taint and is audited with it, before the link reads on.
 //!
 //! The link's reader delivers them ([`crate::link::EventSink`]); it also delivers every
 //! call's answer, so it only queues them here. A thread of their own writes them in batches
@@ -11,10 +12,12 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak, mpsc};
 
 use proto::run::EgressRecord;
+use proto::{CallId, DataClass, SessionId};
 
-use super::Gate;
+use super::{Durable, Gate};
 use crate::audit::Event;
 use crate::link::RunnerEvents;
+use crate::store::TaintRaise;
 
 /// Records waiting to be written; past this the runner's reports wait.
 const QUEUE: usize = 16_384;
@@ -24,9 +27,42 @@ const BATCH: usize = 1024;
 /// The gate's receiver of runner events.
 struct Events {
     tx: Mutex<mpsc::SyncSender<EgressRecord>>,
+    gate: Weak<Gate>,
 }
 
 impl RunnerEvents for Events {
+    fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, class: DataClass) {
+        let Some(gate) = self.gate.upgrade() else {
+            return;
+        };
+        let now = gate.now();
+        let committed = gate.make_durable(Durable {
+            raise: Some(TaintRaise {
+                session: session.clone(),
+                class,
+                untrusted: false,
+            }),
+            events: vec![(
+                now,
+                Event::Floated {
+                    session,
+                    call,
+                    tool,
+                    class,
+                },
+            )],
+            sightings: None,
+            defer_sync: false,
+        });
+        if let Err(e) = committed {
+            // The call's own commit, next, meets the same store and is withheld.
+            eprintln!(
+                "boxmaker: cannot record that a box's label floated to {class}: {}",
+                e.into_gate()
+            );
+        }
+    }
+
     fn egress(&self, record: EgressRecord) {
         let tx = self
             .tx
@@ -51,7 +87,10 @@ impl Gate {
         if let Err(e) = spawned {
             eprintln!("boxmaker: cannot start the egress audit thread: {e}");
         }
-        Arc::new(Events { tx: Mutex::new(tx) })
+        Arc::new(Events {
+            tx: Mutex::new(tx),
+            gate: Arc::downgrade(self),
+        })
     }
 }
 

@@ -48,7 +48,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use config::{CallLabel, Config, Destination, Host, Way};
-use proto::run::{EgressOutcome, EgressRecord};
+use proto::run::{EgressOutcome, EgressRecord, RunnerAnswer};
 use proto::{CallId, DataClass, SessionId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -65,8 +65,9 @@ const OVER_CAP_WAITING: u64 = 64;
 /// Bytes read at once each way.
 const CHUNK: usize = 256 * 1024;
 
-/// Where the runner's egress records go (the gate, through the runner's connection).
-pub type EventSink = Arc<dyn Fn(EgressRecord) + Send + Sync>;
+/// Where the runner's events go (the gate, through the runner's connection, id 0): the
+/// proxy's records, and the rises of a session's floor by what a destination answered.
+pub type EventSink = Arc<dyn Fn(RunnerAnswer) + Send + Sync>;
 
 /// The part of a box's label that floats up (docs/spec.md §3.6), shared by every
 /// connection of the box: the call's own label (for a server, of every call it served) and
@@ -141,6 +142,21 @@ pub struct BoxCtx {
     pub calls: Option<Arc<Mutex<Vec<CallId>>>>,
     /// The box's floating label.
     pub float: Arc<Float>,
+}
+
+impl BoxCtx {
+    /// The call the box is running now, for a record: a `run`'s own; a server's one call in
+    /// flight, `None` between calls or with several.
+    fn current_call(&self) -> Option<CallId> {
+        self.call.or_else(|| {
+            let calls = self.calls.as_ref()?;
+            let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+            match calls.as_slice() {
+                [one] => Some(*one),
+                _ => None,
+            }
+        })
+    }
 }
 
 /// A connection the proxy holds open, to cut when the session's label rises past its
@@ -334,13 +350,17 @@ impl Egress {
     }
 
     pub(crate) fn emit(&self, record: EgressRecord) {
+        self.event(RunnerAnswer::Egress { record });
+    }
+
+    fn event(&self, event: RunnerAnswer) {
         let sink = self
             .sink
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         if let Some(sink) = sink {
-            sink(record);
+            sink(event);
         }
     }
 
@@ -423,14 +443,24 @@ impl Egress {
     pub(crate) fn answered(&self, ctx: &BoxCtx, conn: u64, returns: DataClass, dest: &str) {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         ctx.float.raise_read(returns);
-        {
+        let rose = {
             let mut f = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
-            match f.get_mut(&ctx.session) {
-                Some(e) => *e = (*e).max(returns),
-                None => {
-                    f.insert(ctx.session.clone(), returns);
-                }
-            }
+            let e = f.entry(ctx.session.clone()).or_insert(DataClass::Public);
+            let rose = returns > *e;
+            *e = (*e).max(returns);
+            rose
+        };
+        // The floor lives in this runner's memory; the session's taint, in the gate's store.
+        // A `failed` answer carries no label and a runner does not outlive its gate, so the
+        // gate is told now, before a byte of the answer reaches the box: it commits the rise
+        // before it takes the call's answer (docs/spec.md §3.6).
+        if rose {
+            self.event(RunnerAnswer::Floated {
+                session: ctx.session.clone(),
+                tool: ctx.tool.clone(),
+                call: ctx.current_call(),
+                class: returns,
+            });
         }
         let judge = |_: &Live| returns;
         cut_below(live.get(&ctx.session), Some(conn), judge, |l, clearance| {
@@ -474,17 +504,9 @@ impl Egress {
     }
 
     pub(crate) fn record(&self, ctx: &BoxCtx, conn: u64, host: &str, port: u16) -> EgressRecord {
-        let call = ctx.call.or_else(|| {
-            let calls = ctx.calls.as_ref()?;
-            let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
-            match calls.as_slice() {
-                [one] => Some(*one),
-                _ => None,
-            }
-        });
         EgressRecord {
             session: ctx.session.clone(),
-            call,
+            call: ctx.current_call(),
             tool: ctx.tool.clone(),
             conn,
             host: host.to_string(),
