@@ -41,6 +41,14 @@ fn host_pid_of(marker: &str) -> Option<u32> {
     })
 }
 
+/// Whether no process is left in the cgroup `dir` (v2 `cgroup.events`, or v1 `cgroup.procs`).
+fn unpopulated(dir: &std::path::Path) -> bool {
+    match fs::read_to_string(dir.join("cgroup.events")) {
+        Ok(events) => events.lines().any(|l| l == "populated 0"),
+        Err(_) => fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty()),
+    }
+}
+
 fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -116,6 +124,12 @@ fn a_killed_boxmakers_cgroup_is_swept_by_the_next_box_whatever_its_pid_namespace
         dirs.iter().all(|d| d.exists()),
         "nothing left to sweep: {dirs:?}"
     );
+    // The command's exit is not the box's: its init and helper may still be exiting, and a
+    // cgroup with a process in it cannot be removed by anyone. Under load that took longer
+    // than the next box's sweep (seen once in CI); wait until the kernel says it is empty.
+    wait_for("the dead box's cgroups to empty", || {
+        dirs.iter().all(|d| unpopulated(d)).then_some(())
+    });
 
     // The next box, in this pid namespace, sweeps it.
     let next = tempfile::tempdir().unwrap();
