@@ -131,3 +131,5 @@ fuzz:
 	cd fuzz && $(CARGO) +nightly fuzz run read_frame corpus/read_frame seeds/read_frame -- -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
 	mkdir -p fuzz/corpus/proxy_head
 	cd fuzz && $(CARGO) +nightly fuzz run proxy_head corpus/proxy_head seeds/proxy_head -- -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
+	mkdir -p fuzz/corpus/audit_line
+	cd fuzz && $(CARGO) +nightly fuzz run audit_line corpus/audit_line seeds/audit_line -- -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
