@@ -14,7 +14,11 @@ fuzz_target!(|data: &[u8]| {
     // One audit record line (without its `\n`).
     if let Ok(record) = Record::parse_line(data) {
         let line = record.to_line().expect("a parsed record encodes");
-        assert_eq!(line.strip_suffix(b"\n"), Some(data), "parse_line took a non-canonical line");
+        assert_eq!(
+            line.strip_suffix(b"\n"),
+            Some(data),
+            "parse_line took a non-canonical line"
+        );
         let _ = record.computed_hash();
     }
     // A witness file's text: checkpoints, one a line.
