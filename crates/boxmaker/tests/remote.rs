@@ -299,3 +299,77 @@ fn a_remote_server_that_changes_its_tools_is_refused_when_pinned() {
         "{m}"
     );
 }
+
+/// The `egress` records of `tool` in `session`, oldest first.
+fn egress_of(lab: &Lab, session: &str, tool: &str) -> Vec<Value> {
+    let tail = lab.run_within(&["audit", "tail", "-n", "2000"], DEADLINE);
+    tail.stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(&l[l.find('{')?..]).ok())
+        .filter(|r| r["event"] == "egress" && r["tool"] == tool && r["session"] == session)
+        .collect()
+}
+
+/// The connection to a remote server's URL is kept between requests (no new handshake per
+/// call) while the decision it was opened under stands: calls in a row go over one
+/// connection, each still through the gate; once the session holds data above the host's
+/// clearance, the kept connection carries nothing more (the request is decided anew, and
+/// refused), and none is kept past its idle time.
+#[test]
+fn a_remote_servers_connection_is_kept_between_calls_while_its_clearance_holds() {
+    let (lab, _s) = setup("keep");
+    for i in 0..5 {
+        let (v, run) = call(&lab, "k", "remote_echo", &format!(r#"{{"text":"n{i}"}}"#));
+        assert_eq!(v["status"], "result", "{}", run.show());
+    }
+    // The gate writes `egress` records behind the calls: counted once they stop coming.
+    let opened = |lab: &Lab| {
+        let count = || {
+            egress_of(lab, "k", "remote")
+                .into_iter()
+                .filter(|r| r["outcome"] == "opened")
+                .count()
+        };
+        let mut last = count();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = count();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    };
+    let first = opened(&lab);
+    eprintln!("five calls opened {first} connections");
+    assert!(
+        first <= 2,
+        "five calls opened {first} connections: {:#?}",
+        egress_of(&lab, "k", "remote")
+    );
+    // Past the idle time, a new one.
+    std::thread::sleep(remote_keep_idle() + Duration::from_secs(1));
+    let (v, _) = call(&lab, "k", "remote_echo", r#"{"text":"later"}"#);
+    assert_eq!(v["status"], "result", "{v}");
+    assert!(
+        opened(&lab) > first,
+        "a connection idle past its time was used"
+    );
+    // Above the host's clearance: the kept connection is not used.
+    let (v, _) = call(&lab, "k", "read_file", r#"{"path":"/data/docs/plan.txt"}"#);
+    assert_eq!(v["class"], "confidential", "{v}");
+    let (v, _) = call(
+        &lab,
+        "k",
+        "remote_echo",
+        r#"{"text":"the confidential plan"}"#,
+    );
+    let m = message(&v);
+    // Refused, so decided anew: over the kept connection it would have gone out.
+    assert!(m.contains("this session holds confidential data"), "{m}");
+}
+
+/// How long the runner keeps an idle connection to a remote server (docs/spec.md §3.9).
+fn remote_keep_idle() -> Duration {
+    Duration::from_secs(4)
+}

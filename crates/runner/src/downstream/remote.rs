@@ -11,9 +11,15 @@
 //! - TLS is verified against the Mozilla roots (`webpki-roots`), with the URL's host as the
 //!   server name; there is no way to turn that off. Plain `http://` goes only to an address
 //!   (the config refuses a name), which a rule must name by address;
-//! - one connection per request (a connection is decided when it opens, so each request is
-//!   decided at the label of its moment); a redirect (307, 308) is followed only within the
-//!   URL's host, or to a host the rules clear too (then without the credential);
+//! - a connection is decided when it opens, at the label of that moment, and the one to the
+//!   URL itself is kept for the next `POST` (no new TCP and TLS handshake per call) only
+//!   while that label's decision still stands: at most [`KEEP_IDLE`] idle, and only while
+//!   the label now is within the clearance it was opened under (the rules do not change
+//!   while a runner runs, and its address was checked when it opened); a request the server
+//!   closed the connection under before it was sent goes on a new connection, one that was
+//!   sent is never sent twice. A redirect (307, 308) is followed only within the URL's host,
+//!   or to a host the rules clear too (then without the credential), on a connection of its
+//!   own that is not kept;
 //! - bounded: a JSON answer or one SSE event over [`MAX_MESSAGE`] ends the call; a stream
 //!   that never ends is cut by the call's timeout (the caller's);
 //! - the credential (`bearer`, `headers` naming a secret) is read by the runner
@@ -56,6 +62,13 @@ pub const MAX_MESSAGE: usize = super::transport::MAX_LINE;
 const CONNECT: Duration = Duration::from_secs(10);
 /// Redirects followed for one request, at most.
 const MAX_REDIRECTS: usize = 3;
+/// How long a connection to the server's URL is kept idle for the next request. Below the
+/// 5 s most servers close an idle connection at (Node's, uvicorn's), so that one rarely
+/// closes it under a request already sent.
+pub(crate) const KEEP_IDLE: Duration = Duration::from_secs(4);
+/// How long a request waits for the kept connection to finish its last answer before it
+/// opens another.
+const READY_WITHIN: Duration = Duration::from_millis(10);
 
 /// Never opens a broken event stream again (rmcp would, with a backoff).
 #[derive(Debug)]
@@ -103,6 +116,17 @@ struct Inner {
     reason: Reason,
     /// The tasks driving its connections: ended with it.
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// The connection to the URL kept for the next request, if any.
+    kept: Mutex<Option<Kept>>,
+}
+
+/// A connection to the server's URL between requests.
+struct Kept {
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    /// The highest class the rule that allowed it clears.
+    clearance: DataClass,
+    /// When its last request was sent.
+    since: std::time::Instant,
 }
 
 impl Drop for Inner {
@@ -212,6 +236,7 @@ impl Client {
             tls: tls()?,
             reason,
             tasks: Mutex::default(),
+            kept: Mutex::default(),
         })))
     }
 
@@ -225,6 +250,15 @@ impl Client {
     /// any session — only the client's own credentials — so it is decided at `public`, and
     /// what it answers (tokens, never shown to the model) floats no label.
     async fn connect(&self, t: &Target, signin: bool) -> Result<Box<dyn Io>, HttpError> {
+        self.connect_cleared(t, signin).await.map(|(io, _)| io)
+    }
+
+    /// [`Client::connect`], and the highest class the rule that allowed it clears.
+    async fn connect_cleared(
+        &self,
+        t: &Target,
+        signin: bool,
+    ) -> Result<(Box<dyn Io>, DataClass), HttpError> {
         let me = &self.0;
         let host = match &t.url.host {
             config::Host::Name(n) => n.clone(),
@@ -313,8 +347,9 @@ impl Client {
                 answered: AtomicBool::new(signin),
             }),
         };
+        let clearance = decided.clearance;
         if !t.url.tls {
-            return Ok(Box::new(counted));
+            return Ok((Box::new(counted), clearance));
         }
         let name = match &t.url.host {
             config::Host::Name(n) => rustls::pki_types::ServerName::try_from(n.clone())
@@ -322,7 +357,7 @@ impl Client {
             config::Host::Address(a) => rustls::pki_types::ServerName::IpAddress((*a).into()),
         };
         match tokio::time::timeout(CONNECT, me.tls.connect(name, counted)).await {
-            Ok(Ok(s)) => Ok(Box::new(s)),
+            Ok(Ok(s)) => Ok((Box::new(s), clearance)),
             Ok(Err(e)) => {
                 let why = format!(
                     "the TLS handshake with {shown}:{port} failed: {e} (its certificate is \
@@ -336,6 +371,72 @@ impl Client {
                 CONNECT.as_secs()
             ))),
         }
+    }
+
+    /// A new connection to `t`, decided, opened and audited ([`Client::connect_cleared`]),
+    /// with HTTP/1.1 on it; its task ends with the client.
+    async fn open(
+        &self,
+        t: &Target,
+    ) -> Result<
+        (
+            hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+            DataClass,
+        ),
+        HttpError,
+    > {
+        let (io, clearance) = self.connect_cleared(t, false).await?;
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
+                .await
+                .map_err(|e| err(format!("HTTP with the server failed: {e}")))?;
+        let task = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        self.0
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(task.abort_handle());
+        Ok((sender, clearance))
+    }
+
+    /// The kept connection, if it may carry a request now: idle (its last answer read
+    /// whole, within [`READY_WITHIN`]), open, kept under [`KEEP_IDLE`], and the label now within its clearance — the
+    /// decision it was opened under still stands. Any other is dropped (it closes, and its
+    /// `closed` record follows).
+    async fn take_kept(&self) -> Option<Kept> {
+        let mut k = self
+            .0
+            .kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        // The last answer's end may be a moment behind the message rmcp took from it.
+        let _ = tokio::time::timeout(READY_WITHIN, k.sender.ready()).await;
+        let label = self
+            .0
+            .ctx
+            .float
+            .label(self.0.egress.floor(&self.0.ctx.session), DataClass::Public);
+        (k.since.elapsed() < KEEP_IDLE
+            && k.sender.is_ready()
+            && !k.sender.is_closed()
+            && label.class() <= k.clearance)
+            .then_some(k)
+    }
+
+    /// Keeps `sender`'s connection for the next request (in place of any other).
+    fn keep(
+        &self,
+        sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+        clearance: DataClass,
+    ) {
+        *self.0.kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(Kept {
+            sender,
+            clearance,
+            since: std::time::Instant::now(),
+        });
     }
 
     /// Sends one request, following a redirect within the rules; the response and the
@@ -354,6 +455,8 @@ impl Client {
             url: self.0.url.clone(),
         };
         let mut refreshed = false;
+        // A kept connection failed before the request went out: the next one is new.
+        let mut fresh = false;
         let mut hops = 0;
         while hops <= MAX_REDIRECTS {
             hops += 1;
@@ -368,19 +471,19 @@ impl Client {
                 })?),
                 _ => None,
             };
-            let io = self.connect(&target, false).await?;
-            let (mut sender, conn) =
-                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
-                    .await
-                    .map_err(|e| err(format!("HTTP with the server failed: {e}")))?;
-            let task = tokio::spawn(async move {
-                let _ = conn.await;
-            });
-            self.0
-                .tasks
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(task.abort_handle());
+            // Only a `POST` to the URL itself keeps its connection (a `GET` is an event
+            // stream that holds it; a redirect's target is another place).
+            let keeps = method == Method::POST && target.url == self.0.url;
+            let kept = if keeps && !fresh {
+                self.take_kept().await
+            } else {
+                None
+            };
+            let reused = kept.is_some();
+            let (mut sender, clearance) = match kept {
+                Some(k) => (k.sender, k.clearance),
+                None => self.open(&target).await?,
+            };
             let mut req = http::Request::builder()
                 .method(method.clone())
                 .uri(target.url.path.clone())
@@ -413,10 +516,22 @@ impl Client {
             let req = req
                 .body(Full::new(body.clone().unwrap_or_default()))
                 .map_err(|e| err(format!("cannot make the request: {e}")))?;
-            let resp = sender
-                .send_request(req)
-                .await
-                .map_err(|e| err(format!("the server did not answer: {e}")))?;
+            let resp = match sender.try_send_request(req).await {
+                Ok(resp) => resp,
+                // The server closed a kept connection before the request went out: it has
+                // seen nothing of it, so it goes on a new one.
+                Err(e) if reused && e.message().is_some() => {
+                    fresh = true;
+                    hops -= 1;
+                    continue;
+                }
+                Err(e) => {
+                    return Err(err(format!("the server did not answer: {}", e.error())));
+                }
+            };
+            if keeps {
+                self.keep(sender, clearance);
+            }
             let status = resp.status();
             // A token the server no longer takes: refreshed once, and the request sent again.
             if status == StatusCode::UNAUTHORIZED
@@ -682,10 +797,73 @@ async fn read_body(body: hyper::body::Incoming, max: usize) -> Result<Vec<u8>, H
     Ok(out)
 }
 
+/// What is read of a body dropped before its end, in the background, at most.
+const DRAIN_BYTES: usize = 64 << 10;
+/// How long a body dropped before its end is read on, at most.
+const DRAIN_WITHIN: Duration = Duration::from_secs(2);
+
+/// A response body as a stream of its data. Dropped before its end — rmcp drops a `POST`'s
+/// event stream once it has the answer, a moment before the server ends it — it is read to
+/// its end in the background (at most [`DRAIN_BYTES`], [`DRAIN_WITHIN`]; nothing of it goes
+/// anywhere), so that its connection can carry the next request rather than close.
+struct Draining(Option<hyper::body::Incoming>);
+
+impl futures::Stream for Draining {
+    type Item = Result<Bytes, hyper::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        use hyper::body::Body;
+        loop {
+            let Some(body) = self.0.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match Pin::new(body).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Poll::Ready(Some(Ok(data)));
+                    }
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    self.0 = None;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(None) => {
+                    self.0 = None;
+                    return Poll::Ready(None);
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl Drop for Draining {
+    fn drop(&mut self) {
+        let Some(mut body) = self.0.take() else {
+            return;
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        rt.spawn(async move {
+            let drain = async {
+                let mut read = 0usize;
+                while let Some(Ok(frame)) = body.frame().await {
+                    read += frame.data_ref().map_or(0, Bytes::len);
+                    if read > DRAIN_BYTES {
+                        return;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(DRAIN_WITHIN, drain).await;
+        });
+    }
+}
+
 /// The body as SSE events, none larger than `max` bytes.
 fn sse(body: hyper::body::Incoming, max: usize) -> BoxStream<'static, Result<Sse, SseError>> {
     let mut pending = 0usize;
-    let bytes = body.into_data_stream().map(move |chunk| {
+    let bytes = Draining(Some(body)).map(move |chunk| {
         let chunk = chunk.map_err(|e| std::io::Error::other(e.to_string()))?;
         // Bytes since the last blank line (an event's end).
         match memrchr_blank(&chunk) {
