@@ -750,3 +750,39 @@ fn a_run_that_read_a_confidential_answer_and_then_failed_leaves_its_label_on_the
         "no floated record in the audit log"
     );
 }
+
+/// (i) A connection is cleared no higher than every rule its decision needed. `self.test` is
+/// cleared for confidential by name, but it resolves to this machine's own address, which
+/// only an address rule clearing public lets a box reach: at a confidential label the same
+/// connection would be refused. So a connection to it opened while the box was public is cut
+/// when a confidential answer reaches the box, as one to a public name is (test d).
+#[test]
+fn a_connection_through_an_address_rule_is_cut_at_that_rules_clearance() {
+    let lab = Lab::new("float-cut-address");
+    let rules = format!(
+        "{BASE}\n[[egress]]\nhost = \"self.test\"\nclass = \"confidential\"\n\n\
+         [[egress]]\nhost = \"{SELF_ADDR}\"\nports = [80]\nclass = \"public\"\n"
+    );
+    let cfg = lab.config("c", &rules);
+    let code = OPEN_B_THEN_READ_A
+        .replace("http://allowed.test/sink/d", "http://self.test/sink/i")
+        .replace("Host: allowed.test", "Host: self.test");
+    let (class, content) = python(&lab, &cfg, "s1", "net", &code);
+    let out = printed(&content);
+    assert_eq!(out["continue"], "HTTP/1.1 100 Continue", "{content}");
+    assert!(
+        out["secret"].as_str().unwrap().starts_with("HTTP/1.1 200"),
+        "{content}"
+    );
+    let got: Vec<u64> = reached(&lab, "/sink/i")
+        .iter()
+        .filter_map(|r| r["received"].as_u64())
+        .collect();
+    assert_eq!(
+        got,
+        vec![7],
+        "the connection through the public address rule carried the confidential answer: {:?}",
+        lab.requests("canary")
+    );
+    assert_eq!(class, "confidential");
+}

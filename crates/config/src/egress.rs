@@ -801,6 +801,7 @@ impl Config {
     /// gives the label of what that address answers by the address rules that cleared it
     /// (their highest `returns`; `public` when none had to: the name's rule says).
     #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)]
     pub fn clear_address(
         &self,
         tool: Option<&Tool>,
@@ -811,6 +812,25 @@ impl Config {
         label: CallLabel,
         own: &[IpAddr],
     ) -> Result<DataClass, Refusal> {
+        self.clear_address_within(tool, name, ip, port, way, label, own)
+            .map(|(returns, _)| returns)
+    }
+
+    /// [`Config::clear_address`], and the highest class the address rules it needed clear
+    /// (`secret` when it needed none): a connection to the name is cleared for the lower of
+    /// that and its name rule's class, since at a label above the address rule's the same
+    /// decision would refuse the address.
+    #[allow(clippy::too_many_arguments)]
+    pub fn clear_address_within(
+        &self,
+        tool: Option<&Tool>,
+        name: &str,
+        ip: IpAddr,
+        port: u16,
+        way: Way,
+        label: CallLabel,
+        own: &[IpAddr],
+    ) -> Result<(DataClass, DataClass), Refusal> {
         let list = checked_as(ip).map_err(|address| Refusal::Untranslatable {
             dest: name.to_string(),
             port,
@@ -818,13 +838,17 @@ impl Config {
             address,
         })?;
         let mut returns = DataClass::Public;
+        let mut within = DataClass::Secret;
         for a in list {
             let Some(what) = forbidden_one(a, own) else {
                 continue;
             };
             let shown = Destination::Address(a).to_string();
             match self.clear_one(tool, Destination::Address(a), &shown, port, way, label) {
-                Ok(r) => returns = returns.max(r.returns),
+                Ok(r) => {
+                    returns = returns.max(r.returns);
+                    within = within.min(r.class);
+                }
                 Err(_) => {
                     return Err(Refusal::Forbidden {
                         dest: name.to_string(),
@@ -840,7 +864,7 @@ impl Config {
                 }
             }
         }
-        Ok(returns)
+        Ok((returns, within))
     }
 
     /// What a networked box's `NO_PROXY` lists (docs/spec.md §3.6): those of [`LOCAL_HOSTS`]
@@ -1207,6 +1231,38 @@ egress = ["pypi"]
                 &[]
             )
             .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_name_on_an_address_only_an_address_rule_clears_is_cleared_no_higher_than_that_rule() {
+        let c = cfg(r#"
+[[egress]]
+host = "intranet.test"
+class = "confidential"
+
+[[egress]]
+host = "10.1.2.3"
+class = "public"
+"#);
+        let ip: IpAddr = "10.1.2.3".parse().unwrap();
+        assert_eq!(
+            c.clear_address_within(None, "intranet.test", ip, 443, Way::Request, public(), &[]),
+            Ok((DataClass::Public, DataClass::Public))
+        );
+        // A public address needs no address rule: nothing lowers the name's clearance.
+        let open: IpAddr = "93.184.216.34".parse().unwrap();
+        assert_eq!(
+            c.clear_address_within(
+                None,
+                "intranet.test",
+                open,
+                443,
+                Way::Request,
+                public(),
+                &[]
+            ),
+            Ok((DataClass::Public, DataClass::Secret))
         );
     }
 

@@ -800,8 +800,9 @@ impl Egress {
         }
         let own = self.own_addresses();
         let mut returns = cleared.returns;
+        let mut clearance = cleared.class;
         for a in &addrs {
-            returns = returns.max(self.config.clear_address(
+            let (r, within) = self.config.clear_address_within(
                 Some(tool),
                 name,
                 a.ip(),
@@ -809,9 +810,11 @@ impl Egress {
                 way,
                 label,
                 &own,
-            )?);
+            )?;
+            returns = returns.max(r);
+            clearance = clearance.min(within);
         }
-        decided(returns, addrs)
+        decided(returns, addrs).map(|d| Decided { clearance, ..d })
     }
 
     fn now_ms(&self) -> u64 {
