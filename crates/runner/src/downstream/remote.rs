@@ -123,7 +123,7 @@ struct Inner {
 /// A connection to the server's URL between requests.
 struct Kept {
     sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
-    /// The highest class the rule that allowed it clears.
+    /// The highest class every rule that allowed it clears (`Decided::clearance`).
     clearance: DataClass,
     /// When its last request was sent.
     since: std::time::Instant,
@@ -253,7 +253,7 @@ impl Client {
         self.connect_cleared(t, signin).await.map(|(io, _)| io)
     }
 
-    /// [`Client::connect`], and the highest class the rule that allowed it clears.
+    /// [`Client::connect`], and the highest class every rule that allowed it clears.
     async fn connect_cleared(
         &self,
         t: &Target,
@@ -402,9 +402,9 @@ impl Client {
     }
 
     /// The kept connection, if it may carry a request now: idle (its last answer read
-    /// whole, within [`READY_WITHIN`]), open, kept under [`KEEP_IDLE`], and the label now within its clearance — the
-    /// decision it was opened under still stands. Any other is dropped (it closes, and its
-    /// `closed` record follows).
+    /// whole, within [`READY_WITHIN`]), open, kept under [`KEEP_IDLE`], and the label now
+    /// within its clearance — the decision it was opened under still stands. Any other is
+    /// dropped (it closes, and its `closed` record follows).
     async fn take_kept(&self) -> Option<Kept> {
         let mut k = self
             .0
