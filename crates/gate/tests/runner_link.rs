@@ -202,9 +202,10 @@ fn egress_record(outcome: proto::run::EgressOutcome) -> proto::run::EgressRecord
     }
 }
 
-#[test]
-fn test_link_an_egress_event_reaches_the_audit_log_and_is_not_an_answer() {
-    let (gate_end, mut runner) = UnixStream::pair().unwrap();
+/// A gate whose runner is a link to the returned socket, its events going to the gate,
+/// and one call of session `s1` (call 1, tool `read`) in flight on a thread of its own.
+fn gate_calling_over_a_link() -> (H, UnixStream, std::thread::JoinHandle<ToolResponse>) {
+    let (gate_end, runner) = UnixStream::pair().unwrap();
     runner
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
@@ -217,6 +218,12 @@ fn test_link_an_egress_event_reaches_the_audit_log_and_is_not_an_answer() {
         let mut progress = |_| {};
         gate.call(req("s1", 1, "read", r#"{"path":"x"}"#), &mut progress)
     });
+    (h, runner, call)
+}
+
+#[test]
+fn test_link_an_egress_event_reaches_the_audit_log_and_is_not_an_answer() {
+    let (h, mut runner, call) = gate_calling_over_a_link();
     let r = read_frame(&mut runner).unwrap();
     // Events carry id 0, come before the answer, and the call still waits for its answer.
     let event = RunnerAnswer::Egress {
@@ -263,19 +270,7 @@ fn test_link_an_egress_event_with_a_call_id_kills_the_link() {
 /// session's taint — committed (and audited) before the gate takes the answer.
 #[test]
 fn test_link_a_floated_event_raises_the_taint_before_the_answer_is_taken() {
-    let (gate_end, mut runner) = UnixStream::pair().unwrap();
-    runner
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let sink = gate::EventSink::default();
-    let link = RunnerLink::with_events(gate_end.try_clone().unwrap(), gate_end, sink.clone());
-    let h = H::with_runner(Box::new(link));
-    sink.set(h.gate.runner_events());
-    let gate = h.gate.clone();
-    let call = std::thread::spawn(move || {
-        let mut progress = |_| {};
-        gate.call(req("s1", 1, "read", r#"{"path":"x"}"#), &mut progress)
-    });
+    let (h, mut runner, call) = gate_calling_over_a_link();
     let r = read_frame(&mut runner).unwrap();
     let event = RunnerAnswer::Floated {
         session: sid("s1"),

@@ -386,10 +386,20 @@ impl Client {
         HttpError,
     > {
         let (io, clearance) = self.connect_cleared(t, false).await?;
+        let sender = self
+            .http1(io)
+            .await
+            .map_err(|e| err(format!("HTTP with the server failed: {e}")))?;
+        Ok((sender, clearance))
+    }
+
+    /// HTTP/1.1 on `io`, its connection driven by a task that ends with the client.
+    async fn http1(
+        &self,
+        io: Box<dyn Io>,
+    ) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, hyper::Error> {
         let (sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
-                .await
-                .map_err(|e| err(format!("HTTP with the server failed: {e}")))?;
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io)).await?;
         let task = tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -398,7 +408,7 @@ impl Client {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(task.abort_handle());
-        Ok((sender, clearance))
+        Ok(sender)
     }
 
     /// The kept connection, if it may carry a request now: idle (its last answer read
@@ -638,18 +648,10 @@ impl Client {
                 why,
                 refused: false,
             };
-            let (mut sender, conn) =
-                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
-                    .await
-                    .map_err(|e| fail(format!("HTTP with {shown} failed: {e}")))?;
-            let task = tokio::spawn(async move {
-                let _ = conn.await;
-            });
-            self.0
-                .tasks
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(task.abort_handle());
+            let mut sender = self
+                .http1(io)
+                .await
+                .map_err(|e| fail(format!("HTTP with {shown} failed: {e}")))?;
             let mut req = http::Request::builder()
                 .method(method)
                 .uri(url.path.clone())
