@@ -490,15 +490,16 @@ impl Runner {
     }
 
     /// The running server of `tool` for `req`'s session, started if needed (and replaced if
-    /// the session's label rose past a mount it may write), counted in flight for `req`;
-    /// or the answer that says why there is none.
+    /// the session's label rose past a mount it may write), counted in flight for `req` (until
+    /// the guard drops) with `req`'s own label joined to its box's; or the answer that says
+    /// why there is none.
     async fn acquire(
         &self,
         call: &Admitted,
         req: &ToolRequest,
         tool: &Tool,
         taint: proto::DataClass,
-    ) -> Result<(Slot, Arc<Instance>), ToolResponse> {
+    ) -> Result<(Slot, Arc<Instance>, InFlight), ToolResponse> {
         let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
         // Every call marks the workspace used, a running server's too (the sweep goes by it).
         self.touch_workspace(&req.session);
@@ -569,23 +570,6 @@ impl Runner {
                 .push(req.call);
             i
         };
-        Ok((slot, instance))
-    }
-
-    async fn call(
-        &self,
-        call: &Admitted,
-        req: &ToolRequest,
-        tool: &Tool,
-        entry: &Entry,
-        args: serde_json::Map<String, serde_json::Value>,
-        taint: proto::DataClass,
-    ) -> ToolResponse {
-        let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
-        let (slot, instance) = match self.acquire(call, req, tool, taint).await {
-            Ok(got) => got,
-            Err(answer) => return answer,
-        };
         let guard = InFlight(instance.clone(), req.call);
         // The server holds what this call gives it: the call's own label joins its box's,
         // which only rises (docs/spec.md §3.6); its connections go by it from now on.
@@ -599,6 +583,23 @@ impl Runner {
             self.egress()
                 .label_rose(&req.session, self.floor(&req.session));
         }
+        Ok((slot, instance, guard))
+    }
+
+    async fn call(
+        &self,
+        call: &Admitted,
+        req: &ToolRequest,
+        tool: &Tool,
+        entry: &Entry,
+        args: serde_json::Map<String, serde_json::Value>,
+        taint: proto::DataClass,
+    ) -> ToolResponse {
+        let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
+        let (slot, instance, guard) = match self.acquire(call, req, tool, taint).await {
+            Ok(got) => got,
+            Err(answer) => return answer,
+        };
         // A failure may quote what the server's box read, and carries no label: the gate
         // raises the taint by the call's own label for it (`Config::answer_label`, its label
         // rules included). Once the box has reached above that (and above the session's

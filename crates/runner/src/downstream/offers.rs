@@ -21,7 +21,7 @@ use proto::{ToolRequest, ToolResponse};
 use rmcp::model::{GetPromptRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
 use serde_json::{Map, Value, json};
 
-use super::{InFlight, content::MAX_ERROR_TEXT, set_reason};
+use super::{content::MAX_ERROR_TEXT, set_reason};
 use crate::run::{Runner, failed};
 use crate::running::Admitted;
 
@@ -84,22 +84,11 @@ impl Runner {
         taint: proto::DataClass,
     ) -> ToolResponse {
         let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
-        let (slot, instance) = match self.acquire(call, req, tool, taint).await {
+        // As for a tool call: counted in flight, and the request's label joins the box's.
+        let (slot, instance, guard) = match self.acquire(call, req, tool, taint).await {
             Ok(got) => got,
             Err(answer) => return answer,
         };
-        let guard = InFlight(instance.clone(), req.call);
-        // As for a tool call: the server holds what this request gives it.
-        let label = self.config().call_label(
-            &req.tool,
-            &req.arguments,
-            self.floor(&req.session),
-            self.config().reach(tool),
-        );
-        if instance.float.called(&label) {
-            self.egress()
-                .label_rose(&req.session, self.floor(&req.session));
-        }
         let peer = instance.service.peer().clone();
         let asked = async {
             let params = Value::Object(params);

@@ -124,15 +124,7 @@ impl Runner {
                 }
                 return Ok(Probe::Answered(status.as_u16()));
             }
-            let challenge: String = resp
-                .headers()
-                .get(http::header::WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .chars()
-                .filter(|c| c.is_ascii_graphic() || *c == ' ')
-                .take(MAX_CHALLENGE)
-                .collect();
+            let challenge = super::remote::shown_challenge(resp.headers(), MAX_CHALLENGE);
             drop(resp);
             if let Some(metadata) = resource_metadata(&challenge) {
                 return Ok(Probe::SignIn { metadata });

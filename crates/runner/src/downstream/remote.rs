@@ -733,18 +733,23 @@ fn content_type(resp: &http::Response<hyper::body::Incoming>) -> String {
         .to_ascii_lowercase()
 }
 
+/// A response's `WWW-Authenticate` challenge as it may be shown: visible ASCII and spaces
+/// only, at most `max` characters (empty when there is none).
+pub(super) fn shown_challenge(headers: &http::HeaderMap, max: usize) -> String {
+    headers
+        .get(http::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(max)
+        .collect()
+}
+
 impl Client {
     /// A 401: the credential was refused (or none was given). The reason names what to do.
     fn unauthorized(&self, resp: &http::Response<hyper::body::Incoming>) -> HttpError {
-        let challenge: String = resp
-            .headers()
-            .get(http::header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .chars()
-            .filter(|c| c.is_ascii_graphic() || *c == ' ')
-            .take(200)
-            .collect();
+        let challenge = shown_challenge(resp.headers(), 200);
         let name = &self.0.tool.name;
         if let Some(o) = &self.0.oauth {
             set_reason(&self.0.reason, o.expired());
