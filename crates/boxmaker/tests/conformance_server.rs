@@ -35,14 +35,16 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine;
 use serde_json::Value;
-use testkit::{Lab, client_python, node_dir, python_dir, repo_root, run_to_end, servers_dir};
+use testkit::{
+    Killed, Lab, client_python, files_below, free_port, node_dir, python_dir, python_server,
+    repo_root, run_to_end, servers_dir,
+};
 
 const DEADLINE: Duration = Duration::from_secs(180);
 /// The remote server's bearer token: long enough, and with characters every encoding spells
@@ -120,42 +122,9 @@ fn missing() -> Option<&'static str> {
     None
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A child killed on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The conformance server on a free loopback port.
 fn start_server(lab: &Lab) -> (Killed, u16) {
-    let port = free_port();
-    let child = Command::new(client_python())
-        .arg(servers_dir().join("conformance_server.py"))
-        .arg(port.to_string())
-        .arg(VALUE)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(lab.path("server.err")).unwrap())
-        .spawn()
-        .unwrap();
-    testkit::wait_until(
-        "the conformance server listens",
-        Duration::from_secs(30),
-        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
-    );
-    (Killed(child), port)
+    python_server("conformance_server.py", &[VALUE], &lab.path("server.err"))
 }
 
 fn config(lab: &Lab, port: u16) -> String {
@@ -328,26 +297,6 @@ fn spellings() -> Vec<String> {
         VALUE[4..20].to_string(),
         STANDARD_NO_PAD.encode(&b[3..18]),
     ]
-}
-
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                stack.push(e.path());
-            } else if ft.is_file() {
-                out.push(e.path());
-            }
-        }
-    }
-    out
 }
 
 /// The MCP inspector's CLI against the front, one call (a session of its own), as JSON.
@@ -542,7 +491,7 @@ fn the_suites_server_scenarios_pass_through_boxmaker_and_no_output_holds_the_sec
     // Every output of the run, but the server's own stderr (the server holds the token).
     let spellings = spellings();
     let mut looked = 0;
-    for f in files(&lab.dir) {
+    for f in files_below(&lab.dir, None) {
         if f == lab.path("server.err") {
             continue;
         }

@@ -13,35 +13,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::BufRead;
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use testkit::{Lab, Run, client_python, python_dir, repo_root, servers_dir, wait_until};
+use testkit::{
+    Killed, Lab, Run, client_python, files_below, free_port, python_dir, python_server, repo_root,
+    servers_dir, wait_listening,
+};
 
 const DEADLINE: Duration = Duration::from_secs(90);
 /// The access tokens' lifetime: short, so the test sees one refreshed.
 const TTL: u64 = 6;
 const RS_SECRET: &str = "resource-server-secret-0123456789";
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn node_modules() -> PathBuf {
     repo_root().join("tests/node-conformance/node_modules")
@@ -57,12 +42,6 @@ fn installed() -> bool {
     }
     testkit::require_python_sdk();
     true
-}
-
-fn listening(port: u16, what: &str) {
-    wait_until(what, Duration::from_secs(30), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
 }
 
 struct Setup {
@@ -100,8 +79,8 @@ fn setup(name: &str) -> Setup {
         .spawn()
         .unwrap();
     let (as_, rs) = (Killed(as_), Killed(rs));
-    listening(asp, "the authorization server listens");
-    listening(rsp, "the MCP server listens");
+    wait_listening(asp, "the authorization server listens");
+    wait_listening(rsp, "the MCP server listens");
     lab.write_config(&format!(
         r#"
 [gate]
@@ -179,22 +158,6 @@ fn login(lab: &Lab) -> (bool, String, String) {
         err.push_str(&String::from_utf8_lossy(&b.stdout));
     }
     (ok, lines.join("\n"), err)
-}
-
-fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 #[test]
@@ -308,9 +271,9 @@ fn sign_in_call_refresh_revoke_with_a_real_authorization_server() {
     // No token the server was shown is in anything the run left or printed (the sealed
     // store, the audit log, the gate's log, every command's output).
     std::thread::sleep(Duration::from_secs(4));
-    for f in walk(&lab.path(".boxmaker"))
+    for f in files_below(&lab.path(".boxmaker"), None)
         .into_iter()
-        .chain(walk(&lab.path("runs")))
+        .chain(files_below(&lab.path("runs"), None))
     {
         let bytes = std::fs::read(&f).unwrap_or_default();
         for t in &distinct {
@@ -329,20 +292,12 @@ fn hostile_sign_in_documents_are_refused() {
         return;
     }
     let lab = testkit::lab!("oauth", "hostile").in_its_dir();
-    let port = free_port();
     let state = lab.mkdir("hostile-state");
-    let _srv = Killed(
-        Command::new("python3")
-            .arg(servers_dir().join("oauth_hostile.py"))
-            .arg(port.to_string())
-            .arg(&state)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(lab.path("hostile.err")).unwrap())
-            .spawn()
-            .unwrap(),
+    let (_srv, port) = python_server(
+        "oauth_hostile.py",
+        &[state.to_str().unwrap()],
+        &lab.path("hostile.err"),
     );
-    listening(port, "the hostile server listens");
     let tool = |name: &str| {
         format!(
             "[[tool]]\nname = \"{name}\"\nurl = \"http://127.0.0.1:{port}/{name}/mcp\"\noauth = true\n\n"

@@ -16,13 +16,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use testkit::{Lab, Run, client_python, repo_root, require_python_sdk, servers_dir, wait_until};
+use testkit::{Killed, Lab, Run, free_port, python_server, repo_root, servers_dir};
 
 const DEADLINE: Duration = Duration::from_secs(120);
 const TOKEN: &str = "onboard-tok3n-0123456789abcdef";
@@ -33,15 +32,8 @@ const VAR: &str = "BXM_ONBOARD_TEST_TOKEN";
 
 /// A test server on a free loopback port, killed on drop.
 struct Server {
-    child: Child,
+    _child: Killed,
     port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Server {
@@ -50,31 +42,13 @@ impl Server {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `script PORT ARGS…` with the SDK's interpreter, once it listens.
 fn start(lab: &Lab, script: &str, args: &[&str]) -> Server {
-    require_python_sdk();
-    let port = free_port();
-    let child = Command::new(client_python())
-        .arg(servers_dir().join(script))
-        .arg(port.to_string())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(lab.path(format!("{script}.err"))).unwrap())
-        .spawn()
-        .unwrap();
-    wait_until("the test server listens", Duration::from_secs(30), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    Server { child, port }
+    let (child, port) = python_server(script, args, &lab.path(format!("{script}.err")));
+    Server {
+        _child: child,
+        port,
+    }
 }
 
 /// The server that wants `Authorization: Bearer TOKEN` (tools echo, show_auth, flip).

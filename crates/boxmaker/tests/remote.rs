@@ -12,12 +12,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use testkit::{Lab, Run, client_python, require_python_sdk, servers_dir, wait_until};
+use testkit::{Killed, Lab, Run, files_below, python_server};
 
 const DEADLINE: Duration = Duration::from_secs(90);
 const TOKEN: &str = "remote-tok3n-0123456789abcdef";
@@ -25,41 +23,21 @@ const VAR: &str = "BXM_REMOTE_TEST_TOKEN";
 
 /// The SDK server on a free loopback port, killed on drop.
 struct Server {
-    child: Child,
+    _child: Killed,
     port: u16,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn server(lab: &Lab) -> Server {
-    require_python_sdk();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let state = lab.mkdir("server-state");
-    let child = Command::new(client_python())
-        .arg(servers_dir().join("remote_server.py"))
-        .arg(port.to_string())
-        .arg(TOKEN)
-        .arg(&state)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(lab.path("server.err")).unwrap())
-        .spawn()
-        .unwrap();
-    wait_until(
-        "the remote test server listens",
-        Duration::from_secs(30),
-        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+    let (child, port) = python_server(
+        "remote_server.py",
+        &[TOKEN, state.to_str().unwrap()],
+        &lab.path("server.err"),
     );
-    Server { child, port }
+    Server {
+        _child: child,
+        port,
+    }
 }
 
 fn setup(name: &str) -> (Lab, Server) {
@@ -197,7 +175,7 @@ fn a_remote_tool_is_called_through_the_gate_with_its_secret_and_audited() {
     // Nothing the run left holds the token.
     std::thread::sleep(Duration::from_secs(4));
     for dir in [lab.path(".boxmaker"), lab.path("runs")] {
-        for f in walk(&dir) {
+        for f in files_below(&dir, None) {
             let bytes = std::fs::read(&f).unwrap_or_default();
             assert!(
                 !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
@@ -206,22 +184,6 @@ fn a_remote_tool_is_called_through_the_gate_with_its_secret_and_audited() {
             );
         }
     }
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 #[test]

@@ -9,12 +9,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{Value, json};
-use testkit::{Lab, McpClient, Run, servers_dir};
+use testkit::{Lab, McpClient, Run, files_below, servers_dir};
 
 const DEADLINE: Duration = Duration::from_secs(90);
 const SERVERS_AT: &str = "/opt/servers";
@@ -138,30 +138,6 @@ fn call(lab: &Lab, session: &str, tool: &str, args: &str) -> (Value, Run) {
     (v, run)
 }
 
-/// Every file under `dir` (recursively), but `except`.
-fn files(dir: &Path, except: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.starts_with(except) {
-                continue;
-            }
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                stack.push(p);
-            } else if ft.is_file() {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn every_answer_of_a_server_that_echoes_its_secret_is_redacted() {
     let lab = lab("echo");
@@ -281,7 +257,7 @@ fn every_answer_of_a_server_that_echoes_its_secret_is_redacted() {
     // (audit log, database and its WAL, tools.json, logs, gate.log), the front's stderr.
     std::thread::sleep(Duration::from_secs(4));
     let mut grepped = 0;
-    for f in files(&lab.dir, &lab.path("notes")) {
+    for f in files_below(&lab.dir, Some(&lab.path("notes"))) {
         let bytes = std::fs::read(&f).unwrap_or_default();
         if let Some(s) = leak_in(&bytes) {
             panic!("{} holds the secret as {s:?}", f.display());

@@ -369,6 +369,78 @@ pub fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// A TCP port free on loopback when asked (a test's server binds it soon after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
+}
+
+/// Fails the test unless something accepts connections on loopback `port` within 30 s.
+pub fn wait_listening(port: u16, what: &str) {
+    wait_until(what, Duration::from_secs(30), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+}
+
+/// A child process, killed and reaped when dropped.
+#[derive(Debug)]
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A test server of `servers_dir()` run by the Python SDK's interpreter as
+/// `SCRIPT PORT ARGS…` on a free loopback port, its stderr in `stderr`; returned once it
+/// listens, with its port.
+pub fn python_server(script: &str, args: &[&str], stderr: &Path) -> (Killed, u16) {
+    require_python_sdk();
+    let port = free_port();
+    let err = std::fs::File::create(stderr)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", stderr.display()));
+    let child = Command::new(client_python())
+        .arg(servers_dir().join(script))
+        .arg(port.to_string())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {script}: {e}"));
+    let child = Killed(child);
+    wait_listening(port, &format!("{script} listens"));
+    (child, port)
+}
+
+/// Every regular file below `dir`, recursively, but none below `except`.
+pub fn files_below(dir: &Path, except: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if except.is_some_and(|x| p.starts_with(x)) {
+                continue;
+            }
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 /// Polls `f` every 50 ms for up to `limit`; its first `Some`, or `None` when time ran out.
 pub fn poll<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();
