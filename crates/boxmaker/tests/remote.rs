@@ -89,6 +89,11 @@ url = "{forever}"
 bearer = "remote-token"
 
 [[tool]]
+name = "linger"
+url = "{linger}"
+bearer = "remote-token"
+
+[[tool]]
 name = "bounce"
 url = "{bounce}"
 bearer = "remote-token"
@@ -109,6 +114,7 @@ effect = "allow"
         main = url("/mcp"),
         huge = url("/huge/mcp"),
         forever = url("/forever/mcp"),
+        linger = url("/linger/mcp"),
         bounce = url("/redirect/mcp"),
     ));
     (lab, s)
@@ -329,6 +335,22 @@ fn a_remote_servers_connection_is_kept_between_calls_while_its_clearance_holds()
     let m = message(&v);
     // Refused, so decided anew: over the kept connection it would have gone out.
     assert!(m.contains("this session holds confidential data"), "{m}");
+}
+
+/// A server whose answer stream goes on after the answer holds that connection: the call
+/// is answered at once, the next one goes on a new connection without waiting for the
+/// first to end, and what the stream says after the answer reaches nobody.
+#[test]
+fn an_answer_stream_that_goes_on_after_the_answer_holds_up_nothing() {
+    let (lab, _s) = setup("linger");
+    for i in 0..3 {
+        let (v, run) = call(&lab, "l", "linger_echo", &format!(r#"{{"text":"n{i}"}}"#));
+        assert_eq!(v["status"], "result", "{}", run.show());
+        let content = v["content"].as_str().unwrap();
+        assert!(content.contains(&format!("\"echo: n{i}\"")), "{v}");
+        assert!(!content.contains("still here"), "{v}");
+        assert!(run.took < Duration::from_secs(5), "{}", run.show());
+    }
 }
 
 /// How long the runner keeps an idle connection to a remote server (docs/spec.md §3.9).

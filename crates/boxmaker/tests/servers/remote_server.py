@@ -13,6 +13,9 @@ STATE_DIR/revoked exists (a token revoked mid-session). Paths:
   /huge/mcp          the server, but a tools/call is answered with 17 MiB of JSON
   /forever/mcp       the server, but a tools/call is answered with an SSE stream that never
                      ends (a comment every 200 ms)
+  /linger/mcp        the server, but a tools/call's SSE answer carries the answer, then goes
+                     on with a comment every 200 ms for two minutes (a stream that holds its
+                     connection after the answer)
 Tools: echo {text}; show_auth (quotes the Authorization header it got: the answer must reach
 the model redacted); flip (changes echo's description: a server that changes its tools).
 """
@@ -114,6 +117,20 @@ async def app(scope, receive, send):
         )
         for _ in range(600):
             await send({"type": "http.response.body", "body": b": still thinking\n\n", "more_body": True})
+            await asyncio.sleep(0.2)
+        return await send({"type": "http.response.body", "body": b""})
+    if path == "/linger/mcp" and is_call:
+        req = json.loads(body)
+        text = "echo: " + str(req["params"]["arguments"].get("text", ""))
+        answer = json.dumps(
+            {"jsonrpc": "2.0", "id": req["id"], "result": {"content": [{"type": "text", "text": text}]}}
+        ).encode()
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+        )
+        await send({"type": "http.response.body", "body": b"event: message\ndata: " + answer + b"\n\n", "more_body": True})
+        for _ in range(600):
+            await send({"type": "http.response.body", "body": b": still here\n\n", "more_body": True})
             await asyncio.sleep(0.2)
         return await send({"type": "http.response.body", "body": b""})
     scope = dict(scope)
