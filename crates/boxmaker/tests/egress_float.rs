@@ -674,19 +674,24 @@ fn a_connection_is_not_cut_by_its_own_answer_nor_by_one_it_is_cleared_for() {
 /// that the next call starts a new gate and a new runner, which knows only what the state
 /// directory says.
 fn wait_gate_gone(cfg: &Path) {
+    let config = cfg.display().to_string();
     wait_for(
         "the on-demand gate never ended",
         Duration::from_secs(60),
         || {
-            let pattern = format!("__gate --on-demand --config {}", cfg.display());
-            let found = std::process::Command::new("pgrep")
-                .args(["-f", &pattern])
-                .output()
-                .expect("pgrep");
-            if found.status.success() {
-                Err(String::from_utf8_lossy(&found.stdout).into_owned())
-            } else {
+            // Its command line is `boxmaker __gate --on-demand --config CFG` (read from /proc:
+            // no tool that may be missing).
+            let alive: Vec<String> = std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .filter(|c| c.contains("__gate --on-demand") && c.contains(config.as_str()))
+                .collect();
+            if alive.is_empty() {
                 Ok(())
+            } else {
+                Err(alive.join("; "))
             }
         },
     );
