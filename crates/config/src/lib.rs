@@ -9,7 +9,9 @@
 //! **Must never:** accept a key, a class, an effect or a value it does not know (every
 //! table is `deny_unknown_fields`, every name is checked), or report a bad file as more than
 //! one line: an error names the file, the line and column, and what was expected. It
-//! reads the file and `$HOME`, and nothing else: no writing, no network, no clock.
+//! reads the file and `$HOME`, and looks up the symlinks on the paths it names (to compare
+//! them as the kernel resolves them, [`own`]), and nothing else: no writing, no network, no
+//! clock.
 //!
 //! Reading order:
 //! 1. [`error`] — `ConfigError`, and how a byte offset becomes `file:line:column`.
@@ -25,8 +27,11 @@
 //! 7. [`secret`] — `[[secret]]`: where a credential comes from (never its value), and the
 //!    variables a tool's box is handed.
 //! 8. [`remote`] — a remote MCP server's URL, transport and credentials (by name).
-//! 9. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
-//!    before it asks anyone; the runner decodes with it before it runs).
+//! 9. [`own`] — boxmaker's own files on the host (the state directory, the keys beside it,
+//!    secret files, the config): the one rule that keeps every box off them, after
+//!    symlinks, and where a box's masks come from.
+//! 10. [`args`] — the builtin tools' arguments, decoded strictly (the gate checks with it
+//!     before it asks anyone; the runner decodes with it before it runs).
 
 #![forbid(unsafe_code)]
 
@@ -35,6 +40,7 @@ pub mod egress;
 pub mod error;
 pub mod labels;
 pub mod model;
+pub mod own;
 mod raw;
 pub mod reach;
 pub mod remote;
@@ -83,16 +89,22 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     // Every path the config hands out is absolute: a box, a socket or a database must not
     // depend on the directory a later process happens to run in.
     let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
-    let mut cfg = parse(&text, &path.display().to_string(), &base)?;
-    cfg.file = Some(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
-    Ok(cfg)
+    let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    model::parse(
+        &text,
+        &path.display().to_string(),
+        &base,
+        home.as_deref(),
+        Some(&file),
+    )
 }
 
 /// Checks config `text`. `origin` names it in errors (a file name); relative paths are
 /// relative to `base`; `~` is `$HOME`.
 pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Config, ConfigError> {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    model::parse(text, origin, base, home.as_deref())
+    model::parse(text, origin, base, home.as_deref(), None)
 }
 
 /// The embedded default configuration, as if it were a file in `base`.

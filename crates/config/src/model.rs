@@ -45,6 +45,7 @@ use toml::Spanned;
 use crate::egress::{DEFAULT_PORTS, DEFAULT_TUNNEL_PORT, EgressRule, HostPattern};
 use crate::error::{ConfigError, Source};
 use crate::labels::LabelRule;
+use crate::own::{self, AUDIT_KEY, Place, beside};
 use crate::raw;
 use crate::remote::{self, HeaderValue, RemoteUrl, Transport};
 use crate::secret::{RESERVED_VARIABLES, Secret, SecretSource, SecretVars};
@@ -433,9 +434,10 @@ pub(crate) fn parse(
     origin: &str,
     base: &Path,
     home: Option<&Path>,
+    file: Option<&Path>,
 ) -> Result<Config, ConfigError> {
     let src = Source { text, origin };
-    let file: raw::File = toml::from_str(text).map_err(|e| {
+    let raw: raw::File = toml::from_str(text).map_err(|e| {
         let mut message = e.message().to_owned();
         if message.contains("expected a sequence") {
             message.push_str(&sequence_hint(text, e.span().map(|s| s.start)));
@@ -443,17 +445,23 @@ pub(crate) fn parse(
         src.error(e.span().map(|s| s.start), message)
     })?;
     let ctx = Ctx { src, base, home };
-    let known = Arc::new(known_values(&file.lists, &file.grant));
-    let lists = ctx.lists(file.lists)?;
-    let gate = ctx.gate(file.gate)?;
-    let limits = ctx.limits(file.limits)?;
-    let mounts = ctx.mounts(file.mount, &gate.state)?;
-    let egress = ctx.egress(file.egress)?;
-    let secrets = ctx.secrets(file.secret, &mounts)?;
-    let tools = ctx.tools(file.tool, &mounts, &egress, &secrets)?;
-    let audit = ctx.audit(file.audit, &gate.state, &mounts)?;
-    let grants = ctx.grants(file.grant, &lists)?;
-    let labels = ctx.labels(file.label, &lists)?;
+    let known = Arc::new(known_values(&raw.lists, &raw.grant));
+    let lists = ctx.lists(raw.lists)?;
+    let gate = ctx.gate(raw.gate)?;
+    let limits = ctx.limits(raw.limits)?;
+    let (mounts, spans) = ctx.mounts(raw.mount)?;
+    let egress = ctx.egress(raw.egress)?;
+    let secrets = ctx.secrets(raw.secret)?;
+    let tools = ctx.tools(raw.tool, &mounts, &egress, &secrets)?;
+    let audit = ctx.audit(raw.audit, &gate.state)?;
+    // No box reaches a file of boxmaker's own, whatever symlinks lie on the way
+    // (docs/spec.md §3.5): one list, one check.
+    let own = own::own_files(&gate.state, &audit, &secrets, file);
+    if let Some((i, why)) = own::conflict(&own, &mounts) {
+        return Err(ctx.src.error(spans.get(i).map(|s| s.start), why));
+    }
+    let grants = ctx.grants(raw.grant, &lists)?;
+    let labels = ctx.labels(raw.label, &lists)?;
     Ok(Config {
         gate,
         limits,
@@ -463,7 +471,7 @@ pub(crate) fn parse(
         egress,
         audit,
         labels,
-        file: None,
+        file: file.map(Path::to_path_buf),
         fingerprint: fingerprint(text, base),
         known,
         secrets,
@@ -528,22 +536,6 @@ fn sequence_hint(text: &str, at: Option<usize>) -> String {
     } else {
         " (a list of tables is written [[mount]], [[tool]] or [[grant]])".into()
     }
-}
-
-/// `path` with `.` and `..` components folded (no file system access): `/a/b/../c` is
-/// `/a/c`, so a containment check cannot be dodged by spelling.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// See [`Config::fingerprint`].
@@ -658,6 +650,16 @@ impl Ctx<'_> {
             Some(s) => self.host_path(s, "`state`")?,
             None => self.base.join(".boxmaker"),
         };
+        if beside(&state, AUDIT_KEY).is_none() {
+            return Err(self.src.error(
+                g.state.as_ref().map(|s| s.span().start),
+                format!(
+                    "the state directory {} has no name to keep boxmaker's keys beside \
+                     (`STATE.audit-key`, `STATE.oauth-key`); name a directory of its own",
+                    state.display()
+                ),
+            ));
+        }
         Ok(Gate {
             state,
             approval_ttl: self.positive(g.approval_ttl, "approval_ttl", 300)?,
@@ -682,26 +684,18 @@ impl Ctx<'_> {
     }
 
     /// `[audit]`: the key and the witness file live outside the state directory (whoever
-    /// can rewrite the log must not reach its anchor through the same directory), the key
-    /// outside every mount (a box that reads it could sign), and the witness file outside
-    /// every writable mount (a box could rewrite it).
-    fn audit(&self, a: raw::Audit, state: &Path, mounts: &[Mount]) -> Result<Audit, ConfigError> {
-        let state_l = lexical(state);
+    /// can rewrite the log must not reach its anchor through the same directory), as written
+    /// and as resolved. Where mounts may not reach them is the one rule of [`own::conflict`].
+    fn audit(&self, a: raw::Audit, state: &Path) -> Result<Audit, ConfigError> {
+        let state_at = Place::of(state);
         let key = match &a.key {
             Some(k) => {
                 let path = self.host_path(k, "`[audit] key`")?;
-                self.outside(
-                    &path,
-                    start(k.span()),
-                    "`[audit] key`",
-                    state,
-                    mounts,
-                    false,
-                )?;
+                self.outside_state(&path, start(k.span()), "`[audit] key`", state, &state_at)?;
                 path
             }
             None => {
-                let Some(name) = state_l.file_name() else {
+                let Some(path) = beside(state, AUDIT_KEY) else {
                     return Err(self.src.error(
                         None,
                         format!(
@@ -711,17 +705,13 @@ impl Ctx<'_> {
                         ),
                     ));
                 };
-                let mut name = name.to_os_string();
-                name.push(".audit-key");
-                let path = state_l.with_file_name(name);
-                self.outside(
+                self.outside_state(
                     &path,
                     None,
                     "the audit key (by default beside the state directory; set `[audit] key` \
                      to put it elsewhere)",
                     state,
-                    mounts,
-                    false,
+                    &state_at,
                 )?;
                 path
             }
@@ -729,15 +719,15 @@ impl Ctx<'_> {
         let witness_file = match &a.witness_file {
             Some(w) => {
                 let path = self.host_path(w, "`[audit] witness_file`")?;
-                self.outside(
+                self.outside_state(
                     &path,
                     start(w.span()),
                     "`[audit] witness_file`",
                     state,
-                    mounts,
-                    true,
+                    &state_at,
                 )?;
-                if lexical(&path) == lexical(&key) {
+                let (at, k) = (Place::of(&path), Place::of(&key));
+                if at.written == k.written || at.real == k.real {
                     return self.err(w.span(), "`[audit] witness_file` is the audit key's file");
                 }
                 Some(path)
@@ -781,19 +771,17 @@ impl Ctx<'_> {
         })
     }
 
-    /// Refuses `path` inside the state directory, or inside a mount (only a writable one
-    /// when `writable_only`).
-    fn outside(
+    /// Refuses `path` inside the state directory, as written or as resolved.
+    fn outside_state(
         &self,
         path: &Path,
         at: Option<usize>,
         what: &str,
         state: &Path,
-        mounts: &[Mount],
-        writable_only: bool,
+        state_at: &Place,
     ) -> Result<(), ConfigError> {
-        let p = lexical(path);
-        if p.starts_with(lexical(state)) {
+        let p = Place::of(path);
+        if state_at.holds(&p) {
             return Err(self.src.error(
                 at,
                 format!(
@@ -801,21 +789,6 @@ impl Ctx<'_> {
                      log could reach it too; put it beside the state directory or elsewhere",
                     path.display(),
                     state.display()
-                ),
-            ));
-        }
-        if let Some(m) = mounts
-            .iter()
-            .find(|m| (m.write || !writable_only) && p.starts_with(lexical(&m.host)))
-        {
-            return Err(self.src.error(
-                at,
-                format!(
-                    "{what} {} is inside the mount {} ({}): a box could {} it",
-                    path.display(),
-                    m.at.display(),
-                    m.host.display(),
-                    if writable_only { "rewrite" } else { "read" }
                 ),
             ));
         }
@@ -864,29 +837,15 @@ impl Ctx<'_> {
         })
     }
 
-    fn mounts(&self, raw: Vec<raw::Mount>, state: &Path) -> Result<Vec<Mount>, ConfigError> {
+    /// The mounts, and where each one's `host` is in the file.
+    fn mounts(&self, raw: Vec<raw::Mount>) -> Result<(Vec<Mount>, Vec<Range<usize>>), ConfigError> {
         let mut seen: HashMap<PathBuf, usize> = HashMap::new();
         let mut names: HashMap<String, usize> = HashMap::new();
         let mut out: Vec<Mount> = Vec::with_capacity(raw.len());
         let mut spans = Vec::with_capacity(raw.len());
         for m in raw {
             let host = self.host_path(&m.host, "mount `host`")?;
-            // The state directory is never in a box: a box that sees it could reach the
-            // gate's sockets, read the audit log and the database (docs/spec.md §3.5).
-            if lexical(state).starts_with(lexical(&host)) {
-                return self.err(
-                    m.host.span(),
-                    format!(
-                        "mount {} shows {}, which holds boxmaker's state directory {}: a box \
-                         could reach the gate through it; move `[gate] state` out of it, or \
-                         mount a subdirectory instead",
-                        m.at.get_ref(),
-                        host.display(),
-                        state.display()
-                    ),
-                );
-            }
-            spans.push((m.host.span(), m.write));
+            spans.push(m.host.span());
             let at = self.box_path(&m.at)?;
             let line = self.src.line_of(m.at.span().start);
             if let Some(first) = seen.insert(at.clone(), line) {
@@ -926,34 +885,7 @@ impl Ctx<'_> {
                 write: m.write,
             });
         }
-        // A box may change what is under a writable mount — including swapping another
-        // mount's host path for a symlink — so a writable mount never holds another one.
-        for (i, (span, write)) in spans.iter().enumerate() {
-            if !write {
-                continue;
-            }
-            let holder = &out[i];
-            if let Some(held) = out
-                .iter()
-                .enumerate()
-                .find(|(j, m)| *j != i && lexical(&m.host).starts_with(lexical(&holder.host)))
-                .map(|(_, m)| m)
-            {
-                return self.err(
-                    span.clone(),
-                    format!(
-                        "mount {} is writable and holds the host path of mount {} ({}): a box \
-                         could replace it and make a later box show something else; make {} \
-                         read-only, or mount directories that do not hold each other",
-                        holder.at.display(),
-                        held.at.display(),
-                        held.host.display(),
-                        holder.at.display()
-                    ),
-                );
-            }
-        }
-        Ok(out)
+        Ok((out, spans))
     }
 
     /// A mount point inside the box: absolute, normal components only, not `/` and not
@@ -1377,7 +1309,7 @@ impl Ctx<'_> {
 
     /// The `[[secret]]`s: each name unique, exactly one of `env`, `file`, `command`; a file
     /// never inside a mount (a box would read it).
-    fn secrets(&self, raw: Vec<raw::Secret>, mounts: &[Mount]) -> Result<Vec<Secret>, ConfigError> {
+    fn secrets(&self, raw: Vec<raw::Secret>) -> Result<Vec<Secret>, ConfigError> {
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut out = Vec::with_capacity(raw.len());
         for s in raw {
@@ -1424,19 +1356,7 @@ impl Ctx<'_> {
                 SecretSource::Env(v.into_inner())
             } else if let Some(f) = s.file {
                 let path = self.host_path(&f, &format!("`file` of secret {name:?}"))?;
-                let p = lexical(&path);
-                if let Some(m) = mounts.iter().find(|m| p.starts_with(lexical(&m.host))) {
-                    return self.err(
-                        f.span(),
-                        format!(
-                            "the file of secret {name:?}, {}, is inside the mount {} ({}): a box \
-                             could read it; keep it outside every mount",
-                            path.display(),
-                            m.at.display(),
-                            m.host.display()
-                        ),
-                    );
-                }
+                // Outside every mount: `own::conflict`.
                 SecretSource::File(path)
             } else if let Some(c) = s.command {
                 let span = c.span();

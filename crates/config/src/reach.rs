@@ -132,14 +132,20 @@ impl Config {
             .max()
     }
 
-    /// Pairs of mounts (indexes into `self.mounts`) whose host paths overlap: one holds the
-    /// other. Allowed — a file there is labelled by the highest of the two — but worth a
-    /// note: the lower mount shows the higher one's files too.
+    /// Pairs of mounts (indexes into `self.mounts`) whose host paths overlap, as written or
+    /// after symlinks: one holds the other. Allowed — a file there is labelled by the
+    /// highest of the two — but worth a note: the lower mount shows the higher one's files
+    /// too.
     pub fn overlapping_mounts(&self) -> Vec<(usize, usize)> {
+        let places: Vec<crate::own::Place> = self
+            .mounts
+            .iter()
+            .map(|m| crate::own::Place::of(&m.host))
+            .collect();
         let mut out = Vec::new();
-        for (i, a) in self.mounts.iter().enumerate() {
-            for (j, b) in self.mounts.iter().enumerate().skip(i + 1) {
-                if a.host.starts_with(&b.host) || b.host.starts_with(&a.host) {
+        for (i, a) in places.iter().enumerate() {
+            for (j, b) in places.iter().enumerate().skip(i + 1) {
+                if a.holds(b) || b.holds(a) {
                     out.push((i, j));
                 }
             }

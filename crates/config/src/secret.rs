@@ -4,8 +4,8 @@
 //! A secret is named here and read elsewhere: the config says where its value is (one of an
 //! environment variable of boxmaker's own, a file, or a command's output) and the runner
 //! reads it (`runner::secrets`), only when a tool that names it needs it, and never in the
-//! gate or the front. Nothing here reads a value: this crate reads the config file and
-//! `$HOME`, nothing else.
+//! gate or the front. Nothing here reads a value. A secret's file is one of boxmaker's own
+//! files: no mount may reach it, after symlinks (`crate::own`).
 //!
 //! A tool names the secrets it uses: a stdio server or `run` as environment variables of its
 //! box (`secrets = { VARIABLE = "NAME" }`, or `secrets = ["NAME"]` for a secret read from a

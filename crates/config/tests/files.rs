@@ -663,14 +663,17 @@ fn test_audit_key_and_witness_may_not_sit_where_the_log_or_a_box_can_reach() {
     // writable one (a box could rewrite it), but a read-only mount may show it.
     let mounts = "[[mount]]\nhost = \"ro\"\nat = \"/data/ro\"\n\n\
                   [[mount]]\nhost = \"rw\"\nat = \"/data/rw\"\nwrite = true\n";
-    let msg = bad(&format!("{mounts}[audit]\nkey = \"ro/k\"\n"), 10);
+    // (The error points at the mount, and names the file.)
+    let msg = bad(&format!("{mounts}[audit]\nkey = \"ro/k\"\n"), 2);
     assert!(
-        msg.contains("inside the mount /data/ro") && msg.contains("read"),
+        msg.contains("mount /data/ro") && msg.contains("the audit key") && msg.contains("read"),
         "{msg}"
     );
-    let msg = bad(&format!("{mounts}[audit]\nwitness_file = \"rw/w\"\n"), 10);
+    let msg = bad(&format!("{mounts}[audit]\nwitness_file = \"rw/w\"\n"), 6);
     assert!(
-        msg.contains("inside the mount /data/rw") && msg.contains("rewrite"),
+        msg.contains("mount /data/rw")
+            && msg.contains("the witness file")
+            && msg.contains("rewrite"),
         "{msg}"
     );
     let c = ok(&format!("{mounts}[audit]\nwitness_file = \"ro/w\"\n"));
@@ -698,6 +701,102 @@ fn test_audit_key_and_witness_may_not_sit_where_the_log_or_a_box_can_reach() {
     bad("[audit]\nwitnes_file = \"x\"\n", 2);
     let msg = bad("[audit]\nkey = \"k\"\nwitness_file = \"k\"\n", 3);
     assert!(msg.contains("audit key"), "{msg}");
+}
+
+// ---- boxmaker's own files, after symlinks (issue 29, item 3) --------------------------------
+
+#[test]
+fn test_no_mount_lies_inside_the_state_directory_and_the_state_directory_has_a_name() {
+    let msg = bad(
+        "[gate]\nstate = \"/srv/x/state\"\n[[mount]]\nhost = \"/srv/x/state/work\"\nat = \"/w\"\n",
+        4,
+    );
+    assert!(
+        msg.contains("mount /w") && msg.contains("is inside boxmaker's state directory"),
+        "{msg}"
+    );
+    let msg = bad("[gate]\nstate = \"/\"\n[audit]\nkey = \"/k\"\n", 2);
+    assert!(msg.contains("has no name"), "{msg}");
+}
+
+#[test]
+fn test_programs_boxmaker_runs_on_the_host_are_outside_every_writable_mount() {
+    let rw = "[[mount]]\nhost = \"/opt/tools\"\nat = \"/data/tools\"\nwrite = true\n";
+    let msg = bad(
+        &format!("{rw}[[secret]]\nname = \"gh\"\ncommand = [\"/opt/tools/get-token\"]\n"),
+        2,
+    );
+    assert!(
+        msg.contains("the program of secret \"gh\"") && msg.contains("rewrite"),
+        "{msg}"
+    );
+    let msg = bad(
+        &format!("{rw}[audit]\nwitness_command = [\"/opt/tools/witness\"]\n"),
+        2,
+    );
+    assert!(msg.contains("the witness command's program"), "{msg}");
+    // Read-only, they may be shown; a program found on `PATH` is not a path of the config's.
+    let ro = rw.replace("write = true\n", "");
+    ok(&format!(
+        "{ro}[[secret]]\nname = \"gh\"\ncommand = [\"/opt/tools/get-token\"]\n"
+    ));
+    ok(&format!(
+        "{rw}[[secret]]\nname = \"gh\"\ncommand = [\"pass\"]\n"
+    ));
+}
+
+#[test]
+fn test_a_writable_mount_may_not_hold_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("proj/boxmaker.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let state = dir.path().join("state");
+    let write = |w: bool| {
+        std::fs::write(
+            &file,
+            format!(
+                "[gate]\nstate = {:?}\n[[mount]]\nhost = \".\"\nat = \"/data/p\"\nwrite = {w}\n",
+                state.display().to_string()
+            ),
+        )
+        .unwrap();
+    };
+    write(true);
+    let msg = config::load(&file).unwrap_err().to_string();
+    assert!(
+        msg.contains("mount /data/p") && msg.contains("the config file") && msg.contains("rewrite"),
+        "{msg}"
+    );
+    write(false);
+    let c = config::load(&file).unwrap();
+    assert!(c.own_files().iter().any(|f| f.path == file));
+}
+
+#[test]
+fn test_the_key_and_the_witness_are_outside_the_state_directory_after_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("state")).unwrap();
+    std::os::unix::fs::symlink(root.join("state"), root.join("k")).unwrap();
+    let at = |extra: &str| {
+        parse(
+            &format!("[gate]\nstate = \"state\"\n[audit]\n{extra}\n"),
+            "boxmaker.toml",
+            &root,
+        )
+        .map(|_| ())
+        .unwrap_err()
+        .to_string()
+    };
+    let msg = at("key = \"k/audit.key\"");
+    assert!(msg.contains("inside the state directory"), "{msg}");
+    let msg = at("witness_file = \"k/w\"");
+    assert!(msg.contains("inside the state directory"), "{msg}");
+    // The witness file is the key's file by another name.
+    std::fs::create_dir_all(root.join("keys")).unwrap();
+    std::os::unix::fs::symlink(root.join("keys"), root.join("also")).unwrap();
+    let msg = at("key = \"keys/k\"\nwitness_file = \"also/k\"");
+    assert!(msg.contains("is the audit key's file"), "{msg}");
 }
 
 // ---- [box] address_space_bytes (issue 21, item 5) ----------------------------------------

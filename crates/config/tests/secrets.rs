@@ -163,9 +163,12 @@ at = "/data/notes"
 name = "x"
 file = "/home/u/notes/token"
 "#,
-        8,
+        3,
     );
-    assert!(msg.contains("a box could read it"), "{msg}");
+    assert!(
+        msg.contains("mount /data/notes") && msg.contains("a box could read it"),
+        "{msg}"
+    );
 }
 
 #[test]
