@@ -31,27 +31,24 @@ pub struct Hosts {
     config: std::sync::Arc<Config>,
     /// Per mount, in config order: where it shows in the box, and its resolved host path.
     mounts: Vec<(PathBuf, PathBuf)>,
-    /// The state directory, resolved: no box may see it.
-    state: PathBuf,
+    /// boxmaker's own files (`config::own`): no box may see them (or change some of them).
+    own: Vec<config::own::OwnFile>,
 }
 
 impl Hosts {
-    /// Resolves every mount's host path (one that cannot be resolved is kept as written).
+    /// Resolves every mount's host path (`config::own::resolve`, the one resolver: the
+    /// config was checked by the same).
     pub fn resolve(config: std::sync::Arc<Config>) -> Self {
         let mounts = config
             .mounts
             .iter()
-            .map(|m| {
-                let host = std::fs::canonicalize(&m.host).unwrap_or_else(|_| m.host.clone());
-                (m.at.clone(), host)
-            })
+            .map(|m| (m.at.clone(), config::own::resolve(&m.host).0))
             .collect();
-        let state =
-            std::fs::canonicalize(&config.gate.state).unwrap_or_else(|_| config.gate.state.clone());
+        let own = config.own_files();
         Self {
             config,
             mounts,
-            state,
+            own,
         }
     }
 
@@ -64,12 +61,13 @@ impl Hosts {
             .map(|(_, h)| h.as_path())
     }
 
-    /// Where, inside a box showing the mount at `at`, the state directory would appear, if
-    /// that mount's resolved host path holds it (the config refuses such a mount by its
-    /// written paths; this is the same rule after symlinks): the box hides it.
-    pub fn state_inside(&self, at: &Path) -> Option<PathBuf> {
-        let host = self.resolved(at)?;
-        self.state.strip_prefix(host).ok().map(|rel| at.join(rel))
+    /// What a box showing the mount at `at` (`write`: bound writable) hides: where
+    /// boxmaker's own files, resolved now, would show in it (`config::own::masks`). The
+    /// config refuses a mount that reaches one; this holds if the file system changed since.
+    pub fn masks(&self, at: &Path, write: bool) -> Vec<PathBuf> {
+        self.resolved(at)
+            .map(|host| config::own::masks(&self.own, at, host, write))
+            .unwrap_or_default()
     }
 
     /// The host path that the in-box `path` shows, through the innermost mount whose `at`
@@ -160,6 +158,35 @@ class = "public"
         assert_eq!(
             h.host_of(Path::new("/data/notes/hr/pay.csv")),
             Some(PathBuf::from("/srv/notes/hr/pay.csv"))
+        );
+    }
+
+    #[test]
+    fn a_state_directory_moved_into_a_mount_after_the_check_is_hidden_from_its_boxes() {
+        // Checked while `home` was a directory of its own; then it became a symlink into the
+        // mounted `data` (and the state directory and its keys with it).
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(root.join("home/.boxmaker")).unwrap();
+        std::fs::create_dir_all(root.join("data/u/.boxmaker")).unwrap();
+        std::fs::create_dir_all(root.join("data/u/sub")).unwrap();
+        let text = format!(
+            "[gate]\nstate = \"{}/home/.boxmaker\"\n[[mount]]\nhost = \"{}/data\"\n\
+             at = \"/data/d\"\n",
+            root.display(),
+            root.display()
+        );
+        let config = std::sync::Arc::new(config::parse(&text, "t.toml", &root).unwrap());
+        let h = Hosts::resolve(config.clone());
+        assert!(h.masks(Path::new("/data/d"), false).is_empty());
+        std::fs::rename(root.join("home"), root.join("home.old")).unwrap();
+        std::os::unix::fs::symlink(root.join("data/u"), root.join("home")).unwrap();
+        // The config, read now, refuses it; a box built now hides the state directory and
+        // the directory that holds the keys beside it (here the whole `u`).
+        assert!(config::parse(&text, "t.toml", &root).is_err());
+        assert_eq!(
+            h.masks(Path::new("/data/d"), false),
+            vec![PathBuf::from("/data/d/u")]
         );
     }
 

@@ -379,13 +379,18 @@ impl Runner {
             .collect()
     }
 
-    /// The places inside a box with `mounts` where the state directory would show: each is
-    /// hidden under an empty tmpfs (docs/spec.md §1: no box ever sees the state directory).
+    /// The places inside a box with `mounts` where a file of boxmaker's own would show
+    /// (the state directory, a key, a secret file; a file that decides what boxmaker does,
+    /// in a writable mount): each is hidden under an empty tmpfs (docs/spec.md §1, §3.5: no
+    /// box ever sees the state directory). The one place a box's masks come from.
     pub(crate) fn masks(&self, mounts: &[Mount]) -> Vec<PathBuf> {
-        mounts
+        let mut out: Vec<PathBuf> = mounts
             .iter()
-            .filter_map(|m| self.hosts.state_inside(&m.at))
-            .collect()
+            .flat_map(|m| self.hosts.masks(&m.at, m.write))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// The label of a box of `tool` in `session` now: what it can read, its reach, raised

@@ -149,11 +149,13 @@ pub struct Lock(#[allow(dead_code)] std::fs::File);
 
 impl Store {
     pub fn of(state_dir: &Path) -> Store {
-        let mut key = state_dir.as_os_str().to_owned();
-        key.push(".oauth-key");
+        // Beside the state directory, by the one function that places boxmaker's keys (the
+        // config refuses a state directory with no name, and a mount that reaches the key).
+        let key = config::own::beside(state_dir, config::own::OAUTH_KEY)
+            .unwrap_or_else(|| state_dir.with_extension(config::own::OAUTH_KEY));
         Store {
             dir: state_dir.join("oauth"),
-            key: PathBuf::from(key),
+            key,
         }
     }
 
