@@ -10,11 +10,20 @@
 //! path. Where the whole path is short enough it is used as it is, so a machine without
 //! `/proc` still works for short paths.
 //!
-//! **Must never:** decide anything, or create a socket anywhere but in the directory it was
-//! given. It holds no descriptor beyond one call.
+//! It also owns **the one way boxmaker writes a file for a person** ([`file`]): configs,
+//! backups, state, tokens, keys, logs and locks are written by name in a directory held open,
+//! never through a symbolic link (a temporary file `O_CREAT|O_EXCL|O_NOFOLLOW`, renamed into
+//! place), and a person's file behind a link of theirs is resolved on purpose, a project's
+//! only inside the project. [`open`] is the state directory, refused when it or a name of
+//! [`NAMES`] in it is a link.
+//!
+//! **Must never:** decide anything, create a socket anywhere but in the directory it was
+//! given, or write a file any other way than [`file`]'s. It holds no descriptor beyond one
+//! call (a [`file::Dir`] is its caller's).
 
 #![forbid(unsafe_code)]
 
+pub mod file;
 pub mod live;
 
 use std::fs::File;
@@ -38,6 +47,48 @@ pub const LOCK_FILE: &str = "gate.lock";
 
 /// Where a gate process started on demand writes what it has to say.
 pub const GATE_LOG: &str = "gate.log";
+
+/// Every name boxmaker keeps in a state directory, whichever part of it writes there: the
+/// sockets, locks and logs above; the gate's database (and SQLite's files beside it), audit
+/// log and latest checkpoint; the discovery file and its lock; the fronts' and the page's
+/// tokens; and the directories of workspaces, servers' logs, live sessions, program copies
+/// and sign-ins. [`open`] refuses a state directory where any of them is a link.
+pub const NAMES: &[&str] = &[
+    AGENT_SOCKET,
+    CONTROL_SOCKET,
+    DECIDE_SOCKET,
+    LOCK_FILE,
+    GATE_LOG,
+    "clients.lock",
+    "boxmaker.db",
+    "boxmaker.db-wal",
+    "boxmaker.db-shm",
+    "boxmaker.db-journal",
+    "audit.log",
+    "audit.checkpoint",
+    "tools.json",
+    "tools.lock",
+    "http.token",
+    "approvals.token",
+    "work",
+    "logs",
+    live::LIVE_DIR,
+    "pins",
+    "oauth",
+];
+
+/// The state directory, held (`file::Dir::own`: made `0700` when missing, refused when it
+/// is a link), once no name of [`NAMES`] in it is a link. A repository ships `.boxmaker/`
+/// (the default state directory, beside the config) with anything in it; each part that
+/// writes there refuses a link at its own names too (`file`), and this says so at once,
+/// before anything starts.
+pub fn open(state: &Path) -> Result<file::Dir, file::Error> {
+    let dir = file::Dir::own(state)?;
+    for name in NAMES {
+        dir.refuse_link(name)?;
+    }
+    Ok(dir)
+}
 
 /// The longest path a `sockaddr_un` holds (108 bytes less the terminating NUL).
 pub const SUN_PATH_MAX: usize = 107;

@@ -8,10 +8,11 @@
 //! approvals, and ends those of sessions that have ended. The directory is the operator's
 //! own (`0700`, in the state directory no box ever sees).
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::file::{Dir, Open};
 
 /// The directory in the state directory that holds one lock file per live session.
 pub const LIVE_DIR: &str = "live";
@@ -23,32 +24,25 @@ pub fn is_connection_session(name: &str) -> bool {
         .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-fn file_of(state: &Path, session: &str) -> io::Result<PathBuf> {
+/// Checks that `session` is a connection session: one plain name in the directory.
+fn file_of(session: &str) -> io::Result<()> {
     if !is_connection_session(session) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{session:?} is not a connection session (mcp- and 16 hex digits)"),
         ));
     }
-    Ok(state.join(LIVE_DIR).join(session))
+    Ok(())
 }
 
 /// Marks `session` live for as long as the returned file (or a copy of its descriptor, in
-/// any process) stays open.
+/// any process) stays open. The lock file is made as every file of the state directory is
+/// ([`crate::file`]): never through a link.
 pub fn hold(state: &Path, session: &str) -> io::Result<File> {
-    let path = file_of(state, session)?;
-    let dir = state.join(LIVE_DIR);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)?;
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&path)?;
+    file_of(session)?;
+    let file = Dir::own(state)?
+        .sub_make(LIVE_DIR, 0o700)?
+        .open_file(session, Open::Lock, 0o600)?;
     file.lock_shared()?;
     Ok(file)
 }
@@ -56,20 +50,25 @@ pub fn hold(state: &Path, session: &str) -> io::Result<File> {
 /// Whether connection session `session` has ended: no process holds it live (or it was
 /// never held, which a session made by `boxmaker mcp` always is before its first call). A
 /// session that has ended loses its lock file. A name that is not a connection session never
-/// ends; an error other than "no such file" is taken as live (nothing is ended on a doubt).
+/// ends; an error other than "no such file" (a link where the file or its directory should
+/// be, too) is taken as live (nothing is ended on a doubt).
 pub fn ended(state: &Path, session: &str) -> bool {
-    let Ok(path) = file_of(state, session) else {
+    if file_of(session).is_err() {
         return false;
+    }
+    let dir = match Dir::own_existing(state).and_then(|d| d.sub(LIVE_DIR)) {
+        Ok(d) => d,
+        Err(e) => return e.is_not_found(),
     };
-    let file = match OpenOptions::new().read(true).open(&path) {
+    let file = match dir.open_file(session, Open::Existing, 0) {
         Ok(f) => f,
-        Err(e) => return e.kind() == io::ErrorKind::NotFound,
+        Err(e) => return e.is_not_found(),
     };
     match file.try_lock() {
         Ok(()) => {
             // Nobody holds it, and nobody can take it while this lock is held: a name is
             // never made again, so the file can go.
-            let _ = std::fs::remove_file(&path);
+            let _ = dir.remove(session);
             true
         }
         Err(TryLockError::WouldBlock) => false,
@@ -113,5 +112,22 @@ mod tests {
             assert!(hold(tmp.path(), name).is_err(), "{name}");
         }
         assert!(is_connection_session(S));
+    }
+
+    #[test]
+    fn a_live_directory_that_is_a_link_is_never_written_or_emptied() {
+        let tmp = tempfile::tempdir().unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join(S), "theirs").unwrap();
+        let state = tmp.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, state.join(LIVE_DIR)).unwrap();
+        assert!(hold(&state, S).is_err());
+        assert!(!ended(&state, S), "a doubt ends nothing");
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join(S)).unwrap(),
+            "theirs"
+        );
     }
 }
