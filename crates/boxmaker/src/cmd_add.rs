@@ -25,8 +25,12 @@
 //! naming a sign-in is not added (it needs `--bearer-env`); one that cannot be reached, or
 //! answers anything but 2xx or 401, is not added. The edited text must load with the config crate (from a temporary file
 //! beside the config) before it replaces the file; the old file is kept as
-//! `boxmaker.toml.bak`. Then discovery runs, as `boxmaker tools refresh` does for this one
-//! server, and its tools are printed.
+//! `boxmaker.toml.bak`. Both are written the one way (`statedir::file`): a config that is a
+//! link, or a link at `boxmaker.toml.bak`, is refused in one sentence — the default config
+//! is in the project, where the repository can ship `boxmaker.toml.bak ->
+//! ~/.ssh/authorized_keys` — and the sentence names the file a config link leads to, for a
+//! person whose config it is to give it with `--config`. Then discovery runs, as
+//! `boxmaker tools refresh` does for this one server, and its tools are printed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,7 +40,12 @@ use proto::DataClass;
 use runner::downstream::probe::Probe;
 use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table, value};
 
+use statedir::file::{Backup, Dir, Mode};
+
 use crate::error::CliError;
+
+/// The largest config `add` edits.
+const MAX_CONFIG: u64 = 64 << 20;
 
 /// The longest URL `add` takes.
 pub const MAX_URL: usize = 2048;
@@ -99,17 +108,10 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
         None => Server::Stdio(args.command.clone()),
     };
     let path = &args.config;
-    let (old, existed) = match std::fs::read_to_string(path) {
-        Ok(t) => (t, true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            (config::DEFAULT_CONFIG.to_string(), false)
-        }
-        Err(e) => {
-            return Err(CliError::Local(format!(
-                "cannot read {}: {e}",
-                path.display()
-            )));
-        }
+    let (dir, name) = config_dir(path)?;
+    let (old, existed) = match read_config(dir.as_ref(), &name, path)? {
+        Some(t) => (t, true),
+        None => (config::DEFAULT_CONFIG.to_string(), false),
     };
     let base = base_of(path);
     // The config as it is must load: `add` edits a working file, never a broken one.
@@ -193,11 +195,18 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
             }
         }
     }
-    crate::cmd_client::replace_file(
-        path,
-        &new,
-        existed.then(|| backup_of(path)).as_deref(),
-        0o644,
+    // The one way (`statedir::file`): a temporary file beside the config, loaded as a
+    // config, the old file kept as `FILE.bak` beside it, then renamed over it.
+    let dir = match dir {
+        Some(d) => d,
+        None => Dir::make(&base, 0o755)?,
+    };
+    let backup = format!("{name}.bak");
+    dir.write(
+        &name,
+        new.as_bytes(),
+        Mode::Keep(0o644),
+        Some(Backup::Over(&backup)),
         |written| {
             config::load(written)
                 .map(drop)
@@ -293,7 +302,11 @@ fn report(names: &Names, server: &Server, args: &AddArgs, existed: bool, path: &
             "added {} to {} (the file as it was: {})",
             names.tool,
             abs.display(),
-            backup_of(&abs).display()
+            abs.with_file_name(format!(
+                "{}.bak",
+                abs.file_name().unwrap_or_default().to_string_lossy()
+            ))
+            .display()
         );
     } else {
         outln!(
@@ -386,11 +399,65 @@ fn base_of(path: &Path) -> PathBuf {
     std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf())
 }
 
-/// `boxmaker.toml.bak` beside `path`.
-fn backup_of(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".bak");
-    path.with_file_name(name)
+/// The config's directory, held (`None` when it does not exist yet), and its file name.
+fn config_dir(path: &Path) -> Result<(Option<Dir>, String), CliError> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "--config {}: a config is a file with a UTF-8 name",
+                path.display()
+            ))
+        })?
+        .to_string();
+    match Dir::open(&base_of(path)) {
+        Ok(d) => Ok((Some(d), name)),
+        Err(e) if e.is_not_found() => Ok((None, name)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The config's text, `None` when there is none yet. A config that is a link is refused:
+/// `add` rewrites the file it is given, never the one a link leads to (the default config
+/// is in the project, where the repository can ship `boxmaker.toml -> ~/.ssh/…`); the
+/// sentence names that file, for the person to give it with `--config` when it is theirs.
+fn read_config(dir: Option<&Dir>, name: &str, path: &Path) -> Result<Option<String>, CliError> {
+    let Some(dir) = dir else {
+        return Ok(None);
+    };
+    let found = match dir.read(name, MAX_CONFIG) {
+        Ok(f) => f,
+        Err(statedir::file::Error::Link { to, .. }) => {
+            let real = std::fs::canonicalize(path);
+            return Err(CliError::Usage(match real {
+                Ok(real) => format!(
+                    "{} is a symbolic link (to {}); `add` rewrites only the config file itself, \
+                     never through a link (a repository can ship one): if that file is yours, \
+                     run it again with --config {}",
+                    path.display(),
+                    to.display(),
+                    real.display()
+                ),
+                Err(_) => format!(
+                    "{} is a symbolic link to {}, which does not exist; `add` makes no config \
+                     through a link",
+                    path.display(),
+                    to.display()
+                ),
+            }));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    String::from_utf8(found.bytes).map(Some).map_err(|_| {
+        CliError::Local(format!(
+            "{} is not UTF-8 text; it was left as it is",
+            path.display()
+        ))
+    })
 }
 
 /// The tool's name (given or derived from the host) and its secret's, each checked against

@@ -29,10 +29,20 @@
 //! order (an order-keeping value of our own: serde_json's map sorts them), a TOML file keeps
 //! its comments and layout (`toml_edit`). A file that does not parse — VS Code allows
 //! comments in its `mcp.json`, which this does not keep — is refused in one sentence and
-//! never written. A change first copies the file to `FILE.bak-<local time>`, then writes a
-//! temporary file beside it and renames it over (the file's mode and owner kept). Adding
-//! what is already there changes nothing and says so; a different server under the same name
-//! is refused (`--name` picks another).
+//! never written. A change is written the one way boxmaker writes a file
+//! (`statedir::file`): a temporary file beside it (the file's mode and owner kept), parsed
+//! again, the old file kept as `FILE.bak-<local time>` beside it, then renamed over it.
+//! Adding what is already there changes nothing and says so; a different server under the
+//! same name is refused (`--name` picks another).
+//!
+//! Links (docs/spec.md §7): a user's file is followed through the person's links, on
+//! purpose — a dotfile manager keeps `~/.claude.json` behind one, and a repository cannot
+//! put a link in the home directory — and its backup sits beside the file the link names.
+//! A project's file is the repository's to ship, link and all (`.mcp.json ->
+//! ~/.docker/config.json`, `.vscode -> ~/.config/Code/User`): it is followed only while it
+//! stays beneath the project's real path, every directory below the project then opened
+//! without following a link; anything else is refused in one sentence, nothing written. A
+//! link to nothing is refused either way.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -40,6 +50,8 @@ use std::path::{Path, PathBuf};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use toml_edit::{Array, DocumentMut, Item, Table, value};
+
+use statedir::file::{Backup, Dir, Mode, Reach};
 
 use crate::error::CliError;
 
@@ -173,6 +185,33 @@ impl Client {
         })
     }
 
+    /// `path` (this client's file for `scope`) opened where it really is: its directory,
+    /// held, and its name there. A user's file is followed through the person's links (a
+    /// dotfile manager keeps `~/.claude.json` behind one, and a repository cannot put one in
+    /// the home directory); a project's only while it stays beneath the project's real path
+    /// (the repository can ship `.mcp.json -> ~/.docker/config.json`). A link to nothing is
+    /// refused either way. With `make`, missing directories are made (`0700` for a user's,
+    /// `0755` for a project's); without, `None` when the directory is not there.
+    fn open(
+        self,
+        path: &Path,
+        scope: Scope,
+        make: bool,
+    ) -> Result<Option<(Dir, String)>, CliError> {
+        let here = match scope {
+            Scope::User => None,
+            Scope::Project => Some(std::env::current_dir().map_err(|e| {
+                CliError::Local(format!("cannot tell which directory this is: {e}"))
+            })?),
+        };
+        let (reach, mode) = match &here {
+            None => (Reach::Anywhere, 0o700),
+            Some(root) => (Reach::Beneath(root), 0o755),
+        };
+        let place = statedir::file::locate(path, reach)?;
+        Ok(place.dir(make.then_some(mode))?)
+    }
+
     /// The entry that runs `command args` (JSON clients).
     fn entry(self, command: &str, args: &[String]) -> Json {
         let mut fields = Vec::new();
@@ -243,7 +282,10 @@ fn add(t: &Target) -> Result<u8, CliError> {
     check_name(&t.name)?;
     let (command, args) = command_line(&t.config)?;
     let path = t.client.file(t.scope)?;
-    let old = read(&path)?;
+    let (dir, name) = t.client.open(&path, t.scope, true)?.ok_or_else(|| {
+        CliError::Local(format!("cannot make the directory of {}", path.display()))
+    })?;
+    let old = read(&dir, &name)?;
     let new = if t.client.is_toml() {
         toml_add(&path, old.as_deref(), &t.name, &command, &args)?
     } else {
@@ -258,7 +300,7 @@ fn add(t: &Target) -> Result<u8, CliError> {
         );
         return Ok(0);
     };
-    let backup = write(&path, old.is_some(), &new, t.scope, t.client)?;
+    let backup = write(&dir, &name, &new, t.scope, t.client)?;
     outln!(
         "{} runs boxmaker as {:?}: {} {} (in {}{})",
         t.client.as_str(),
@@ -280,7 +322,17 @@ fn add(t: &Target) -> Result<u8, CliError> {
 fn remove(t: &Target) -> Result<u8, CliError> {
     check_name(&t.name)?;
     let path = t.client.file(t.scope)?;
-    let Some(old) = read(&path)? else {
+    let opened = t.client.open(&path, t.scope, false)?;
+    let Some((dir, name)) = opened else {
+        outln!(
+            "{} does not exist: {} has no {:?} there, nothing changed",
+            path.display(),
+            t.client.as_str(),
+            t.name
+        );
+        return Ok(0);
+    };
+    let Some(old) = read(&dir, &name)? else {
         outln!(
             "{} does not exist: {} has no {:?} there, nothing changed",
             path.display(),
@@ -303,7 +355,7 @@ fn remove(t: &Target) -> Result<u8, CliError> {
         );
         return Ok(0);
     };
-    let backup = write(&path, true, &new, t.scope, t.client)?;
+    let backup = write(&dir, &name, &new, t.scope, t.client)?;
     outln!(
         "took {:?} out of {} ({}; the file as it was: {})",
         t.name,
@@ -329,7 +381,10 @@ fn list() -> Result<u8, CliError> {
                 },
                 path.display()
             );
-            let text = match read(&path) {
+            let text = match client
+                .open(&path, scope, false)
+                .and_then(|d| d.map_or(Ok(None), |(dir, name)| read(&dir, &name)))
+            {
                 Ok(Some(t)) => t,
                 Ok(None) => {
                     outln!("{where_}: no file");
@@ -373,51 +428,32 @@ fn runs_boxmaker(command: &str, args: &[String]) -> bool {
         && args.first().is_some_and(|a| a == "mcp")
 }
 
-/// The file's text, `None` when it does not exist; refused when it is not a regular file or
-/// is too large to be a client's configuration.
-fn read(path: &Path) -> Result<Option<String>, CliError> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(CliError::Local(format!(
-                "cannot read {}: {e}",
-                path.display()
-            )));
-        }
+/// The text of `name` in `dir`, `None` when it does not exist; refused when it is a link
+/// (a link of the person's was resolved by [`Client::open`]), not a regular file, too large
+/// to be a client's configuration, or not UTF-8.
+fn read(dir: &Dir, name: &str) -> Result<Option<String>, CliError> {
+    let Some(found) = dir.read(name, MAX_FILE)? else {
+        return Ok(None);
     };
-    if !meta.is_file() {
-        return Err(CliError::Local(format!(
-            "{} is not a regular file; it was left as it is",
-            path.display()
-        )));
-    }
-    if meta.len() > MAX_FILE {
-        return Err(CliError::Local(format!(
-            "{} is over {} MiB, too large to be a client's configuration; it was left as it is",
-            path.display(),
-            MAX_FILE >> 20
-        )));
-    }
-    let bytes = std::fs::read(path)
-        .map_err(|e| CliError::Local(format!("cannot read {}: {e}", path.display())))?;
-    String::from_utf8(bytes).map(Some).map_err(|_| {
+    String::from_utf8(found.bytes).map(Some).map_err(|_| {
         CliError::Local(format!(
             "{} is not UTF-8 text; it was left as it is",
-            path.display()
+            dir.join(name).display()
         ))
     })
 }
 
-/// Writes `text` to a client's file, with a backup of the old one; returns the backup.
+/// Writes `text` as a client's file `name` in `dir`, the one way (`statedir::file`): a
+/// temporary file beside it with the old file's mode and owner, parsed again, the old file
+/// kept beside it as `NAME.bak-YYYYMMDD-HHMMSS` (local time; `-2`, `-3`… when taken), then
+/// renamed over it. Returns the backup, when there was a file to keep.
 fn write(
-    path: &Path,
-    existed: bool,
+    dir: &Dir,
+    name: &str,
     text: &str,
     scope: Scope,
     client: Client,
 ) -> Result<Option<PathBuf>, CliError> {
-    let backup = existed.then(|| timestamped_backup(path));
     // A new file of the user's own may come to hold other servers' tokens: theirs alone. A
     // project's file is meant to be shared (committed).
     let mode = match scope {
@@ -436,15 +472,21 @@ fn write(
                 .map_err(|e| format!("the edited file would not parse: {e}"))
         }
     };
-    replace_file(path, text, backup.as_deref(), mode, check)?;
-    Ok(backup)
+    let stem = format!("{name}.bak-{}", stamp());
+    let kept = dir.write(
+        name,
+        text.as_bytes(),
+        Mode::Keep(mode),
+        Some(Backup::Fresh(&stem)),
+        check,
+    )?;
+    Ok(kept.map(|k| dir.join(&k)))
 }
 
-/// `FILE.bak-YYYYMMDD-HHMMSS` (local time), with `-2`, `-3`… when that exists already.
-fn timestamped_backup(path: &Path) -> PathBuf {
+/// `YYYYMMDD-HHMMSS`, local time.
+fn stamp() -> String {
     let now = crate::when::local(crate::when::now());
-    let stamp: String = now
-        .get(..19)
+    now.get(..19)
         .unwrap_or(&now)
         .chars()
         .filter_map(|c| match c {
@@ -452,82 +494,7 @@ fn timestamped_backup(path: &Path) -> PathBuf {
             ' ' => Some('-'),
             c => Some(c),
         })
-        .collect();
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let mut candidate = path.with_file_name(format!("{name}.bak-{stamp}"));
-    let mut n = 2;
-    while candidate.symlink_metadata().is_ok() {
-        candidate = path.with_file_name(format!("{name}.bak-{stamp}-{n}"));
-        n += 1;
-    }
-    candidate
-}
-
-/// Replaces the file at `path` (through a symbolic link, the file it names) by `text` in one
-/// step: a temporary file beside it — the old file's mode and owner, else `new_mode` — which
-/// `check` reads first, then renamed over it. With `backup`, the old file is copied there
-/// first. On any failure nothing is replaced.
-pub fn replace_file(
-    path: &Path,
-    text: &str,
-    backup: Option<&Path>,
-    new_mode: u32,
-    check: impl FnOnce(&Path) -> Result<(), String>,
-) -> Result<(), CliError> {
-    use std::io::Write;
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let fail = |what: &str, e: &dyn fmt::Display| {
-        CliError::Local(format!(
-            "cannot {what} {}: {e}; it was left as it was",
-            path.display()
-        ))
-    };
-    let target = match path.symlink_metadata() {
-        Ok(m) if m.file_type().is_symlink() => {
-            std::fs::canonicalize(path).map_err(|e| fail("follow the link", &e))?
-        }
-        _ => path.to_path_buf(),
-    };
-    let old = std::fs::metadata(&target).ok();
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).map_err(|e| fail("make the directory of", &e))?;
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(|e| fail("write beside", &e))?;
-    let mode = old.as_ref().map_or(new_mode, |m| m.mode() & 0o7777);
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(|e| fail("write beside", &e))?;
-    if let Some(m) = &old
-        && (m.uid() != rustix::process::geteuid().as_raw()
-            || m.gid() != rustix::process::getegid().as_raw())
-    {
-        // Root editing a person's file: it stays theirs.
-        let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(m.uid()), Some(m.gid()));
-    }
-    tmp.write_all(text.as_bytes())
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| fail("write beside", &e))?;
-    check(tmp.path())
-        .map_err(|why| CliError::Local(format!("{why}; {} was left as it was", path.display())))?;
-    if let Some(b) = backup {
-        std::fs::copy(&target, b).map_err(|e| {
-            CliError::Local(format!(
-                "cannot keep a copy of {} as {}: {e}; it was left as it was",
-                path.display(),
-                b.display()
-            ))
-        })?;
-    }
-    tmp.persist(&target)
-        .map_err(|e| fail("replace", &e.error))?;
-    Ok(())
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -933,37 +900,6 @@ mod tests {
         assert_eq!(serde_json::to_string(&v).unwrap(), text);
         assert!(serde_json::from_str::<Json>(r#"{"a":1,"a":2}"#).is_err());
         assert!(serde_json::from_str::<Json>(r#"{"a":1} x"#).is_err());
-    }
-
-    #[test]
-    fn a_file_that_fails_its_check_is_never_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("boxmaker.toml");
-        std::fs::write(&path, "old\n").unwrap();
-        let backup = dir.path().join("boxmaker.toml.bak");
-        let r = replace_file(&path, "new\n", Some(&backup), 0o644, |written| {
-            // The check reads the new text, from beside the file.
-            assert_eq!(std::fs::read_to_string(written).unwrap(), "new\n");
-            assert_eq!(written.parent(), path.parent());
-            Err("it would not load".into())
-        });
-        let e = r.unwrap_err().to_string();
-        assert!(e.starts_with("it would not load; "), "{e}");
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
-        // No backup, no temporary file: the directory holds the file alone.
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["boxmaker.toml"]);
-        // Through a symbolic link, the file it names is replaced and the link stays.
-        let real = dir.path().join("real.json");
-        std::fs::write(&real, "{}").unwrap();
-        let link = dir.path().join("link.json");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-        replace_file(&link, "{\"a\":1}", None, 0o600, |_| Ok(())).unwrap();
-        assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
-        assert_eq!(std::fs::read_to_string(&real).unwrap(), "{\"a\":1}");
     }
 
     #[test]

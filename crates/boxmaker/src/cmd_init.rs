@@ -1,7 +1,6 @@
 //! `boxmaker init [DIR]`: write the commented default `boxmaker.toml`, never over a file
 //! that is already there.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use crate::error::CliError;
@@ -15,30 +14,28 @@ pub struct InitArgs {
 }
 
 pub fn run(args: &InitArgs) -> Result<(), CliError> {
-    std::fs::create_dir_all(&args.dir).map_err(|source| CliError::InitCreateDir {
-        path: args.dir.clone(),
-        source,
-    })?;
-    let path = args.dir.join(config::FILE_NAME);
-    // `create_new` checks and creates in one step, so a file that appears in between is
-    // never overwritten either.
-    let mut file = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(CliError::InitExists { path });
+    let dir = match statedir::file::Dir::make(&args.dir, 0o777) {
+        Ok(d) => d,
+        Err(statedir::file::Error::Io { source, .. }) => {
+            return Err(CliError::InitCreateDir {
+                path: args.dir.clone(),
+                source,
+            });
         }
-        Err(source) => return Err(CliError::InitWrite { path, source }),
+        Err(e) => return Err(e.into()),
     };
-    file.write_all(config::DEFAULT_CONFIG.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|source| CliError::InitWrite {
-            path: path.clone(),
-            source,
-        })?;
+    let path = args.dir.join(config::FILE_NAME);
+    // The one way (`statedir::file`): written whole beside it, then linked into place,
+    // which fails when anything has the name — a link too, which is never followed — so a
+    // file that appears in between is never overwritten either.
+    match dir.create_new(config::FILE_NAME, config::DEFAULT_CONFIG.as_bytes(), 0o644) {
+        Ok(()) => {}
+        Err(statedir::file::Error::Exists { .. }) => return Err(CliError::InitExists { path }),
+        Err(statedir::file::Error::Io { source, .. }) => {
+            return Err(CliError::InitWrite { path, source });
+        }
+        Err(e) => return Err(e.into()),
+    }
     outln!("wrote {}", path.display());
     Ok(())
 }

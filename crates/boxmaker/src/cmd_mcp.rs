@@ -11,7 +11,6 @@
 //! names one.
 
 use std::net::SocketAddr;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -249,6 +248,9 @@ fn start_broker(config: &std::path::Path) -> Result<front::channel::Channel, Cli
     Ok(front::channel::Channel::new(ours))
 }
 
+/// The HTTP front's token file, in the state directory.
+const HTTP_TOKEN: &str = "http.token";
+
 /// The HTTP front's listener (bound now, before confinement), its token, and the token
 /// file (written `0600` in the state directory).
 fn http_setup(
@@ -256,21 +258,13 @@ fn http_setup(
     addr: SocketAddr,
 ) -> Result<(std::net::TcpListener, String, std::path::PathBuf), CliError> {
     let token = token()?;
-    let path = cfg.gate.state.join("http.token");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|source| CliError::State {
-            path: path.clone(),
-            source,
-        })?;
-    std::io::Write::write_all(&mut f, token.as_bytes()).map_err(|source| CliError::State {
-        path: path.clone(),
-        source,
-    })?;
+    let path = cfg.gate.state.join(HTTP_TOKEN);
+    // Replaced whole, never through a link (a repository can ship `.boxmaker/`).
+    crate::host::create_state_dir(&cfg.gate.state)?.replace(
+        HTTP_TOKEN,
+        token.as_bytes(),
+        statedir::file::Mode::Private,
+    )?;
     // Bound before the banner: a client that reads the banner can connect at once, and with
     // port 0 the banner names the port actually bound.
     let listener = std::net::TcpListener::bind(addr)

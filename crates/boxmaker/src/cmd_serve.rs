@@ -47,23 +47,15 @@ pub const APPROVALS_TOKEN: &str = "approvals.token";
 /// loopback, or allowed), writes a fresh login token `0600` to the state directory, and
 /// prints where the page is and the token, once.
 fn start_page(addr: std::net::SocketAddr, state: &std::path::Path) -> Result<(), CliError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    crate::host::create_state_dir(state)?;
+    let dir = crate::host::create_state_dir(state)?;
     let token = page::auth::random_token()
         .map_err(|e| CliError::Unexpected(format!("no randomness: {e}")))?;
     let path = state.join(APPROVALS_TOKEN);
-    let _ = std::fs::remove_file(&path);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .and_then(|mut f| f.write_all(token.as_bytes()))
-        .map_err(|source| CliError::State {
-            path: path.clone(),
-            source,
-        })?;
+    dir.replace(
+        APPROVALS_TOKEN,
+        token.as_bytes(),
+        statedir::file::Mode::Private,
+    )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -30,6 +30,10 @@ pub enum CliError {
     Box(#[source] runner::BoxError),
     #[error(transparent)]
     Serve(runner::ServeError),
+    /// A file written (or read) the one way, `statedir::file`: a link refused, a project's
+    /// file outside the project, a failed write.
+    #[error(transparent)]
+    File(#[from] statedir::file::Error),
     #[error("cannot use the state directory at {}: {source}", path.display())]
     State {
         path: PathBuf,
@@ -81,6 +85,8 @@ impl CliError {
             | CliError::Runner(_)
             | CliError::Serve(_) => FAILURE,
             CliError::Box(_) => crate::cmd_box::BOX_FAILED,
+            CliError::File(statedir::file::Error::Io { .. }) => FAILURE,
+            CliError::File(_) => USAGE,
             CliError::State { .. }
             | CliError::Gate(_)
             | CliError::Socket(_)

@@ -28,7 +28,6 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -46,6 +45,7 @@ use proto::{ToolRequest, ToolResponse};
 use crate::error::CliError;
 
 pub use statedir::LOCK_FILE;
+use statedir::file::{Dir, Open};
 
 /// The file every client of a state directory holds a shared lock on while it runs.
 pub const CLIENTS_LOCK: &str = "clients.lock";
@@ -246,18 +246,8 @@ impl Drop for Active {
 /// sockets on background threads. `Ok(None)`: another process is the gate.
 pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGate>, CliError> {
     let state = cfg.gate.state.clone();
-    create_state_dir(&state)?;
     let lock_path = state.join(LOCK_FILE);
-    let lock = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&lock_path)
-        .map_err(|source| CliError::State {
-            path: lock_path.clone(),
-            source,
-        })?;
+    let lock = create_state_dir(&state)?.open_file(LOCK_FILE, Open::Lock, 0o600)?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
@@ -345,18 +335,8 @@ pub struct Presence {
 impl Presence {
     /// Declares this process a client of `state`.
     pub fn take(state: &Path) -> Result<Self, CliError> {
-        create_state_dir(state)?;
         let path = state.join(CLIENTS_LOCK);
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|source| CliError::State {
-                path: path.clone(),
-                source,
-            })?;
+        let file = create_state_dir(state)?.open_file(CLIENTS_LOCK, Open::Lock, 0o600)?;
         file.lock_shared()
             .map_err(|source| CliError::State { path, source })?;
         Ok(Self { _file: file })
@@ -366,9 +346,11 @@ impl Presence {
     /// was removed) is nobody; another error reading it counts as yes: a gate that cannot
     /// tell stays.
     pub fn anyone(state: &Path) -> bool {
-        let file = match File::options().write(true).open(state.join(CLIENTS_LOCK)) {
+        let file = match Dir::own_existing(state)
+            .and_then(|d| d.open_file(CLIENTS_LOCK, Open::Existing, 0))
+        {
             Ok(file) => file,
-            Err(e) => return e.kind() != std::io::ErrorKind::NotFound,
+            Err(e) => return !e.is_not_found(),
         };
         // Taken and dropped at once: nobody holds a shared lock.
         !matches!(file.try_lock(), Ok(()))
@@ -486,20 +468,15 @@ fn same_config(cfg: &Config) -> Result<bool, CliError> {
 /// Starts an on-demand gate for the config at `config_path` and waits until it serves (or
 /// until it ends: another gate took the state directory first, which is as good).
 fn start_gate(config_path: &Path, state: &Path) -> Result<(), CliError> {
-    create_state_dir(state)?;
+    let dir = create_state_dir(state)?;
     let log_path = state.join(statedir::GATE_LOG);
-    let fresh = std::fs::metadata(&log_path).is_ok_and(|m| m.len() > GATE_LOG_MAX);
-    let log = File::options()
-        .create(true)
-        .append(!fresh)
-        .write(true)
-        .truncate(fresh)
-        .mode(0o600)
-        .open(&log_path)
-        .map_err(|source| CliError::State {
-            path: log_path.clone(),
-            source,
-        })?;
+    // Emptied once it has grown past its bound; appended to otherwise.
+    let fresh = dir
+        .open_file(statedir::GATE_LOG, Open::Append, 0o600)?
+        .metadata()
+        .is_ok_and(|m| m.len() > GATE_LOG_MAX);
+    let how = if fresh { Open::Truncate } else { Open::Append };
+    let log = dir.open_file(statedir::GATE_LOG, how, 0o600)?;
     let exe = std::env::current_exe().map_err(|source| CliError::State {
         path: state.to_path_buf(),
         source,
@@ -550,14 +527,9 @@ fn start_gate(config_path: &Path, state: &Path) -> Result<(), CliError> {
     Err(CliError::GateStart { why: last })
 }
 
-pub(crate) fn create_state_dir(state: &Path) -> Result<(), CliError> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(state)
-        .map_err(|source| CliError::State {
-            path: state.to_path_buf(),
-            source,
-        })
+/// The state directory, made `0700` when missing, and held: every file in it is written
+/// through `statedir::file`, and it is refused when it, or a name boxmaker keeps in it, is a
+/// link (`statedir::open`, docs/spec.md §6).
+pub(crate) fn create_state_dir(state: &Path) -> Result<Dir, CliError> {
+    Ok(statedir::open(state)?)
 }

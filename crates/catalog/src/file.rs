@@ -6,11 +6,10 @@
 //! `tools.lock`, reads, changes, and replaces the file atomically (write, fsync, rename).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use statedir::file::{Dir, Mode, Open};
 
 use crate::{ToolDef, server_key};
 
@@ -25,6 +24,10 @@ const MAX_BYTES: u64 = 256 << 20;
 /// Why the discovery file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
+    /// Written or read the one way (`statedir::file`): a link refused (a repository can
+    /// ship `.boxmaker/`), a failed write.
+    #[error(transparent)]
+    File(#[from] statedir::file::Error),
     #[error("cannot {what} {path}: {source}")]
     Io {
         what: &'static str,
@@ -74,7 +77,11 @@ impl Default for ToolsFile {
 impl ToolsFile {
     /// Reads the file in `state_dir`; a missing file is an empty one.
     pub fn load(state_dir: &Path) -> Result<Self, CatalogError> {
-        read(&state_dir.join(FILE))
+        match Dir::own_existing(state_dir) {
+            Ok(dir) => read(&dir),
+            Err(e) if e.is_not_found() => Ok(ToolsFile::default()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Changes the file in `state_dir` under its lock: reads it, lets `f` change it, and
@@ -83,28 +90,18 @@ impl ToolsFile {
         state_dir: &Path,
         f: impl FnOnce(&mut ToolsFile) -> T,
     ) -> Result<T, CatalogError> {
-        let lock_path = state_dir.join(LOCK);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|source| CatalogError::Io {
-                what: "open",
-                path: lock_path.clone(),
-                source,
-            })?;
+        let dir = Dir::own(state_dir)?;
+        let lock = dir.open_file(LOCK, Open::Lock, 0o600)?;
         lock.lock().map_err(|source| CatalogError::Io {
             what: "lock",
-            path: lock_path,
+            path: dir.join(LOCK),
             source,
         })?;
-        let path = state_dir.join(FILE);
-        let mut file = read(&path)?;
+        let mut file = read(&dir)?;
         let before = file.clone();
         let out = f(&mut file);
         if file != before {
-            write(&path, &file)?;
+            write(&dir, &file)?;
         }
         drop(lock);
         Ok(out)
@@ -160,33 +157,24 @@ impl ToolsFile {
     }
 }
 
-fn read(path: &Path) -> Result<ToolsFile, CatalogError> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ToolsFile::default()),
-        Err(source) => {
-            return Err(CatalogError::Io {
-                what: "open",
+fn read(dir: &Dir) -> Result<ToolsFile, CatalogError> {
+    let path = dir.join(FILE);
+    let path = path.as_path();
+    let text = match dir.read(FILE, MAX_BYTES) {
+        Ok(Some(found)) => found.bytes,
+        Ok(None) => return Ok(ToolsFile::default()),
+        Err(statedir::file::Error::TooLarge { .. }) => {
+            return Err(CatalogError::Damaged {
                 path: path.to_path_buf(),
-                source,
+                detail: format!("larger than {MAX_BYTES} bytes"),
             });
         }
+        Err(e) => return Err(e.into()),
     };
-    let mut text = Vec::new();
-    file.take(MAX_BYTES + 1)
-        .read_to_end(&mut text)
-        .map_err(|source| CatalogError::Io {
-            what: "read",
-            path: path.to_path_buf(),
-            source,
-        })?;
     let damaged = |detail: String| CatalogError::Damaged {
         path: path.to_path_buf(),
         detail,
     };
-    if text.len() as u64 > MAX_BYTES {
-        return Err(damaged(format!("larger than {MAX_BYTES} bytes")));
-    }
     let f: ToolsFile = serde_json::from_slice(&text).map_err(|e| damaged(e.to_string()))?;
     if f.version != VERSION {
         return Err(damaged(format!(
@@ -197,10 +185,11 @@ fn read(path: &Path) -> Result<ToolsFile, CatalogError> {
     Ok(f)
 }
 
-fn write(path: &Path, f: &ToolsFile) -> Result<(), CatalogError> {
+fn write(dir: &Dir, f: &ToolsFile) -> Result<(), CatalogError> {
+    let path = dir.join(FILE);
     let io = |what, source| CatalogError::Io {
         what,
-        path: path.to_path_buf(),
+        path: path.clone(),
         source,
     };
     let mut body = serde_json::to_vec_pretty(f).map_err(|e| io("encode", e.into()))?;
@@ -218,25 +207,9 @@ fn write(path: &Path, f: &ToolsFile) -> Result<(), CatalogError> {
             "the discovery file would not read back ({e})"
         )));
     }
-    let tmp = path.with_extension("json.tmp");
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut out = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| io("create", e))?;
-        out.write_all(&body).map_err(|e| io("write", e))?;
-        out.sync_all().map_err(|e| io("sync", e))?;
-    }
-    fs::rename(&tmp, path).map_err(|e| io("replace", e))?;
-    if let Some(dir) = path.parent()
-        && let Ok(d) = File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
+    // The one way (`statedir::file`): a temporary file beside it, never through a link,
+    // fsynced, renamed over it.
+    dir.replace(FILE, &body, Mode::Private)?;
     Ok(())
 }
 
@@ -294,14 +267,40 @@ mod tests {
     #[test]
     fn a_damaged_file_is_an_error_that_says_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(FILE), "{not json").unwrap();
+        std::fs::write(dir.path().join(FILE), "{not json").unwrap();
         let e = ToolsFile::load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("damaged") && e.contains("tools refresh"), "{e}");
-        fs::write(dir.path().join(FILE), r#"{"version":9,"servers":{}}"#).unwrap();
+        std::fs::write(dir.path().join(FILE), r#"{"version":9,"servers":{}}"#).unwrap();
         let e = ToolsFile::load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("version 9"), "{e}");
         // An update never overwrites a damaged file with an empty one.
         assert!(ToolsFile::update(dir.path(), |_| ()).is_err());
+    }
+
+    #[test]
+    fn the_file_its_lock_and_the_state_directory_are_never_written_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("bashrc");
+        std::fs::write(&victim, "export IMPORTANT=1\n").unwrap();
+        let state = dir.path().join("state");
+        let argv = vec!["srv".to_string()];
+        for name in [FILE, LOCK] {
+            let _ = std::fs::remove_dir_all(&state);
+            std::fs::create_dir(&state).unwrap();
+            std::os::unix::fs::symlink(&victim, state.join(name)).unwrap();
+            let e =
+                ToolsFile::update(&state, |f| f.record(&argv, vec![def("a", "1")], 1)).unwrap_err();
+            assert!(e.to_string().contains("symbolic link"), "{name}: {e}");
+            assert_eq!(
+                std::fs::read_to_string(&victim).unwrap(),
+                "export IMPORTANT=1\n"
+            );
+        }
+        std::fs::remove_dir_all(&state).unwrap();
+        std::os::unix::fs::symlink(dir.path(), &state).unwrap();
+        assert!(ToolsFile::update(&state, |f| f.record(&argv, vec![def("a", "1")], 1)).is_err());
+        assert!(ToolsFile::load(&state).is_err());
+        assert!(!dir.path().join(FILE).exists());
     }
 
     #[test]

@@ -882,7 +882,17 @@ impl AuditLog {
             .append(true)
             .create(true)
             .mode(0o600)
+            // Never through a link: a repository can ship `.boxmaker/audit.log -> ~/.bashrc`
+            // (docs/spec.md §6, "How boxmaker writes a file").
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(n) if n == rustix::io::Errno::LOOP.raw_os_error() => std::io::Error::other(
+                    "it is a symbolic link, which boxmaker never writes through (a \
+                         repository can ship one): remove it",
+                ),
+                _ => e,
+            })
             .map_err(open_err)?;
         // Make the file's directory entry durable (it may be new).
         File::open(state_dir)

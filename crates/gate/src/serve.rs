@@ -601,14 +601,11 @@ pub fn bind_control_socket(state_dir: &Path) -> Result<UnixListener, SocketError
 /// fresh `0700` directory, made `0600`, then renamed into place; the bind goes through
 /// [`statedir::bind`], so the directory's path may be of any length.
 pub(crate) fn bind_private(state_dir: &Path, name: &str) -> Result<UnixListener, SocketError> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(state_dir)
-        .map_err(|source| SocketError::CreateDir {
-            path: state_dir.to_path_buf(),
-            source,
-        })?;
+    // The state directory, refused when it is a link (docs/spec.md §6).
+    statedir::file::Dir::own(state_dir).map_err(|e| SocketError::CreateDir {
+        path: state_dir.to_path_buf(),
+        source: e.into(),
+    })?;
     let path = state_dir.join(name);
     match fs::symlink_metadata(&path) {
         Ok(md) if md.file_type().is_socket() => {

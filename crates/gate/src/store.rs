@@ -45,8 +45,6 @@
 //! `i64` with the same bits).
 
 use std::fmt;
-use std::fs::{DirBuilder, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -146,18 +144,10 @@ pub const MIGRATIONS: &[&str] = &[
 /// What can go wrong in the state store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("could not create the state directory {path}: {source}")]
-    CreateDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error(
-        "could not create the state database {path} (check the directory's owner and mode): {source}"
-    )]
-    CreateFile {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// The state directory or the database's name refused: a link there (a repository can
+    /// ship `.boxmaker/`), or something that is not a directory or a file.
+    #[error(transparent)]
+    File(#[from] statedir::file::Error),
     #[error("could not open the state database {path}: {source}")]
     Open {
         path: PathBuf,
@@ -843,25 +833,15 @@ impl Store {
     /// files the same mode). Sets WAL, `synchronous=FULL`, `foreign_keys=ON` and a busy
     /// timeout, then brings the schema up to date or refuses a newer one.
     pub fn open(state_dir: &Path) -> Result<Store, StoreError> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(state_dir)
-            .map_err(|source| StoreError::CreateDir {
-                path: state_dir.to_path_buf(),
-                source,
-            })?;
+        // The state directory (refused when it is a link), and the database made `0600`
+        // from its first instant, never through a link: SQLite itself opens every file
+        // `O_NOFOLLOW`, but resolves a link at the database's own name first.
+        let dir = statedir::file::Dir::own(state_dir)?;
         let path = state_dir.join(DB_FILE);
-        // Create the file ourselves so it is 0600 from its first instant.
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|source| StoreError::CreateFile {
-                path: path.clone(),
-                source,
-            })?;
+        dir.open_file(DB_FILE, statedir::file::Open::Lock, 0o600)?;
+        for side in ["-wal", "-shm", "-journal"] {
+            dir.refuse_link(&format!("{DB_FILE}{side}"))?;
+        }
         let conn = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,

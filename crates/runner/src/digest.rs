@@ -504,7 +504,6 @@ impl Runner {
     /// (executable if it was), to be bound at [`PIN_AT`] in this call's box only. `None`
     /// when there is no program to pin.
     pub(crate) fn pin(&self, looked: &Looked) -> std::io::Result<Option<Pin>> {
-        use std::os::unix::fs::DirBuilderExt;
         let Some((i, bytes, mode)) = &looked.program else {
             return Ok(None);
         };
@@ -514,11 +513,10 @@ impl Runner {
         let name = Path::new(&f.path)
             .file_name()
             .map_or_else(|| "program".into(), |n| n.to_os_string());
+        // `STATE/pins`, never a link (`statedir::file`): through one, the copies would go
+        // elsewhere, and the sweep would remove what is there.
+        crate::run::state_sub(self.state_dir(), "pins", true)?;
         let root = self.state_dir().join("pins");
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&root)?;
         // Resolved once: a box's bind source may hold no symlink.
         let root = std::fs::canonicalize(root)?;
         let dir = tempfile::Builder::new().prefix("call-").tempdir_in(root)?;
@@ -539,6 +537,11 @@ impl Runner {
     /// long as its call's box, which is far less than a day). Returns how many. The runner
     /// sweeps when it starts.
     pub fn sweep_pins(&self) -> usize {
+        // Only a real `STATE/pins`: a repository can ship `.boxmaker/pins -> ~`, and every
+        // directory there not changed for a day would go.
+        if crate::run::state_sub(self.state_dir(), "pins", false).is_err() {
+            return 0;
+        }
         let Ok(entries) = std::fs::read_dir(self.state_dir().join("pins")) else {
             return 0;
         };

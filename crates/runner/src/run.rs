@@ -15,6 +15,7 @@ use config::{Builtin, Config, Tool, ToolKind};
 use proto::{DataClass, SessionId, ToolRequest, ToolResponse};
 use sandbox::{HelperCommand, Io, Limits, Mount, Spec, Status};
 use serde::Serialize;
+use statedir::file::Dir;
 
 use crate::builtin::{self, BuiltinCall};
 use crate::fit::fit_result;
@@ -105,7 +106,10 @@ impl Runner {
         state_dir: &Path,
         binary: PathBuf,
     ) -> Result<Self, RunnerError> {
-        create_private_dir(&state_dir.join("work"))?;
+        state_sub(state_dir, WORK, true).map_err(|e| RunnerError::Workspace {
+            path: state_dir.join(WORK),
+            source: e.into(),
+        })?;
         Ok(Self::unprepared(config, state_dir, binary))
     }
 
@@ -117,7 +121,7 @@ impl Runner {
     }
 
     fn unprepared(config: Arc<Config>, state_dir: &Path, binary: PathBuf) -> Self {
-        let workspaces = state_dir.join("work");
+        let workspaces = state_dir.join(WORK);
         let helper = HelperCommand {
             program: binary.clone(),
             args: vec![sandbox::HELPER_ARG.into()],
@@ -535,16 +539,29 @@ impl Runner {
 
     /// Creates `session`'s workspace if it does not exist yet (mode 0700), and marks it used
     /// now (its modification time), which is what [`Runner::sweep_workspaces`] goes by.
+    ///
+    /// Neither `STATE/work` nor the workspace may be a link (`statedir::file`): the
+    /// repository can ship `.boxmaker/work/dev -> ~`, and a workspace is `/work`, writable,
+    /// in the session's boxes.
     pub fn ensure_workspace(&self, session: &SessionId) -> Result<PathBuf, RunnerError> {
         let path = self.workspace(session);
-        create_private_dir(&path)?;
+        state_sub(&self.state_dir, WORK, true)
+            .and_then(|w| w.sub_make(session.as_str(), 0o700))
+            .map_err(|e| RunnerError::Workspace {
+                path: path.clone(),
+                source: e.into(),
+            })?;
         self.touch_workspace(session);
         Ok(path)
     }
 
-    /// Marks `session`'s workspace used now (its modification time), if it exists.
+    /// Marks `session`'s workspace used now (its modification time), if it exists (and is
+    /// no link).
     pub fn touch_workspace(&self, session: &SessionId) {
-        if let Ok(dir) = std::fs::File::open(self.workspace(session)) {
+        if let Ok(dir) = state_sub(&self.state_dir, WORK, false)
+            .and_then(|w| w.sub(session.as_str()))
+            .and_then(|d| d.file())
+        {
             let _ = dir.set_modified(std::time::SystemTime::now());
         }
     }
@@ -555,6 +572,10 @@ impl Runner {
     /// with the gate; a named session's workspace (`--session`) stays until the session is
     /// reset. Returns how many were removed. The runner sweeps when it starts.
     pub fn sweep_workspaces(&self) -> usize {
+        // Only a real `STATE/work`: through a link the sweep would remove another's files.
+        if state_sub(&self.state_dir, WORK, false).is_err() {
+            return 0;
+        }
         let Ok(entries) = std::fs::read_dir(&self.workspaces) else {
             return 0;
         };
@@ -581,6 +602,9 @@ impl Runner {
     /// Removes the stderr logs of ended connection sessions (`STATE/logs/mcp-…`), by the
     /// same rule as their workspaces: nothing written there for [`WORKSPACE_KEEP`].
     fn sweep_logs(&self, now: std::time::SystemTime) {
+        if state_sub(&self.state_dir, "logs", false).is_err() {
+            return;
+        }
         let Ok(entries) = std::fs::read_dir(crate::downstream::stderr::logs_dir(&self.state_dir))
         else {
             return;
@@ -1087,18 +1111,21 @@ fn host_id(session: &SessionId) -> u32 {
     HOST_ID_BASE.saturating_add(h % HOST_ID_SPAN)
 }
 
-fn create_private_dir(path: &Path) -> Result<(), RunnerError> {
-    use std::os::unix::fs::DirBuilderExt;
-    match std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-    {
-        Ok(()) => Ok(()),
-        Err(source) => Err(RunnerError::Workspace {
-            path: path.to_path_buf(),
-            source,
-        }),
+/// `STATE/work`: the sessions' workspaces.
+pub(crate) const WORK: &str = "work";
+
+/// `STATE/NAME`, a directory of the state directory's own: neither it nor the state
+/// directory may be a link (`statedir::file`). With `make`, made `0700` (the state directory
+/// too) when missing.
+pub(crate) fn state_sub(
+    state: &Path,
+    name: &str,
+    make: bool,
+) -> Result<Dir, statedir::file::Error> {
+    if make {
+        Dir::own(state)?.sub_make(name, 0o700)
+    } else {
+        Dir::own_existing(state)?.sub(name)
     }
 }
 

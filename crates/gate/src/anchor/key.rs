@@ -10,14 +10,12 @@
 //! The `public` line is the key's public half: `boxmaker audit verify` reads only that, and
 //! `boxmaker audit checkpoint` prints it for a verifier elsewhere (`--key`).
 
-use std::fs::{DirBuilder, File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use proto::Timestamp;
 use sha2::{Digest as _, Sha256};
+use statedir::file::Dir;
 
 use super::checkpoint::{Checkpoint, Head, KeyId, Signature, from_hex, to_hex};
 
@@ -112,33 +110,27 @@ impl std::fmt::Debug for AuditKey {
 
 impl AuditKey {
     /// Reads the key at `path`, or makes one there (`0600`, its directory `0700` if
-    /// missing) when there is none. A key file others can read is refused.
+    /// missing) when there is none. A key file others can read is refused, and so is a
+    /// link at its name, whether to a file or to none (`statedir::file`: a repository can
+    /// ship `.boxmaker.audit-key -> ~/.ssh/id_ed25519`).
     pub fn load_or_create(path: &Path) -> Result<AuditKey, KeyError> {
-        match File::open(path) {
-            Ok(_) => AuditKey::load(path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => AuditKey::create(path),
-            Err(source) => Err(KeyError::Read {
-                path: path.to_path_buf(),
-                source,
-            }),
+        match read_key_file(path, true) {
+            Ok(text) => AuditKey::from_text(path, &text),
+            Err(KeyError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                AuditKey::create(path)
+            }
+            Err(e) => Err(e),
         }
     }
 
     /// Reads the key at `path`.
     pub fn load(path: &Path) -> Result<AuditKey, KeyError> {
-        let read = |source| KeyError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mode = std::fs::metadata(path).map_err(read)?.mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(KeyError::Exposed {
-                path: path.to_path_buf(),
-                mode,
-            });
-        }
-        let text = std::fs::read_to_string(path).map_err(read)?;
-        let (secret, public) = parse(path, &text)?;
+        let text = read_key_file(path, true)?;
+        AuditKey::from_text(path, &text)
+    }
+
+    fn from_text(path: &Path, text: &str) -> Result<AuditKey, KeyError> {
+        let (secret, public) = parse(path, text)?;
         let Some(secret) = secret else {
             return Err(malformed(path, "it has no `secret` line"));
         };
@@ -162,13 +154,8 @@ impl AuditKey {
             path: path.to_path_buf(),
             source,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(create)?;
-        }
+        let (dir, name) = split(path).map_err(create)?;
+        let dir = Dir::make(dir, 0o700).map_err(|e| create(e.into()))?;
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).map_err(|e| KeyError::Random(e.to_string()))?;
         let signing = SigningKey::from_bytes(&seed);
@@ -180,38 +167,14 @@ impl AuditKey {
         );
         // Written whole under a temporary name, then linked into place: a crash never leaves
         // half a key, and of two processes making one at once, one key wins and both use it.
-        let tmp = path.with_file_name(format!(
-            ".{}.{}.tmp",
-            path.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&tmp);
-        let written = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| {
-                f.write_all(text.as_bytes())?;
-                f.sync_all()
-            });
-        let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
-        let _ = std::fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    let _ = File::open(dir).and_then(|d| d.sync_all());
-                }
-                Ok(AuditKey {
-                    signing,
-                    public,
-                    path: path.to_path_buf(),
-                })
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => AuditKey::load(path),
-            Err(e) => Err(create(e)),
+        match dir.create_new(name, text.as_bytes(), 0o600) {
+            Ok(()) => Ok(AuditKey {
+                signing,
+                public,
+                path: path.to_path_buf(),
+            }),
+            Err(statedir::file::Error::Exists { .. }) => AuditKey::load(path),
+            Err(e) => Err(create(e.into())),
         }
     }
 
@@ -244,11 +207,48 @@ impl AuditKey {
 
 /// The public half of the key file at `path` (its `public` line; the secret is not read).
 pub fn read_public(path: &Path) -> Result<PublicKey, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(|source| KeyError::Read {
+    let text = read_key_file(path, false)?;
+    parse(path, &text).map(|(_, public)| public)
+}
+
+/// The key file's directory (as the operator named it) and its name.
+fn split(path: &Path) -> Result<(&Path, &str), std::io::Error> {
+    match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        (Some(d), Some(n)) => Ok((
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            },
+            n,
+        )),
+        _ => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the path names no file",
+        )),
+    }
+}
+
+/// The key file's text: a regular file, never through a link; with `secret`, one only its
+/// owner may read (its public line alone may be read from any).
+fn read_key_file(path: &Path, secret: bool) -> Result<String, KeyError> {
+    let read = |source| KeyError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
-    parse(path, &text).map(|(_, public)| public)
+    };
+    let (dir, name) = split(path).map_err(read)?;
+    let found = Dir::open(dir)
+        .and_then(|d| d.read(name, 64 << 10))
+        .map_err(|e| read(e.into()))?
+        .ok_or_else(|| read(std::io::ErrorKind::NotFound.into()))?;
+    let mode = found.mode & 0o777;
+    if secret && mode & 0o077 != 0 {
+        return Err(KeyError::Exposed {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    String::from_utf8(found.bytes).map_err(|_| malformed(path, "it is not UTF-8 text"))
 }
 
 fn malformed(path: &Path, why: &str) -> KeyError {

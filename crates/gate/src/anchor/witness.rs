@@ -5,15 +5,15 @@
 //! A witness that fails never stops the gate, and is never silent: the failure is a line on
 //! the gate's stderr and a `witness_failed` record in the log (docs/spec.md §6).
 
-use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use statedir::file::{Dir, Mode, Open};
 
 use super::checkpoint::Checkpoint;
 
@@ -92,12 +92,22 @@ impl Witness {
     }
 }
 
+/// Appends `line` to the witness file, made `0600` when missing, never through a link at
+/// its name (its directory is the operator's, as they named it).
 fn append_line(path: &Path, line: &str) -> Result<(), String> {
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)
+    let (dir, name) = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        (Some(d), Some(n)) => (
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            },
+            n,
+        ),
+        _ => return Err("it names no file".into()),
+    };
+    let mut f = Dir::open(dir)
+        .and_then(|d| d.open_file(name, Open::Append, 0o600))
         .map_err(|e| format!("could not open it: {e}"))?;
     f.write_all(format!("{line}\n").as_bytes())
         .map_err(|e| format!("could not write to it: {e}"))?;
@@ -195,35 +205,35 @@ fn journal(socket: &Path, cp: &Checkpoint, line: &str) -> Result<Delivered, Stri
     Ok(Delivered::Taken)
 }
 
-/// Replaces `STATE/audit.checkpoint` with `cp` (written whole, then renamed into place).
+/// Replaces `STATE/audit.checkpoint` with `cp` (written whole, then renamed into place;
+/// never through a link: `statedir::file`).
 pub fn write_latest(state_dir: &Path, cp: &Checkpoint) -> Result<(), String> {
     let path = state_dir.join(LATEST_FILE);
-    let tmp = state_dir.join(format!(".{LATEST_FILE}.tmp"));
-    let _ = std::fs::remove_file(&tmp);
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(format!("{}\n", cp.to_line()).as_bytes())?;
-            f.sync_data()
+    Dir::own(state_dir)
+        .and_then(|d| {
+            d.replace(
+                LATEST_FILE,
+                format!("{}\n", cp.to_line()).as_bytes(),
+                Mode::Private,
+            )
         })
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .and_then(|()| File::open(state_dir).and_then(|d| d.sync_all()))
         .map_err(|e| format!("could not write {}: {e}", path.display()))
 }
 
 /// The latest checkpoint the gate of `state_dir` wrote, if any.
 pub fn read_latest(state_dir: &Path) -> Result<Option<Checkpoint>, String> {
     let path = state_dir.join(LATEST_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Checkpoint::parse(&text)
-            .map(Some)
-            .map_err(|why| format!("{} is not a checkpoint: {why}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("could not read {}: {e}", path.display())),
-    }
+    let found = match Dir::own_existing(state_dir).and_then(|d| d.read(LATEST_FILE, 1 << 20)) {
+        Ok(f) => f,
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(format!("could not read {}: {e}", path.display())),
+    };
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    Checkpoint::parse(&String::from_utf8_lossy(&found.bytes))
+        .map(Some)
+        .map_err(|why| format!("{} is not a checkpoint: {why}", path.display()))
 }
 
 /// A witness that did not take a checkpoint, for the gate to audit.

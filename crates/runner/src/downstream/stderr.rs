@@ -21,12 +21,12 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use proto::SessionId;
+use statedir::file::{Dir, Open};
 
 /// The largest one log file grows before it is rotated (two are kept).
 pub const LOG_MAX: u64 = 64 * 1024;
@@ -214,24 +214,35 @@ pub(crate) fn last_lines(tail: &[u8], max: usize) -> Option<String> {
 
 /// A log file being written, rotated at [`LOG_MAX`].
 struct Log {
-    path: PathBuf,
+    dir: Dir,
+    name: String,
     file: File,
     size: u64,
 }
 
 impl Log {
-    /// Opens (creating) `path` to append, in private directories; `None` if it cannot be.
+    /// Opens (creating) `path` — a [`log_path`], `STATE/logs/DIR/FILE` — to append, in
+    /// private directories; `None` if it cannot be. Like every file of the state directory
+    /// it is written the one way (`statedir::file`): a link where the state directory,
+    /// `logs`, `DIR` or the file should be is never followed, and the log is not kept.
     fn open(path: &Path) -> Option<Log> {
-        let dir = path.parent()?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
+        let name = path.file_name()?.to_str()?;
+        let sub = path.parent()?;
+        let sub_name = sub.file_name()?.to_str()?;
+        let logs = sub.parent()?;
+        let state = logs.parent()?;
+        if logs.file_name()? != "logs" {
+            return None;
+        }
+        let dir = Dir::own(state)
+            .and_then(|d| d.sub_make("logs", 0o700))
+            .and_then(|d| d.sub_make(sub_name, 0o700))
             .ok()?;
-        let file = open_private(path, false).ok()?;
+        let file = dir.open_file(name, Open::Append, 0o600).ok()?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         Some(Log {
-            path: path.to_path_buf(),
+            dir,
+            name: name.to_string(),
             file,
             size,
         })
@@ -245,8 +256,10 @@ impl Log {
                 bytes = bytes.get(cut..).unwrap_or_default();
             }
             if self.size > 0 {
-                std::fs::rename(&self.path, older(&self.path))?;
-                self.file = open_private(&self.path, true)?;
+                // Renamed in its directory (a link at the older name is replaced as a name,
+                // never followed), then a new file, never through a link.
+                self.dir.rename(&self.name, &format!("{}.1", self.name))?;
+                self.file = self.dir.open_file(&self.name, Open::Truncate, 0o600)?;
                 self.size = 0;
             }
         }
@@ -254,21 +267,6 @@ impl Log {
         self.size += bytes.len() as u64;
         Ok(())
     }
-}
-
-/// `path` opened to append (emptied with `truncate`), created 0600; never through a
-/// symbolic link.
-fn open_private(path: &Path, truncate: bool) -> std::io::Result<File> {
-    let mut o = std::fs::OpenOptions::new();
-    if truncate {
-        o.write(true).truncate(true);
-    } else {
-        o.append(true);
-    }
-    o.create(true)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
 }
 
 #[cfg(test)]
@@ -319,5 +317,38 @@ mod tests {
             .mode()
             & 0o777;
         assert_eq!(mode, 0o700);
+    }
+
+    #[test]
+    fn a_log_is_never_written_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let state = dir.path().join("state");
+        for link in ["logs", "logs/.discovery", "logs/.discovery/srv.stderr"] {
+            let _ = std::fs::remove_dir_all(&state);
+            let at = state.join(link);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(elsewhere.join("x"), &at).unwrap();
+            assert!(
+                Log::open(&log_path(&state, None, "srv")).is_none(),
+                "{link}"
+            );
+            assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "{link}");
+        }
+        // Rotation renames in the directory: a link at the older name is replaced, its file
+        // left alone.
+        let _ = std::fs::remove_dir_all(&state);
+        let path = log_path(&state, None, "srv");
+        let mut log = Log::open(&path).unwrap();
+        std::fs::write(elsewhere.join("theirs"), "theirs").unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("theirs"), older(&path)).unwrap();
+        log.write(&vec![b'a'; LOG_MAX as usize]).unwrap();
+        log.write(b"b").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("theirs")).unwrap(),
+            "theirs"
+        );
+        assert!(std::fs::symlink_metadata(older(&path)).unwrap().is_file());
     }
 }

@@ -10,13 +10,12 @@
 //! A lock file per tool (`TOOL.lock`, `flock`) orders the writers — `boxmaker auth` and every
 //! runner that refreshes — so a refresh token that rotates is used once.
 
-use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
+use statedir::file::{Dir, Mode, Open};
 use zeroize::{Zeroize, Zeroizing};
 
 /// What a sealed file starts with.
@@ -58,14 +57,11 @@ pub enum StoreError {
     },
     #[error("cannot draw random bytes for the OAuth store")]
     Random,
-}
-
-fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StoreError + 'a {
-    move |source| StoreError::Io {
-        what,
-        path: path.display().to_string(),
-        source,
-    }
+    /// A file of the store refused or not written (`statedir::file`): a link where a token,
+    /// a lock, the key or the `oauth` directory should be (a repository can ship
+    /// `.boxmaker/`), a failed write.
+    #[error(transparent)]
+    File(#[from] statedir::file::Error),
 }
 
 /// What a sign-in left: the tokens and what refreshing or revoking them needs.
@@ -136,9 +132,11 @@ impl Record {
     }
 }
 
-/// The store of one state directory.
+/// The store of one state directory. Every file of it is written and read the one way
+/// (`statedir::file`): never through a link.
 #[derive(Debug, Clone)]
 pub struct Store {
+    state: PathBuf,
     dir: PathBuf,
     key: PathBuf,
 }
@@ -147,6 +145,9 @@ pub struct Store {
 #[derive(Debug)]
 pub struct Lock(#[allow(dead_code)] std::fs::File);
 
+/// The `oauth` directory's name in the state directory.
+const DIR: &str = "oauth";
+
 impl Store {
     pub fn of(state_dir: &Path) -> Store {
         // Beside the state directory, by the one function that places boxmaker's keys (the
@@ -154,7 +155,8 @@ impl Store {
         let key = config::own::beside(state_dir, config::own::OAUTH_KEY)
             .unwrap_or_else(|| state_dir.with_extension(config::own::OAUTH_KEY));
         Store {
-            dir: state_dir.join("oauth"),
+            state: state_dir.to_path_buf(),
+            dir: state_dir.join(DIR),
             key,
         }
     }
@@ -164,93 +166,120 @@ impl Store {
     }
 
     pub fn path(&self, tool: &str) -> PathBuf {
-        self.dir.join(format!("{tool}.token"))
+        self.dir.join(token_name(tool))
+    }
+
+    /// `STATE/oauth`, made `0700` (the state directory too) when missing.
+    fn made(&self) -> Result<Dir, StoreError> {
+        Ok(Dir::own(&self.state)?.sub_make(DIR, 0o700)?)
+    }
+
+    /// `STATE/oauth` when it exists.
+    fn existing(&self) -> Result<Option<Dir>, StoreError> {
+        match Dir::own_existing(&self.state).and_then(|d| d.sub(DIR)) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Takes `tool`'s lock (waits for another writer).
     pub fn lock(&self, tool: &str) -> Result<Lock, StoreError> {
-        private_dir(&self.dir)?;
-        let path = self.dir.join(format!("{tool}.lock"));
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io("open", &path))?;
+        let name = format!("{tool}.lock");
+        let f = self.made()?.open_file(&name, Open::Lock, 0o600)?;
         rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
             StoreError::Io {
                 what: "lock",
-                path: path.display().to_string(),
+                path: self.dir.join(&name).display().to_string(),
                 source: e.into(),
             }
         })?;
         Ok(Lock(f))
     }
 
+    /// The key file's directory (beside the state directory) and its name.
+    fn key_dir(&self) -> Result<(Dir, String), StoreError> {
+        let bad = || StoreError::KeyBad {
+            path: self.key.display().to_string(),
+        };
+        let name = self
+            .key
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(bad)?;
+        let dir = match self.key.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Ok((Dir::open(dir)?, name.to_string()))
+    }
+
     /// The key, made now when `create` and there is none.
     fn key(&self, create: bool) -> Result<Option<Zeroizing<[u8; KEY_LEN]>>, StoreError> {
         let shown = self.key.display().to_string();
-        let mut f = match std::fs::File::open(&self.key) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+        let (dir, name) = self.key_dir()?;
+        let mut found = match dir.read(&name, KEY_LEN as u64) {
+            Ok(Some(f)) => f,
+            Ok(None) if create => {
                 let mut k = Zeroizing::new([0u8; KEY_LEN]);
                 SystemRandom::new()
                     .fill(k.as_mut())
                     .map_err(|_| StoreError::Random)?;
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&self.key)
-                    .map_err(io("create", &self.key))?;
-                f.write_all(k.as_ref())
-                    .and_then(|()| f.sync_all())
-                    .map_err(io("write", &self.key))?;
-                return Ok(Some(k));
+                match dir.create_new(&name, k.as_ref(), 0o600) {
+                    Ok(()) => return Ok(Some(k)),
+                    // Another process made one first: that one is the key.
+                    Err(statedir::file::Error::Exists { .. }) => return self.key(false),
+                    Err(e) => return Err(e.into()),
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io("open", &self.key)(e)),
+            Ok(None) => return Ok(None),
+            Err(
+                statedir::file::Error::TooLarge { .. } | statedir::file::Error::NotAFile { .. },
+            ) => {
+                return Err(StoreError::KeyBad { path: shown });
+            }
+            Err(e) => return Err(e.into()),
         };
-        // Checked on the opened file: the key read is the file checked.
-        let meta = f.metadata().map_err(io("read", &self.key))?;
+        // Checked on the file read: the key read is the file checked.
         let me = rustix::process::geteuid().as_raw();
-        if !meta.file_type().is_file() || meta.len() != KEY_LEN as u64 {
+        if found.bytes.len() != KEY_LEN {
+            found.bytes.zeroize();
             return Err(StoreError::KeyBad { path: shown });
         }
-        if meta.uid() != me {
+        if found.uid != me {
             return Err(StoreError::KeyOwner {
                 path: shown,
-                owner: meta.uid(),
+                owner: found.uid,
                 me,
             });
         }
-        let mode = meta.mode() & 0o7777;
-        if mode & 0o077 != 0 {
-            return Err(StoreError::KeyMode { path: shown, mode });
+        if found.mode & 0o077 != 0 {
+            return Err(StoreError::KeyMode {
+                path: shown,
+                mode: found.mode,
+            });
         }
         let mut k = Zeroizing::new([0u8; KEY_LEN]);
-        f.read_exact(k.as_mut()).map_err(io("read", &self.key))?;
+        k.copy_from_slice(&found.bytes);
+        found.bytes.zeroize();
         Ok(Some(k))
     }
 
     /// `tool`'s sign-in for `server`, or `None` when it has none.
     pub fn load(&self, tool: &str, server: &str) -> Result<Option<Record>, StoreError> {
         let path = self.path(tool);
-        let sealed = match std::fs::File::open(&path) {
-            Ok(f) => {
-                let mut out = Vec::new();
-                f.take(MAX_FILE)
-                    .read_to_end(&mut out)
-                    .map_err(io("read", &path))?;
-                out
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io("open", &path)(e)),
-        };
         let unreadable = || StoreError::Unreadable {
             tool: tool.to_string(),
             path: path.display().to_string(),
+        };
+        let Some(dir) = self.existing()? else {
+            return Ok(None);
+        };
+        let sealed = match dir.read(&token_name(tool), MAX_FILE) {
+            Ok(Some(f)) => f.bytes,
+            Ok(None) => return Ok(None),
+            Err(statedir::file::Error::TooLarge { .. }) => return Err(unreadable()),
+            Err(e) => return Err(e.into()),
         };
         let Some(key) = self.key(false)? else {
             return Err(unreadable());
@@ -275,9 +304,9 @@ impl Store {
         Ok(Some(rec))
     }
 
-    /// Writes `rec` (sealed; atomically: a new file renamed over the old).
+    /// Writes `rec` (sealed; atomically: a new file renamed over the old, `0600`).
     pub fn save(&self, rec: &Record) -> Result<(), StoreError> {
-        private_dir(&self.dir)?;
+        let dir = self.made()?;
         let key = self.key(true)?.ok_or(StoreError::Random)?;
         let key = LessSafeKey::new(
             UnboundKey::new(&CHACHA20_POLY1305, key.as_ref()).map_err(|_| StoreError::Random)?,
@@ -293,33 +322,25 @@ impl Store {
             &mut *buf,
         )
         .map_err(|_| StoreError::Random)?;
-        let path = self.path(&rec.tool);
-        let tmp = self.dir.join(format!(".{}.token.new", rec.tool));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io("write", &tmp))?;
-        f.write_all(MAGIC)
-            .and_then(|()| f.write_all(&nonce))
-            .and_then(|()| f.write_all(&buf))
-            .and_then(|()| f.sync_all())
-            .map_err(io("write", &tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io("write", &path))?;
+        let mut sealed = Vec::with_capacity(MAGIC.len() + NONCE_LEN + buf.len());
+        sealed.extend_from_slice(MAGIC);
+        sealed.extend_from_slice(&nonce);
+        sealed.extend_from_slice(&buf);
+        dir.replace(&token_name(&rec.tool), &sealed, Mode::Private)?;
         Ok(())
     }
 
     /// Removes `tool`'s sign-in; whether there was one.
     pub fn remove(&self, tool: &str) -> Result<bool, StoreError> {
-        let path = self.path(tool);
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(io("remove", &path)(e)),
+        match self.existing()? {
+            Some(dir) => Ok(dir.remove(&token_name(tool))?),
+            None => Ok(false),
         }
     }
+}
+
+fn token_name(tool: &str) -> String {
+    format!("{tool}.token")
 }
 
 fn aad(tool: &str, server: &str) -> Vec<u8> {
@@ -328,15 +349,6 @@ fn aad(tool: &str, server: &str) -> Vec<u8> {
     a.push(0);
     a.extend_from_slice(server.as_bytes());
     a
-}
-
-fn private_dir(dir: &Path) -> Result<(), StoreError> {
-    use std::os::unix::fs::DirBuilderExt;
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(io("create", dir)(e)),
-    }
 }
 
 #[cfg(test)]
@@ -426,6 +438,47 @@ mod tests {
             .to_string();
         assert!(e.contains("mode 0644") && e.contains("chmod 600"), "{e}");
         assert!(s.save(&rec("gh")).is_err());
+    }
+
+    /// Attack: the repository ships `.boxmaker/` with links where the store's files go (a
+    /// token, a lock, the `oauth` directory) or a link where the key goes: nothing is
+    /// written through one, and no key is read through one.
+    #[test]
+    fn no_file_of_the_store_is_written_or_read_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        let theirs = [7u8; KEY_LEN];
+        let state = dir.path().join("s");
+        for (at, to) in [
+            ("s/oauth/gh.token", "victim"),
+            ("s/oauth/gh.lock", "victim"),
+            ("s/oauth", "elsewhere"),
+            ("s.oauth-key", "victim"),
+        ] {
+            let _ = std::fs::remove_dir_all(&state);
+            let _ = std::fs::remove_file(dir.path().join("s.oauth-key"));
+            let _ = std::fs::remove_dir_all(dir.path().join("elsewhere"));
+            std::fs::create_dir_all(state.join("oauth")).unwrap();
+            std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+            std::fs::write(&victim, theirs).unwrap();
+            std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+            let link = dir.path().join(at);
+            let _ = std::fs::remove_dir(&link);
+            std::os::unix::fs::symlink(dir.path().join(to), &link).unwrap();
+            let s = Store::of(&state);
+            let e = match at {
+                "s/oauth/gh.lock" => s.lock("gh").unwrap_err(),
+                _ => s.save(&rec("gh")).unwrap_err(),
+            };
+            assert!(e.to_string().contains("symbolic link"), "{at}: {e}");
+            assert_eq!(std::fs::read(&victim).unwrap(), theirs, "{at}");
+            assert_eq!(
+                std::fs::read_dir(dir.path().join("elsewhere"))
+                    .unwrap()
+                    .count(),
+                0
+            );
+        }
     }
 
     #[test]
