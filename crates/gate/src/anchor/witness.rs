@@ -327,6 +327,28 @@ mod tests {
         assert!(err.contains("could not start it"), "{err}");
     }
 
+    /// Attack: a link where the witness file, or the latest checkpoint, goes (`.boxmaker/`
+    /// and the config's directory are the repository's): never written through.
+    #[test]
+    fn a_witness_file_or_checkpoint_that_is_a_link_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("bashrc");
+        std::fs::write(&victim, "export IMPORTANT=1\n").unwrap();
+        let witness = dir.path().join("witness.log");
+        std::os::unix::fs::symlink(&victim, &witness).unwrap();
+        let e = append_line(&witness, "{}").unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        append_line(&dir.path().join("real.log"), "{}").unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::os::unix::fs::symlink(&victim, state.join(LATEST_FILE)).unwrap();
+        assert!(read_latest(&state).unwrap_err().contains("symbolic link"));
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "export IMPORTANT=1\n"
+        );
+    }
+
     #[test]
     fn a_command_that_hangs_is_killed() {
         let err = run_command(&argv("sleep 30"), "x", Duration::from_millis(200)).unwrap_err();
