@@ -465,11 +465,16 @@ fn a_notification_flood_is_drained_without_growing_the_runner() {
     assert_eq!(env.echo("s", "a_echo", "hi"), "hi");
     let runner = env.runner_pid();
     let base = status_kb(runner, "VmRSS");
+    let start = Instant::now();
     let c = env.ok("s", "a_notify", &json!({"n": N, "size": SIZE}));
+    let took = start.elapsed();
     assert_eq!(c["content"][0]["text"], "done");
     let peak = status_kb(runner, "VmHWM");
+    // About 2 s in a debug build on 2 idle cores, 3.5 s with both cores busy (it was 7.5 s
+    // and 15 s while the runner measured every note it dropped and rmcp woke a thread for
+    // each: past 20 s on a slower machine).
     println!(
-        "notify: runner RSS {} MiB before, peak {} MiB after {} MB of notifications",
+        "notify: runner RSS {} MiB before, peak {} MiB after {} MB of notifications in {took:?}",
         base / 1024,
         peak / 1024,
         N * SIZE / 1_000_000

@@ -10,7 +10,9 @@
 //! - [`Tap`] wraps the client's transport and reads each message as it arrives, in the order
 //!   the server sent it: a notification sent before the result is always collected before
 //!   the call sees its result (rmcp hands notifications to its handler on a task of their
-//!   own, which may run after the result has been taken).
+//!   own, which may run after the result has been taken). The log messages and progress it
+//!   collects stop there: rmcp would start a task for each (a flood of 50,000 cost the runner
+//!   as many wake-ups of another thread), to hand it to a handler that ignores it.
 //! - [`Listener`] keeps each call's notifications: a progress notification belongs to the
 //!   call whose progress token it carries (each call sends one of its own); a log message,
 //!   which names no call, to the oldest call in flight on that server (what the server logs
@@ -82,17 +84,44 @@ struct Open {
 }
 
 impl Open {
-    fn keep(&mut self, note: Value) {
-        let size = serde_json::to_vec(&note).map_or(usize::MAX, |v| v.len());
-        if self.notes.len() >= MAX_NOTES
-            || size > MAX_NOTE
-            || self.bytes.saturating_add(size) > MAX_NOTES_BYTES
-        {
+    /// Keeps `note()` if it fits, else counts it. Past [`MAX_NOTES`] a note is only counted,
+    /// never built; below, it is measured only up to the room left, so a flood costs the
+    /// reader no more than reading it (a note measured whole, every time, to be dropped held
+    /// the runner's reading thread longer than the server took to write the flood).
+    fn keep(&mut self, note: impl FnOnce() -> Value) {
+        let room = MAX_NOTE.min(MAX_NOTES_BYTES.saturating_sub(self.bytes));
+        if self.notes.len() >= MAX_NOTES || room == 0 {
             self.left_out = self.left_out.saturating_add(1);
             return;
         }
-        self.bytes += size;
+        let note = note();
+        let mut size = Bounded { len: 0, room };
+        if serde_json::to_writer(&mut size, &note).is_err() {
+            self.left_out = self.left_out.saturating_add(1);
+            return;
+        }
+        self.bytes += size.len;
         self.notes.push(note);
+    }
+}
+
+/// A writer that only counts, and fails past `room` bytes.
+struct Bounded {
+    len: usize,
+    room: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.len = self.len.saturating_add(buf.len());
+        if self.len > self.room {
+            return Err(std::io::ErrorKind::FileTooLarge.into());
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -124,38 +153,46 @@ impl Listener {
         }
     }
 
-    /// Reads one message from the server: keeps it if it is a call's notification.
-    fn hear(&self, message: &ServerJsonRpcMessage) {
+    /// Reads one message from the server: keeps it if it is a call's notification. True
+    /// when the message was a log message or progress, which are boxmaker's to carry (the
+    /// [`Tap`] then does not hand it on).
+    fn hear(&self, message: &ServerJsonRpcMessage) -> bool {
         let rmcp::model::JsonRpcMessage::Notification(n) = message else {
-            return;
+            return false;
         };
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         match &n.notification {
             ServerNotification::ProgressNotification(p) => {
                 let ProgressToken(NumberOrString::Number(token)) = &p.params.progress_token else {
-                    return;
+                    return true;
                 };
                 if let Some(call) = open.iter_mut().find(|c| c.token == *token) {
-                    let mut params = json!({"progress": p.params.progress});
-                    if let Some(total) = p.params.total {
-                        params["total"] = json!(total);
-                    }
-                    if let Some(message) = &p.params.message {
-                        params["message"] = json!(message);
-                    }
-                    call.keep(json!({"method": "notifications/progress", "params": params}));
+                    call.keep(|| {
+                        let mut params = json!({"progress": p.params.progress});
+                        if let Some(total) = p.params.total {
+                            params["total"] = json!(total);
+                        }
+                        if let Some(message) = &p.params.message {
+                            params["message"] = json!(message);
+                        }
+                        json!({"method": "notifications/progress", "params": params})
+                    });
                 }
+                true
             }
             ServerNotification::LoggingMessageNotification(m) => {
                 if let Some(call) = open.first_mut() {
-                    let mut params = json!({"level": m.params.level, "data": m.params.data});
-                    if let Some(logger) = &m.params.logger {
-                        params["logger"] = json!(logger);
-                    }
-                    call.keep(json!({"method": "notifications/message", "params": params}));
+                    call.keep(|| {
+                        let mut params = json!({"level": m.params.level, "data": m.params.data});
+                        if let Some(logger) = &m.params.logger {
+                            params["logger"] = json!(logger);
+                        }
+                        json!({"method": "notifications/message", "params": params})
+                    });
                 }
+                true
             }
-            _ => {}
+            _ => false,
         }
     }
 }
@@ -202,7 +239,12 @@ impl Drop for Heard {
     }
 }
 
-/// A client transport whose every incoming message [`Listener`] reads first, in order.
+/// How many notifications [`Tap`] reads in a row before it lets rmcp's loop look at its
+/// other work.
+const YIELD_EVERY: u32 = 64;
+
+/// A client transport whose every incoming message [`Listener`] reads first, in order; the
+/// log messages and progress it keeps are not handed on.
 pub(crate) struct Tap<T> {
     inner: T,
     listener: Listener,
@@ -224,15 +266,23 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
         self.inner.send(item)
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        let listener = self.listener.clone();
-        let next = self.inner.receive();
-        async move {
-            let message = next.await;
-            if let Some(m) = &message {
-                listener.hear(m);
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let mut heard = 0u32;
+        loop {
+            let message = self.inner.receive().await;
+            match &message {
+                // Kept (or counted) here, and nothing rmcp acts on: rmcp would start a task
+                // for each, to hand it to a handler that ignores it.
+                Some(m) if self.listener.hear(m) => {
+                    heard = heard.wrapping_add(1);
+                    // rmcp's loop waits on this and on what it has to send: a flood read
+                    // whole in one wait would hold the rest back.
+                    if heard.is_multiple_of(YIELD_EVERY) {
+                        tokio::task::yield_now().await;
+                    }
+                }
+                _ => return message,
             }
-            message
         }
     }
 
@@ -357,6 +407,100 @@ mod tests {
         let bytes: usize = notes.iter().map(|n| n.to_string().len()).sum();
         assert!(bytes <= MAX_NOTES_BYTES, "{bytes}");
         assert!(left_out > 0);
+    }
+
+    #[test]
+    fn a_note_past_a_cap_is_counted_without_being_built() {
+        let mut by_count = Open {
+            token: 1,
+            notes: Vec::new(),
+            bytes: 0,
+            left_out: 0,
+        };
+        for _ in 0..MAX_NOTES {
+            by_count.keep(|| json!("x"));
+        }
+        by_count.keep(|| panic!("a note past MAX_NOTES was built"));
+        assert_eq!((by_count.notes.len(), by_count.left_out), (MAX_NOTES, 1));
+        // 64 notes of exactly MAX_NOTE bytes (a string and its two quotes) fill the bytes.
+        let mut by_bytes = Open {
+            token: 2,
+            notes: Vec::new(),
+            bytes: 0,
+            left_out: 0,
+        };
+        for _ in 0..MAX_NOTES_BYTES / MAX_NOTE {
+            by_bytes.keep(|| json!("z".repeat(MAX_NOTE - 2)));
+        }
+        assert_eq!(by_bytes.bytes, MAX_NOTES_BYTES);
+        by_bytes.keep(|| panic!("a note past MAX_NOTES_BYTES was built"));
+        assert_eq!(by_bytes.left_out, 1);
+        // One byte over the room is left out; what fits after it is still kept.
+        let mut edge = Open {
+            token: 3,
+            notes: Vec::new(),
+            bytes: 0,
+            left_out: 0,
+        };
+        edge.keep(|| json!("w".repeat(MAX_NOTE - 1)));
+        edge.keep(|| json!("w".repeat(MAX_NOTE - 2)));
+        assert_eq!(
+            (edge.notes.len(), edge.left_out, edge.bytes),
+            (1, 1, MAX_NOTE)
+        );
+    }
+
+    #[test]
+    fn the_tap_keeps_log_and_progress_and_hands_on_only_the_rest() {
+        let mut input = String::new();
+        input.push_str(
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\
+             \"params\":{\"level\":\"info\",\"data\":\"one\"}}\n",
+        );
+        input.push_str(
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\
+             \"params\":{\"progressToken\":1,\"progress\":5}}\n",
+        );
+        input.push_str("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n");
+        input.push_str("{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n");
+        let listener = Listener::default();
+        let call = listener.open();
+        let lines = crate::downstream::transport::Lines::new(
+            std::io::Cursor::new(input.into_bytes()),
+            tokio::io::sink(),
+            crate::downstream::transport::Reason::default(),
+        );
+        let mut tap = Tap::new(lines, listener.clone());
+        let (first, second, end) = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(async {
+                (
+                    tap.receive().await,
+                    tap.receive().await,
+                    tap.receive().await,
+                )
+            });
+        assert!(
+            matches!(
+                first,
+                Some(JsonRpcMessage::Notification(JsonRpcNotification {
+                    notification: ServerNotification::ToolListChangedNotification(_),
+                    ..
+                }))
+            ),
+            "{first:?}"
+        );
+        assert!(
+            matches!(second, Some(JsonRpcMessage::Response(_))),
+            "{second:?}"
+        );
+        assert!(end.is_none());
+        let (notes, left_out) = call.take();
+        assert_eq!(left_out, 0);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(notes[0]["params"]["data"], "one");
+        assert_eq!(notes[1]["params"]["progress"], 5.0);
     }
 
     #[test]

@@ -102,7 +102,7 @@ where
                         "the server's output ended inside a message".into()
                     });
                 }
-                let newline = available.iter().position(|b| *b == b'\n');
+                let newline = memchr::memchr(b'\n', available);
                 let take = newline.map_or(available.len(), |i| i + 1);
                 if self.line.len().saturating_add(take) > MAX_LINE {
                     return Err(format!(
