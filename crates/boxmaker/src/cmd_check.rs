@@ -12,8 +12,9 @@
 //! appeared, what a person would be told, and whether provenance changed the decision.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use gate::gate::described::Described;
 use policy::values::Ident;
 use policy::{Arguments, Context, Known, Seen, Taint, decide_call_in, explain_call_in};
 use proto::{DataClass, SessionId, Timestamp};
@@ -61,11 +62,13 @@ fn tool_name(s: &str) -> Result<String, String> {
     }
 }
 
-/// The session's index when no database holds one: the config's values are trusted, every
-/// other value unseen; or, when the database could not be read, none placed (fail closed).
+/// The session's index when no database holds one: the config's values are trusted, those
+/// a server's tool definition names untrusted, every other value unseen; or, when the
+/// database could not be read, none placed (fail closed).
 #[derive(Debug)]
 struct NoIndex<'a> {
     known: &'a Known,
+    described: &'a Described,
     unreadable: bool,
 }
 
@@ -75,6 +78,8 @@ impl Context for NoIndex<'_> {
             Seen::Config
         } else if self.unreadable {
             Seen::Unplaced
+        } else if let Some(tool) = self.described.tool(&v.text) {
+            Seen::Described(tool.to_owned())
         } else {
             Seen::Unseen
         }
@@ -131,13 +136,19 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
             None
         }
     };
+    // What the servers' tool definitions name, as the gate reads it (docs/spec.md §3.7).
+    let described = Arc::new(Described::load(&cfg).unwrap_or_else(|e| {
+        errln!("boxmaker: note: could not read what the servers' tools say ({e})");
+        Described::default()
+    }));
     let no_index = NoIndex {
         known: &cfg.known,
+        described: &described,
         unreadable,
     };
-    let index = store
-        .as_ref()
-        .map(|s| gate::gate::SessionIndex::new(s, &args.session, &cfg.known));
+    let index = store.as_ref().map(|s| {
+        gate::gate::SessionIndex::new(s, &args.session, &cfg.known, Arc::clone(&described))
+    });
     let cx: &dyn Context = match &index {
         Some(i) => i,
         None => &no_index,

@@ -237,7 +237,8 @@ pub struct ProvenanceNote {
     /// The value, only with `[gate] log_arguments`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
-    /// The tool and call of the answer it first appeared in, when one showed it.
+    /// The tool and call of the answer it first appeared in, when one showed it; or the
+    /// tool whose definition (description, schema) named it, and no call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_tool: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,7 +5,9 @@
 //! grants added at run time — in one SQLite database (`boxmaker.db`), and the tamper-evident
 //! audit log (`audit.log`), both in the state directory, and the key that signs the log's
 //! checkpoints, beside it. The gate is the only process that opens any of them. It also owns the decision on the call path and the operator's control
-//! socket.
+//! socket. It reads, never writes, the discovery file `tools.json` (`crates/catalog`): what
+//! the servers wrote about their tools is untrusted in every session's provenance
+//! ([`gate::described`]).
 //!
 //! **Must never**: lower a session's taint except through an operator's reset; return from a
 //! write before it is durable on disk (the gate releases nothing it has not committed);

@@ -36,6 +36,11 @@ pub enum Seen {
     Trusted(Shown),
     /// Seen only in untrusted answers; first there.
     Untrusted(Shown),
+    /// Seen in no answer of the session (or only passed in by it), but named by what a
+    /// downstream server wrote about its tools — a description, a schema — which every
+    /// session may be shown before any call: the server's own words, untrusted. The tool
+    /// (its exposed name) whose definition named it first.
+    Described(String),
     /// Seen in no answer of the session (the session's own calls may have passed it in).
     Unseen,
     /// Not in the session's index, which is full: it counts as untrusted.
@@ -55,7 +60,7 @@ impl Seen {
         match self {
             Seen::Config | Seen::Trusted(_) => None,
             Seen::Unseen => Some(ConcernKind::UnseenValue),
-            Seen::Untrusted(_) | Seen::Unplaced | Seen::Unknown => {
+            Seen::Untrusted(_) | Seen::Described(_) | Seen::Unplaced | Seen::Unknown => {
                 Some(ConcernKind::UntrustedValue)
             }
         }
@@ -74,6 +79,10 @@ pub fn sentence(ident: &Ident, seen: &Seen) -> String {
         Seen::Untrusted(s) => format!(
             "{ident} first appeared in an untrusted answer of {}, call {}",
             s.tool, s.call
+        ),
+        Seen::Described(tool) => format!(
+            "{ident} is named by the definition of tool {tool} (its description or schema), \
+             which the tool's server wrote: untrusted"
         ),
         Seen::Unseen => format!(
             "{ident} was seen in no answer of this session and is not in the config (only the \
@@ -256,6 +265,7 @@ mod tests {
                 "DE89370400440532013000" => Seen::Untrusted(at(3)),
                 "GB29NWBK60161331926819" => Seen::Trusted(at(1)),
                 "full" => Seen::Unplaced,
+                "escrow@evil.example" => Seen::Described("shop_send_money".into()),
                 _ => Seen::Unseen,
             }
         }
@@ -270,6 +280,8 @@ mod tests {
             ("DE89370400440532013000", false, false),
             ("someone@new.com", false, true),
             ("full", false, false),
+            // A server's description names it: neither trusted nor passing not_untrusted.
+            ("escrow@evil.example", false, false),
         ] {
             assert_eq!(t.holds(&json!(v), &Index), trusted, "{v}");
             assert_eq!(n.holds(&json!(v), &Index), not_untrusted, "{v}");

@@ -81,6 +81,7 @@ use crate::store::{
 mod anchoring;
 mod approvals;
 mod client;
+pub mod described;
 mod egress;
 mod operator;
 mod provenance;
@@ -305,6 +306,8 @@ pub struct Gate {
     witness: OnceLock<WitnessQueue>,
     /// When the last checkpoint was signed (or the gate started).
     last_checkpoint: Mutex<Instant>,
+    /// What the servers' tool definitions name, for every session's index.
+    described: Mutex<described::Layer>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -376,6 +379,7 @@ impl Gate {
             anchor,
             witness: OnceLock::new(),
             last_checkpoint: Mutex::new(Instant::now()),
+            described: Mutex::new(described::Layer::default()),
         });
         let weak = Arc::downgrade(&gate);
         let queue = WitnessQueue::start(
@@ -494,7 +498,8 @@ impl Gate {
 
     /// The session's provenance index, as a decision asks it (docs/spec.md §3.7).
     pub fn index<'a>(&'a self, session: &'a SessionId) -> SessionIndex<'a> {
-        SessionIndex::new(&self.store, session, &self.config.known)
+        let described = lock(&self.described).current(&self.config);
+        SessionIndex::new(&self.store, session, &self.config.known, described)
     }
 
     /// The explanation of a decision, in the session's context.

@@ -12,10 +12,12 @@
 //!   no answer vouches for it (a value written to a file and read back, posted and listed,
 //!   is the session's own choice coming back, not a trusted answer's).
 //! - **Asked** ([`SessionIndex`]): the config's lists and literals first (trusted), then
-//!   the store; a value the store does not hold is unseen, or untrusted when the session's
-//!   index is full, and a store that cannot be read counts as untrusted (fail closed).
+//!   the store; a value no answer of the session showed but a server's tool definition
+//!   names is untrusted ([`super::described`]); any other value the store does not hold is
+//!   unseen, or untrusted when the session's index is full, and a store that cannot be read
+//!   counts as untrusted (fail closed).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use config::Config;
 use policy::values::{Found, Ident, in_answer, in_arguments};
@@ -26,6 +28,7 @@ use proto::{SessionId, ToolRequest};
 use crate::audit::{ProvenanceNote, sha256_hex};
 use crate::store::{SeenAs, Sighting, Sightings, Store};
 
+use super::described::Described;
 use super::lock;
 
 /// The most concerns one approval carries (a body full of links would list them all).
@@ -36,6 +39,7 @@ pub struct SessionIndex<'a> {
     store: &'a Mutex<Store>,
     session: &'a SessionId,
     known: &'a Known,
+    described: Arc<Described>,
 }
 
 impl std::fmt::Debug for SessionIndex<'_> {
@@ -47,12 +51,19 @@ impl std::fmt::Debug for SessionIndex<'_> {
 }
 
 impl<'a> SessionIndex<'a> {
-    /// The index of `session` in `store`, with the values `known` names as trusted.
-    pub fn new(store: &'a Mutex<Store>, session: &'a SessionId, known: &'a Known) -> Self {
+    /// The index of `session` in `store`, with the values `known` names as trusted and
+    /// those the servers' tool definitions name (`described`) as untrusted.
+    pub fn new(
+        store: &'a Mutex<Store>,
+        session: &'a SessionId,
+        known: &'a Known,
+        described: Arc<Described>,
+    ) -> Self {
         Self {
             store,
             session,
             known,
+            described,
         }
     }
 }
@@ -64,16 +75,23 @@ impl Context for SessionIndex<'_> {
         }
         let store = lock(self.store);
         let at = |tool: String, call: proto::CallId| Shown { tool, call: call.0 };
+        // What a server wrote about its tools, which every session may have been shown:
+        // untrusted, unless an answer of the session vouched for the value.
+        let described = || {
+            self.described
+                .tool(&value.text)
+                .map(|tool| Seen::Described(tool.to_owned()))
+        };
         match store.provenance(self.session, &value.text) {
             Ok(Some(row)) => match row.seen {
                 SeenAs::Trusted => Seen::Trusted(at(row.tool, row.call)),
                 SeenAs::Untrusted => Seen::Untrusted(at(row.tool, row.call)),
-                SeenAs::None => Seen::Unseen,
+                SeenAs::None => described().unwrap_or(Seen::Unseen),
             },
-            Ok(None) => match store.provenance_size(self.session) {
+            Ok(None) => described().unwrap_or_else(|| match store.provenance_size(self.session) {
                 Ok(size) if !size.full => Seen::Unseen,
                 _ => Seen::Unplaced,
-            },
+            }),
             // An index that cannot be read places nothing: fail closed.
             Err(_) => Seen::Unplaced,
         }
@@ -153,20 +171,23 @@ pub fn notes(e: &Explanation, cx: &dyn Context, config: &Config) -> Vec<Provenan
         .filter(|c| c.kind != proto::control::ConcernKind::AboveClearance)
         .take(MAX_CONCERNS)
         .map(|c| {
-            let first = match cx.seen(&Ident {
+            // Where it first appeared: an answer (its tool and call), or a tool's definition
+            // (its tool, and no call).
+            let (first_tool, first_call) = match cx.seen(&Ident {
                 kind: policy::values::Kind::Id,
                 text: c.value.clone(),
             }) {
-                Seen::Trusted(s) | Seen::Untrusted(s) => Some(s),
-                _ => None,
+                Seen::Trusted(s) | Seen::Untrusted(s) => (Some(s.tool), Some(s.call)),
+                Seen::Described(tool) => (Some(tool), None),
+                _ => (None, None),
             };
             ProvenanceNote {
                 concern: c.kind,
                 pointer: c.pointer.clone(),
                 value_sha256: sha256_hex(c.value.as_bytes()),
                 value: config.gate.log_arguments.then(|| c.value.clone()),
-                first_tool: first.as_ref().map(|s| s.tool.clone()),
-                first_call: first.map(|s| s.call),
+                first_tool,
+                first_call,
             }
         })
         .collect()
