@@ -47,18 +47,39 @@ pub struct McpArgs {
     allow_origin: Vec<String>,
 }
 
+/// Make a bearer credential for a new conversation of `boxmaker mcp --http`.
+///
+/// Over HTTP a conversation is a credential: every request carrying it, of either MCP era,
+/// shares one session (its taint, provenance, approvals and box), and no request reaches
+/// another. Give each agent, or each conversation you want kept apart, its own.
+#[derive(Debug, clap::Args)]
+pub struct TokenArgs {
+    /// The config file.
+    #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
+    config: PathBuf,
+}
+
+/// `boxmaker token`: prints a new conversation's credential (stdout) and its session
+/// (stderr). Any `boxmaker mcp --http` of the state directory serves it, now or after a
+/// restart, until `STATE/http.key` is removed.
+pub fn token(args: &TokenArgs) -> Result<u8, CliError> {
+    let cfg = config::load(&args.config)?;
+    host::create_state_dir(&cfg.gate.state)?;
+    let credentials = http_key(&cfg.gate.state)?;
+    let (credential, session) = credentials
+        .mint()
+        .map_err(|e| CliError::Unexpected(e.to_string()))?;
+    outln!("{credential}");
+    errln!("boxmaker: conversation {session}: send `Authorization: Bearer` with the line above");
+    Ok(0)
+}
+
 /// A fresh session id: `mcp-` and 16 hex digits from the OS's random source.
 fn fresh_session() -> Result<SessionId, CliError> {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).map_err(|e| CliError::Unexpected(format!("no randomness: {e}")))?;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     SessionId::new(format!("mcp-{hex}")).map_err(|e| CliError::Unexpected(e.to_string()))
-}
-
-fn token() -> Result<String, CliError> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| CliError::Unexpected(format!("no randomness: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 pub fn run(args: &McpArgs) -> Result<u8, CliError> {
@@ -184,7 +205,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 Ok::<(), CliError>(())
             })?;
         }
-        Some((listener, token, path)) => {
+        Some((listener, http)) => {
             let listener = {
                 let _enter = runtime.enter();
                 tokio::net::TcpListener::from_std(listener)
@@ -194,30 +215,32 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
                 .local_addr()
                 .map_err(|e| CliError::Local(format!("cannot serve the HTTP listener: {e}")))?;
             front::note!(
-                "boxmaker mcp: http://{bound}/mcp with `Authorization: Bearer {token}` (also in {})",
-                path.display()
+                "boxmaker mcp: http://{bound}/mcp with `Authorization: Bearer {}` (also in {}); \
+                 that credential is conversation {} (`boxmaker token` makes another)",
+                http.credential,
+                http.token_file.display(),
+                http.session
             );
+            // Over HTTP a conversation is a credential (docs/spec.md §5): each gets its own
+            // front, made at its first request; `--session` puts them all in that one.
             let fixed = args.session.clone();
-            let new_front = move || {
-                let session = match &fixed {
-                    Some(s) => s.clone(),
-                    None => fresh_session().map_err(|e| std::io::Error::other(e.to_string()))?,
-                };
-                front::note!("boxmaker mcp: new MCP session {session}");
-                hold_live(with_decide(Front::new(
-                    cfg.clone(),
-                    catalog.clone(),
-                    session,
-                    connector.clone(),
-                )))
-                .map_err(std::io::Error::other)
-            };
+            let conversations =
+                front::conversation::Conversations::new(http.credentials, move |session| {
+                    let session = fixed.clone().unwrap_or(session);
+                    front::note!("boxmaker mcp: conversation {session}");
+                    hold_live(with_decide(Front::new(
+                        cfg.clone(),
+                        catalog.clone(),
+                        session,
+                        connector.clone(),
+                    )))
+                    .map_err(std::io::Error::other)
+                });
             runtime
                 .block_on(front::http::serve_on(
                     listener,
-                    token,
+                    conversations,
                     args.allow_origin.clone(),
-                    new_front,
                 ))
                 .map_err(|e| CliError::Local(e.to_string()))?;
         }
@@ -248,21 +271,38 @@ fn start_broker(config: &std::path::Path) -> Result<front::channel::Channel, Cli
     Ok(front::channel::Channel::new(ours))
 }
 
-/// The HTTP front's token file, in the state directory.
+/// The HTTP front's token file, in the state directory: the credential it printed.
 const HTTP_TOKEN: &str = "http.token";
 
-/// The HTTP front's listener (bound now, before confinement), its token, and the token
-/// file (written `0600` in the state directory).
+/// The state directory's HTTP key, which signs conversation credentials.
+const HTTP_KEY: &str = "http.key";
+
+/// What the HTTP front is set up with before it confines itself.
+struct HttpSetup {
+    /// The state directory's key, which signs conversation credentials.
+    credentials: front::conversation::Credentials,
+    /// A credential for a new conversation, printed and written to `token_file`.
+    credential: String,
+    session: SessionId,
+    token_file: PathBuf,
+}
+
+/// The HTTP front's listener (bound now, before confinement), the state directory's key
+/// (`STATE/http.key`, made `0600` on first use), and a credential for a new conversation,
+/// written `0600` to `STATE/http.token`.
 fn http_setup(
     cfg: &config::Config,
     addr: SocketAddr,
-) -> Result<(std::net::TcpListener, String, std::path::PathBuf), CliError> {
-    let token = token()?;
+) -> Result<(std::net::TcpListener, HttpSetup), CliError> {
+    let credentials = http_key(&cfg.gate.state)?;
+    let (credential, session) = credentials
+        .mint()
+        .map_err(|e| CliError::Unexpected(e.to_string()))?;
     let path = cfg.gate.state.join(HTTP_TOKEN);
     // Replaced whole, never through a link (a repository can ship `.boxmaker/`).
     crate::host::create_state_dir(&cfg.gate.state)?.replace(
         HTTP_TOKEN,
-        token.as_bytes(),
+        credential.as_bytes(),
         statedir::file::Mode::Private,
     )?;
     // Bound before the banner: a client that reads the banner can connect at once, and with
@@ -272,7 +312,53 @@ fn http_setup(
     listener
         .set_nonblocking(true)
         .map_err(|source| CliError::Local(format!("cannot listen on {addr}: {source}")))?;
-    Ok((listener, token, path))
+    Ok((
+        listener,
+        HttpSetup {
+            credentials,
+            credential,
+            session,
+            token_file: path,
+        },
+    ))
+}
+
+/// The state directory's HTTP key (`STATE/http.key`), made `0600` on first use. Every front
+/// of the state directory, and `boxmaker token`, sign conversation credentials with it, so a
+/// credential names its conversation across restarts of the front; removing it ends them all.
+pub(crate) fn http_key(
+    state: &std::path::Path,
+) -> Result<front::conversation::Credentials, CliError> {
+    let dir = crate::host::create_state_dir(state)?;
+    let path = dir.join(HTTP_KEY);
+    let bad = |why: &str| CliError::Local(format!("{}: {why}", path.display()));
+    let key = match dir.read(HTTP_KEY, 4096)? {
+        Some(found) => {
+            if found.mode & 0o077 != 0 {
+                return Err(bad(
+                    "others may read it (it must be 0600); remove it to make a new key, which \
+                     ends every conversation credential made with this one",
+                ));
+            }
+            String::from_utf8(found.bytes).map_err(|_| bad("it is not text"))?
+        }
+        None => {
+            let key =
+                front::conversation::new_key().map_err(|e| CliError::Unexpected(e.to_string()))?;
+            match dir.create_new(HTTP_KEY, key.as_bytes(), 0o600) {
+                Ok(()) => key,
+                // Another front made it first: use theirs.
+                Err(e) if matches!(e, statedir::file::Error::Exists { .. }) => {
+                    let found = dir
+                        .read(HTTP_KEY, 4096)?
+                        .ok_or_else(|| bad("it vanished"))?;
+                    String::from_utf8(found.bytes).map_err(|_| bad("it is not text"))?
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    front::conversation::Credentials::from_hex(&key).map_err(|e| bad(&e.to_string()))
 }
 
 /// Confines this process (`front::confine`), refusing to serve unconfined; says so on

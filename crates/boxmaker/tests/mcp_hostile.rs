@@ -552,7 +552,12 @@ fn stdio_floods_are_all_answered() {
 struct HttpServer {
     child: Child,
     port: u16,
+    /// The credential the front printed (its first conversation's).
     token: String,
+    config: PathBuf,
+    /// Each MCP session [`HttpServer::session`] started, with the credential of the
+    /// conversation it was started in (over HTTP a conversation is a credential).
+    credentials: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Drop for HttpServer {
@@ -689,12 +694,14 @@ impl HttpServer {
             child,
             port,
             token: String::new(),
+            config: config.to_path_buf(),
+            credentials: std::sync::Mutex::new(std::collections::HashMap::new()),
         };
         let token_file = dir.join(".boxmaker/http.token");
         let deadline = Instant::now() + WAIT;
         loop {
             if let Ok(t) = std::fs::read_to_string(&token_file)
-                && t.len() == 64
+                && t.contains('.')
                 && TcpStream::connect(("127.0.0.1", port)).is_ok()
             {
                 srv.token = t;
@@ -724,8 +731,28 @@ impl HttpServer {
         http_raw(self.port, &head, body)
     }
 
+    /// The credential of `session`'s conversation (the printed one for none, or for a
+    /// session this test did not start).
+    fn credential(&self, session: Option<&str>) -> String {
+        session
+            .and_then(|s| self.credentials.lock().unwrap().get(s).cloned())
+            .unwrap_or_else(|| self.token.clone())
+    }
+
+    /// A credential for a new conversation, as `boxmaker token` prints it.
+    fn mint(&self) -> String {
+        let out = Command::new(BIN)
+            .arg("token")
+            .arg("--config")
+            .arg(&self.config)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
     fn post(&self, session: Option<&str>, msg: &Value) -> HttpResponse {
-        let auth = format!("Bearer {}", self.token);
+        let auth = format!("Bearer {}", self.credential(session));
         self.post_with(
             &Post {
                 token: Some(&auth),
@@ -738,7 +765,7 @@ impl HttpServer {
     }
 
     fn post_bytes(&self, session: Option<&str>, body: &[u8]) -> std::io::Result<HttpResponse> {
-        let auth = format!("Bearer {}", self.token);
+        let auth = format!("Bearer {}", self.credential(session));
         self.post_with(
             &Post {
                 token: Some(&auth),
@@ -749,11 +776,26 @@ impl HttpServer {
         )
     }
 
-    /// A new MCP session: (its `Mcp-Session-Id`, its boxmaker session).
+    /// A new MCP session in a new conversation: (its `Mcp-Session-Id`, its boxmaker session).
     fn session(&self) -> (String, String) {
-        let r = self.post(None, &initialize_msg(0));
+        let credential = self.mint();
+        let auth = format!("Bearer {credential}");
+        let r = self
+            .post_with(
+                &Post {
+                    token: Some(&auth),
+                    session: None,
+                    host: None,
+                },
+                initialize_msg(0).to_string().as_bytes(),
+            )
+            .unwrap();
         assert_eq!(r.status, 200, "{r:?}");
         let mcp = r.header("mcp-session-id").unwrap().to_string();
+        self.credentials
+            .lock()
+            .unwrap()
+            .insert(mcp.clone(), credential);
         let boxmaker = session_of(&r.answer());
         let n = self.post(
             Some(&mcp),
@@ -819,7 +861,7 @@ fn http_bad_tokens_foreign_hosts_and_unknown_sessions_are_refused() {
         assert_eq!(r.status, 401, "{method}: {r:?}");
     }
     // A foreign Host header (DNS rebinding), with the right token: 403 from rmcp's check.
-    let auth = format!("Bearer {}", srv.token);
+    let auth = format!("Bearer {}", srv.credential(Some(&mcp)));
     for host in ["evil.example", "evil.example:80", "127.0.0.1.evil.example"] {
         let p = Post {
             token: Some(&auth),
@@ -910,7 +952,7 @@ fn http_bad_input_gets_the_named_errors() {
          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
          Mcp-Session-Id: {a}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         srv.port,
-        srv.token,
+        srv.credential(Some(&a)),
         20 << 20
     );
     let r = http_raw(srv.port, &head, &huge[..4096]).unwrap();

@@ -1,13 +1,15 @@
-//! Streamable HTTP (docs/spec.md §5, `boxmaker mcp --http ADDR`): one boxmaker session per MCP
-//! session, every request requiring `Authorization: Bearer TOKEN`.
+//! Streamable HTTP (docs/spec.md §5, `boxmaker mcp --http ADDR`): every request requires
+//! `Authorization: Bearer CREDENTIAL`, and the credential names the request's conversation
+//! ([`crate::conversation`]): a legacy MCP session's requests and a 2026-07-28 client's
+//! stateless requests alike are served by that conversation's front, never a new one.
 //!
-//! The token is made by the caller (random, written `0600` to the state directory, printed
-//! once); a request without it, or with another, is answered 401 before any MCP code sees
-//! it, and reported on stderr. The comparison takes the same time whatever the token's
-//! contents, so timing tells an attacker nothing about it. Before that, a request whose
-//! `Origin` is not listed with `--allow-origin` is answered 403 (a browser page of another
-//! site; requests with no `Origin` are not a browser's). rmcp's own checks stay on: the
-//! `Host` header must name this machine (DNS-rebinding defence) and bodies are size-capped.
+//! A request without a credential made under the front's key is answered 401 before any MCP
+//! code sees it, and reported on stderr; the check takes the same time whatever the
+//! credential holds. A legacy session's request carrying another conversation's credential
+//! is answered 404, as an unknown session is. Before all that, a request whose `Origin` is
+//! not listed with `--allow-origin` is answered 403 (a browser page of another site;
+//! requests with no `Origin` are not a browser's). rmcp's own checks stay on: the `Host`
+//! header must name this machine (DNS-rebinding defence) and bodies are size-capped.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use axum::middleware::Next;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use crate::conversation::{Conversations, MAX_CONVERSATIONS, Refused};
 use crate::server::Front;
 
 /// Why the HTTP front stopped.
@@ -32,27 +35,13 @@ pub enum HttpError {
     Serve(#[source] std::io::Error),
 }
 
-/// `a == b` in time that depends only on the lengths.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+tokio::task_local! {
+    /// The conversation of the request being served: set by [`require_credential`] around
+    /// everything rmcp does for the request, read by the factory rmcp calls for a handler.
+    static CONVERSATION: Front;
 }
 
-async fn require_token(token: Arc<String>, req: Request<Body>, next: Next) -> Response<Body> {
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
-        return next.run(req).await;
-    }
-    crate::note!(
-        "boxmaker: refused an HTTP request to {} without the right bearer token",
-        req.uri().path()
-    );
+fn unauthorized() -> Response<Body> {
     let mut resp = Response::new(Body::from(
         "a valid `Authorization: Bearer` token is required\n",
     ));
@@ -63,6 +52,82 @@ async fn require_token(token: Arc<String>, req: Request<Body>, next: Next) -> Re
     );
     resp
 }
+
+/// Ties the request to its credential's conversation (docs/spec.md §5, "A conversation over
+/// HTTP"; [`crate::conversation`]), or refuses it: no valid credential 401; a legacy
+/// session's request with another conversation's credential 404, as an unknown session is.
+/// rmcp's handler for the request (a legacy session's, made at its `initialize`, or a
+/// 2026-07-28 request's own) is that conversation's [`Front`], and no other.
+async fn require_credential(
+    conversations: Arc<Conversations>,
+    req: Request<Body>,
+    next: Next,
+) -> Response<Body> {
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let mcp_session = req
+        .headers()
+        .get(MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let front = match conversations.front_for(given, mcp_session.as_deref()) {
+        Ok(f) => f,
+        Err(Refused::Credential) => {
+            crate::note!(
+                "boxmaker: refused an HTTP request to {} without the right bearer token",
+                req.uri().path()
+            );
+            return unauthorized();
+        }
+        Err(Refused::Session) => {
+            let mut resp = Response::new(Body::from("Not Found: Session not found"));
+            *resp.status_mut() = StatusCode::NOT_FOUND;
+            return resp;
+        }
+        Err(Refused::Full) => {
+            return unavailable(format!(
+                "this front serves {MAX_CONVERSATIONS} conversations already; start another \
+                 `boxmaker mcp --http` for more"
+            ));
+        }
+        Err(Refused::Unavailable(why)) => {
+            return unavailable(format!("the conversation cannot be served: {why}"));
+        }
+    };
+    let session = front.session().clone();
+    let delete = req.method() == Method::DELETE;
+    let resp = CONVERSATION.scope(front, next.run(req)).await;
+    // A legacy `initialize` answered with a new MCP session: that session is this
+    // conversation's, and only its credential may use it.
+    if mcp_session.is_none()
+        && let Some(issued) = resp
+            .headers()
+            .get(MCP_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+    {
+        conversations.bind_legacy(issued, &session);
+    }
+    if delete
+        && resp.status().is_success()
+        && let Some(ended) = &mcp_session
+    {
+        conversations.end_legacy(ended);
+    }
+    resp
+}
+
+fn unavailable(why: String) -> Response<Body> {
+    crate::note!("boxmaker: {why}");
+    let mut resp = Response::new(Body::from(format!("{why}\n")));
+    *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    resp
+}
+
+/// The MCP session header of the legacy protocol era.
+const MCP_SESSION_ID: &str = "mcp-session-id";
 
 /// Refuses a request whose `Origin` header is not one of `allowed` with 403 (docs/spec.md
 /// §5: a browser page of another site must not reach the local MCP server, DNS rebinding or
@@ -183,16 +248,15 @@ async fn answer_delete(req: Request<Body>, next: Next) -> Response<Body> {
     resp
 }
 
-/// Serves MCP at `http://ADDR/mcp` until the process ends. `new_front` makes the front of a
-/// new MCP session (with a new boxmaker session id); its error refuses that session.
+/// Serves MCP at `http://ADDR/mcp` until the process ends, each request in the conversation
+/// its credential names ([`Conversations`]).
 pub async fn serve(
     addr: SocketAddr,
-    token: String,
+    conversations: Arc<Conversations>,
     allowed_origins: Vec<String>,
-    new_front: impl Fn() -> Result<Front, std::io::Error> + Send + Sync + 'static,
 ) -> Result<(), HttpError> {
     let listener = bind(addr).await?;
-    serve_on(listener, token, allowed_origins, new_front).await
+    serve_on(listener, conversations, allowed_origins).await
 }
 
 /// Binds `addr` (port 0: a free port; `local_addr` names it). Binding before announcing the
@@ -206,9 +270,8 @@ pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, HttpError
 /// [`serve`] on a listener already bound by [`bind`].
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
-    token: String,
+    conversations: Arc<Conversations>,
     allowed_origins: Vec<String>,
-    new_front: impl Fn() -> Result<Front, std::io::Error> + Send + Sync + 'static,
 ) -> Result<(), HttpError> {
     let addr = listener.local_addr().map_err(HttpError::Serve)?;
     let mut config = StreamableHttpServerConfig::default();
@@ -221,16 +284,23 @@ pub async fn serve_on(
             host,
         ]);
     }
+    // rmcp asks for a handler for each legacy `initialize` and each 2026-07-28 request; it
+    // is always the request's conversation's front, never a new session. A request that
+    // reached rmcp without one (it cannot: `require_credential` is outside) is refused.
+    let handler = || {
+        CONVERSATION.try_with(Front::clone).map_err(|_| {
+            std::io::Error::other("a request reached MCP without its credential's conversation")
+        })
+    };
     let service =
-        StreamableHttpService::new(new_front, Arc::new(LocalSessionManager::default()), config);
-    let token = Arc::new(token);
+        StreamableHttpService::new(handler, Arc::new(LocalSessionManager::default()), config);
     let allowed = Arc::new(allowed_origins);
     let app = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(answer_delete))
         .layer(axum::middleware::from_fn(check_message))
         .layer(axum::middleware::from_fn(move |req, next| {
-            require_token(token.clone(), req, next)
+            require_credential(conversations.clone(), req, next)
         }))
         // Outermost: a foreign page is refused whatever else it sends.
         .layer(axum::middleware::from_fn(move |req, next| {
@@ -241,8 +311,6 @@ pub async fn serve_on(
 
 #[cfg(test)]
 mod tests {
-    use super::same;
-
     #[test]
     fn origins_are_written_as_browsers_send_them() {
         assert!(super::is_origin("http://localhost:6274"));
@@ -257,13 +325,5 @@ mod tests {
         ] {
             assert!(!super::is_origin(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(same(b"abc", b"abc"));
-        assert!(!same(b"abc", b"abd"));
-        assert!(!same(b"abc", b"ab"));
-        assert!(!same(b"", b"a"));
     }
 }

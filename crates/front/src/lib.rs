@@ -35,6 +35,7 @@
 pub mod approve;
 pub mod channel;
 pub mod confine;
+pub mod conversation;
 pub mod explain;
 pub mod gatecall;
 pub mod http;
