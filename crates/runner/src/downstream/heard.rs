@@ -206,8 +206,14 @@ pub(crate) struct Heard {
 
 impl Heard {
     /// The progress token the call sends the server.
+    #[cfg(test)]
     pub(crate) fn token(&self) -> ProgressToken {
         ProgressToken(NumberOrString::Number(self.token))
+    }
+
+    /// Marks a request's `_meta` with this call's progress token ([`TOKEN_MARK`]).
+    pub(crate) fn mark(&self, meta: &mut rmcp::model::RequestMetaObject) {
+        meta.insert(TOKEN_MARK.to_string(), json!(self.token));
     }
 
     /// The notifications heard so far (taken), and how many were left out.
@@ -239,6 +245,10 @@ impl Drop for Heard {
     }
 }
 
+/// Where a call's request carries its own progress token to [`Tap`], which puts it in place of
+/// rmcp's on the way out (the key never reaches the server).
+pub(crate) const TOKEN_MARK: &str = "io.boxmaker/progressToken";
+
 /// How many notifications [`Tap`] reads in a row before it lets rmcp's loop look at its
 /// other work.
 const YIELD_EVERY: u32 = 64;
@@ -261,8 +271,30 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
 
     fn send(
         &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
+        mut item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // rmcp gives every request a progress token of its own counter, over the one the
+        // call set; its counter also counts the server's other requests (a pin's tools/list,
+        // a resource read), so the server's progress came back under a token no call held.
+        // The call's own token rides under `TOKEN_MARK` and is put in place here, on the way
+        // out, where nothing sets it again.
+        // (A call's `params._meta` is the base of the `_meta` sent; what rmcp keeps in the
+        // request's extensions, its own token among it, is laid over it.)
+        if let rmcp::model::JsonRpcMessage::Request(r) = &mut item {
+            let marked = match &mut r.request {
+                rmcp::model::ClientRequest::CallToolRequest(call) => call
+                    .params
+                    .meta
+                    .as_mut()
+                    .and_then(|m| m.remove(TOKEN_MARK))
+                    .and_then(|v| v.as_i64()),
+                _ => None,
+            };
+            if let Some(token) = marked {
+                rmcp::model::GetMeta::get_meta_mut(&mut r.request)
+                    .set_progress_token(ProgressToken(NumberOrString::Number(token)));
+            }
+        }
         self.inner.send(item)
     }
 
@@ -501,6 +533,58 @@ mod tests {
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert_eq!(notes[0]["params"]["data"], "one");
         assert_eq!(notes[1]["params"]["progress"], 5.0);
+    }
+
+    /// A transport that keeps what it is sent.
+    struct Sent(Arc<Mutex<Vec<TxJsonRpcMessage<RoleClient>>>>);
+
+    impl Transport<RoleClient> for Sent {
+        type Error = std::io::Error;
+        fn send(
+            &mut self,
+            item: TxJsonRpcMessage<RoleClient>,
+        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            self.0.lock().unwrap().push(item);
+            std::future::ready(Ok(()))
+        }
+        async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+            None
+        }
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_call_goes_out_under_its_own_progress_token_not_rmcps() {
+        // rmcp stamps every request with its own counter, which also counts a pin's
+        // tools/list or a resource read: the server's progress then named a token no call
+        // held, and was dropped (the conformance run lost it after a few offers).
+        let listener = Listener::default();
+        let call = listener.open();
+        let mut params = rmcp::model::CallToolRequestParams::new("t");
+        let mut meta = rmcp::model::RequestMetaObject::new();
+        call.mark(&mut meta);
+        params.meta = Some(meta);
+        let mut request =
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        rmcp::model::GetMeta::get_meta_mut(&mut request)
+            .set_progress_token(ProgressToken(NumberOrString::Number(41)));
+        let message = JsonRpcMessage::request(request, rmcp::model::RequestId::Number(41));
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let mut tap = Tap::new(Sent(sent.clone()), listener.clone());
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(tap.send(message))
+            .unwrap();
+        let wire = serde_json::to_value(&sent.lock().unwrap()[0]).unwrap();
+        let meta = &wire["params"]["_meta"];
+        let ProgressToken(NumberOrString::Number(own)) = call.token() else {
+            panic!("a number token")
+        };
+        assert_eq!(meta["progressToken"], json!(own), "{wire}");
+        assert!(meta.get(TOKEN_MARK).is_none(), "{wire}");
     }
 
     #[test]

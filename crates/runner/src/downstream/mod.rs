@@ -684,7 +684,7 @@ impl Runner {
             let mut p = CallToolRequestParams::new(entry.downstream.clone());
             p.arguments = Some(args);
             let mut meta = rmcp::model::RequestMetaObject::new();
-            meta.set_progress_token(heard.token());
+            heard.mark(&mut meta);
             p.meta = Some(meta);
             p
         };
