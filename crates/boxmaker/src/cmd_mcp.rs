@@ -348,7 +348,7 @@ pub(crate) fn http_key(
             match dir.create_new(HTTP_KEY, key.as_bytes(), 0o600) {
                 Ok(()) => key,
                 // Another front made it first: use theirs.
-                Err(e) if matches!(e, statedir::file::Error::Exists { .. }) => {
+                Err(statedir::file::Error::Exists { .. }) => {
                     let found = dir
                         .read(HTTP_KEY, 4096)?
                         .ok_or_else(|| bad("it vanished"))?;
