@@ -7,9 +7,11 @@
 //! requests turned into `ToolRequest`s to the server's own name, and the sentence that
 //! explains a denial.
 //!
-//! **Must never:** trust anything it receives, hold state beyond one session's id, call
-//! counter, the log level its client asked for and which server listed which resource or
-//! prompt to it, open files, reach the control socket, or run a tool. It can only send
+//! **Must never:** trust anything it receives, hold state beyond each conversation's session
+//! id, call counter, the log level its client asked for and which server listed which
+//! resource or prompt to it (and, over HTTP, the key that checks conversation credentials and
+//! which legacy MCP session belongs to which conversation), start a session for a request
+//! that does not name it by its connection or credential, open files, reach the control socket, or run a tool. It can only send
 //! `ToolRequest`s to the agent socket and, when the config lets a person approve in the
 //! agent's client, show and decide its own session's pending approvals on the decision
 //! socket; the gate decides everything. Once serving it is confined (no file, no exec, no
@@ -23,7 +25,8 @@
 //!    notifications during a call, sent to the client just before its result; [`offers`] —
 //!    which server a resource or prompt request goes to.
 //! 5. [`stdio`] — the stdio transport, which answers malformed input itself.
-//! 6. [`http`] — streamable HTTP with a bearer token and an `Origin` check.
+//! 6. [`http`] — streamable HTTP with a bearer credential and an `Origin` check;
+//!    [`conversation`] — which conversation a request belongs to (its credential's).
 //! 7. [`confine`] — how the front confines itself before it reads the agent's first byte;
 //!    [`channel`] — the one way it then has to the gate: connections the launcher hands it.
 //! 8. [`approve`] — approving in the agent's own client: the elicitation a person answers,
