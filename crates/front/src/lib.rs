@@ -11,7 +11,8 @@
 //! id, call counter, the log level its client asked for and which server listed which
 //! resource or prompt to it (and, over HTTP, the key that checks conversation credentials and
 //! which legacy MCP session belongs to which conversation), start a session for a request
-//! that does not name it by its connection or credential, open files, reach the control socket, or run a tool. It can only send
+//! that does not name it by its connection or credential, open files, reach the control
+//! socket, or run a tool. It can only send
 //! `ToolRequest`s to the agent socket and, when the config lets a person approve in the
 //! agent's client, show and decide its own session's pending approvals on the decision
 //! socket; the gate decides everything. Once serving it is confined (no file, no exec, no
