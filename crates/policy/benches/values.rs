@@ -2,7 +2,10 @@
 //! does it for every answer it labels. A 10 KB answer of prose with an IBAN, an address, a
 //! URL and a phone number in every paragraph: plain ASCII (scanned in place), the same with
 //! a zero-width space in each paragraph (normalised into a copy), the same with Cyrillic
-//! look-alikes (read twice), and a 10 KB JSON answer of records with ids.
+//! look-alikes (read twice), and a 10 KB JSON answer of records with ids. Then the largest
+//! answer the gate takes (1 MiB) in the shapes that cost the most: prose, JSON records, an
+//! array of many short strings (every pair of neighbours is a seam to join), a base64 blob
+//! of binary (one run to decode) and a wall of words each a candidate base64 run.
 //!
 //! Run: `cargo bench -p policy --bench values -- --warm-up-time 1 --measurement-time 3`
 
@@ -10,7 +13,7 @@
 
 use std::hint::black_box;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use policy::values::in_answer;
 
 const PARAGRAPH: &str = "Dear customer, thank you for your order of 3 items on 2024-05-01. \
@@ -18,35 +21,79 @@ const PARAGRAPH: &str = "Dear customer, thank you for your order of 3 items on 2
     reference 2024-0042. Questions? Write to billing@shop.example or call +49 30 1234567, \
     or see https://shop.example/help/orders for the status of your delivery. ";
 
-fn ten_kb(paragraph: &str) -> String {
+const MIB: usize = 1 << 20;
+
+fn sized(paragraph: &str, size: usize) -> String {
     let mut s = String::new();
-    while s.len() < 10_000 {
+    while s.len() < size {
         s.push_str(paragraph);
         s.push('\n');
     }
     s
 }
 
-fn json_records() -> String {
-    let mut items = Vec::new();
+fn json_records(size: usize) -> String {
+    let mut s = String::from("[");
     let mut i = 0;
-    loop {
-        items.push(format!(
+    while s.len() < size {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
             r#"{{"id":"msg-{i}","channel_id":"C{i:05}","sender":"user{i}@corp.example","body":"see the doc at docs.corp.example/d/{i} before friday"}}"#
         ));
-        let s = format!("[{}]", items.join(","));
-        if s.len() >= 10_000 {
-            return s;
-        }
         i += 1;
     }
+    s.push(']');
+    s
+}
+
+/// `["w0","w1",…]`: a million bytes of short strings, each a neighbour of the next.
+fn short_strings(size: usize) -> String {
+    let mut s = String::from("[");
+    let mut i = 0u64;
+    while s.len() < size {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!("\"k{}.x{}\"", i % 977, i % 13));
+        i += 1;
+    }
+    s.push(']');
+    s
+}
+
+/// A base64 blob of pseudo-random bytes (an attachment), wrapped at 76 columns.
+fn base64_blob(size: usize) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut s = String::with_capacity(size + 80);
+    while s.len() < size {
+        for _ in 0..76 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            s.push(char::from(ALPHABET[(x % 64) as usize]));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Words long enough to be base64 candidates, separated by spaces.
+fn long_words(size: usize) -> String {
+    sized(
+        "internationalization responsibilities characteristically \
+         Counterrevolutionaries 0123456789abcdef0123456789abcdef",
+        size,
+    )
 }
 
 fn bench(c: &mut Criterion) {
-    let ascii = ten_kb(PARAGRAPH);
-    let hidden = ten_kb(&PARAGRAPH.replace("DE89 ", "DE89\u{200b} "));
-    let cyrillic = ten_kb(&PARAGRAPH.replace("DE89", "D\u{415}89"));
-    let json = json_records();
+    let ascii = sized(PARAGRAPH, 10_000);
+    let hidden = sized(&PARAGRAPH.replace("DE89 ", "DE89\u{200b} "), 10_000);
+    let cyrillic = sized(&PARAGRAPH.replace("DE89", "D\u{415}89"), 10_000);
+    let json = json_records(10_000);
     let n = in_answer(&ascii).len();
     assert!(n >= 5, "the answer shows {n} values");
     let mut g = c.benchmark_group("values_10kb");
@@ -58,6 +105,21 @@ fn bench(c: &mut Criterion) {
         b.iter(|| in_answer(black_box(&cyrillic)))
     });
     g.bench_function("json_records", |b| b.iter(|| in_answer(black_box(&json))));
+    g.finish();
+
+    let big: [(&str, String); 5] = [
+        ("prose_ascii", sized(PARAGRAPH, MIB)),
+        ("json_records", json_records(MIB)),
+        ("json_short_strings", short_strings(MIB)),
+        ("base64_blob", base64_blob(MIB)),
+        ("long_words", long_words(MIB)),
+    ];
+    let mut g = c.benchmark_group("values_1mib");
+    g.sample_size(10);
+    for (name, text) in &big {
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(*name, |b| b.iter(|| in_answer(black_box(text))));
+    }
     g.finish();
 }
 

@@ -295,6 +295,81 @@ mod tests {
         assert!(t.holds(&json!(true), &Index));
     }
 
+    /// An index fed from one untrusted answer, as the gate feeds it: every value
+    /// [`crate::values::in_answer`] reads in it is untrusted.
+    #[derive(Debug)]
+    struct Answered(crate::values::Found);
+
+    impl Context for Answered {
+        fn seen(&self, v: &Ident) -> Seen {
+            if self.0.contains(&v.text) {
+                Seen::Untrusted(Shown {
+                    tool: "mail_read".into(),
+                    call: 1,
+                })
+            } else {
+                Seen::Unseen
+            }
+        }
+    }
+
+    #[test]
+    fn test_a_value_laundered_through_a_form_the_index_reads_is_still_untrusted() {
+        // Issue 30: each answer shows the attacker's value in a form the readers did not
+        // take; the call then carries the plain value, which `not_untrusted` let through.
+        let cases = [
+            (
+                "pay DE89-3704-0044-0532-0130-00",
+                json!("DE89370400440532013000"),
+            ),
+            (
+                "pay DE89\u{a0}3704\u{a0}0044\u{a0}0532\u{a0}0130\u{a0}00",
+                json!("DE89370400440532013000"),
+            ),
+            (
+                r#"{"DE89370400440532013000": "rent"}"#,
+                json!("DE89 3704 0044 0532 0130 00"),
+            ),
+            (
+                r#"["DE8937040044", "0532013000"]"#,
+                json!("DE89370400440532013000"),
+            ),
+            (
+                r#"{"iban_part1": "DE8937040044", "iban_part2": "0532013000"}"#,
+                json!("DE89370400440532013000"),
+            ),
+            (
+                "write to attacker[at]evil[dot]com",
+                json!("attacker@evil.com"),
+            ),
+            (
+                "write to attacker at evil dot com",
+                json!("attacker@evil.com"),
+            ),
+            ("see hxxps://evil[.]com/pay", json!("https://evil.com/pay")),
+            (
+                "ref REU4OTM3MDQwMDQ0MDUzMjAxMzAwMA==",
+                json!("DE89370400440532013000"),
+            ),
+            (
+                "ref 44453839333730343030343430353332303133303030",
+                json!("DE89370400440532013000"),
+            ),
+        ];
+        for (answer, argument) in cases {
+            let index = Answered(crate::values::in_answer(answer));
+            assert!(
+                !FromTest::NotUntrusted.holds(&argument, &index),
+                "{answer:?} launders {argument}"
+            );
+        }
+        // A value the answer does not show still passes `not_untrusted`.
+        let index = Answered(crate::values::in_answer(
+            "write to attacker[at]evil[dot]com",
+        ));
+        assert!(FromTest::NotUntrusted.holds(&json!("bob@acme.com"), &index));
+    }
+
     #[test]
     fn test_the_sentence_names_the_tool_and_the_call() {
         let (ok, words) = FromTest::Trusted.explain(&json!("DE89 3704 0044 0532 0130 00"), &Index);

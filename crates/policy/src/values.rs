@@ -4,13 +4,25 @@
 //! looked up among the values earlier answers showed, however either was written.
 //!
 //! **Reading the text.** Before anything is looked for, a text is read as a person sees it:
-//! Unicode NFKC (full-width `ＤＥ８９` is `DE89`, `ﬁ` is `fi`), then [`links::normalize`]:
-//! invisible characters dropped (zero-width spaces and joiners, bidirectional marks …),
-//! look-alike dots made dots, `%XX` and HTML references decoded, defanged dots undone, and
-//! a line break inside a name joined (`evil.⏎com`). When the text holds a letter of another
-//! script that looks like a Latin one (Cyrillic `а`, Greek `Ο` …), it is read a second time
-//! with those letters made Latin, and what that reading finds counts too: an IBAN or a host
-//! written with one Cyrillic letter is also the value a model that "corrects" it would use.
+//! Unicode NFKC (full-width `ＤＥ８９` is `DE89`, `ﬁ` is `fi`, a no-break or thin space a
+//! space), invisible characters dropped (zero-width spaces and joiners, bidirectional marks
+//! …), any other white space a space (the line and paragraph separators a line break),
+//! bracketed markers undone ([`defang`]: `attacker (at) evil [dot] com`, `hxxps[:]//`),
+//! then [`links::normalize`]: look-alike dots made dots, `%XX` and HTML references decoded,
+//! defanged dots undone, and a line break inside a name joined (`evil.⏎com`). When the text
+//! holds a letter of another script that looks like a Latin one (Cyrillic `а`, Greek `Ο`
+//! …) or a dash that looks like a hyphen (`‐`, `–`, `−`), it is read a second time with
+//! those made Latin, and what that reading finds counts too: an IBAN or a host written with
+//! one Cyrillic letter is also the value a model that "corrects" it would use.
+//!
+//! **Beyond the plain text** (the forms a model, or a shell, turns back into the value):
+//! - a run of base64 or hex that decodes to text is read as that text too, two levels deep
+//!   ([`encoded`]);
+//! - an answer is read for addresses spelled in words (`attacker at evil dot com`,
+//!   [`defang`]); an argument is not (no tool sends to that);
+//! - a JSON document is read in document order, its keys too (for the values they hold,
+//!   never as ids), and neighbouring strings are joined where the join is a value no two
+//!   ordinary neighbours make ([`seams`]).
 //!
 //! **What is a value**, and its canonical form:
 //! - an **e-mail address**: a run of address characters, `@`, a run of name characters,
@@ -27,8 +39,10 @@
 //!   443, the path percent-decoded, without a trailing `/`; scheme, query and fragment are
 //!   not part of it (the host is the destination, the path what is asked of it; a query
 //!   carries data, not a destination). A URL is also its host;
-//! - an **IBAN**: two letters, two digits and up to 30 letters or digits, in groups split by
-//!   white space (one line break at most between two groups: a value split across lines),
+//! - an **IBAN**: two letters, two digits and up to 30 letters or digits (a gap may fall
+//!   among the first four only when the letters are a country's), in groups split by
+//!   white space (two line breaks at most between two groups: a value split across lines or
+//!   a blank line) and at most one `-` or `.` (`DE89-3704-…`, `DE89.3704.…`),
 //!   as long as its country's IBANs are (ISO 13616; 15 to 34 for a country not in the
 //!   table), whose ISO 7064 mod-97 check holds; upper case, no spaces;
 //! - an **account number**: an IBAN-shaped word whose check fails (`US133000000121212121212`),
@@ -46,10 +60,10 @@
 //! Values are keyed by their text alone: the same text found as two kinds is one value.
 //!
 //! Not found: a host that written alone is no link (one label, `http://intranet/`; a last
-//! label with digits), an address whose local part is outside ASCII (its domain is then a host), an
-//! address split across lines at its `@`, a number split by anything but the separators
-//! above. Each of these is also not found in the argument that carries it, so both readings
-//! agree.
+//! label with digits), an address whose local part is outside ASCII (its domain is then a
+//! host), an address split across lines at its `@`, a number split by anything but the
+//! separators above, and the joins [`seams`] leaves out. Each of these is also not found in
+//! the argument that carries it, so both readings agree.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -63,6 +77,15 @@ use crate::email::{Address, is_atext};
 use crate::host::parse_host;
 use crate::links;
 use crate::url::is_invisible;
+
+mod defang;
+mod encoded;
+mod seams;
+mod tld;
+mod walk;
+
+use seams::{Chain, Piece};
+use walk::Event;
 
 /// The longest id, in characters.
 pub const MAX_ID_CHARS: usize = 256;
@@ -217,8 +240,29 @@ impl Found {
 // ---------------------------------------------------------------------------------------------
 // Entry points
 
-/// Every identifying value an answer shows: its text, or, when it is JSON, every string in
-/// it (JSON inside a string too, a few levels deep) and every id field.
+/// Which side a text is read for: an answer the index learns from, or an argument a `from`
+/// test looks up. Both read every form a tool or a shell turns back into the value; an
+/// answer is read for the forms a model does too (an address spelled in words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Answer,
+    Argument,
+}
+
+/// How the strings of a JSON document are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// An answer: ids of id fields, JSON inside a string (`depth` levels in so far).
+    Answer { depth: usize },
+    /// A `from` test's value: a string that carries no value is an id as a whole.
+    Argument,
+    /// Every string of a call's arguments is an id as a whole too (the echo guard).
+    Arguments,
+}
+
+/// Every identifying value an answer shows: its text, or, when it is JSON, every key,
+/// string and number in it (JSON inside a string too, a few levels deep), every id field,
+/// and the values neighbouring strings spell together ([`seams`]).
 pub fn in_answer(content: &str) -> Found {
     let mut out = Found::new();
     answer_into(content, 0, &mut out);
@@ -228,72 +272,98 @@ pub fn in_answer(content: &str) -> Found {
 fn answer_into(content: &str, depth: usize, out: &mut Found) {
     if depth < MAX_NESTED_JSON
         && content.trim_start().starts_with(['{', '['])
-        && let Ok(v) = serde_json::from_str::<Value>(content)
+        && let Some(events) = walk::parse(content)
     {
-        json_into(&v, false, depth, out);
+        doc_into(&events, Mode::Answer { depth }, out);
         return;
     }
-    text_into(content, out);
+    text_into(content, Side::Answer, 0, out);
 }
 
-fn json_into(v: &Value, id_field: bool, depth: usize, out: &mut Found) {
-    match v {
-        Value::String(s) => {
-            if id_field && let Some(id) = canonical_id(s) {
-                out.push(Kind::Id, id);
+/// Reads a document's events in order: each key for the values it holds (never an id of
+/// its own), each string and number by `mode`, and the joins of neighbours.
+fn doc_into<'a>(events: &'a [Event<'a>], mode: Mode, out: &mut Found) {
+    let side = match mode {
+        Mode::Answer { .. } => Side::Answer,
+        Mode::Argument | Mode::Arguments => Side::Argument,
+    };
+    let mut chain = Chain::new();
+    for event in events {
+        let (text, number, id, field) = match event {
+            Event::Key(k) => {
+                text_into(k, side, 0, out);
+                continue;
             }
-            answer_into(s, depth + 1, out);
-        }
-        Value::Number(n) => {
-            let text = n.to_string();
-            if id_field {
-                out.push(Kind::Id, text.clone());
+            Event::Leaf {
+                text,
+                number,
+                id,
+                field,
+            } => (text.as_ref(), *number, *id, *field),
+        };
+        let field = Event::key_at(events, field);
+        let piece = match mode {
+            Mode::Answer { depth } => {
+                if id {
+                    let canonical = if number {
+                        Some(text.to_owned())
+                    } else {
+                        canonical_id(text)
+                    };
+                    if let Some(c) = canonical {
+                        out.push(Kind::Id, c);
+                    }
+                }
+                if !number
+                    && depth + 1 < MAX_NESTED_JSON
+                    && text.trim_start().starts_with(['{', '['])
+                    && let Some(inner) = walk::parse(text)
+                {
+                    doc_into(&inner, Mode::Answer { depth: depth + 1 }, out);
+                    continue;
+                }
+                leaf_into(text, side, out)
             }
-            text_into(&text, out);
-        }
-        Value::Array(items) => {
-            for item in items {
-                json_into(item, id_field, depth, out);
+            Mode::Argument => {
+                let mut one = Found::new();
+                let piece = leaf_into(text, side, &mut one);
+                if one.is_empty()
+                    && let Some(c) = canonical_id(text)
+                {
+                    one.push(Kind::Id, c);
+                }
+                out.absorb(one);
+                piece
             }
-        }
-        Value::Object(map) => {
-            for (k, item) in map {
-                json_into(item, is_id_key(k), depth, out);
+            Mode::Arguments => {
+                let piece = leaf_into(text, side, out);
+                if let Some(c) = canonical_id(text) {
+                    out.push(Kind::Id, c);
+                }
+                piece
             }
-        }
-        Value::Bool(_) | Value::Null => {}
+        };
+        chain.feed(piece, field, out);
     }
 }
 
 /// The values a condition looks up for what its pointer found (docs/spec.md §3.7): at every
 /// string or number under it, each identifying value it carries — or, when it carries none,
-/// the whole of it as an id (so a value nothing here can read still has to have been seen).
+/// the whole of it as an id (so a value nothing here can read still has to have been seen);
+/// in every key, the values it carries; and the values neighbouring strings spell together.
 /// Booleans and `null` carry none.
 pub fn in_argument(v: &Value) -> Found {
     let mut out = Found::new();
-    leaves(v, &mut |leaf| {
-        let mut one = Found::new();
-        text_into(leaf, &mut one);
-        if one.is_empty()
-            && let Some(id) = canonical_id(leaf)
-        {
-            one.push(Kind::Id, id);
-        }
-        out.absorb(one);
-    });
+    doc_into(&walk::of_value(v), Mode::Argument, &mut out);
     out
 }
 
 /// Every value a call's arguments carry, for the echo guard: at every string or number, each
-/// identifying value it carries and the whole of it as an id.
+/// identifying value it carries and the whole of it as an id; in every key, the values it
+/// carries; and the values neighbouring strings spell together.
 pub fn in_arguments(v: &Value) -> Found {
     let mut out = Found::new();
-    leaves(v, &mut |leaf| {
-        text_into(leaf, &mut out);
-        if let Some(id) = canonical_id(leaf) {
-            out.push(Kind::Id, id);
-        }
-    });
+    doc_into(&walk::of_value(v), Mode::Arguments, &mut out);
     out
 }
 
@@ -301,16 +371,6 @@ pub fn in_arguments(v: &Value) -> Found {
 /// [`in_argument`] reads it.
 pub fn in_literal(text: &str) -> Found {
     in_argument(&Value::String(text.to_owned()))
-}
-
-fn leaves(v: &Value, f: &mut impl FnMut(&str)) {
-    match v {
-        Value::String(s) => f(s),
-        Value::Number(n) => f(&n.to_string()),
-        Value::Array(items) => items.iter().for_each(|i| leaves(i, f)),
-        Value::Object(map) => map.values().for_each(|i| leaves(i, f)),
-        Value::Bool(_) | Value::Null => {}
-    }
 }
 
 /// An id's canonical form: NFKC, invisible characters dropped, trimmed; `None` when that is
@@ -346,18 +406,38 @@ pub fn is_id_key(key: &str) -> bool {
         || (k.len() > 2 && (k.ends_with("Id") || k.ends_with("ID") || k.ends_with("Ids")))
 }
 
-/// Text as it reads (see the module's docs): NFKC and invisible characters dropped, then
-/// [`links::normalize`]. Borrowed when nothing changes.
+/// Text as it reads (see the module's docs): NFKC, invisible characters dropped and other
+/// spaces made spaces, bracketed markers undone ([`defang`]), then [`links::normalize`].
+/// Borrowed when nothing changes.
 pub fn prepare(text: &str) -> Cow<'_, str> {
     let nfkc: Cow<'_, str> = if text.is_ascii() {
         Cow::Borrowed(text)
     } else {
-        Cow::Owned(text.nfkc().filter(|c| !is_invisible(*c)).collect())
+        Cow::Owned(
+            text.nfkc()
+                .filter(|c| !is_invisible(*c))
+                .map(plain_space)
+                .collect(),
+        )
     };
-    let normalized = links::normalize(&nfkc).into_owned_if_changed();
-    match normalized {
+    let unmarked = match defang::undo_markers(&nfkc).into_owned_if_changed() {
         Some(s) => Cow::Owned(s),
         None => nfkc,
+    };
+    let normalized = links::normalize(&unmarked).into_owned_if_changed();
+    match normalized {
+        Some(s) => Cow::Owned(s),
+        None => unmarked,
+    }
+}
+
+/// White space outside ASCII that NFKC leaves (the ogham space mark, the line and
+/// paragraph separators, NEL) as a space or a line break.
+fn plain_space(c: char) -> char {
+    match c {
+        '\u{85}' | '\u{2028}' | '\u{2029}' => '\n',
+        c if !c.is_ascii() && c.is_whitespace() => ' ',
+        c => c,
     }
 }
 
@@ -374,40 +454,131 @@ impl OwnedIfChanged for Cow<'_, str> {
     }
 }
 
-/// Every identifying value in free text (not JSON): see the module's docs.
+/// Every identifying value in free text (not JSON), read as an answer: see the module's docs.
 pub fn in_text(text: &str) -> Found {
     let mut out = Found::new();
-    text_into(text, &mut out);
+    text_into(text, Side::Answer, 0, &mut out);
     out
 }
 
-fn text_into(text: &str, out: &mut Found) {
+/// How many times a value encoded in base64 or hex is decoded, one inside another.
+const MAX_DECODED: usize = 2;
+
+/// Where a pushed value stood in the text read.
+type Push<'p> = dyn FnMut(Kind, String, Range<usize>) + 'p;
+
+fn text_into(text: &str, side: Side, depth: usize, out: &mut Found) {
+    read_text(text, side, depth, out);
+}
+
+/// One string of a document, read, and as its neighbours see it.
+fn leaf_into(text: &str, side: Side, out: &mut Found) -> Piece {
+    let (t, touch_start, touch_end) = read_text(text, side, 0, out);
+    Piece::new(&t, touch_start, touch_end)
+}
+
+/// Reads `text` (prepared; again with look-alike letters made Latin; and what its encoded
+/// runs decode to). Returns the prepared text and whether a whole value touches its start
+/// and its end.
+fn read_text<'t>(
+    text: &'t str,
+    side: Side,
+    depth: usize,
+    out: &mut Found,
+) -> (Cow<'t, str>, bool, bool) {
     let t = prepare(text);
-    read_into(&t, out);
+    let (mut touch_start, mut touch_end) = (false, false);
+    // Where the plain reading found a number of digits: such a run is not decoded as well
+    // (`3030303030303030` is an account number, not hex for `00000000`).
+    let mut numbers: Vec<Range<usize>> = Vec::new();
+    let words = side == Side::Answer;
+    let mut read = |t: &str, out: &mut Found, numbers: Option<&mut Vec<Range<usize>>>| {
+        let lead = t.len() - t.trim_start().len();
+        let trail = t.trim_end().len();
+        let mut numbers = numbers;
+        read_into(t, words, &mut |kind, value, span| {
+            if whole(kind, &value) {
+                touch_start |= span.start <= lead;
+                touch_end |= span.end >= trail;
+            }
+            let number = matches!(kind, Kind::Account | Kind::Phone)
+                && value.bytes().all(|b| b.is_ascii_digit());
+            if number && let Some(n) = numbers.as_deref_mut() {
+                n.push(span);
+            }
+            out.push(kind, value);
+        });
+    };
+    read(&t, out, Some(&mut numbers));
     if !t.is_ascii() {
         let latin = skeleton(&t);
         if latin != *t {
-            read_into(&latin, out);
+            read(&latin, out, None);
+        }
+    }
+    if depth < MAX_DECODED {
+        encoded::decoded_runs(&t, |run, decoded| {
+            if !numbers
+                .iter()
+                .any(|n| n.start <= run.start && run.end <= n.end)
+            {
+                decoded_into(&decoded, side, depth + 1, out);
+            }
+        });
+    }
+    (t, touch_start, touch_end)
+}
+
+/// The values text decoded from base64 or hex shows: those that cannot come out of bytes
+/// that only happen to be text — an IBAN (its check), a number, an id, and an address,
+/// URL or host whose name ends in a top-level domain in use (`DE93795057…`, read as hex,
+/// is `ޓyPWHrT@Gd`, and `yPWHrT@Gd` is no value a call will carry).
+fn decoded_into(decoded: &str, side: Side, depth: usize, out: &mut Found) {
+    let mut found = Found::new();
+    text_into(decoded, side, depth, &mut found);
+    out.overflow |= found.overflow;
+    for v in found.values {
+        let keep = match v.kind {
+            Kind::Email | Kind::Url | Kind::Host => seams::named(v.kind, &v.text),
+            Kind::Iban | Kind::Account | Kind::Phone | Kind::Id => true,
+        };
+        if keep {
+            out.push(v.kind, v.text);
         }
     }
 }
 
-/// One reading of prepared text.
-fn read_into(t: &str, out: &mut Found) {
+/// Whether a value is whole on its own, for telling a join from a value grown by its
+/// neighbour ([`seams`]): an address, URL or host only with a top-level domain in use; an
+/// id never.
+fn whole(kind: Kind, text: &str) -> bool {
+    match kind {
+        Kind::Email | Kind::Url | Kind::Host => seams::named(kind, text),
+        Kind::Iban | Kind::Account | Kind::Phone => true,
+        Kind::Id => false,
+    }
+}
+
+/// One reading of prepared text; `words`: addresses spelled in words too.
+fn read_into(t: &str, words: bool, push: &mut Push<'_>) {
     // Bytes inside an address or a link are not read again as numbers.
     let mut taken: Vec<Range<usize>> = Vec::new();
-    let domains = emails_into(t, out, &mut taken);
+    let domains = emails_into(t, push, &mut taken);
     links::scan(t, |link| {
         let start = offset_in(t, link.text);
+        let span = start..start + link.text.len();
         let domain = domains.binary_search(&start).is_ok();
-        if domain || link_into(link.text, out) {
-            taken.push(start..start + link.text.len());
+        if domain || link_into(link.text, span.clone(), push) {
+            taken.push(span);
         }
         true
     });
+    if words {
+        defang::word_addresses(t, &mut |address, span| push(Kind::Email, address, span));
+    }
     taken.sort_by_key(|r| r.start);
-    numbers_into(t, &taken, out);
-    id_lines_into(t, out);
+    numbers_into(t, &taken, push);
+    id_lines_into(t, push);
 }
 
 /// Where `part`, a slice of `whole`, starts in it.
@@ -415,7 +586,8 @@ fn offset_in(whole: &str, part: &str) -> usize {
     (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize)
 }
 
-/// Latin letters for the Cyrillic and Greek ones that look like them; everything else as it is.
+/// Latin letters for the Cyrillic and Greek ones that look like them, and `-` for the dashes
+/// that look like it; everything else as it is.
 fn skeleton(t: &str) -> String {
     t.chars()
         .map(|c| match c {
@@ -436,6 +608,8 @@ fn skeleton(t: &str) -> String {
             'Х' | 'Χ' => 'X',
             'У' | 'Υ' => 'Y',
             'Ζ' => 'Z',
+            // Dashes that look like a hyphen: group separators in numbers.
+            '\u{2010}'..='\u{2013}' | '\u{2212}' => '-',
             'а' => 'a',
             'с' | 'ϲ' => 'c',
             'е' => 'e',
@@ -457,7 +631,7 @@ fn skeleton(t: &str) -> String {
 
 /// The addresses in `t`; returns where each address's domain starts (sorted), so the link
 /// scan does not take it for a host of its own.
-fn emails_into(t: &str, out: &mut Found, taken: &mut Vec<Range<usize>>) -> Vec<usize> {
+fn emails_into(t: &str, push: &mut Push<'_>, taken: &mut Vec<Range<usize>>) -> Vec<usize> {
     let mut domains = Vec::new();
     for (at, _) in t.match_indices('@') {
         let before = t.get(..at).unwrap_or("");
@@ -478,6 +652,7 @@ fn emails_into(t: &str, out: &mut Found, taken: &mut Vec<Range<usize>>) -> Vec<u
             .map(char::len_utf8)
             .sum();
         let domain = after.get(..domain_len).unwrap_or("").trim_end_matches('.');
+        let domain_end = at + 1 + domain.len();
         if local.is_empty() || domain.is_empty() {
             continue;
         }
@@ -494,7 +669,11 @@ fn emails_into(t: &str, out: &mut Found, taken: &mut Vec<Range<usize>>) -> Vec<u
             }
             let candidate = format!("{l}@{domain}");
             if let Ok(a) = Address::parse(&candidate) {
-                out.push(Kind::Email, a.to_string().to_ascii_lowercase());
+                push(
+                    Kind::Email,
+                    a.to_string().to_ascii_lowercase(),
+                    at - l.len()..domain_end,
+                );
                 pushed = true;
             }
         }
@@ -528,7 +707,7 @@ pub fn canonical_host(h: &str) -> Option<String> {
 /// The host, and the URL when it has a path, of one link as [`links::scan`] found it;
 /// whether it was one. A host that written alone is no link (`http://intranet/x`, a last
 /// label with digits) is not: an argument naming it plainly would not read as that host.
-fn link_into(link: &str, out: &mut Found) -> bool {
+fn link_into(link: &str, span: Range<usize>, push: &mut Push<'_>) -> bool {
     let rest = match link.find("://") {
         Some(i) => link.get(i + 3..).unwrap_or(""),
         None => link,
@@ -548,9 +727,9 @@ fn link_into(link: &str, out: &mut Found) -> bool {
             Some(p) if p != "80" && p != "443" => format!(":{p}"),
             _ => String::new(),
         };
-        out.push(Kind::Url, format!("{host}{port}{path}"));
+        push(Kind::Url, format!("{host}{port}{path}"), span.clone());
     }
-    out.push(Kind::Host, host);
+    push(Kind::Host, host, span);
     true
 }
 
@@ -738,20 +917,21 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric()
 }
 
-/// The end of a gap between two groups at `i` (spaces and tabs, with at most one line
-/// break), when a group follows it; `None` when no group does.
+/// The end of a gap between two groups at `i`, when a group follows it: spaces and tabs,
+/// at most two line breaks (a value split across lines, or across a blank line), and at
+/// most one `-` or `.` (`DE89-3704-…`, `DE89.3704.…`); `None` when no group follows.
 fn gap_end(b: &[u8], i: usize, group: impl Fn(u8) -> bool) -> Option<usize> {
     let mut j = i;
-    let mut breaks = 0;
+    let (mut breaks, mut marks) = (0, 0);
     while let Some(&c) = b.get(j) {
         match c {
-            b' ' | b'\t' => {}
+            b' ' | b'\t' | b'\r' => {}
             b'\n' => breaks += 1,
-            b'\r' => {}
+            b'-' | b'.' => marks += 1,
             _ => break,
         }
         j += 1;
-        if j - i > 8 || breaks > 1 {
+        if j - i > 12 || breaks > 2 || marks > 1 {
             return None;
         }
     }
@@ -763,20 +943,14 @@ fn inside(taken: &[Range<usize>], at: usize) -> bool {
     i > 0 && taken.get(i - 1).is_some_and(|r| r.contains(&at))
 }
 
-fn numbers_into(t: &str, taken: &[Range<usize>], out: &mut Found) {
+fn numbers_into(t: &str, taken: &[Range<usize>], push: &mut Push<'_>) {
     let b = t.as_bytes();
     let mut ibans: Vec<Range<usize>> = Vec::new();
     let mut i = 0;
     while i < b.len() {
         let boundary = i == 0 || b.get(i - 1).is_none_or(|&p| !is_word_byte(p));
-        let shaped = matches!(
-            (b.get(i), b.get(i + 1), b.get(i + 2), b.get(i + 3)),
-            (Some(a), Some(c), Some(d), Some(e))
-                if a.is_ascii_alphabetic() && c.is_ascii_alphabetic()
-                    && d.is_ascii_digit() && e.is_ascii_digit()
-        );
-        if boundary && shaped && !inside(taken, i) {
-            let end = iban_at(b, i, out);
+        if boundary && iban_shaped(b, i) && !inside(taken, i) {
+            let end = iban_at(b, i, push);
             ibans.push(i..end);
             i = end.max(i + 1);
             continue;
@@ -785,12 +959,48 @@ fn numbers_into(t: &str, taken: &[Range<usize>], out: &mut Found) {
     }
     let mut skip: Vec<Range<usize>> = taken.iter().cloned().chain(ibans).collect();
     skip.sort_by_key(|r| r.start);
-    digits_into(b, &skip, out);
+    digits_into(b, &skip, push);
+}
+
+/// Whether an IBAN may start at `i`: two letters and two digits (`DE89…`), or a country's
+/// two letters and two digits with a gap among them (`DE 89 37…`, `DE8 937 …`).
+fn iban_shaped(b: &[u8], i: usize) -> bool {
+    let (Some(x), Some(y)) = (b.get(i), b.get(i + 1)) else {
+        return false;
+    };
+    if !(x.is_ascii_alphabetic() && y.is_ascii_alphabetic()) {
+        return false;
+    }
+    if b.get(i + 2).is_some_and(u8::is_ascii_digit) && b.get(i + 3).is_some_and(u8::is_ascii_digit)
+    {
+        return true;
+    }
+    let country = [x.to_ascii_uppercase(), y.to_ascii_uppercase()];
+    if !IBAN_LENGTHS.iter().any(|(c, _)| c.as_bytes() == country) {
+        return false;
+    }
+    let mut j = i + 2;
+    let mut digits = 0;
+    while digits < 2 {
+        match b.get(j) {
+            Some(c) if c.is_ascii_digit() => {
+                digits += 1;
+                j += 1;
+            }
+            Some(c) if is_word_byte(*c) => return false,
+            Some(_) => match gap_end(b, j, is_word_byte) {
+                Some(next) => j = next,
+                None => return false,
+            },
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Reads an IBAN (or, failing its check, an account number) starting at `i`; returns where
 /// reading stopped.
-fn iban_at(b: &[u8], i: usize, out: &mut Found) -> usize {
+fn iban_at(b: &[u8], i: usize, push: &mut Push<'_>) -> usize {
     let mut chars: Vec<u8> = Vec::with_capacity(IBAN_MAX);
     // gap[k]: a gap stands before chars[k]; ends[k]: the byte just after chars[k].
     let mut gap: Vec<bool> = Vec::with_capacity(IBAN_MAX + 1);
@@ -822,20 +1032,29 @@ fn iban_at(b: &[u8], i: usize, out: &mut Found) -> usize {
             || gap.get(n).copied().unwrap_or(false)
     };
     let country = chars.get(..2).and_then(|c| std::str::from_utf8(c).ok());
-    let len = match country.and_then(|c| IBAN_LENGTHS.iter().find(|(k, _)| *k == c)) {
-        Some(&(_, n)) => {
-            (chars.len() >= n && ends_group(n) && iban_check(&chars[..n])).then_some(n)
-        }
+    // Every length that holds: a country's own, or, for a country not in the table, each
+    // length ending at a group's end whose check holds (a value then a word — `XX71…5650
+    // today` — may hold by chance as well; both are read, the longest first).
+    let lens: Vec<usize> = match country.and_then(|c| IBAN_LENGTHS.iter().find(|(k, _)| *k == c)) {
+        Some(&(_, n)) => (chars.len() >= n && ends_group(n) && iban_check(&chars[..n]))
+            .then_some(n)
+            .into_iter()
+            .collect(),
         None => (IBAN_MIN..=chars.len())
             .rev()
-            .find(|&n| ends_group(n) && iban_check(&chars[..n])),
+            .filter(|&n| ends_group(n) && iban_check(&chars[..n]))
+            .collect(),
     };
-    if let Some(n) = len {
-        out.push(
-            Kind::Iban,
-            String::from_utf8_lossy(&chars[..n]).into_owned(),
-        );
-        return ends.get(n - 1).copied().unwrap_or(j);
+    if let Some(&longest) = lens.first() {
+        for &n in &lens {
+            let end = ends.get(n - 1).copied().unwrap_or(j);
+            push(
+                Kind::Iban,
+                String::from_utf8_lossy(&chars[..n]).into_owned(),
+                i..end,
+            );
+        }
+        return ends.get(longest - 1).copied().unwrap_or(j);
     }
     // No IBAN: the word itself (up to its first gap), if it is an account number.
     let word = gap
@@ -846,14 +1065,19 @@ fn iban_at(b: &[u8], i: usize, out: &mut Found) -> usize {
     let token = &chars[..word];
     let digits = token.iter().filter(|c| c.is_ascii_digit()).count();
     let whole_word = word < chars.len() || !b.get(j).is_some_and(|&c| is_word_byte(c));
+    let end = ends.get(word.saturating_sub(1)).copied().unwrap_or(j);
     if whole_word && (8..=IBAN_MAX).contains(&token.len()) && digits >= 6 {
-        out.push(Kind::Account, String::from_utf8_lossy(token).into_owned());
+        push(
+            Kind::Account,
+            String::from_utf8_lossy(token).into_owned(),
+            i..end,
+        );
     }
-    ends.get(word.saturating_sub(1)).copied().unwrap_or(j)
+    end
 }
 
 /// Phone numbers and account numbers made of digits.
-fn digits_into(b: &[u8], skip: &[Range<usize>], out: &mut Found) {
+fn digits_into(b: &[u8], skip: &[Range<usize>], push: &mut Push<'_>) {
     let mut i = 0;
     while i < b.len() {
         let prev_ok = i == 0 || b.get(i - 1).is_none_or(|&p| !is_word_byte(p) && p != b'+');
@@ -866,12 +1090,12 @@ fn digits_into(b: &[u8], skip: &[Range<usize>], out: &mut Found) {
             i += 1;
             continue;
         }
-        i = digit_run(b, i, out).max(i + 1);
+        i = digit_run(b, i, push).max(i + 1);
     }
 }
 
 /// Reads one run of digit groups at `i`; returns where it stopped.
-fn digit_run(b: &[u8], start: usize, out: &mut Found) -> usize {
+fn digit_run(b: &[u8], start: usize, push: &mut Push<'_>) -> usize {
     let plus = b.get(start) == Some(&b'+');
     let mut j = if plus { start + 1 } else { start };
     let mut groups: Vec<String> = vec![String::new()];
@@ -930,13 +1154,13 @@ fn digit_run(b: &[u8], start: usize, out: &mut Found) -> usize {
             digits.get(2..).unwrap_or("")
         };
         if (7..=15).contains(&national.len()) {
-            out.push(Kind::Phone, format!("+{national}"));
+            push(Kind::Phone, format!("+{national}"), start..j);
             return j;
         }
     }
     if groups.len() == 1 {
         if (8..=IBAN_MAX).contains(&n) {
-            out.push(Kind::Account, digits);
+            push(Kind::Account, digits, start..j);
         }
         return j;
     }
@@ -945,20 +1169,20 @@ fn digit_run(b: &[u8], start: usize, out: &mut Found) -> usize {
     }
     if spaces_only {
         if (8..=IBAN_MAX).contains(&n) {
-            out.push(Kind::Account, digits);
+            push(Kind::Account, digits, start..j);
         }
         // Each long group alone too: two numbers on two lines are not only one number.
         for g in &groups {
             if (8..=IBAN_MAX).contains(&g.len()) {
-                out.push(Kind::Account, g.clone());
+                push(Kind::Account, g.clone(), start..j);
             }
         }
         return j;
     }
     if (7..=15).contains(&n) {
-        out.push(Kind::Phone, digits);
+        push(Kind::Phone, digits, start..j);
     } else if (8..=IBAN_MAX).contains(&n) {
-        out.push(Kind::Account, digits);
+        push(Kind::Account, digits, start..j);
     }
     j
 }
@@ -981,7 +1205,7 @@ fn is_ipv4(groups: &[String], seps: &[u8]) -> bool {
 // Ids in text
 
 /// `KEY: VALUE` and `KEY = VALUE` lines whose key names an id (YAML, logs, key-value text).
-fn id_lines_into(t: &str, out: &mut Found) {
+fn id_lines_into(t: &str, push: &mut Push<'_>) {
     if !t.contains(':') && !t.contains('=') {
         return;
     }
@@ -1006,7 +1230,7 @@ fn id_lines_into(t: &str, out: &mut Found) {
             continue;
         }
         if let Some(id) = canonical_id(value) {
-            out.push(Kind::Id, id);
+            push(Kind::Id, id, 0..0);
         }
     }
 }

@@ -1,0 +1,282 @@
+//! A value split across neighbouring strings (docs/spec.md §3.7): `["DE8937040044",
+//! "0532013000"]`, `{"user": "attacker", "domain": "@evil.com"}`, two content blocks each
+//! with half an IBAN. A model joins such halves without being asked twice, so the readers
+//! join them too — but only where the join is a value of a kind that cannot grow out of
+//! two ordinary neighbours, so that a list of addresses stays that list.
+//!
+//! **Neighbours.** The strings and numbers of a JSON document in document order (keys
+//! aside): each with the one before it, with the one before that when the one between is
+//! short (64 bytes or less: three pieces), and with the last one in a field of the same
+//! name (so the `text` of two content blocks, or the `body` of two messages, are
+//! neighbours whatever stands between). Each join reads at most the last 256 bytes of the
+//! first and the first 256 bytes of the last, so joining costs a bounded amount per string.
+//!
+//! **What a join keeps**: a value that spans every seam of the join, and is
+//! - an IBAN (its length and mod-97 check are the bound), or
+//! - an e-mail address, a URL or a host whose name ends in a top-level domain in use
+//!   ([`super::tld`]), or a phone number with `+`,
+//!
+//! and, but for an IBAN, that does not merely grow a value one side holds on its own:
+//! when a whole value touches a seam from either side, the join is kept only where the seam
+//! is at an `@`, a `:` or a `/` (`attacker@` then `evil.com`; `https://evil.com` then
+//! `/pay`). So `["bob@acme.com", "alice@acme.com"]` is two addresses and not
+//! `acme.combob@acme.com`, and `["Alice", "bob@acme.com"]` is not `alicebob@acme.com`.
+//! Nor is a seam joined where a sentence ends and another starts (`Thanks.` then `Bob`),
+//! as a line break is not in links. The price left: a string ending in a dot and a next
+//! one that starts with a top-level domain in lower case (`see you.` then `ok`) is a host,
+//! `you.ok`, that no call carries.
+//! Not joined: an account number of digits alone or a phone number without `+` (any two
+//! numbers side by side would be one), a name split inside a label where either half is a
+//! value itself (`ev` then `il.com`), a value split into four strings or more but through
+//! short middles, an encoded value split across strings.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::rc::Rc;
+
+use super::{Found, Kind, read_into, skeleton, tld};
+
+/// The most bytes of a string that a join reads on each side.
+const WINDOW: usize = 256;
+
+/// The longest string that stands between two others in a join of three.
+const SHORT: usize = 64;
+
+/// The most field names whose last string is kept for joining.
+const MAX_FIELDS: usize = 256;
+
+/// One prepared string, as its neighbours see it.
+#[derive(Debug)]
+pub(super) struct Piece {
+    head: String,
+    tail: String,
+    short: bool,
+    /// A whole value of its own starts at its start / ends at its end.
+    touch_start: bool,
+    touch_end: bool,
+}
+
+impl Piece {
+    /// `t`, prepared, with whether a whole value of its own touches its start and its end.
+    pub(super) fn new(t: &str, touch_start: bool, touch_end: bool) -> Self {
+        Self {
+            head: head(t).to_owned(),
+            tail: tail(t).to_owned(),
+            short: t.len() <= SHORT,
+            touch_start,
+            touch_end,
+        }
+    }
+}
+
+/// The first [`WINDOW`] bytes of `t`, cut at white space where there is some in the
+/// window's second half (so the cut splits no word).
+fn head(t: &str) -> &str {
+    if t.len() <= WINDOW {
+        return t;
+    }
+    let mut end = WINDOW;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    let window = t.get(..end).unwrap_or("");
+    match window.rfind(char::is_whitespace) {
+        Some(ws) if ws >= end / 2 => window.get(..ws).unwrap_or(window),
+        _ => window,
+    }
+}
+
+/// The last [`WINDOW`] bytes of `t`, cut at white space where there is some in the
+/// window's first half.
+fn tail(t: &str) -> &str {
+    if t.len() <= WINDOW {
+        return t;
+    }
+    let mut start = t.len() - WINDOW;
+    while !t.is_char_boundary(start) {
+        start += 1;
+    }
+    let window = t.get(start..).unwrap_or("");
+    match window.find(char::is_whitespace) {
+        Some(ws) if ws <= window.len() / 2 => {
+            let next = window
+                .get(ws..)
+                .and_then(|s| s.chars().next())
+                .map_or(1, char::len_utf8);
+            window.get(ws + next..).unwrap_or(window)
+        }
+        _ => window,
+    }
+}
+
+/// The strings of one document read so far, as neighbours of the next.
+#[derive(Debug, Default)]
+pub(super) struct Chain<'k> {
+    prev: Option<Rc<Piece>>,
+    before_prev: Option<Rc<Piece>>,
+    fields: HashMap<&'k str, Rc<Piece>>,
+}
+
+impl<'k> Chain<'k> {
+    pub(super) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Joins `piece`, standing in `field`, with its neighbours (see the module), and
+    /// remembers it for the next.
+    pub(super) fn feed(&mut self, piece: Piece, field: Option<&'k str>, out: &mut Found) {
+        if piece.head.trim().is_empty() {
+            return;
+        }
+        let piece = Rc::new(piece);
+        if let Some(prev) = &self.prev {
+            join(&[prev, &piece], out);
+            if prev.short
+                && let Some(first) = &self.before_prev
+            {
+                join(&[first, prev, &piece], out);
+            }
+        }
+        if let Some(name) = field {
+            if let Some(same) = self.fields.get(name)
+                && !self.prev.as_ref().is_some_and(|p| Rc::ptr_eq(p, same))
+            {
+                join(&[same, &piece], out);
+            }
+            if self.fields.len() < MAX_FIELDS || self.fields.contains_key(name) {
+                self.fields.insert(name, Rc::clone(&piece));
+            }
+        }
+        self.before_prev = self.prev.replace(piece);
+    }
+}
+
+/// Reads the join of `pieces` (the first's tail, whole middles, the last's head) for the
+/// values that span all its seams and that it keeps (see the module).
+fn join(pieces: &[&Rc<Piece>], out: &mut Found) {
+    let texts: Vec<&str> = pieces
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if i == 0 {
+                p.tail.as_str()
+            } else {
+                p.head.as_str()
+            }
+        })
+        .collect();
+    // Every value a join keeps holds a digit, an `@` or a dot.
+    let could = texts.iter().any(|t| {
+        t.bytes()
+            .any(|b| b.is_ascii_digit() || matches!(b, b'@' | b'.'))
+    });
+    if !could {
+        return;
+    }
+    // Whether a whole value touches seam i from the left / from the right.
+    let touches: Vec<bool> = pieces
+        .windows(2)
+        .map(|w| w[0].touch_end || w[1].touch_start)
+        .collect();
+    let (joined, seams) = concat(&texts);
+    read_join(&joined, &seams, &touches, out);
+    if !joined.is_ascii() {
+        let latin: Vec<String> = texts.iter().map(|t| skeleton(t)).collect();
+        let refs: Vec<&str> = latin.iter().map(String::as_str).collect();
+        let (joined_latin, seams_latin) = concat(&refs);
+        if joined_latin != joined {
+            read_join(&joined_latin, &seams_latin, &touches, out);
+        }
+    }
+}
+
+fn concat(texts: &[&str]) -> (String, Vec<usize>) {
+    let mut joined = String::with_capacity(texts.iter().map(|t| t.len()).sum());
+    let mut seams = Vec::with_capacity(texts.len());
+    for (i, t) in texts.iter().enumerate() {
+        if i > 0 {
+            seams.push(joined.len());
+        }
+        joined.push_str(t);
+    }
+    (joined, seams)
+}
+
+fn read_join(joined: &str, seams: &[usize], touches: &[bool], out: &mut Found) {
+    let (Some(&first), Some(&last)) = (seams.first(), seams.last()) else {
+        return;
+    };
+    let mut push = |kind: Kind, text: String, span: Range<usize>| {
+        if span.start >= first || span.end <= last || !kept_kind(kind, &text) {
+            return;
+        }
+        let grows_one = kind != Kind::Iban
+            && seams
+                .iter()
+                .zip(touches)
+                .any(|(&s, &touch)| (touch && !at_joint(joined, s)) || sentences(joined, s));
+        if !grows_one {
+            out.push(kind, text);
+        }
+    };
+    read_into(joined, false, &mut push);
+}
+
+/// Whether a join keeps a value of this kind (see the module).
+fn kept_kind(kind: Kind, text: &str) -> bool {
+    match kind {
+        Kind::Iban => true,
+        Kind::Phone => text.starts_with('+'),
+        Kind::Email | Kind::Host | Kind::Url => named(kind, text),
+        Kind::Account | Kind::Id => false,
+    }
+}
+
+/// Whether an address, URL or host is a name ending in a top-level domain in use.
+pub(super) fn named(kind: Kind, text: &str) -> bool {
+    let host = match kind {
+        Kind::Email => text.rsplit_once('@').map_or("", |(_, d)| d),
+        Kind::Url => {
+            let h = text.split('/').next().unwrap_or(text);
+            h.rsplit_once(':').map_or(h, |(h, _)| h)
+        }
+        _ => text,
+    };
+    tld::known(host)
+}
+
+/// Whether the seam at `s` ends a sentence and starts another (`Thanks.` then `Bob`), as a
+/// line break is read in links (docs/spec.md §3.3).
+fn sentences(joined: &str, s: usize) -> bool {
+    let before = joined.get(..s).and_then(|t| t.chars().next_back());
+    let after = joined.get(s..).and_then(|t| t.chars().next());
+    before == Some('.') && after.is_some_and(char::is_uppercase)
+}
+
+/// Whether the seam at `s` is at an `@`, a `:` or a `/` (a value's own joints).
+fn at_joint(joined: &str, s: usize) -> bool {
+    let before = joined.get(..s).and_then(|t| t.chars().next_back());
+    let after = joined.get(s..).and_then(|t| t.chars().next());
+    [before, after]
+        .iter()
+        .flatten()
+        .any(|c| matches!(c, '@' | ':' | '/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_windows_cut_at_white_space() {
+        let long = format!("{} DE8937040044", "word ".repeat(100));
+        let t = tail(&long);
+        assert!(t.len() <= WINDOW && t.ends_with("DE8937040044"));
+        assert!(t.starts_with("word"), "{t:?}");
+        let h = head(&long);
+        assert!(h.len() <= WINDOW && h.starts_with("word") && !h.ends_with(' '));
+        assert_eq!(head("short"), "short");
+        let wide = "é".repeat(300);
+        assert!(head(&wide).len() <= WINDOW && tail(&wide).len() <= WINDOW);
+    }
+}
