@@ -486,6 +486,9 @@ fn read_text<'t>(
     depth: usize,
     out: &mut Found,
 ) -> (Cow<'t, str>, bool, bool) {
+    if !may_hold_value(text) {
+        return (Cow::Borrowed(text), false, false);
+    }
     let t = prepare(text);
     let (mut touch_start, mut touch_end) = (false, false);
     // Where the plain reading found a number of digits: such a run is not decoded as well
@@ -527,6 +530,22 @@ fn read_text<'t>(
         });
     }
     (t, touch_start, touch_end)
+}
+
+/// Whether `text` may hold a value at all: every value has a digit, `@`, `.`, `:` or `=`
+/// (an id line), or is spelled in something to undo (`%`, `&`, a bracket, a backslash,
+/// anything outside ASCII), or is a base64 run of 11 characters or more. Most keys and
+/// many short strings of a JSON answer have none of these, and are not read further.
+fn may_hold_value(text: &str) -> bool {
+    text.len() >= 11
+        || text.bytes().any(|b| {
+            !b.is_ascii()
+                || b.is_ascii_digit()
+                || matches!(
+                    b,
+                    b'@' | b'.' | b':' | b'=' | b'%' | b'&' | b'[' | b'(' | b'{' | b'<' | b'\\'
+                )
+        })
 }
 
 /// The values text decoded from base64 or hex shows: those that cannot come out of bytes
@@ -888,6 +907,30 @@ const IBAN_LENGTHS: &[(&str, usize)] = &[
     ("YE", 30),
 ];
 
+/// The registry's IBAN length of a country (two upper-case letters), looked up in a table
+/// built once: an IBAN may start at any word of two letters, so this is asked often.
+fn iban_length(country: [u8; 2]) -> Option<usize> {
+    let [a, b] = country;
+    if !(a.is_ascii_uppercase() && b.is_ascii_uppercase()) {
+        return None;
+    }
+    let n = IBAN_BY_COUNTRY[usize::from(a - b'A') * 26 + usize::from(b - b'A')];
+    (n > 0).then_some(usize::from(n))
+}
+
+/// [`IBAN_LENGTHS`] indexed by the country's two letters (0: none).
+const IBAN_BY_COUNTRY: [u8; 26 * 26] = {
+    let mut table = [0u8; 26 * 26];
+    let mut i = 0;
+    while i < IBAN_LENGTHS.len() {
+        let (c, n) = IBAN_LENGTHS[i];
+        let c = c.as_bytes();
+        table[(c[0] - b'A') as usize * 26 + (c[1] - b'A') as usize] = n as u8;
+        i += 1;
+    }
+    table
+};
+
 const IBAN_MIN: usize = 15;
 const IBAN_MAX: usize = 34;
 
@@ -976,7 +1019,7 @@ fn iban_shaped(b: &[u8], i: usize) -> bool {
         return true;
     }
     let country = [x.to_ascii_uppercase(), y.to_ascii_uppercase()];
-    if !IBAN_LENGTHS.iter().any(|(c, _)| c.as_bytes() == country) {
+    if iban_length(country).is_none() {
         return false;
     }
     let mut j = i + 2;
@@ -1031,12 +1074,15 @@ fn iban_at(b: &[u8], i: usize, push: &mut Push<'_>) -> usize {
         n == chars.len() && !b.get(j).is_some_and(|&c| is_word_byte(c))
             || gap.get(n).copied().unwrap_or(false)
     };
-    let country = chars.get(..2).and_then(|c| std::str::from_utf8(c).ok());
     // Every length that holds: a country's own, or, for a country not in the table, each
     // length ending at a group's end whose check holds (a value then a word — `XX71…5650
     // today` — may hold by chance as well; both are read, the longest first).
-    let lens: Vec<usize> = match country.and_then(|c| IBAN_LENGTHS.iter().find(|(k, _)| *k == c)) {
-        Some(&(_, n)) => (chars.len() >= n && ends_group(n) && iban_check(&chars[..n]))
+    let registered = match chars.get(..2) {
+        Some(&[a, b]) => iban_length([a, b]),
+        _ => None,
+    };
+    let lens: Vec<usize> = match registered {
+        Some(n) => (chars.len() >= n && ends_group(n) && iban_check(&chars[..n]))
             .then_some(n)
             .into_iter()
             .collect(),

@@ -148,6 +148,10 @@ fn base64_text(run: &[u8]) -> Option<String> {
         if bits >= 8 {
             bits -= 8;
             bytes.push(((acc >> bits) & 0xff) as u8);
+            // An attachment shows it is no text within its first bytes: stop there.
+            if bytes.len() == PREFIX && !text_so_far(&bytes) {
+                return None;
+            }
         }
     }
     // One digit left over spells no byte: not base64.
@@ -155,6 +159,24 @@ fn base64_text(run: &[u8]) -> Option<String> {
         return None;
     }
     as_text(bytes)
+}
+
+/// How many decoded bytes are checked before the rest is decoded.
+const PREFIX: usize = 48;
+
+/// Whether `bytes` begin text: valid UTF-8 but perhaps for a character cut at the end, and
+/// no control character but tab and line breaks.
+fn text_so_far(bytes: &[u8]) -> bool {
+    let valid = match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(bytes.get(..e.valid_up_to()).unwrap_or(&[])).unwrap_or("")
+        }
+        Err(_) => return false,
+    };
+    !valid
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
 }
 
 /// `bytes` when they are text: valid UTF-8, no control character but tab and line breaks.

@@ -12,7 +12,8 @@
 //! first and the first 256 bytes of the last, so joining costs a bounded amount per string.
 //!
 //! **What a join keeps**: a value that spans every seam of the join, and is
-//! - an IBAN (its length and mod-97 check are the bound), or
+//! - an IBAN of a country in the registry (its exact length and mod-97 check are the
+//!   bound), or
 //! - an e-mail address, a URL or a host whose name ends in a top-level domain in use
 //!   ([`super::tld`]), or a phone number with `+`,
 //!
@@ -45,11 +46,14 @@ const SHORT: usize = 64;
 /// The most field names whose last string is kept for joining.
 const MAX_FIELDS: usize = 256;
 
-/// One prepared string, as its neighbours see it.
+/// One prepared string, as its neighbours see it: its first and last [`WINDOW`] bytes (the
+/// whole of it, once, when it is no longer).
 #[derive(Debug)]
 pub(super) struct Piece {
-    head: String,
-    tail: String,
+    text: String,
+    /// Where the head ends and the tail starts in `text`.
+    head_end: usize,
+    tail_start: usize,
     short: bool,
     /// A whole value of its own starts at its start / ends at its end.
     touch_start: bool,
@@ -59,13 +63,28 @@ pub(super) struct Piece {
 impl Piece {
     /// `t`, prepared, with whether a whole value of its own touches its start and its end.
     pub(super) fn new(t: &str, touch_start: bool, touch_end: bool) -> Self {
+        let (text, head_end, tail_start) = if t.len() <= WINDOW {
+            (t.to_owned(), t.len(), 0)
+        } else {
+            let (h, tl) = (head(t), tail(t));
+            (format!("{h}{tl}"), h.len(), h.len())
+        };
         Self {
-            head: head(t).to_owned(),
-            tail: tail(t).to_owned(),
+            text,
+            head_end,
+            tail_start,
             short: t.len() <= SHORT,
             touch_start,
             touch_end,
         }
+    }
+
+    fn head(&self) -> &str {
+        self.text.get(..self.head_end).unwrap_or("")
+    }
+
+    fn tail(&self) -> &str {
+        self.text.get(self.tail_start..).unwrap_or("")
     }
 }
 
@@ -125,7 +144,7 @@ impl<'k> Chain<'k> {
     /// Joins `piece`, standing in `field`, with its neighbours (see the module), and
     /// remembers it for the next.
     pub(super) fn feed(&mut self, piece: Piece, field: Option<&'k str>, out: &mut Found) {
-        if piece.head.trim().is_empty() {
+        if piece.head().trim().is_empty() {
             return;
         }
         let piece = Rc::new(piece);
@@ -157,27 +176,16 @@ fn join(pieces: &[&Rc<Piece>], out: &mut Found) {
     let texts: Vec<&str> = pieces
         .iter()
         .enumerate()
-        .map(|(i, p)| {
-            if i == 0 {
-                p.tail.as_str()
-            } else {
-                p.head.as_str()
-            }
-        })
+        .map(|(i, p)| if i == 0 { p.tail() } else { p.head() })
         .collect();
-    // Every value a join keeps holds a digit, an `@` or a dot.
-    let could = texts.iter().any(|t| {
-        t.bytes()
-            .any(|b| b.is_ascii_digit() || matches!(b, b'@' | b'.'))
-    });
-    if !could {
-        return;
-    }
     // Whether a whole value touches seam i from the left / from the right.
     let touches: Vec<bool> = pieces
         .windows(2)
         .map(|w| w[0].touch_end || w[1].touch_start)
         .collect();
+    if !worth_reading(&texts, &touches) {
+        return;
+    }
     let (joined, seams) = concat(&texts);
     read_join(&joined, &seams, &touches, out);
     if !joined.is_ascii() {
@@ -188,6 +196,78 @@ fn join(pieces: &[&Rc<Piece>], out: &mut Found) {
             read_join(&joined_latin, &seams_latin, &touches, out);
         }
     }
+}
+
+/// Whether a join can keep anything (checked before it is read, which most joins of
+/// ordinary neighbours are not): an IBAN can start near the end of the first piece, or every
+/// seam is one an address, a name or a `+` phone can span — glued, with an `@`, a dot or a
+/// joint on either side of it (a `+` before it for a phone), and not one the value would
+/// only grow across.
+fn worth_reading(texts: &[&str], touches: &[bool]) -> bool {
+    let Some(first) = texts.first() else {
+        return false;
+    };
+    // The start may straddle the first seam (`D` then `E89…`).
+    let next: String = texts
+        .iter()
+        .skip(1)
+        .flat_map(|t| t.chars())
+        .take(4)
+        .collect();
+    if iban_may_start(&format!("{}{next}", last_bytes(first, 48))) {
+        return true;
+    }
+    texts.windows(2).zip(touches).all(|(pair, &touch)| {
+        let (left, right) = (pair[0], pair[1]);
+        let at = left.len();
+        let joined_at = |c: fn(char) -> bool| {
+            left.chars().next_back().is_some_and(c) || right.chars().next().is_some_and(c)
+        };
+        let joint = joined_at(|c| matches!(c, '@' | ':' | '/'));
+        let sentence = left.ends_with('.') && right.chars().next().is_some_and(char::is_uppercase);
+        if (touch && !joint) || sentence {
+            return false;
+        }
+        let phone = last_bytes(left, 24).contains('+');
+        let glued = !joined_at(char::is_whitespace) && at > 0 && !right.is_empty();
+        let token_left = left.rsplit(char::is_whitespace).next().unwrap_or("");
+        let token_right = right.split(char::is_whitespace).next().unwrap_or("");
+        let named = |t: &str| t.contains(['@', '.', ':', '/']);
+        phone || (glued && (named(token_left) || named(token_right)))
+    })
+}
+
+/// The last `n` bytes of `t` or a little more (to a character's start).
+fn last_bytes(t: &str, n: usize) -> &str {
+    let mut start = t.len().saturating_sub(n);
+    while !t.is_char_boundary(start) {
+        start -= 1;
+    }
+    t.get(start..).unwrap_or(t)
+}
+
+/// Whether an IBAN may start in `t`: two letters at the start of a word, then two digits,
+/// or a gap and digits when the letters are a country's in the registry.
+fn iban_may_start(t: &str) -> bool {
+    let b = t.as_bytes();
+    (0..b.len().saturating_sub(2)).any(|i| {
+        let boundary = i == 0 || !b[i - 1].is_ascii_alphanumeric();
+        let letters = b[i].is_ascii_alphabetic() && b[i + 1].is_ascii_alphabetic();
+        if !(boundary && letters) {
+            return false;
+        }
+        if b[i + 2].is_ascii_digit() {
+            return true;
+        }
+        let country = [b[i].to_ascii_uppercase(), b[i + 1].to_ascii_uppercase()];
+        super::IBAN_LENGTHS
+            .iter()
+            .any(|(c, _)| c.as_bytes() == country)
+            && b[i + 2..]
+                .iter()
+                .find(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n' | b'-' | b'.'))
+                .is_some_and(u8::is_ascii_digit)
+    })
 }
 
 fn concat(texts: &[&str]) -> (String, Vec<usize>) {
@@ -225,7 +305,9 @@ fn read_join(joined: &str, seams: &[usize], touches: &[bool], out: &mut Found) {
 /// Whether a join keeps a value of this kind (see the module).
 fn kept_kind(kind: Kind, text: &str) -> bool {
     match kind {
-        Kind::Iban => true,
+        Kind::Iban => text.get(..2).is_some_and(
+            |c| matches!(c.as_bytes(), &[a, b] if super::iban_length([a, b]).is_some()),
+        ),
         Kind::Phone => text.starts_with('+'),
         Kind::Email | Kind::Host | Kind::Url => named(kind, text),
         Kind::Account | Kind::Id => false,
