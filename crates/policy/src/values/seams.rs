@@ -232,9 +232,40 @@ fn worth_reading(texts: &[&str], touches: &[bool]) -> bool {
         let glued = !joined_at(char::is_whitespace) && at > 0 && !right.is_empty();
         let token_left = left.rsplit(char::is_whitespace).next().unwrap_or("");
         let token_right = right.split(char::is_whitespace).next().unwrap_or("");
-        let named = |t: &str| t.contains(['@', '.', ':', '/']);
-        phone || (glued && (named(token_left) || named(token_right)))
+        phone || (glued && (joint || name_may_span(token_left, token_right)))
     })
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '-' | '_' | '.')
+}
+
+/// Whether a name spans the seam between two glued tokens: the run of name characters
+/// across it ends in a top-level domain in use, or is an address's local part whose domain
+/// does.
+fn name_may_span(left: &str, right: &str) -> bool {
+    let start = left
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| !is_name_char(c))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let end = right
+        .find(|c: char| !is_name_char(c))
+        .unwrap_or(right.len());
+    let mut run = String::with_capacity(left.len() - start + end);
+    run.push_str(left.get(start..).unwrap_or(""));
+    run.push_str(right.get(..end).unwrap_or(""));
+    if tld::known(run.trim_matches('.')) {
+        return true;
+    }
+    // The seam in a local part: the domain after the `@`.
+    let Some(domain) = right.get(end..).and_then(|r| r.strip_prefix('@')) else {
+        return false;
+    };
+    let domain_end = domain
+        .find(|c: char| !is_name_char(c))
+        .unwrap_or(domain.len());
+    tld::known(domain.get(..domain_end).unwrap_or("").trim_matches('.'))
 }
 
 /// The last `n` bytes of `t` or a little more (to a character's start).
