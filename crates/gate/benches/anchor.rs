@@ -2,7 +2,8 @@
 //! records in group commits of 16 without checkpoints, and with the checkpoint the gate
 //! signs every 1000 (paired, same log, same records); one checkpoint alone (the root, the
 //! Ed25519 signature, and with its record appended and synced); rebuilding the tree when a
-//! gate opens a log of 100,000 records; and verifying that log by its chain alone against
+//! log of 100,000 records is opened, alone and with a gate's start check against its
+//! checkpoints in the same pass; and verifying that log by its chain alone against
 //! verifying it against its checkpoints.
 //!
 //! `cargo bench -p gate --bench anchor -- --warm-up-time 1 --measurement-time 5`
@@ -105,7 +106,11 @@ fn append_on(c: &mut Criterion, dir: tempfile::TempDir, on: &str) {
 }
 
 fn whole_log(c: &mut Criterion) {
-    const RECORDS: u64 = 100_000;
+    // `AUDIT_BENCH_RECORDS=1000000` for the log of a million records.
+    let records_wanted: u64 = std::env::var("AUDIT_BENCH_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let key = AuditKey::load_or_create(&dir.path().join("key")).unwrap();
@@ -113,7 +118,7 @@ fn whole_log(c: &mut Criterion) {
     {
         let (mut log, _) = AuditLog::open(&state).unwrap();
         let mut n = 0;
-        while n < RECORDS {
+        while n < records_wanted {
             for batch in batches(n) {
                 log.append_batch(batch).unwrap();
             }
@@ -134,6 +139,16 @@ fn whole_log(c: &mut Criterion) {
     group.bench_function("open (the tree rebuilt)", |b| {
         b.iter(|| AuditLog::open(&state).unwrap())
     });
+    // What a gate does at start: the same pass, checked against its witnessed checkpoints
+    // and its own checkpoint records (docs/spec.md §6, "At start").
+    let known = anchor::Known {
+        key: Some(key.public().clone()),
+        given: given.clone(),
+    };
+    group.bench_function(
+        "open, checked against its witnessed and own checkpoints (a gate's start)",
+        |b| b.iter(|| AuditLog::open_checked(&state, &known).unwrap()),
+    );
     group.bench_function("verify: the chain alone", |b| {
         b.iter(|| audit::verify(&path).unwrap())
     });

@@ -349,7 +349,7 @@ fn inproc() {
     let config = config::parse(INPROC_CONFIG, "bench", dir.path()).unwrap();
     let state = &config.gate.state;
     let store = Store::open(state).unwrap();
-    let (audit, _) = AuditLog::open(state).unwrap();
+    let (audit, _) = Gate::open_audit(&config).unwrap();
     let gate = Gate::new(Arc::new(config), store, audit, Box::new(Instant0)).unwrap();
     table_head("in-process gate, runner answers at once (no box)");
     let connect = || {
@@ -382,7 +382,7 @@ fn reach() {
     let config = config::parse(INPROC_CONFIG, "bench", dir.path()).unwrap();
     let state = &config.gate.state;
     let store = Store::open(state).unwrap();
-    let (audit, _) = AuditLog::open(state).unwrap();
+    let (audit, _) = Gate::open_audit(&config).unwrap();
     let gate = Gate::new(Arc::new(config), store, audit, Box::new(Instant0)).unwrap();
     println!("\n## reach: a new session per call, `run` seeing nothing vs a secret mount\n");
     println!("| tool | calls | p50 µs | p99 µs |");

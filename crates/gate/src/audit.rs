@@ -61,6 +61,9 @@ use sha2::{Digest as _, Sha256};
 
 use crate::anchor::checkpoint::{Checkpoint, Head, KeyId, Signature};
 use crate::anchor::tree::{Tree, leaf_hash};
+use crate::anchor::{
+    AnchorError, AnchorOk, ChainStart, Checked, Checker, Extends, Known, PublicKey, Signatures,
+};
 use crate::store::{ApprovalReason, DecidedVia, Effect};
 
 /// The log's file name inside the state directory.
@@ -124,10 +127,29 @@ pub enum AuditError {
          gate (reopening checks and repairs the log's tail)"
     )]
     Poisoned { path: PathBuf },
+    #[error(
+        "{}{source}; the gate does not add to a log that does not extend its checkpoints: \
+         keep the log as it is (`boxmaker audit verify` says the same), and to go on, start a \
+         new chain that records the break (`boxmaker audit new-chain --reason TEXT`)",
+        naming(path, source)
+    )]
+    NotExtended {
+        path: PathBuf,
+        source: Box<AnchorError>,
+    },
     #[error("could not encode an audit record: {0}")]
     Encode(serde_json::Error),
     #[error("the audit log's sequence number overflowed")]
     SeqOverflow,
+}
+
+/// What [`AuditError::NotExtended`] says before its cause, so that it names the log's file
+/// (a cut or a misplaced record names it already).
+fn naming(path: &Path, source: &AnchorError) -> String {
+    match source {
+        AnchorError::Cut { .. } | AnchorError::Misplaced { .. } => String::new(),
+        _ => format!("{}: ", path.display()),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -498,6 +520,22 @@ pub enum Event {
         witness: String,
         detail: String,
     },
+    /// An operator started a new chain (`boxmaker audit new-chain`, docs/spec.md §6 "A new
+    /// chain") because the log did not extend its checkpoints. Always record 1; record 2 is
+    /// the checkpoint of it alone, signed, which is what makes it one.
+    ChainRestarted {
+        /// The file name, in the state directory, the log before is kept under as found.
+        previous: String,
+        /// Its size in bytes and the SHA-256 of its bytes.
+        bytes: u64,
+        sha256: String,
+        /// Why the gate refused it: the start check's sentence.
+        refused: String,
+        /// The operator's reason.
+        reason: String,
+        /// Who ran it.
+        by: String,
+    },
 }
 
 impl Event {
@@ -592,6 +630,7 @@ impl Event {
             Event::Floated { .. } => "floated",
             Event::Checkpoint { .. } => "checkpoint",
             Event::WitnessFailed { .. } => "witness_failed",
+            Event::ChainRestarted { .. } => "chain_restarted",
         }
     }
 
@@ -847,24 +886,87 @@ pub struct AuditLog {
     last_hash: Digest,
     /// A write or sync failed and the file's state is unknown: refuse to go on.
     poisoned: bool,
+    /// Records were written without `fdatasync` since the last one
+    /// ([`AuditLog::append_batch_synced`]).
+    unsynced: bool,
     /// The RFC 6962 tree over every record's line (docs/spec.md §6): what a checkpoint signs.
     tree: Tree,
     /// Records since the last `checkpoint` record, not counting the anchor's own.
     pending: u64,
     /// Whether the last record is a `checkpoint` (of every record before it).
     anchored: bool,
+    /// The key whose checkpoints the log was shown to extend when it was opened
+    /// ([`AuditLog::open_checked`]); `None` when it was opened without a check.
+    checked: Option<KeyId>,
+    /// The roots the log had at the checkpoints it was shown to extend, and at those signed
+    /// since: what the checkpoint writer asks (docs/spec.md §6, "The writer").
+    extends: Extends,
+}
+
+/// What the one reading of a log at open found ([`AuditLog::examine`]).
+struct Examined {
+    /// Where its complete lines end.
+    complete: u64,
+    /// Its length, an unfinished last line included.
+    len: u64,
+    tree: Tree,
+    pending: u64,
+    anchored: bool,
+    checked: Checked,
+    /// Its last record's `seq` and hash (`0` and zeros for an empty log).
+    last: (u64, Digest),
 }
 
 impl AuditLog {
     /// Opens (creating, `0600`) `audit.log` in `state_dir` (created `0700` if missing),
-    /// and reads its last record to continue the sequence and the chain.
-    ///
-    /// An unfinished last line is cut off and reported in the returned [`Repaired`]. A last
-    /// record that is otherwise bad (unparseable, not canonical, wrong hash) is an error that
-    /// tells the operator to run `boxmaker audit verify`. The records before the last are
-    /// read once, to rebuild the Merkle tree over them (their bytes are hashed, not checked:
-    /// [`verify`] checks the whole chain).
+    /// without checking it against any checkpoint: for a log read or written alone. A gate
+    /// opens its log with [`AuditLog::open_checked`], and refuses one opened this way.
     pub fn open(state_dir: &Path) -> Result<(AuditLog, Option<Repaired>), AuditError> {
+        AuditLog::open_with(state_dir, &Known::none(), false)
+    }
+
+    /// Opens (creating, `0600`) `audit.log` in `state_dir` (created `0700` if missing), and
+    /// reads it once: the Merkle tree over its records is rebuilt and, in the same pass, the
+    /// log is checked against every checkpoint in `known` and every `checkpoint` record it
+    /// holds (docs/spec.md §6, "At start"): a log that does not extend one of them (cut at a
+    /// line or inside one, rewritten, emptied, its own checkpoints contradicting it) is
+    /// refused ([`AuditError::NotExtended`]) and left exactly as it was found. Its last
+    /// record is read to continue the sequence and the chain.
+    ///
+    /// An unfinished last line (a crash mid-write: never acknowledged, and never covered by
+    /// a checkpoint, which covers durable records only) is cut off once the check has passed,
+    /// and reported in the returned [`Repaired`]. A last record that is otherwise bad
+    /// (unparseable, not canonical, wrong hash) is an error that tells the operator to run
+    /// `boxmaker audit verify`. The records before the last are hashed into the tree, not
+    /// parsed (but the `checkpoint` records): [`verify`] checks the whole chain.
+    pub fn open_checked(
+        state_dir: &Path,
+        known: &Known,
+    ) -> Result<(AuditLog, Option<Repaired>), AuditError> {
+        AuditLog::open_with(state_dir, known, false)
+    }
+
+    /// [`AuditLog::open_checked`] of a log that must not exist yet (a new chain's).
+    pub(crate) fn create_checked(state_dir: &Path, known: &Known) -> Result<AuditLog, AuditError> {
+        AuditLog::open_with(state_dir, known, true).map(|(log, _)| log)
+    }
+
+    /// What [`AuditLog::open_checked`] would say of the log in `state_dir`, without
+    /// creating, changing or holding it: what the gate's next start would make of it.
+    pub fn check(state_dir: &Path, known: &Known) -> Result<AnchorOk, AuditError> {
+        let path = state_dir.join(AUDIT_FILE);
+        let file = File::open(&path).map_err(|source| AuditError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        AuditLog::examine(&file, &path, known).map(|e| e.checked.ok)
+    }
+
+    fn open_with(
+        state_dir: &Path,
+        known: &Known,
+        create_new: bool,
+    ) -> Result<(AuditLog, Option<Repaired>), AuditError> {
         DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -878,14 +980,20 @@ impl AuditLog {
             path: path.clone(),
             source,
         };
-        let file = OpenOptions::new()
+        let mut options = OpenOptions::new();
+        options
             .read(true)
             .append(true)
-            .create(true)
             .mode(0o600)
             // Never through a link: a repository can ship `.boxmaker/audit.log -> ~/.bashrc`
             // (docs/spec.md §6, "How boxmaker writes a file").
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+        if create_new {
+            options.create_new(true);
+        } else {
+            options.create(true);
+        }
+        let file = options
             .open(&path)
             .map_err(|e| match e.raw_os_error() {
                 Some(n) if n == rustix::io::Errno::LOOP.raw_os_error() => std::io::Error::other(
@@ -899,40 +1007,88 @@ impl AuditLog {
         File::open(state_dir)
             .and_then(|d| d.sync_all())
             .map_err(open_err)?;
-        let read_err = |source| AuditError::Read {
-            path: path.clone(),
-            source,
-        };
-        let mut len = file.metadata().map_err(read_err)?.len();
+        let found = AuditLog::examine(&file, &path, known)?;
         let mut repaired = None;
-        if len > 0 && read_byte(&file, len - 1).map_err(read_err)? != b'\n' {
-            let keep = rfind_newline(&file, len)
-                .map_err(read_err)?
-                .map_or(0, |p| p + 1);
+        if found.complete < found.len {
             let trunc_err = |source| AuditError::Truncate {
                 path: path.clone(),
                 source,
             };
-            file.set_len(keep).map_err(trunc_err)?;
+            file.set_len(found.complete).map_err(trunc_err)?;
             file.sync_all().map_err(trunc_err)?;
             repaired = Some(Repaired {
                 path: path.clone(),
-                offset: keep,
-                dropped: len - keep,
+                offset: found.complete,
+                dropped: found.len - found.complete,
             });
-            len = keep;
         }
-        let (tree, pending, anchored) = rebuild_tree(&file, len).map_err(read_err)?;
-        let (next_seq, last_hash) = if len == 0 {
-            (1, Digest::ZERO)
+        let (last_seq, last_hash) = found.last;
+        let next_seq = last_seq.checked_add(1).ok_or(AuditError::SeqOverflow)?;
+        Ok((
+            AuditLog {
+                file,
+                path,
+                len: found.complete,
+                next_seq,
+                last_hash,
+                poisoned: false,
+                unsynced: false,
+                tree: found.tree,
+                pending: found.pending,
+                anchored: found.anchored,
+                checked: known.key.as_ref().map(PublicKey::id),
+                extends: found.checked.extends,
+            },
+            repaired,
+        ))
+    }
+
+    /// The one reading of the log at open: where its complete lines end, the tree and the
+    /// check against `known` in one pass over them, and its last record. Changes nothing.
+    fn examine(file: &File, path: &Path, known: &Known) -> Result<Examined, AuditError> {
+        let read_err = |source| AuditError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let len = file.metadata().map_err(read_err)?.len();
+        let complete = if len > 0 && read_byte(file, len - 1).map_err(read_err)? != b'\n' {
+            rfind_newline(file, len)
+                .map_err(read_err)?
+                .map_or(0, |p| p + 1)
         } else {
-            let start = rfind_newline(&file, len - 1)
+            len
+        };
+        let not_extended = |source| AuditError::NotExtended {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        };
+        let start = match &known.key {
+            Some(key) => chain_start(file, complete, key).map_err(read_err)?,
+            None => None,
+        };
+        let checker = Checker::new(
+            path,
+            &known.given,
+            known.key.as_ref(),
+            Signatures::OnMismatch,
+            start,
+        )
+        .map_err(not_extended)?;
+        let (pending, anchored, mut checked) =
+            scan(file, complete, checker).map_err(|e| match e {
+                ScanError::Read(source) => read_err(source),
+                ScanError::Anchor(source) => not_extended(source),
+            })?;
+        let last = if complete == 0 {
+            (0, Digest::ZERO)
+        } else {
+            let start = rfind_newline(file, complete - 1)
                 .map_err(read_err)?
                 .map_or(0, |p| p + 1);
-            let mut line = vec![0u8; usize::try_from(len - 1 - start).unwrap_or(0)];
+            let mut line = vec![0u8; usize::try_from(complete - 1 - start).unwrap_or(0)];
             file.read_exact_at(&mut line, start).map_err(read_err)?;
             let malformed = |problem| AuditError::Malformed {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 offset: start,
                 problem,
             };
@@ -944,23 +1100,57 @@ impl AuditLog {
                     found: record.hash,
                 }));
             }
-            let next = record.seq.checked_add(1).ok_or(AuditError::SeqOverflow)?;
-            (next, record.hash)
+            (record.seq, record.hash)
         };
-        Ok((
-            AuditLog {
-                file,
-                path,
-                len,
-                next_seq,
-                last_hash,
-                poisoned: false,
-                tree,
-                pending,
-                anchored,
-            },
-            repaired,
-        ))
+        checked.ok.last_hash = last.1;
+        Ok(Examined {
+            complete,
+            len,
+            tree: checked.tree.clone(),
+            pending,
+            anchored,
+            checked,
+            last,
+        })
+    }
+
+    /// The key whose checkpoints this log was checked against when it was opened, if it was
+    /// ([`AuditLog::open_checked`]).
+    pub fn checked_by(&self) -> Option<KeyId> {
+        self.checked
+    }
+
+    /// Whether this log is known to extend `cp`: it had `cp`'s root at `cp`'s size, at a
+    /// checkpoint it was shown to extend at open or one signed since (or it has now).
+    pub fn extends(&self, cp: &Checkpoint) -> bool {
+        self.extends.extends(cp)
+            || (cp.tree_size == self.tree.size() && cp.root == self.tree.root())
+    }
+
+    /// A checkpoint of this log was signed: later checkpoints are checked against it.
+    pub fn signed(&mut self, cp: &Checkpoint) {
+        self.extends.note(cp.tree_size, cp.root);
+    }
+
+    /// Makes every record written so far durable (`fdatasync`), if some were written
+    /// without: a checkpoint covers durable records only.
+    pub fn sync(&mut self) -> Result<(), AuditError> {
+        if self.poisoned {
+            return Err(AuditError::Poisoned {
+                path: self.path.clone(),
+            });
+        }
+        if self.unsynced {
+            if let Err(source) = self.file.sync_data() {
+                self.poisoned = true;
+                return Err(AuditError::Sync {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+            self.unsynced = false;
+        }
+        Ok(())
     }
 
     /// The log file's path.
@@ -1065,6 +1255,7 @@ impl AuditLog {
                 source,
             });
         }
+        self.unsynced = !sync;
         self.len += u64::try_from(buf.len()).unwrap_or(u64::MAX);
         self.next_seq = seq;
         self.last_hash = prev;
@@ -1083,31 +1274,92 @@ impl AuditLog {
     }
 }
 
-/// The Merkle tree over the first `len` bytes of the log (complete lines), how many records
-/// follow its last `checkpoint` record (not counting the anchor's own), and whether the last
-/// record is a `checkpoint`. Lines are hashed as they are; a record's kind is read from its
-/// canonical prefix (`{"seq":N,"time":T,"event":"NAME"`), which is only a hint for when to
-/// sign next: whether the lines are right is [`verify`]'s to say.
-fn rebuild_tree(file: &File, len: u64) -> std::io::Result<(Tree, u64, bool)> {
+/// Why the pass at open stopped.
+enum ScanError {
+    Read(std::io::Error),
+    Anchor(AnchorError),
+}
+
+/// The one pass over the first `len` bytes of the log (complete lines) at open: each line
+/// hashed into the tree and handed to `checker` (which checks it against the checkpoints the
+/// gate knows as it goes), how many records follow its last `checkpoint` record (not
+/// counting the anchor's own), and whether the last record is a `checkpoint`. Lines are not
+/// parsed, but those whose canonical prefix (`{"seq":N,"time":T,"event":"checkpoint"`)
+/// says they are `checkpoint` records, which the checker reads; the prefix is otherwise only
+/// a hint for when to sign next: whether the lines are right is [`verify`]'s to say.
+fn scan(
+    file: &File,
+    len: u64,
+    mut checker: Checker<'_>,
+) -> Result<(u64, bool, Checked), ScanError> {
     let mut reader = BufReader::with_capacity(256 * 1024, std::io::Read::take(file, len));
-    let mut tree = Tree::new();
     let mut pending = 0u64;
     let mut anchored = false;
     let mut line = Vec::new();
+    let mut seq = 0u64;
     loop {
         line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            return Ok((tree, pending, anchored));
+        if reader
+            .read_until(b'\n', &mut line)
+            .map_err(ScanError::Read)?
+            == 0
+        {
+            break;
         }
+        seq += 1;
         let content = line.strip_suffix(b"\n").unwrap_or(&line);
-        tree.push(content);
         let name = event_name(content);
         anchored = name == Some(b"checkpoint".as_slice());
+        let record = if anchored {
+            Record::parse_line(content).ok()
+        } else {
+            None
+        };
+        checker
+            .line(seq, content, record.as_ref())
+            .map_err(ScanError::Anchor)?;
         match name {
             Some(b"checkpoint") => pending = 0,
             Some(b"witness_failed") => {}
             _ => pending += 1,
         }
+    }
+    // The last record's hash: its caller reads that record itself.
+    let checked = checker
+        .finish(seq, Digest::ZERO)
+        .map_err(ScanError::Anchor)?;
+    Ok((pending, anchored, checked))
+}
+
+/// The chain start the first two lines of `file` (within its first `len` bytes) make, if
+/// they make one signed by `key` ([`ChainStart`]). Reads by offset, so it leaves the
+/// file's position as it was.
+pub(crate) fn chain_start(
+    file: &File,
+    len: u64,
+    key: &PublicKey,
+) -> std::io::Result<Option<ChainStart>> {
+    const CHUNK: usize = 16 * 1024;
+    // A chain's first two records are short; a log that starts otherwise starts no chain.
+    const MAX: u64 = 1024 * 1024;
+    let limit = len.min(file.metadata()?.len()).min(MAX);
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; CHUNK];
+    while u64::try_from(bytes.len()).unwrap_or(u64::MAX) < limit
+        && bytes.iter().filter(|&&b| b == b'\n').count() < 2
+    {
+        let at = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+        let want = usize::try_from((limit - at).min(CHUNK as u64)).unwrap_or(CHUNK);
+        let n = file.read_at(buf.get_mut(..want).unwrap_or_default(), at)?;
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(buf.get(..n).unwrap_or_default());
+    }
+    let mut lines = bytes.split(|&b| b == b'\n');
+    match (lines.next(), lines.next(), lines.next()) {
+        (Some(first), Some(second), Some(_)) => Ok(ChainStart::read(first, second, key)),
+        _ => Ok(None),
     }
 }
 
@@ -1211,13 +1463,18 @@ impl ChainReader {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(ChainReader {
+        Ok(ChainReader::from_file(path, file))
+    }
+
+    /// Reads the log at `path` from `file`, open on it (from its current position).
+    pub fn from_file(path: &Path, file: File) -> ChainReader {
+        ChainReader {
             path: path.to_path_buf(),
             reader: BufReader::with_capacity(256 * 1024, file),
             line: Vec::new(),
             count: 0,
             last_hash: Digest::ZERO,
-        })
+        }
     }
 
     /// How many records have been read (and checked).

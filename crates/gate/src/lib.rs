@@ -14,7 +14,9 @@
 //! store the content of a tool result (only its size, hash and label); rewrite or reorder a
 //! record of the audit log once written; sign a checkpoint over records that are not yet
 //! durable, or keep its key inside the state directory; trust the audit log when reading it
-//! back; run a
+//! back; add to a log that does not extend the checkpoints it knows, or write a checkpoint
+//! over or after one its log does not extend (only a person's `new-chain` starts a log
+//! anew, and records why); run a
 //! tool or open the network (it asks the runner, over [`link`]); depend on `runner`,
 //! `sandbox` or `front` (roles meet only through `proto` messages); answer a message its
 //! peer may not send (an allowlist monitor, in the OpenSSH sense).
@@ -29,7 +31,9 @@
 //!   [`audit::tail`]. The module docs define the canonical form the hash covers.
 //! - [`anchor`] — what the chain cannot see: the RFC 6962 tree over the records, the
 //!   Ed25519-signed checkpoints of its head, the witnesses outside the state directory that
-//!   are handed each one, and [`anchor::verify`], which proves a log extends them.
+//!   are handed each one, and [`anchor::verify`], which proves a log extends them (the
+//!   gate's start check runs the same [`anchor::Checker`] in the pass that rebuilds the
+//!   tree); [`anchor::chain::new_chain`], a person's way on from a log that does not.
 //! - [`link`] — [`link::ToolRunner`], what the gate asks of a runner;
 //!   [`link::RunnerLink`], which asks it over a frame stream and fails every call (never
 //!   hangs) when the runner dies or misbehaves; and [`link::RunnerHandle`], whose link the
@@ -45,8 +49,8 @@
 //!   approval of its own session (a person's answer in the agent's client), nothing else.
 //!
 //! A gate opens both stores at start: `Gate::open(config, runner)` (or `Store::open(dir)`
-//! and `AuditLog::open(dir)` then `Gate::new`; log the returned `Repaired` notice if there
-//! is one).
+//! and `Gate::open_audit(config)` then `Gate::new`, which refuses a log not opened so; log
+//! the returned `Repaired` notice if there is one).
 #![forbid(unsafe_code)]
 
 pub mod anchor;

@@ -692,3 +692,583 @@ fn the_control_sockets_audit_verify_checks_the_witness_too() {
         other => panic!("{other:?}"),
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// At start (issue 29 item 2)
+//
+// The attacker writes the state directory's log (and `audit.checkpoint` beside it), not the
+// key beside the state directory nor the witness file outside it. What they would do with a
+// gate that opens whatever log it finds:
+// - cut the tail at a line boundary (the call that sent the data out goes), then let any
+//   client start a gate: it appends to the cut log, signs a checkpoint of it, replaces
+//   `audit.checkpoint` and hands the witnesses a checkpoint that vouches for the cut;
+// - cut inside a line: the gate's crash repair cuts the partial record off for them, calls
+//   it a crash, and destroys the evidence;
+// - rewrite a record and recompute the chain (stripping the log's own checkpoints, or not:
+//   the gate does not read them at start), and have the forgery signed;
+// - put back an older `audit.checkpoint`, or delete it, so that the state directory agrees
+//   with the cut;
+// - empty the log (or delete it): the gate starts a fresh chain from seq 1;
+// - write a `chain_restarted` record of their own, to pass for a person's new chain.
+// Each test below does one, on a real gate's log, then starts a gate on it: the gate must
+// refuse, name the cut, and leave the log, `audit.checkpoint` and the witness file exactly
+// as it found them.
+
+const WITNESSED: &str = "checkpoint_every = 4\nwitness_file = \"witness\"";
+
+/// A gate's directory after `rounds` of traffic with a checkpoint every 4 records, the gate
+/// stopped (its last checkpoint signed and witnessed); its witness file's checkpoints and its
+/// public key.
+struct Stopped {
+    dir: tempfile::TempDir,
+    state: PathBuf,
+    given: Vec<Given>,
+    key: PublicKey,
+}
+
+fn stopped(rounds: u64) -> Stopped {
+    let (h, given, key) = anchored_log(rounds);
+    let H {
+        dir, gate, state, ..
+    } = h;
+    drop(gate);
+    Stopped {
+        dir,
+        state,
+        given,
+        key,
+    }
+}
+
+impl Stopped {
+    fn log(&self) -> PathBuf {
+        self.state.join(audit::AUDIT_FILE)
+    }
+    fn latest(&self) -> PathBuf {
+        self.state.join(witness::LATEST_FILE)
+    }
+    fn witness(&self) -> PathBuf {
+        self.dir.path().join("witness")
+    }
+
+    /// What the attacker must not get the gate to change: the log, the state directory's
+    /// latest checkpoint, the witness file.
+    fn evidence(&self) -> [Option<Vec<u8>>; 3] {
+        [self.log(), self.latest(), self.witness()].map(|p| std::fs::read(p).ok())
+    }
+
+    /// A gate started on this directory, as `Gate::open` starts one (`[audit]` is `audit`).
+    fn start(
+        &self,
+        audit: &str,
+    ) -> Result<(Arc<gate::Gate>, Option<audit::Repaired>), gate::GateError> {
+        let text = format!("{CONFIG}\n[audit]\njournal = false\n{audit}\n");
+        let config = Arc::new(config::parse(&text, "test.toml", self.dir.path()).unwrap());
+        let (gate_end, runner_end) = std::os::unix::net::UnixStream::pair().unwrap();
+        common::spawn_fake_runner(runner_end);
+        let link = gate::RunnerLink::new(gate_end.try_clone().unwrap(), gate_end);
+        gate::Gate::open(config, Box::new(link))
+    }
+
+    /// Starting a gate is refused, for a reason that says `says`, and changes nothing.
+    fn refused(&self, audit: &str, attack: &str, says: &[&str]) -> String {
+        let before = self.evidence();
+        let err = match self.start(audit) {
+            Ok(_) => panic!("{attack}: the gate started on it"),
+            Err(e) => e.to_string(),
+        };
+        for s in says {
+            assert!(err.contains(s), "{attack}: {s:?} not in: {err}");
+        }
+        assert!(
+            err.contains(&self.log().display().to_string())
+                && err.contains("audit new-chain --reason"),
+            "{attack}: {err}"
+        );
+        assert!(
+            self.evidence() == before,
+            "{attack}: refusing changed the log, audit.checkpoint or the witness"
+        );
+        err
+    }
+}
+
+fn arc_gate(r: (Arc<gate::Gate>, Option<audit::Repaired>)) -> Arc<gate::Gate> {
+    r.0
+}
+
+use std::sync::Arc;
+
+#[test]
+fn a_log_cut_at_a_line_boundary_is_refused_at_start_and_nothing_is_written() {
+    let s = stopped(6);
+    let pristine = s.evidence();
+    let mut records = read_records(&s.log());
+    let total = records.len() as u64;
+    records.truncate(records.len() - 3);
+    write_records(&s.log(), &records);
+    assert_chain_holds(&s.log(), "the last 3 records cut");
+    // The witness file's latest checkpoint covers all but the shutdown's own record.
+    let last_line = s.given.len();
+    s.refused(
+        WITNESSED,
+        "cut 3, witness file",
+        &[
+            "was cut",
+            &format!("it holds {} records", total - 3),
+            &format!("the first record missing is seq {}", total - 2),
+        ],
+    );
+    // Without the witness file the state directory's copy of the latest says the same.
+    let err = s.refused(
+        "",
+        "cut 3, audit.checkpoint",
+        &["was cut", "audit.checkpoint"],
+    );
+    assert!(!err.contains(&format!("line {last_line} of")), "{err}");
+    // The log as it was starts, and the checkpoint it signs extends the witness's.
+    std::fs::write(s.log(), pristine[0].as_ref().unwrap()).unwrap();
+    let gate = arc_gate(s.start(WITNESSED).unwrap());
+    gate.call(
+        common::req("s9", 1, "read", r#"{"path":"/x"}"#),
+        &mut |_| {},
+    );
+    gate.shutdown(Duration::from_secs(10)).unwrap();
+    let given = witnessed(&s.witness());
+    anchor::verify(&s.log(), &given, Some(&s.key)).unwrap();
+}
+
+#[test]
+fn a_log_cut_inside_a_line_is_refused_and_left_as_found() {
+    let s = stopped(6);
+    let bytes = std::fs::read(s.log()).unwrap();
+    // Half of the 10th line stays: what a crash mid-write would leave, but 10 records are
+    // covered by checkpoints, so no crash left it.
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    let cut = (starts[9] + starts[10]) / 2;
+    std::fs::write(s.log(), &bytes[..cut]).unwrap();
+    s.refused(
+        WITNESSED,
+        "cut inside line 10",
+        &[
+            "was cut",
+            "it holds 9 records",
+            "the first record missing is seq 10",
+        ],
+    );
+    assert_eq!(
+        std::fs::read(s.log()).unwrap(),
+        &bytes[..cut],
+        "the partial record is kept"
+    );
+}
+
+#[test]
+fn a_torn_last_line_after_the_last_checkpoint_still_starts() {
+    let s = stopped(3);
+    let mut bytes = std::fs::read(s.log()).unwrap();
+    let records = read_records(&s.log()).len();
+    // A crash mid-write of the next record: never acknowledged, never checkpointed.
+    bytes.extend_from_slice(br#"{"seq":99,"time":10001,"event":"request","sess"#);
+    std::fs::write(s.log(), &bytes).unwrap();
+    let (gate, repaired) = s.start(WITNESSED).unwrap();
+    let repaired = repaired.expect("the torn line is reported");
+    assert!(
+        repaired.to_string().contains("unfinished record"),
+        "{repaired}"
+    );
+    assert_eq!(read_records(&s.log()).len(), records);
+    gate.call(
+        common::req("s9", 1, "read", r#"{"path":"/x"}"#),
+        &mut |_| {},
+    );
+    gate.shutdown(Duration::from_secs(10)).unwrap();
+    anchor::verify(&s.log(), &witnessed(&s.witness()), Some(&s.key)).unwrap();
+}
+
+#[test]
+fn a_rewritten_record_with_its_chain_recomputed_is_refused_at_start() {
+    let s = stopped(6);
+    let mut records = read_records(&s.log());
+    let k = records
+        .iter()
+        .position(|r| {
+            matches!(
+                r.event,
+                Event::Decision {
+                    decision: Verdict::Deny,
+                    ..
+                }
+            )
+        })
+        .unwrap();
+    if let Event::Decision {
+        decision, reason, ..
+    } = &mut records[k].event
+    {
+        *decision = Verdict::Allow;
+        *reason = None;
+    }
+    rechain(&mut records);
+    write_records(&s.log(), &records);
+    assert_chain_holds(&s.log(), "rewritten");
+    // Nothing outside the log: its own checkpoint records contradict it.
+    std::fs::remove_file(s.latest()).unwrap();
+    s.refused(
+        "",
+        "rewritten, own records kept",
+        &["does not extend its own checkpoint record"],
+    );
+    // Those stripped too: the witness file's checkpoints do.
+    strip_checkpoints(&mut records);
+    rechain(&mut records);
+    write_records(&s.log(), &records);
+    assert_chain_holds(&s.log(), "rewritten and stripped");
+    s.refused(
+        WITNESSED,
+        "rewritten and stripped",
+        &["does not extend the checkpoint on line 1 of"],
+    );
+}
+
+#[test]
+fn an_older_or_deleted_audit_checkpoint_does_not_hide_a_cut() {
+    let s = stopped(6);
+    let pristine = s.evidence();
+    // Cut back to the second witnessed checkpoint and its record; audit.checkpoint put back
+    // to that one, which the cut log extends.
+    let older = &s.given[1];
+    let mut records = read_records(&s.log());
+    records.truncate(older.checkpoint.tree_size as usize + 1);
+    write_records(&s.log(), &records);
+    std::fs::write(s.latest(), format!("{}\n", older.checkpoint.to_line())).unwrap();
+    let last = s.given.len();
+    s.refused(
+        WITNESSED,
+        "cut, older audit.checkpoint",
+        &["was cut", &format!("the checkpoint on line {last} of")],
+    );
+    std::fs::remove_file(s.latest()).unwrap();
+    s.refused(
+        WITNESSED,
+        "cut, audit.checkpoint deleted",
+        &["was cut", &format!("the checkpoint on line {last} of")],
+    );
+    // One that is not signed by the key says nothing for the log: it is named forged.
+    let mut forged = s.given.last().unwrap().checkpoint.clone();
+    forged.tree_size += 100;
+    forged.last_seq += 100;
+    std::fs::write(s.latest(), format!("{}\n", forged.to_line())).unwrap();
+    std::fs::write(s.log(), pristine[0].as_ref().unwrap()).unwrap();
+    s.refused(
+        "",
+        "forged audit.checkpoint",
+        &[
+            "is not signed by the audit key",
+            "signature does not verify",
+        ],
+    );
+    // Deleting audit.checkpoint alone hides nothing: the gate starts and writes it again.
+    std::fs::remove_file(s.latest()).unwrap();
+    let gate = arc_gate(s.start(WITNESSED).unwrap());
+    gate.call(
+        common::req("s9", 1, "read", r#"{"path":"/x"}"#),
+        &mut |_| {},
+    );
+    let cp = gate.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!(witness::read_latest(&s.state).unwrap(), Some(cp));
+}
+
+#[test]
+fn a_log_emptied_or_deleted_is_refused_at_start() {
+    let s = stopped(3);
+    std::fs::write(s.log(), b"").unwrap();
+    s.refused(
+        WITNESSED,
+        "emptied",
+        &[
+            "was cut",
+            "it holds 0 records",
+            "the first record missing is seq 1",
+        ],
+    );
+    std::fs::remove_file(s.log()).unwrap();
+    let err = match s.start(WITNESSED) {
+        Ok(_) => panic!("the gate started without its log"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("it holds 0 records"), "{err}");
+}
+
+#[test]
+fn a_log_shorter_than_the_witness_files_latest_line_is_refused() {
+    let s = stopped(6);
+    // The smarter attacker leaves nothing in the state directory that disagrees: the log
+    // cut back to the records the first checkpoint covers (so none of its own checkpoint
+    // records is left), audit.checkpoint deleted. Only the witness knows.
+    let mut records = read_records(&s.log());
+    records.truncate(s.given[0].checkpoint.tree_size as usize);
+    write_records(&s.log(), &records);
+    std::fs::remove_file(s.latest()).unwrap();
+    assert!(anchor::verify(&s.log(), &[], Some(&s.key)).is_ok());
+    let last = s.given.len();
+    s.refused(
+        WITNESSED,
+        "cut, stripped, audit.checkpoint deleted",
+        &[
+            "was cut",
+            &format!("the checkpoint on line {last} of {}", s.witness().display()),
+        ],
+    );
+}
+
+#[test]
+fn a_gate_refuses_a_log_opened_without_the_check() {
+    let s = stopped(3);
+    let text = format!("{CONFIG}\n[audit]\njournal = false\n{WITNESSED}\n");
+    let config = Arc::new(config::parse(&text, "test.toml", s.dir.path()).unwrap());
+    let store = gate::store::Store::open(&s.state).unwrap();
+    let (log, _) = audit::AuditLog::open(&s.state).unwrap();
+    let err = gate::Gate::new(
+        config,
+        store,
+        log,
+        Box::new(common::FakeRunner { hook: None }),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, gate::GateError::AuditUnchecked { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_checkpoint_is_never_written_over_or_after_one_the_log_does_not_extend() {
+    let h = gate_with(WITNESSED);
+    traffic(&h, 2);
+    h.gate.shutdown(Duration::from_secs(10));
+    // A checkpoint signed by this gate's key of a log this one does not extend (another
+    // gate's with the same key and witness, a chain before a break): in both places the
+    // gate can read back.
+    let key = AuditKey::load(&h.dir.path().join("state.audit-key")).unwrap();
+    let theirs = key.sign(
+        gate::anchor::Head {
+            tree_size: 10_000,
+            root: Digest::of(b"another log"),
+            last_seq: 10_000,
+            last_hash: Digest::of(b"its last record"),
+        },
+        proto::Timestamp(common::T0),
+    );
+    let line = format!("{}\n", theirs.to_line());
+    std::fs::write(h.state.join(witness::LATEST_FILE), &line).unwrap();
+    let witness_path = h.dir.path().join("witness");
+    let mut w = std::fs::read_to_string(&witness_path).unwrap();
+    w.push_str(&line);
+    std::fs::write(&witness_path, &w).unwrap();
+    traffic(&h, 2);
+    eventually("both refusals audited", || {
+        h.audit_text()
+            .matches("that this log does not extend")
+            .count()
+            >= 2
+    });
+    // Neither was replaced or followed.
+    assert_eq!(
+        witness::read_latest(&h.state).unwrap().as_ref(),
+        Some(&theirs)
+    );
+    assert_eq!(
+        witnessed(&witness_path).last().map(|g| &g.checkpoint),
+        Some(&theirs)
+    );
+    let failed: Vec<String> = read_records(&log_path(&h))
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::WitnessFailed {
+                witness, detail, ..
+            } => Some(format!("{witness}: {detail}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        failed
+            .iter()
+            .any(|f| f.starts_with("state: ") && f.contains("10000 records")),
+        "{failed:?}"
+    );
+    assert!(
+        failed
+            .iter()
+            .any(|f| f.starts_with("file ") && f.contains("not written there")),
+        "{failed:?}"
+    );
+}
+
+#[test]
+fn a_new_chain_records_the_break_and_the_gate_starts_on_it() {
+    let s = stopped(6);
+    let mut records = read_records(&s.log());
+    records.truncate(records.len() - 3);
+    write_records(&s.log(), &records);
+    let cut = std::fs::read(s.log()).unwrap();
+    let refusal = s.refused(WITNESSED, "cut", &["was cut"]);
+    let text = format!("{CONFIG}\n[audit]\njournal = false\n{WITNESSED}\n");
+    let config = config::parse(&text, "test.toml", s.dir.path()).unwrap();
+    let key = AuditKey::load(&config.audit.key).unwrap();
+    // The gate that runs on the new chain signs by the system clock: so does new-chain.
+    let now = || {
+        proto::Timestamp(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+        )
+    };
+    let t = now();
+    let chain = anchor::chain::new_chain(
+        &config.audit,
+        &s.state,
+        &key,
+        "the tail was cut by mistake",
+        "tester",
+        t,
+    )
+    .unwrap();
+    assert!(chain.failed.is_empty(), "{:?}", chain.failed);
+    // The log as found is kept, byte for byte; the new log's record 1 says what and why.
+    let kept = chain.kept.clone().unwrap();
+    assert_eq!(std::fs::read(&kept).unwrap(), cut);
+    let new = read_records(&s.log());
+    assert_eq!(new.len(), 2);
+    let Event::ChainRestarted {
+        previous,
+        bytes,
+        sha256,
+        refused,
+        reason,
+        by,
+    } = &new[0].event
+    else {
+        panic!("{:?}", new[0]);
+    };
+    assert_eq!(previous, kept.file_name().unwrap().to_str().unwrap());
+    assert_eq!(
+        (*bytes, sha256.as_str()),
+        (cut.len() as u64, audit::sha256_hex(&cut).as_str())
+    );
+    assert!(refusal.starts_with(refused.as_str()), "{refused}");
+    assert_eq!(
+        (reason.as_str(), by.as_str()),
+        ("the tail was cut by mistake", "tester")
+    );
+    assert_eq!(
+        new[1].event.as_checkpoint(new[1].time),
+        Some(chain.checkpoint.clone())
+    );
+    // Every witness that can be read back has it last.
+    assert_eq!(
+        witness::last_in_file(&s.witness()),
+        Some(chain.checkpoint.clone())
+    );
+    assert_eq!(
+        witness::read_latest(&s.state).unwrap(),
+        Some(chain.checkpoint.clone())
+    );
+    // The gate starts on it; verify checks it against its own chain's checkpoints and
+    // leaves out the earlier chain's.
+    let gate = arc_gate(s.start(WITNESSED).unwrap());
+    for i in 0..3 {
+        gate.call(
+            common::req("s9", i + 1, "read", r#"{"path":"/x"}"#),
+            &mut |_| {},
+        );
+    }
+    gate.shutdown(Duration::from_secs(10));
+    drop(gate);
+    let given = anchor::configured(&config.audit, &s.state).unwrap();
+    let ok = anchor::verify(&s.log(), &given, Some(&s.key)).unwrap();
+    assert_eq!(ok.earlier, s.given.len() as u64);
+    assert_eq!(
+        ok.chain.as_ref().map(|c| c.previous.as_str()),
+        Some(previous.as_str())
+    );
+    assert!(ok.given >= 2, "{ok:?}");
+    // A cut of the new chain is refused like any other.
+    let mut records = read_records(&s.log());
+    records.truncate(4);
+    write_records(&s.log(), &records);
+    s.refused(WITNESSED, "the new chain cut", &["was cut"]);
+    // And there is no new chain where nothing is broken.
+    let again = anchor::chain::new_chain(&config.audit, &s.state, &key, "x", "y", now());
+    assert!(again.is_ok(), "the cut new chain is a break too: {again:?}");
+    let none =
+        anchor::chain::new_chain(&config.audit, &s.state, &key, "x", "y", now()).unwrap_err();
+    assert!(
+        matches!(none, anchor::chain::NewChainError::NoBreak { .. }),
+        "{none}"
+    );
+}
+
+#[test]
+fn a_chain_restart_without_the_keys_signature_unlocks_nothing() {
+    let s = stopped(6);
+    // The attacker's own "new chain": a `chain_restarted` record and a checkpoint of it,
+    // signed by a key of theirs, then records of their choosing.
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = AuditKey::load_or_create(&dir.path().join("theirs")).unwrap();
+    let mut records = read_records(&s.log());
+    let restarted = Record {
+        seq: 1,
+        time: proto::Timestamp(common::T0),
+        event: Event::ChainRestarted {
+            previous: "audit.log.broken-1".into(),
+            bytes: 0,
+            sha256: audit::sha256_hex(b""),
+            refused: "nothing".into(),
+            reason: "routine".into(),
+            by: "operator".into(),
+        },
+        prev: Digest::ZERO,
+        hash: Digest::ZERO,
+    };
+    let mut forged = vec![restarted];
+    rechain(&mut forged);
+    let line = forged[0].to_line().unwrap();
+    let cp = theirs.sign(
+        gate::anchor::Head {
+            tree_size: 1,
+            root: leaf_hash(line.strip_suffix(b"\n").unwrap()),
+            last_seq: 1,
+            last_hash: forged[0].hash,
+        },
+        proto::Timestamp(common::T0),
+    );
+    forged.push(Record {
+        seq: 2,
+        time: proto::Timestamp(common::T0),
+        event: Event::checkpoint(&cp),
+        prev: Digest::ZERO,
+        hash: Digest::ZERO,
+    });
+    records.retain(|r| !matches!(r.event, Event::Checkpoint { .. }));
+    forged.extend(records.into_iter().take(3));
+    rechain(&mut forged);
+    write_records(&s.log(), &forged);
+    assert_chain_holds(&s.log(), "a forged new chain");
+    let err = s.refused(WITNESSED, "a forged new chain", &[]);
+    assert!(
+        err.contains("is not signed by the audit key") || err.contains("was cut"),
+        "{err}"
+    );
+    let given = witnessed(&s.witness());
+    assert!(anchor::verify(&s.log(), &given, Some(&s.key)).is_err());
+}

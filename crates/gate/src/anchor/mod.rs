@@ -47,17 +47,22 @@
 //! The key ([`key`]) lives outside the state directory; who can read it can sign, so it is
 //! `0600` and never inside a mount.
 
+pub mod chain;
 pub mod checkpoint;
 pub mod key;
 pub mod tree;
 mod verify;
 pub mod witness;
 
+use std::path::Path;
 use std::time::Duration;
 
 pub use checkpoint::{Checkpoint, Head, KeyId, NotACheckpoint, Signature};
 pub use key::{AuditKey, KeyError, PublicKey, read_public};
-pub use verify::{AnchorError, AnchorOk, Given, verify};
+pub use verify::{
+    AnchorError, AnchorOk, ChainStart, Checked, Checker, Extends, Given, Signatures, current_chain,
+    verify,
+};
 pub use witness::{Witness, WitnessQueue};
 
 /// How a gate anchors its log: the key that signs, when, and who is handed each checkpoint.
@@ -83,13 +88,35 @@ impl Anchor {
     }
 }
 
+/// What a gate checks its log against when it starts (docs/spec.md §6, "At start"): the
+/// checkpoints it can read back ([`configured`]: the witness file's, the state directory's
+/// latest) and the key that signs them, which also checks the log's own `checkpoint`
+/// records. A witness command and the journal cannot be read back: they are not here.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    pub key: Option<PublicKey>,
+    pub given: Vec<Given>,
+}
+
+impl Known {
+    /// Nothing: a log opened alone, checked against nothing.
+    pub fn none() -> Known {
+        Known::default()
+    }
+
+    /// What the gate of `state_dir` knows, under `[audit]` and the key `key` signs with.
+    pub fn of(audit: &config::Audit, state_dir: &Path, key: PublicKey) -> Result<Known, String> {
+        Ok(Known {
+            given: configured(audit, state_dir)?,
+            key: Some(key),
+        })
+    }
+}
+
 /// The checkpoints a gate's config knows of: every line of `[audit] witness_file` (when it
 /// exists) and the state directory's latest ([`witness::LATEST_FILE`]). Either may be
 /// missing (no checkpoint was signed yet); one that cannot be read or parsed is an error.
-pub fn configured(
-    audit: &config::Audit,
-    state_dir: &std::path::Path,
-) -> Result<Vec<Given>, String> {
+pub fn configured(audit: &config::Audit, state_dir: &Path) -> Result<Vec<Given>, String> {
     let mut out = Vec::new();
     if let Some(path) = &audit.witness_file {
         match std::fs::read_to_string(path) {

@@ -236,8 +236,41 @@ pub fn read_latest(state_dir: &Path) -> Result<Option<Checkpoint>, String> {
         .map_err(|why| format!("{} is not a checkpoint: {why}", path.display()))
 }
 
+/// The last checkpoint in the witness file at `path`, if its last line (blank lines and `#`
+/// lines skipped) is one. Reads the file's end only.
+pub fn last_in_file(path: &Path) -> Option<Checkpoint> {
+    use std::io::{Seek, SeekFrom};
+    const TAIL: u64 = 64 * 1024;
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail).ok()?;
+    let text = String::from_utf8_lossy(&tail);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty() && !l.starts_with('#'))?;
+    Checkpoint::parse(line).ok()
+}
+
+/// Why a checkpoint writer did not write `cp` after `found`: `found` is a checkpoint the log
+/// is not known to extend (docs/spec.md §6, "The writer").
+fn not_after(found: &Checkpoint, cp: &Checkpoint, place: &str) -> String {
+    format!(
+        "{place} a checkpoint of {} records (signed at {}, key {}) that this log does not \
+         extend, so the checkpoint of {} records was not written there: it would stand in for \
+         the evidence of a log that was cut or rewritten (see `boxmaker audit verify`)",
+        found.tree_size, found.time.0, found.key_id, cp.tree_size
+    )
+}
+
 /// A witness that did not take a checkpoint, for the gate to audit.
 pub type OnFailure = Box<dyn Fn(&Checkpoint, &str, &str) + Send>;
+
+/// Whether the gate's log is known to extend a checkpoint (`AuditLog::extends`): asked of
+/// the checkpoint a witness that can be read back holds before another is written there.
+pub type ExtendsFn = Box<dyn Fn(&Checkpoint) -> bool + Send>;
 
 enum Job {
     Deliver(Checkpoint),
@@ -254,9 +287,15 @@ impl WitnessQueue {
     /// Starts the thread. `state_dir` gets the latest checkpoint ([`LATEST_FILE`]) first;
     /// then each witness. `on_failure(checkpoint, witness, why)` is called for each one that
     /// did not take it. The thread ends when the queue is dropped.
+    ///
+    /// The two that can be read back, the state directory's copy and a witness file, are
+    /// read first: a checkpoint is never written over or after one the log is not known to
+    /// extend (`extends`; docs/spec.md §6, "The writer"). That one is left in place, and the
+    /// refusal is a failure like any other.
     pub fn start(
         state_dir: PathBuf,
         witnesses: Vec<Witness>,
+        extends: ExtendsFn,
         on_failure: OnFailure,
     ) -> std::io::Result<WitnessQueue> {
         let (tx, rx) = mpsc::channel::<Job>();
@@ -266,10 +305,31 @@ impl WitnessQueue {
                 for job in rx {
                     match job {
                         Job::Deliver(cp) => {
-                            if let Err(why) = write_latest(&state_dir, &cp) {
-                                on_failure(&cp, "state", &why);
+                            match read_latest(&state_dir) {
+                                Ok(Some(found)) if !extends(&found) => on_failure(
+                                    &cp,
+                                    "state",
+                                    &not_after(
+                                        &found,
+                                        &cp,
+                                        &format!("{} holds", state_dir.join(LATEST_FILE).display()),
+                                    ),
+                                ),
+                                _ => {
+                                    if let Err(why) = write_latest(&state_dir, &cp) {
+                                        on_failure(&cp, "state", &why);
+                                    }
+                                }
                             }
                             for w in &witnesses {
+                                if let Witness::File(path) = w
+                                    && let Some(found) = last_in_file(path)
+                                    && !extends(&found)
+                                {
+                                    let why = not_after(&found, &cp, "its last line is");
+                                    on_failure(&cp, &w.name(), &why);
+                                    continue;
+                                }
                                 if let Err(why) = w.deliver(&cp) {
                                     on_failure(&cp, &w.name(), &why);
                                 }

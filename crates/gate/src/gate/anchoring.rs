@@ -90,15 +90,30 @@ impl Gate {
     }
 
     /// Signs the head of `log` (locked), appends its `checkpoint` record and queues it for
-    /// the witnesses. A failure to append is said on stderr: the checkpoint covers durable
-    /// records, so the witnesses still get it.
+    /// the witnesses. Records written without an `fdatasync` are made durable first, and
+    /// when that fails nothing is signed: a checkpoint covers durable records only, so a
+    /// crash can never leave the log shorter than a checkpoint (a torn last line is always
+    /// past the last one). A failure to append the record is said on stderr: the checkpoint
+    /// covers durable records, so the witnesses still get it.
+    ///
+    /// The checkpoint extends the one before it by construction: the tree it signs is the
+    /// one the log was shown to extend every known checkpoint with at open, grown only by
+    /// this gate's appends since (docs/spec.md §6, "The writer").
     fn sign(&self, log: &mut AuditLog) -> Option<Checkpoint> {
         let head = log.head();
         if head.tree_size == 0 {
             return None;
         }
+        if let Err(e) = log.sync() {
+            eprintln!(
+                "boxmaker: no checkpoint of the audit log signed: its last records could not \
+                 be made durable: {e}"
+            );
+            return None;
+        }
         let time = self.now();
         let cp = self.anchor.key.sign(head, time);
+        log.signed(&cp);
         if let Err(e) = log.append(time, Event::checkpoint(&cp)) {
             eprintln!(
                 "boxmaker: could not record the checkpoint of {} audit records in the log: {e}",

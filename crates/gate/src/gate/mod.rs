@@ -69,7 +69,7 @@ use proto::control::{
 use proto::run::{FileDigest, FileKind};
 use proto::{DataClass, DenyReason, MAX_FRAME, SessionId, Timestamp, ToolRequest, ToolResponse};
 
-use crate::anchor::{Anchor, KeyError, WitnessQueue};
+use crate::anchor::{Anchor, AuditKey, KeyError, Known, WitnessQueue};
 use crate::audit::{self, ApprovalOutcome, AuditError, AuditLog, Event, Outcome, Repaired};
 use crate::commit::GroupCommit;
 use crate::link::ToolRunner;
@@ -133,6 +133,13 @@ pub enum GateError {
     Thread(#[source] std::io::Error),
     #[error("could not start the audit witness thread: {0}")]
     WitnessThread(#[source] std::io::Error),
+    #[error("could not read the checkpoints the audit log is checked against at start: {0}")]
+    Checkpoints(String),
+    #[error(
+        "the audit log was opened without being checked against this gate's checkpoints \
+         (`AuditLog::open_checked` with the key {key}); a gate never adds to such a log"
+    )]
+    AuditUnchecked { key: String },
     #[error("approval {id} disappeared from the state database while its call waited")]
     ApprovalVanished { id: String },
     #[error(transparent)]
@@ -324,15 +331,28 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Gate {
     /// Opens the store and the audit log in `config.gate.state` and starts a gate on the
-    /// system clock. Log the returned [`Repaired`] notice if there is one.
+    /// system clock. The log is checked against every checkpoint the gate knows
+    /// ([`Gate::open_audit`]). Log the returned [`Repaired`] notice if there is one.
     pub fn open(
         config: Arc<Config>,
         runner: Box<dyn ToolRunner>,
     ) -> Result<(Arc<Gate>, Option<Repaired>), GateError> {
         let store = Store::open(&config.gate.state)?;
-        let (audit, repaired) = AuditLog::open(&config.gate.state)?;
+        let (audit, repaired) = Gate::open_audit(&config)?;
         let gate = Gate::new(config, store, audit, runner)?;
         Ok((gate, repaired))
+    }
+
+    /// Opens the audit log of `config`'s state directory as a gate must: checked, in the one
+    /// pass that rebuilds its tree, against the checkpoints the gate can read back (`[audit]
+    /// witness_file`, `STATE/audit.checkpoint`) and its own `checkpoint` records, by the
+    /// audit key (read, or made on first use). A log that does not extend one of them is
+    /// refused (docs/spec.md §6, "At start").
+    pub fn open_audit(config: &Config) -> Result<(AuditLog, Option<Repaired>), GateError> {
+        let key = AuditKey::load_or_create(&config.audit.key)?;
+        let known = Known::of(&config.audit, &config.gate.state, key.public().clone())
+            .map_err(GateError::Checkpoints)?;
+        Ok(AuditLog::open_checked(&config.gate.state, &known)?)
     }
 
     /// A gate on the system clock, with its expiry thread running.
@@ -357,6 +377,13 @@ impl Gate {
         tick: Duration,
     ) -> Result<Arc<Gate>, GateError> {
         let anchor = Anchor::from_config(&config.audit)?;
+        // Every gate starts on a log checked against its checkpoints by its own key: the
+        // one mechanism, whatever path opened the log.
+        if audit.checked_by() != Some(anchor.key.public().id()) {
+            return Err(GateError::AuditUnchecked {
+                key: anchor.key.public().id().to_hex(),
+            });
+        }
         let witnesses = anchor.witnesses.clone();
         let gate = Arc::new_cyclic(|me| Gate {
             config,
@@ -382,9 +409,15 @@ impl Gate {
             described: Mutex::new(described::Layer::default()),
         });
         let weak = Arc::downgrade(&gate);
+        let asked = Arc::downgrade(&gate);
         let queue = WitnessQueue::start(
             gate.config.gate.state.clone(),
             witnesses,
+            Box::new(move |cp| {
+                asked
+                    .upgrade()
+                    .is_some_and(|gate| lock(&gate.audit).extends(cp))
+            }),
             Box::new(move |cp, witness, why| {
                 if let Some(gate) = weak.upgrade() {
                     gate.witness_failed(cp, witness, why);

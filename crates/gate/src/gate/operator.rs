@@ -271,9 +271,17 @@ impl Gate {
                         records: ok.records,
                         first_bad: None,
                         detail: format!(
-                            "{} records verify; the chain's head is {}; {}",
+                            "{} records verify; the chain's head is {}{}; {}",
                             ok.records,
                             ok.last_hash,
+                            match &ok.chain {
+                                Some(c) => format!(
+                                    " (a new chain since {}, the log before it kept as {}; \
+                                     {} checkpoints of earlier chains left out)",
+                                    c.checkpoint.time.0, c.previous, ok.earlier
+                                ),
+                                None => String::new(),
+                            },
                             match &ok.newest {
                                 Some(n) => format!(
                                     "the log extends {} signed checkpoints, the newest of {} \

@@ -364,7 +364,7 @@ pub fn start_gate(
 ) -> Arc<Gate> {
     let config = Arc::new(config::parse(text, "test.toml", base).unwrap());
     let store = Store::open(&config.gate.state).unwrap();
-    let (audit, _) = gate::audit::AuditLog::open(&config.gate.state).unwrap();
+    let (audit, _) = Gate::open_audit(&config).unwrap();
     let c = Arc::clone(clock);
     let clock: Clock = Arc::new(move || proto::Timestamp(c.load(Ordering::SeqCst)));
     Gate::with_clock(
