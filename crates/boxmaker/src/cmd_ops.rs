@@ -1,6 +1,6 @@
 //! The operator's commands: `approvals [--watch]`, `approve [--for D]`, `refuse`,
 //! `sessions`, `sessions reset`, `grants`, `grants revoke`, `audit tail`, `audit verify`,
-//! `audit checkpoint`.
+//! `audit checkpoint`, `audit new-chain`.
 //! Each sends control requests to the gate over `control.sock` (starting an on-demand gate
 //! if none runs) and prints the answer, as text or, with `--json`, as the control reply's
 //! JSON. `approve` and `refuse` say where the decision comes from (`via: cli`), which the
@@ -173,6 +173,15 @@ enum AuditCommand {
     },
     /// Print the gate's latest signed checkpoint and the public key that checks it.
     Checkpoint,
+    /// Start a new chain when the gate refuses a log that does not extend its checkpoints:
+    /// the log is kept as found beside the new one, whose first record says what was
+    /// refused, why and by whom, and whose checkpoint goes to every witness. Needs the gate
+    /// stopped and the audit key.
+    NewChain {
+        /// Why (kept in the new log's first record).
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+    },
 }
 
 fn ask(common: &Common, op: ControlOp) -> Result<ControlAnswer, CliError> {
@@ -560,6 +569,7 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
     let path = cfg.gate.state.join(gate::audit::AUDIT_FILE);
     let answer = match &args.command {
         AuditCommand::Checkpoint => return audit_checkpoint(&cfg, args.common.json),
+        AuditCommand::NewChain { reason } => return audit_new_chain(&cfg, reason),
         AuditCommand::Verify { checkpoint, key } => audit_verify(&cfg, &path, checkpoint, key)?,
         &AuditCommand::Tail { n } => {
             let n = usize::try_from(n).unwrap_or(usize::MAX);
@@ -647,6 +657,15 @@ fn audit_verify(
     match anchor::verify(path, &given, key.as_ref()) {
         Ok(ok) => {
             let mut detail = format!("last hash {}", ok.last_hash);
+            if let Some(chain) = &ok.chain {
+                detail.push_str(&format!(
+                    "; a new chain, started {} by `audit new-chain` (the log before it is kept \
+                     as {}), so {} given checkpoints of the chains before it were left out",
+                    crate::when::at(chain.checkpoint.time),
+                    cfg.gate.state.join(&chain.previous).display(),
+                    ok.earlier
+                ));
+            }
             match &ok.newest {
                 Some(n) => {
                     let size = n.checkpoint.tree_size;
@@ -711,6 +730,89 @@ fn audit_verify(
             None => Err(local(e.to_string())),
         },
     }
+}
+
+/// `audit new-chain` (docs/spec.md §6, "A new chain"): with the gate's lock held, so no gate
+/// runs on the log meanwhile, and only when the gate would refuse the log.
+fn audit_new_chain(cfg: &config::Config, reason: &str) -> Result<u8, CliError> {
+    use gate::anchor::{AuditKey, chain};
+    let state = &cfg.gate.state;
+    if reason.trim().is_empty() {
+        return Err(CliError::Usage(
+            "`audit new-chain --reason` needs a reason: it is kept in the new log".into(),
+        ));
+    }
+    let lock_path = state.join(statedir::LOCK_FILE);
+    let lock = std::fs::File::options()
+        .write(true)
+        .open(&lock_path)
+        .map_err(|source| CliError::State {
+            path: lock_path.clone(),
+            source,
+        })?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(CliError::Local(format!(
+                "a gate is running on {} (it holds {}): stop it first (`serve` stopped, an \
+                 on-demand gate's clients gone), then start the new chain",
+                state.display(),
+                lock_path.display()
+            )));
+        }
+        Err(std::fs::TryLockError::Error(source)) => {
+            return Err(CliError::State {
+                path: lock_path,
+                source,
+            });
+        }
+    }
+    let key =
+        AuditKey::load_or_create(&cfg.audit.key).map_err(|e| CliError::Local(e.to_string()))?;
+    let by = match std::env::var("USER").or_else(|_| std::env::var("LOGNAME")) {
+        Ok(user) if !user.is_empty() => {
+            format!("{user} (uid {})", rustix::process::getuid().as_raw())
+        }
+        _ => format!("uid {}", rustix::process::getuid().as_raw()),
+    };
+    let now = proto::Timestamp::from_system_time(std::time::SystemTime::now());
+    let started = chain::new_chain(&cfg.audit, state, &key, reason, &by, now)
+        .map_err(|e| CliError::Local(e.to_string()))?;
+    drop(lock);
+    errln!(
+        "boxmaker: the gate refused the audit log: {}",
+        started.refused
+    );
+    match &started.kept {
+        Some(kept) => errln!(
+            "boxmaker: that log is kept, as it was found, as {}",
+            kept.display()
+        ),
+        None => errln!("boxmaker: there was no log to keep"),
+    }
+    for (witness, why) in &started.failed {
+        errln!(
+            "boxmaker: the audit witness {witness} did not take the new chain's first \
+             checkpoint: {why}"
+        );
+    }
+    outln!(
+        "started a new audit chain in {}: record 1 says what was refused, why and by whom, \
+         record 2 is its checkpoint, signed and handed to the witnesses ({} of them did not \
+         take it)",
+        state.join(gate::audit::AUDIT_FILE).display(),
+        started.failed.len()
+    );
+    if !started.failed.is_empty() {
+        // The new chain is started either way; a witness that missed its first checkpoint
+        // should still be given it, or it holds nothing of the new chain until the next.
+        outln!(
+            "give each witness that did not take it this line by hand: {}",
+            started.checkpoint.to_line()
+        );
+        return Ok(1);
+    }
+    Ok(0)
 }
 
 /// `audit checkpoint`: the gate's latest checkpoint, as a witness keeps it, after two `#`

@@ -468,4 +468,327 @@ fn test_a_normal_users_gate_anchors_its_log_and_its_witness_finds_the_cut() {
         total - 1,
         &format!("the first record missing is seq {}", total - 1),
     );
+    // And their next call's gate refuses to start on it.
+    env.refused(
+        "a normal user's log cut",
+        &[
+            "was cut",
+            &format!("the first record missing is seq {}", total - 1),
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// At start (issue 29 item 2): someone who can write the state directory's log, not the key
+// beside it nor the witness file outside it, cuts or rewrites the log and lets any client
+// start a gate. The gate must refuse to start, say in one sentence what is missing or which
+// checkpoint the log does not extend (and which file), and leave the log,
+// `audit.checkpoint` and the witness exactly as it found them.
+
+impl Env {
+    fn latest(&self) -> PathBuf {
+        self.path("state/audit.checkpoint")
+    }
+
+    fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(self.log())
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    fn write_lines(&self, lines: &[String]) {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(self.log(), text).unwrap();
+    }
+
+    /// The log, the state directory's latest checkpoint and the witness file, as bytes.
+    fn evidence(&self) -> [Option<Vec<u8>>; 3] {
+        [self.log(), self.latest(), self.path("witness")].map(|p| std::fs::read(p).ok())
+    }
+
+    fn restore(&self, evidence: &[Option<Vec<u8>>; 3]) {
+        for (p, bytes) in [self.log(), self.latest(), self.path("witness")]
+            .iter()
+            .zip(evidence)
+        {
+            match bytes {
+                Some(b) => std::fs::write(p, b).unwrap(),
+                None => {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+        }
+    }
+
+    /// A call through an on-demand gate.
+    fn call(&self) -> Output {
+        self.run(&["call", "--session", "s1", "list_dir", r#"{"path":"/data"}"#])
+    }
+
+    /// The next call's gate refuses to start, saying `says`, and the evidence is untouched.
+    fn refused(&self, attack: &str, says: &[&str]) -> String {
+        let before = self.evidence();
+        let o = self.call();
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{attack}: {out}");
+        for s in ["the gate could not start", "new-chain --reason"]
+            .iter()
+            .chain(says)
+        {
+            assert!(out.contains(s), "{attack}: {s:?} not in: {out}");
+        }
+        assert!(
+            out.contains(&self.log().display().to_string()),
+            "{attack}: the log is not named: {out}"
+        );
+        assert!(
+            self.evidence() == before,
+            "{attack}: the refused start changed the log, audit.checkpoint or the witness"
+        );
+        out
+    }
+}
+
+#[test]
+fn test_a_gate_refuses_to_start_on_a_log_cut_or_rewritten_and_changes_nothing() {
+    let env = Env::new("");
+    env.traffic(4);
+    let sizes = env.wait_anchored();
+    let pristine = env.evidence();
+    let lines = env.lines();
+    let total = lines.len() as u64;
+
+    // The issue's case: the log cut at a line boundary. `audit verify` refuses it; the next
+    // call used to start a gate that appended, re-signed and replaced audit.checkpoint.
+    env.write_lines(&lines[..lines.len() - 3]);
+    let (code, v, out) = env.verify(&[]);
+    assert_eq!(
+        (code, v["first_bad"].as_u64()),
+        (1, Some(total - 2)),
+        "{out}"
+    );
+    env.refused(
+        "cut at a line boundary",
+        &[
+            "was cut",
+            &format!("the first record missing is seq {}", total - 2),
+        ],
+    );
+    let (code, v, out) = env.verify(&[]);
+    assert_eq!(
+        (code, v["first_bad"].as_u64()),
+        (1, Some(total - 2)),
+        "{out}"
+    );
+    assert!(
+        !std::fs::read_to_string(env.path("witness"))
+            .unwrap()
+            .is_empty()
+    );
+
+    // Cut inside a line: not a crash's torn line (a checkpoint covers it), so not cut off.
+    env.restore(&pristine);
+    let bytes = std::fs::read(env.log()).unwrap();
+    let line7: usize = lines[..6].iter().map(|l| l.len() + 1).sum();
+    std::fs::write(env.log(), &bytes[..line7 + 20]).unwrap();
+    env.refused(
+        "cut inside line 7",
+        &[
+            "was cut",
+            "it holds 6 records",
+            "the first record missing is seq 7",
+        ],
+    );
+
+    // Record 8 rewritten in a box, the chain recomputed.
+    env.restore(&pristine);
+    env.forge(&["rewrite", "8", "tool", "read_secrets"]);
+    env.refused("rewritten, chain recomputed", &["does not extend"]);
+    // ...with the witness gone and audit.checkpoint deleted, the log's own checkpoint
+    // records still contradict it.
+    std::fs::rename(env.path("witness"), env.path("witness.away")).unwrap();
+    std::fs::remove_file(env.latest()).unwrap();
+    env.refused(
+        "rewritten, only its own checkpoint records left",
+        &["does not extend its own checkpoint record"],
+    );
+    std::fs::rename(env.path("witness.away"), env.path("witness")).unwrap();
+
+    // Cut back to an older checkpoint, and audit.checkpoint put back to it (or deleted).
+    env.restore(&pristine);
+    let witness_lines: Vec<String> = std::fs::read_to_string(env.path("witness"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let older = sizes[1] as usize;
+    env.write_lines(&lines[..older + 1]);
+    std::fs::write(env.latest(), format!("{}\n", witness_lines[1])).unwrap();
+    let last = format!("the checkpoint on line {} of", witness_lines.len());
+    env.refused("cut, older audit.checkpoint", &["was cut", &last]);
+    std::fs::remove_file(env.latest()).unwrap();
+    env.refused("cut, audit.checkpoint deleted", &["was cut", &last]);
+
+    // Emptied.
+    env.restore(&pristine);
+    std::fs::write(env.log(), b"").unwrap();
+    env.refused(
+        "emptied",
+        &["it holds 0 records", "the first record missing is seq 1"],
+    );
+
+    // Shorter than the witness file's latest line, with nothing left in the state
+    // directory to say so: cut to the records the first checkpoint covers (none of the
+    // log's own checkpoint records left), audit.checkpoint deleted.
+    env.restore(&pristine);
+    env.write_lines(&lines[..sizes[0] as usize]);
+    std::fs::remove_file(env.latest()).unwrap();
+    env.refused("shorter than the witness", &["was cut", &last]);
+
+    // A crash mid-write after the last checkpoint is not a cut: the gate starts, cuts the
+    // unfinished line off and says so.
+    env.restore(&pristine);
+    let mut torn = std::fs::read(env.log()).unwrap();
+    torn.extend_from_slice(br#"{"seq":999,"time":1,"event":"req"#);
+    std::fs::write(env.log(), &torn).unwrap();
+    let o = env.call();
+    assert!(o.status.success(), "{}", text(&o));
+    let said = std::fs::read_to_string(env.path("state/gate.log")).unwrap();
+    assert!(said.contains("ended in an unfinished record"), "{said}");
+    env.wait_anchored();
+    let (code, _, out) = env.verify(&[]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn test_serve_stops_on_a_cut_log_and_does_not_restart_the_gate() {
+    let env = Env::new("");
+    env.traffic(2);
+    env.wait_anchored();
+    let lines = env.lines();
+    env.write_lines(&lines[..lines.len() - 2]);
+    let before = env.evidence();
+    let mut serve = Command::new(BIN)
+        .arg("serve")
+        .arg("--config")
+        .arg(env.path("boxmaker.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The supervisor gives up at once: its gate exited 2, as on a bad config.
+    let start = Instant::now();
+    while serve.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = serve.kill();
+            panic!("serve kept going on a cut log");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = serve.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("not restarting it"), "{said}");
+    assert!(!said.contains("restarting it;"), "{said}");
+    assert_eq!(
+        said.matches("was cut").count(),
+        1,
+        "one start, one sentence: {said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "the first record missing is seq {}",
+            lines.len() - 1
+        )) && said.contains(&env.log().display().to_string()),
+        "{said}"
+    );
+    assert!(env.evidence() == before, "serve changed the evidence");
+}
+
+#[test]
+fn test_new_chain_records_the_break_and_the_gate_starts_on_it() {
+    let env = Env::new("");
+    env.traffic(2);
+    env.wait_anchored();
+    // Not while a gate runs on the log.
+    let mut serve = Command::new(BIN)
+        .arg("serve")
+        .arg("--config")
+        .arg(env.path("boxmaker.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !env.path("state/agent.sock").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = env.run(&["audit", "new-chain", "--reason", "testing"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("a gate is running"), "{}", text(&o));
+    let _ = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .output();
+    serve.wait().unwrap();
+    // Nothing to restart while the log extends its checkpoints.
+    let o = env.run(&["audit", "new-chain", "--reason", "testing"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("there is no break to record"),
+        "{}",
+        text(&o)
+    );
+
+    let lines = env.lines();
+    env.write_lines(&lines[..lines.len() - 3]);
+    let cut = std::fs::read(env.log()).unwrap();
+    let refusal = env.refused("cut", &["was cut"]);
+    let o = env.run(&[
+        "audit",
+        "new-chain",
+        "--reason",
+        "restored from a backup that lagged",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("started a new audit chain"), "{out}");
+    let kept = out
+        .lines()
+        .find_map(|l| l.strip_prefix("boxmaker: that log is kept, as it was found, as "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(std::fs::read(kept).unwrap(), cut, "kept byte for byte");
+    // Record 1 says what was refused, why and by whom; record 2 is its checkpoint, which
+    // the witness holds last.
+    let first: Value = serde_json::from_str(&env.lines()[0]).unwrap();
+    assert_eq!(first["event"], "chain_restarted", "{first}");
+    assert_eq!(first["reason"], "restored from a backup that lagged");
+    assert!(
+        refusal.contains(first["refused"].as_str().unwrap()),
+        "{first} / {refusal}"
+    );
+    assert_eq!(
+        witness_sizes(&env.path("witness")).last(),
+        Some(&1),
+        "the new chain's first checkpoint is witnessed"
+    );
+    // The gate starts on the new chain, and `audit verify` says what it left out.
+    env.traffic(2);
+    env.wait_anchored();
+    let (code, v, out) = env.verify(&[]);
+    assert_eq!((code, v["first_bad"].clone()), (0, Value::Null), "{out}");
+    let detail = v["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("a new chain, started") && detail.contains("were left out"),
+        "{detail}"
+    );
+    // The new chain cut is refused like the old one.
+    let lines = env.lines();
+    env.write_lines(&lines[..3]);
+    env.refused("the new chain cut", &["was cut"]);
 }
