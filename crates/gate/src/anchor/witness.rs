@@ -241,7 +241,7 @@ pub fn read_latest(state_dir: &Path) -> Result<Option<Checkpoint>, String> {
 pub fn last_in_file(path: &Path) -> Option<Checkpoint> {
     use std::io::{Seek, SeekFrom};
     const TAIL: u64 = 64 * 1024;
-    let mut f = File::open(path).ok()?;
+    let mut f = std::fs::File::open(path).ok()?;
     let len = f.metadata().ok()?.len();
     f.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
     let mut tail = Vec::new();
