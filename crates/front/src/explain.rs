@@ -278,6 +278,7 @@ pub fn concern(c: &proto::control::Concern) -> String {
         ConcernKind::UntrustedValue => "untrusted value",
         ConcernKind::UnseenValue => "value seen nowhere",
         ConcernKind::AboveClearance => "above the destination's clearance",
+        ConcernKind::IntentValue => "named by the person",
     };
     for_person(&format!("{what} at {}: {}", c.pointer, c.detail)).text
 }

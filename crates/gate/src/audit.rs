@@ -265,6 +265,10 @@ pub struct ProvenanceNote {
     pub first_tool: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_call: Option<u64>,
+    /// For a value the person's words vouch for (`concern` `intent_value`, docs/spec.md
+    /// §3.10): the number of the prompt that named it, or named the source it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<u64>,
 }
 
 /// A person's answer, as audited.
@@ -536,6 +540,23 @@ pub enum Event {
         /// Who ran it.
         by: String,
     },
+    /// The person's words reached a conversation (docs/spec.md §3.10): the prompt's
+    /// SHA-256 and size, never its text; its number, how it came (`hook` or `cli`), and
+    /// how many values and sources it added. `refused` says why nothing of it was added.
+    Intent {
+        session: SessionId,
+        via: String,
+        text_sha256: String,
+        bytes: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<u64>,
+        #[serde(default)]
+        values: u64,
+        #[serde(default)]
+        sources: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+    },
 }
 
 impl Event {
@@ -631,6 +652,8 @@ impl Event {
             Event::Checkpoint { .. } => "checkpoint",
             Event::WitnessFailed { .. } => "witness_failed",
             Event::ChainRestarted { .. } => "chain_restarted",
+    },
+            Event::Intent { .. } => "intent",
         }
     }
 

@@ -54,6 +54,9 @@ use proto::{CallId, DataClass, SessionId, Timestamp};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
+mod intent;
+pub use intent::{IntentAdded, IntentLimits, IntentPrompt, IntentVia, Sourced};
+
 /// The database's file name inside the state directory.
 pub const DB_FILE: &str = "boxmaker.db";
 
@@ -139,6 +142,42 @@ pub const MIGRATIONS: &[&str] = &[
         full    INTEGER NOT NULL CHECK (full IN (0, 1))
     ) STRICT;
     ALTER TABLE approvals ADD COLUMN concerns TEXT;",
+    // v5 (issue 30): the person's own words (docs/spec.md §3.10), a kind of trusted sighting
+    // of its own beside the provenance index — each prompt a conversation was handed (its
+    // hash and size, never its text), the values it names, the sources it names, and the
+    // values an answer of a call that read a named source showed (`store/intent.rs`).
+    "CREATE TABLE intent_prompts (
+        session TEXT NOT NULL,
+        n       INTEGER NOT NULL,
+        at      INTEGER NOT NULL,
+        sha256  TEXT NOT NULL,
+        bytes   INTEGER NOT NULL,
+        via     TEXT NOT NULL CHECK (via IN ('hook','cli')),
+        PRIMARY KEY (session, n)
+    ) STRICT;
+    CREATE TABLE intent_values (
+        session TEXT NOT NULL,
+        value   TEXT NOT NULL,
+        kind    TEXT NOT NULL
+                CHECK (kind IN ('email','url','host','iban','account','phone','id')),
+        prompt  INTEGER NOT NULL,
+        PRIMARY KEY (session, value)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE intent_sources (
+        session TEXT NOT NULL,
+        source  TEXT NOT NULL,
+        prompt  INTEGER NOT NULL,
+        PRIMARY KEY (session, source)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE intent_sourced (
+        session TEXT NOT NULL,
+        value   TEXT NOT NULL,
+        source  TEXT NOT NULL,
+        tool    TEXT NOT NULL,
+        call    INTEGER NOT NULL,
+        prompt  INTEGER NOT NULL,
+        PRIMARY KEY (session, value)
+    ) STRICT, WITHOUT ROWID;",
 ];
 
 /// What can go wrong in the state store.
@@ -212,6 +251,12 @@ pub enum StoreError {
     GrantAlreadyRevoked { id: i64, revoked: Timestamp },
     #[error("approval {id} was refused; only an approval can be remembered")]
     RememberRefusal { id: String },
+    #[error(
+        "session {session} holds {what} already, the most one conversation keeps: nothing of \
+         this prompt was added (its values stay as untrusted as before; `boxmaker sessions \
+         reset` starts the session over)"
+    )]
+    IntentFull { session: String, what: String },
 }
 
 fn sql(op: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
@@ -1066,8 +1111,12 @@ impl Store {
         now: Timestamp,
     ) -> Result<Option<StoredTaint>, StoreError> {
         let tx = self.write("reset a session")?;
-        // The provenance index goes with the taint (docs/spec.md §3.7).
-        for table in ["provenance", "provenance_sessions"] {
+        // The provenance index goes with the taint (docs/spec.md §3.7), and so does what
+        // the person's prompts made trusted (§3.10).
+        for table in ["provenance", "provenance_sessions"]
+            .into_iter()
+            .chain(intent::TABLES)
+        {
             tx.execute(
                 &format!("DELETE FROM {table} WHERE session = ?1"),
                 [session.as_str()],

@@ -57,6 +57,13 @@ pub trait Context: fmt::Debug {
         let _ = value;
         Seen::Unknown
     }
+
+    /// What the index says of `value` had the person's prompts named nothing (docs/spec.md
+    /// §3.10): never [`Seen::Intent`] or [`Seen::Endorsed`]. The default is [`Context::seen`],
+    /// for a context that holds no intent.
+    fn seen_without_intent(&self, value: &Ident) -> Seen {
+        self.seen(value)
+    }
 }
 
 /// The context that knows nothing beyond the arguments (a `from` test fails in it): what

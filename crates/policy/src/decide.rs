@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::condition::{Arguments, Context, NoContext, Test, closed_holds, unnamed_key};
 use crate::grant::{Effect, Grant, Grants};
-use crate::provenance::{AssumeTrusted, sentence};
+use crate::provenance::{AssumeTrusted, WithoutIntent, sentence};
 use crate::taint::Taint;
 
 /// What the gate does with a call.
@@ -366,6 +366,14 @@ pub struct Explanation {
     pub concerns: Vec<Concern>,
     /// Provenance changed the decision: with every `from` test holding it would differ.
     pub by_provenance: bool,
+    /// The person's own words changed the decision (docs/spec.md §3.10): had their prompts
+    /// named nothing, it would differ.
+    pub by_intent: bool,
+    /// Each value a `from` test looked up that the person's words vouch for
+    /// ([`ConcernKind::IntentValue`]), in the order found: what the audit record and
+    /// `check --explain` name when intent changed the decision. When the decision asks a
+    /// person, these are among the `concerns` too.
+    pub intent: Vec<Concern>,
 }
 
 /// Like [`decide`], and also says why: for every grant whose tool pattern matches `tool`,
@@ -426,10 +434,21 @@ pub fn explain_call_in(
     let by_provenance = asks_provenance
         && decide_call_in(grants, session, tool, args, taint, now, &AssumeTrusted) != decision;
     let mut concerns = Vec::new();
+    let mut intent = Vec::new();
     if let Some(v) = args.json() {
         for l in &lines {
             line_concerns(l, v, cx, taint, &mut concerns);
+            if asks_provenance {
+                intent_concerns(&l.grant, v, cx, &mut intent);
+            }
         }
+    }
+    let by_intent = !intent.is_empty()
+        && decide_call_in(grants, session, tool, args, taint, now, &WithoutIntent(cx)) != decision;
+    let mut seen = std::collections::HashSet::new();
+    intent.retain(|c: &Concern| seen.insert((c.kind, c.pointer.clone(), c.value.clone())));
+    if decision == Decision::Ask {
+        concerns.extend(intent.iter().cloned());
     }
     let mut seen = std::collections::HashSet::new();
     concerns.retain(|c: &Concern| seen.insert((c.kind, c.pointer.clone(), c.value.clone())));
@@ -438,6 +457,8 @@ pub fn explain_call_in(
         lines,
         concerns,
         by_provenance,
+        by_intent,
+        intent,
     }
 }
 
@@ -488,6 +509,27 @@ fn clearance(grant: &Grant, verdict: Verdict, args: &Arguments, taint: Taint) ->
         first.0,
         first.1
     ))
+}
+
+/// Each value a `from` test of `grant` looks up that the person's words vouch for
+/// (docs/spec.md §3.10), whatever the grant's verdict.
+fn intent_concerns(grant: &Grant, v: &Value, cx: &dyn Context, out: &mut Vec<Concern>) {
+    for c in &grant.when {
+        let Test::From(t) = &c.test else { continue };
+        let mut path = String::new();
+        c.leaves(v, 0, &mut path, &mut |p, found| {
+            for (ident, seen, _) in t.judge(found, cx) {
+                if seen.is_intent() {
+                    out.push(Concern {
+                        kind: ConcernKind::IntentValue,
+                        pointer: crate::condition::shown_path(p).to_owned(),
+                        value: ident.text.clone(),
+                        detail: sentence(&ident, &seen),
+                    });
+                }
+            }
+        });
+    }
 }
 
 /// What one grant's verdict tells a person (see [`Explanation::concerns`]).

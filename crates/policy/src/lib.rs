@@ -34,6 +34,7 @@ pub mod decide;
 pub mod email;
 pub mod grant;
 pub mod host;
+pub mod intent;
 pub mod links;
 pub mod pattern;
 pub mod provenance;
@@ -53,6 +54,6 @@ pub use decide::{
 pub use grant::{Effect, Grant, Grants};
 pub use host::{Host, HostError, HostPatternError, HostSet};
 pub use pattern::{Pattern, PatternError};
-pub use provenance::{AssumeTrusted, FromTest, Known, Seen, Shown};
+pub use provenance::{AssumeTrusted, FromTest, Known, Seen, Shown, WithoutIntent};
 pub use taint::{Label, Taint};
 pub use typed::{EmailTest, LinksTest, UrlTest};

@@ -17,6 +17,7 @@ use proto::control::ConcernKind;
 use serde_json::Value;
 
 use crate::condition::Context;
+use crate::intent::PromptRef;
 use crate::values::{Ident, in_argument};
 
 /// Where an answer was shown: its tool and the call's number.
@@ -41,6 +42,17 @@ pub enum Seen {
     /// session may be shown before any call: the server's own words, untrusted. The tool
     /// (its exposed name) whose definition named it first.
     Described(String),
+    /// The person's own words (docs/spec.md §3.10): a prompt they typed in this
+    /// conversation names it. Trusted, whatever any answer showed.
+    Intent(PromptRef),
+    /// First seen in an answer of a call that read a source a prompt of the person named
+    /// (`the page at dora.example`, `the file notes.txt`): trusted. `source` as a sentence
+    /// names it.
+    Endorsed {
+        source: String,
+        shown: Shown,
+        prompt: PromptRef,
+    },
     /// Seen in no answer of the session (the session's own calls may have passed it in).
     Unseen,
     /// Not in the session's index, which is full: it counts as untrusted.
@@ -52,13 +64,22 @@ pub enum Seen {
 impl Seen {
     /// Whether the value came from somewhere the person trusts.
     pub fn is_trusted(&self) -> bool {
-        matches!(self, Seen::Config | Seen::Trusted(_))
+        matches!(
+            self,
+            Seen::Config | Seen::Trusted(_) | Seen::Intent(_) | Seen::Endorsed { .. }
+        )
+    }
+
+    /// Whether the person's own words made it trusted (docs/spec.md §3.10).
+    pub fn is_intent(&self) -> bool {
+        matches!(self, Seen::Intent(_) | Seen::Endorsed { .. })
     }
 
     /// What a person is told when this stops a call: `None` for a trusted value.
     pub fn concern(&self) -> Option<ConcernKind> {
         match self {
             Seen::Config | Seen::Trusted(_) => None,
+            Seen::Intent(_) | Seen::Endorsed { .. } => Some(ConcernKind::IntentValue),
             Seen::Unseen => Some(ConcernKind::UnseenValue),
             Seen::Untrusted(_) | Seen::Described(_) | Seen::Unplaced | Seen::Unknown => {
                 Some(ConcernKind::UntrustedValue)
@@ -79,6 +100,16 @@ pub fn sentence(ident: &Ident, seen: &Seen) -> String {
         Seen::Untrusted(s) => format!(
             "{ident} first appeared in an untrusted answer of {}, call {}",
             s.tool, s.call
+        ),
+        Seen::Intent(p) => format!("{ident} is in the person's {p}"),
+        Seen::Endorsed {
+            source,
+            shown,
+            prompt,
+        } => format!(
+            "{ident} first appeared in an answer of {}, call {}, which read {source}, a source \
+             the person named in {prompt}",
+            shown.tool, shown.call
         ),
         Seen::Described(tool) => format!(
             "{ident} is named by the definition of tool {tool} (its description or schema), \
@@ -129,7 +160,10 @@ impl FromTest {
     pub fn admits(self, seen: &Seen) -> bool {
         matches!(
             (self, seen),
-            (_, Seen::Config | Seen::Trusted(_)) | (FromTest::NotUntrusted, Seen::Unseen)
+            (
+                _,
+                Seen::Config | Seen::Trusted(_) | Seen::Intent(_) | Seen::Endorsed { .. }
+            ) | (FromTest::NotUntrusted, Seen::Unseen)
         )
     }
 
@@ -231,6 +265,17 @@ impl Known {
     /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+/// The session's context as it would be had the person said nothing (docs/spec.md §3.10):
+/// what a decision would be without intent, to tell whether intent changed it.
+#[derive(Debug, Clone, Copy)]
+pub struct WithoutIntent<'a>(pub &'a dyn Context);
+
+impl Context for WithoutIntent<'_> {
+    fn seen(&self, value: &Ident) -> Seen {
+        self.0.seen_without_intent(value)
     }
 }
 

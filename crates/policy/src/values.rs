@@ -199,6 +199,11 @@ impl Found {
         self.values.push(Ident { kind, text });
     }
 
+    /// Adds `text` (canonical) as an id, as the readers add theirs.
+    pub(crate) fn push_id(&mut self, text: String) {
+        self.push(Kind::Id, text);
+    }
+
     fn absorb(&mut self, other: Found) {
         self.overflow |= other.overflow;
         for v in other.values {

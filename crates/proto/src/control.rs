@@ -113,7 +113,35 @@ pub enum ControlOp {
         wait_ms: u64,
         pending_only: bool,
     },
+    /// The person's own words for one conversation (docs/spec.md §3.10): a prompt they
+    /// typed, handed over by the client's hook (`via` `hook`) or by `boxmaker intent` from a
+    /// program the person runs (`cli`). Only the operator's channel carries it: the agent
+    /// socket has no such message, and no box reaches this socket. At most
+    /// [`MAX_INTENT_TEXT`] bytes.
+    Intent {
+        session: SessionId,
+        text: String,
+        via: IntentVia,
+    },
 }
+
+/// The longest prompt one `intent` carries (bytes): 256 KiB.
+pub const MAX_INTENT_TEXT: usize = 256 * 1024;
+
+/// How the person's words reached the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", try_from = "String")]
+pub enum IntentVia {
+    /// The client's own prompt hook (`boxmaker intent --hook`).
+    Hook,
+    /// `boxmaker intent` from a program the person runs.
+    Cli,
+}
+
+wire_names!(IntentVia, "intent via", "hook or cli", {
+    Hook => "hook",
+    Cli => "cli",
+});
 
 /// The gate's answer: `{"v":1,"id":N,"reply":{"kind":...,"body":{...}}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,6 +226,14 @@ pub enum ControlAnswer {
         code: ControlErrorCode,
         detail: String,
     },
+    /// What a prompt added to its conversation: its number there (1 for the first), how
+    /// many of its values and sources were new, and the sources it names (as stored:
+    /// `host:dora.example`, `file:notes.txt`).
+    Intent {
+        prompt: u64,
+        values: u64,
+        sources: Vec<String>,
+    },
 }
 
 /// A call waiting for (or decided by) a person, with everything the person must see.
@@ -256,12 +292,16 @@ pub enum ConcernKind {
     UnseenValue,
     /// The session holds data above what the destination is cleared for.
     AboveClearance,
+    /// The person's own words vouch for the value (docs/spec.md §3.10): a prompt they
+    /// typed names it, or it came from a source a prompt named.
+    IntentValue,
 }
 
-wire_names!(ConcernKind, "concern kind", "untrusted_value, unseen_value or above_clearance", {
+wire_names!(ConcernKind, "concern kind", "untrusted_value, unseen_value, above_clearance or intent_value", {
     UntrustedValue => "untrusted_value",
     UnseenValue => "unseen_value",
     AboveClearance => "above_clearance",
+    IntentValue => "intent_value",
 });
 
 /// An approval and what happened to it: what the history of approvals shows.

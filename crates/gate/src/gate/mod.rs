@@ -83,6 +83,7 @@ mod approvals;
 mod client;
 pub mod described;
 mod egress;
+mod intent;
 mod operator;
 mod provenance;
 mod remember;
@@ -1022,6 +1023,10 @@ impl Gate {
             CommitFailed::Taint(e) => withheld("record the session's taint")(GateError::Shared(e)),
             CommitFailed::Audit(e) => withheld("audit the result")(GateError::Shared(e)),
         })?;
+        // docs/spec.md §3.10: an answer of a source the person named vouches for its values.
+        if outcome == Outcome::Result {
+            self.endorse(req, args, content);
+        }
         Ok(resp)
     }
 }

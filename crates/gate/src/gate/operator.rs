@@ -256,6 +256,7 @@ impl Gate {
                 wait_ms,
                 pending_only,
             } => self.watch_approvals(after, limit, wait_ms, pending_only),
+            ControlOp::Intent { session, text, via } => self.intent(&session, &text, via),
             ControlOp::AuditVerify {} => {
                 // The chain, the log's own checkpoints, and those the config knows of
                 // (`[audit] witness_file`, the state directory's latest), by this gate's key.

@@ -69,7 +69,17 @@ impl<'a> SessionIndex<'a> {
 }
 
 impl Context for SessionIndex<'_> {
+    /// What the index says, unless the person's words vouch for a value it does not trust
+    /// (docs/spec.md §3.10, `intent.rs`): then that.
     fn seen(&self, value: &Ident) -> Seen {
+        let seen = self.seen_without_intent(value);
+        if seen.is_trusted() {
+            return seen;
+        }
+        self.intent(value).unwrap_or(seen)
+    }
+
+    fn seen_without_intent(&self, value: &Ident) -> Seen {
         if self.known.contains(&value.text) {
             return Seen::Config;
         }
@@ -95,6 +105,30 @@ impl Context for SessionIndex<'_> {
             // An index that cannot be read places nothing: fail closed.
             Err(_) => Seen::Unplaced,
         }
+    }
+}
+
+impl SessionIndex<'_> {
+    /// What the person's prompts say of `value`: named by one, or shown by an answer of a
+    /// source one named. A store that cannot say (an older database, an error) says nothing:
+    /// intent only adds trust, so none is added.
+    fn intent(&self, value: &Ident) -> Option<Seen> {
+        let store = lock(self.store);
+        let prompt = |n: u64, at| policy::intent::PromptRef { n, at };
+        if let Ok(Some((n, at))) = store.intent_value(self.session, &value.text) {
+            return Some(Seen::Intent(prompt(n, at)));
+        }
+        let s = store.intent_sourced(self.session, &value.text).ok()??;
+        let source = policy::intent::Source::from_key(&s.source)
+            .map_or_else(|| s.source.clone(), |x| x.describe());
+        Some(Seen::Endorsed {
+            source,
+            shown: Shown {
+                tool: s.tool,
+                call: s.call.0,
+            },
+            prompt: prompt(s.prompt, s.at),
+        })
     }
 }
 
@@ -162,24 +196,36 @@ pub fn concerns(e: &Explanation) -> Vec<Concern> {
 /// The audit notes of a decision provenance changed (empty when it changed nothing): each
 /// refused value by its hash (and itself with `log_arguments`), and where it first
 /// appeared.
+///
+/// A decision the person's words changed (docs/spec.md §3.10) names each value they vouched
+/// for, `concern` `intent_value`, with the prompt that did.
 pub fn notes(e: &Explanation, cx: &dyn Context, config: &Config) -> Vec<ProvenanceNote> {
-    if !e.by_provenance {
-        return Vec::new();
-    }
-    e.concerns
-        .iter()
-        .filter(|c| c.kind != proto::control::ConcernKind::AboveClearance)
+    use proto::control::ConcernKind;
+    let refused = e.concerns.iter().filter(|c| {
+        e.by_provenance
+            && !matches!(
+                c.kind,
+                ConcernKind::AboveClearance | ConcernKind::IntentValue
+            )
+    });
+    let vouched = e.intent.iter().filter(|_| e.by_intent);
+    refused
+        .chain(vouched)
         .take(MAX_CONCERNS)
         .map(|c| {
             // Where it first appeared: an answer (its tool and call), or a tool's definition
             // (its tool, and no call).
-            let (first_tool, first_call) = match cx.seen(&Ident {
+            let (first_tool, first_call, prompt) = match cx.seen(&Ident {
                 kind: policy::values::Kind::Id,
                 text: c.value.clone(),
             }) {
-                Seen::Trusted(s) | Seen::Untrusted(s) => (Some(s.tool), Some(s.call)),
-                Seen::Described(tool) => (Some(tool), None),
-                _ => (None, None),
+                Seen::Trusted(s) | Seen::Untrusted(s) => (Some(s.tool), Some(s.call), None),
+                Seen::Described(tool) => (Some(tool), None, None),
+                Seen::Intent(p) => (None, None, Some(p.n)),
+                Seen::Endorsed { shown, prompt, .. } => {
+                    (Some(shown.tool), Some(shown.call), Some(prompt.n))
+                }
+                _ => (None, None, None),
             };
             ProvenanceNote {
                 concern: c.kind,
@@ -188,6 +234,7 @@ pub fn notes(e: &Explanation, cx: &dyn Context, config: &Config) -> Vec<Provenan
                 value: config.gate.log_arguments.then(|| c.value.clone()),
                 first_tool,
                 first_call,
+                prompt,
             }
         })
         .collect()

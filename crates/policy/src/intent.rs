@@ -1,0 +1,627 @@
+//! The person's own words (docs/spec.md §3.10 "Intent"): what a prompt the person typed
+//! makes trusted for their conversation, and the sources it names.
+//!
+//! [`read_prompt`] reads a prompt into
+//! - its **values**: every identifying value [`crate::values::in_answer`] reads in it (the
+//!   same canonical forms a `from` test looks up), and the values a call carries whole that
+//!   no identifying reader takes — **amounts** (`1,200.50 EUR` is `1200.5`, `1200.50`),
+//!   **dates** (`5 March 2026`, `2026/03/05`, `05.03.2026` are `2026-03-05`), **quoted
+//!   text** (`"Rent for March"`, `“…”`, `‘…’`, `«…»`, `` `…` ``) and **names** (two to four
+//!   capitalised words in a row: `Dora Lee`), each an id as [`crate::values::in_argument`]
+//!   reads a string or number that carries nothing else;
+//! - its **sources** ([`Source`]): each host or URL it names (`the page at dora.example`)
+//!   and each file (`notes.txt`, `./invoices/march.pdf`). A call that read a source the
+//!   person named vouches, through the gate, for the values its answer showed.
+//!
+//! Pure: no I/O, linear in the prompt's length, bounded in what it returns
+//! ([`MAX_PROMPT_VALUES`], [`MAX_PROMPT_SOURCES`]; past either the prompt is refused whole
+//! by the gate).
+
+use std::collections::HashSet;
+
+use crate::values::{Found, Ident, Kind, MAX_ID_CHARS, canonical_id, in_answer};
+
+/// The longest prompt the gate takes (bytes). A longer one adds nothing, and says so.
+pub const MAX_PROMPT_BYTES: usize = proto::control::MAX_INTENT_TEXT;
+
+/// The most values one prompt may add.
+pub const MAX_PROMPT_VALUES: usize = 2_000;
+
+/// The most sources one prompt may name.
+pub const MAX_PROMPT_SOURCES: usize = 64;
+
+/// A source a prompt names: a host (every URL on it), or a file by the path the person
+/// wrote (its components, matched against the end of the path a call read).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// A canonical host ([`crate::values::canonical_host`]).
+    Host(String),
+    /// A path's components (`invoices/march.pdf`), no `.`, `..` or empty one; `absolute`
+    /// when the person wrote it from `/` (then it must be the whole path read).
+    File { path: String, absolute: bool },
+}
+
+impl Source {
+    /// How it is stored: `host:dora.example`, `file:invoices/march.pdf`,
+    /// `file:/data/march.pdf`.
+    pub fn key(&self) -> String {
+        match self {
+            Source::Host(h) => format!("host:{h}"),
+            Source::File { path, absolute } => {
+                format!("file:{}{path}", if *absolute { "/" } else { "" })
+            }
+        }
+    }
+
+    /// The source stored as `key`.
+    pub fn from_key(key: &str) -> Option<Source> {
+        if let Some(h) = key.strip_prefix("host:") {
+            return Some(Source::Host(h.to_owned()));
+        }
+        let p = key.strip_prefix("file:")?;
+        Some(match p.strip_prefix('/') {
+            Some(rest) => Source::File {
+                path: rest.to_owned(),
+                absolute: true,
+            },
+            None => Source::File {
+                path: p.to_owned(),
+                absolute: false,
+            },
+        })
+    }
+
+    /// How a sentence names it: `the page at dora.example`, `the file notes.txt`.
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Host(h) => format!("the pages at {h}"),
+            Source::File { path, absolute } => {
+                format!("the file {}{path}", if *absolute { "/" } else { "" })
+            }
+        }
+    }
+
+    /// Whether this source, as the person named it, covers `read` (a source a call read:
+    /// [`Source::Host`] by equality; a file when the person's path is the read path's last
+    /// components, or the whole of it when they wrote it from `/`).
+    pub fn covers(&self, read: &Source) -> bool {
+        match (self, read) {
+            (Source::Host(a), Source::Host(b)) => a == b,
+            (
+                Source::File { path, absolute },
+                Source::File {
+                    path: read_path, ..
+                },
+            ) => {
+                if *absolute {
+                    return path == read_path;
+                }
+                read_path == path
+                    || read_path
+                        .strip_suffix(path.as_str())
+                        .is_some_and(|head| head.ends_with('/'))
+            }
+            _ => false,
+        }
+    }
+
+    /// The file source a call that reads `path` (as the box sees it, absolute or relative
+    /// to `/work`) reads: its normal components; `None` for a path with `..`.
+    pub fn of_read_path(path: &str) -> Option<Source> {
+        let absolute = path.starts_with('/');
+        let parts = components(path)?;
+        if parts.is_empty() {
+            return None;
+        }
+        let joined = parts.join("/");
+        Some(Source::File {
+            path: if absolute {
+                joined
+            } else {
+                format!("work/{joined}")
+            },
+            absolute: true,
+        })
+    }
+}
+
+/// A path's normal components; `None` when one is `..`.
+fn components(path: &str) -> Option<Vec<&str>> {
+    let mut out = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// What one prompt adds.
+#[derive(Debug, Clone, Default)]
+pub struct Prompt {
+    pub values: Found,
+    pub sources: Vec<Source>,
+}
+
+/// Reads a prompt the person typed (see the module's documentation).
+pub fn read_prompt(text: &str) -> Prompt {
+    let mut values = in_answer(text);
+    let mut sources: Vec<Source> = Vec::new();
+    let mut named: HashSet<Source> = HashSet::new();
+    let emails: Vec<String> = values
+        .values()
+        .iter()
+        .filter(|v| v.kind == Kind::Email)
+        .filter_map(|v| v.text.rsplit_once('@').map(|(_, d)| d.to_owned()))
+        .collect();
+    for v in values.values() {
+        let host = match v.kind {
+            Kind::Host if !emails.contains(&v.text) => v.text.clone(),
+            _ => continue,
+        };
+        let s = Source::Host(host);
+        if named.insert(s.clone()) {
+            sources.push(s);
+        }
+    }
+    for f in files(text) {
+        if named.insert(f.clone()) {
+            sources.push(f);
+        }
+    }
+    let mut extra = Vec::new();
+    amounts(text, &mut extra);
+    dates(text, &mut extra);
+    quoted(text, &mut extra);
+    names(text, &mut extra);
+    for e in extra {
+        if let Some(c) = canonical_id(&e) {
+            values.push_id(c);
+        }
+    }
+    Prompt { values, sources }
+}
+
+/// The words of `text`, split at white space and at the brackets and quotes around them.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\''
+                    | '`'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | '<'
+                    | '>'
+                    | ','
+                    | ';'
+                    | '“'
+                    | '”'
+                    | '‘'
+                    | '’'
+                    | '«'
+                    | '»'
+            )
+    })
+    .map(|w| w.trim_end_matches(['.', ':', '!', '?']))
+    .filter(|w| !w.is_empty())
+}
+
+/// The files a prompt names: a word with a `/` between two names (`invoices/march.pdf`,
+/// `./notes.txt`, `/data/x.csv`, `~/notes.txt`) or a name with an extension of one to
+/// eight letters or digits, one letter at least (`notes.txt`); never a URL or an address.
+fn files(text: &str) -> Vec<Source> {
+    let mut out = Vec::new();
+    for w in words(text) {
+        if out.len() >= MAX_PROMPT_SOURCES || w.contains("://") || w.contains('@') {
+            continue;
+        }
+        let (w, absolute) = match w.strip_prefix("~/") {
+            Some(rest) => (rest, false),
+            None => (w, w.starts_with('/')),
+        };
+        let Some(parts) = components(w) else {
+            continue;
+        };
+        let Some(last) = parts.last() else { continue };
+        let has_ext = last.rsplit_once('.').is_some_and(|(stem, ext)| {
+            !stem.is_empty()
+                && (1..=8).contains(&ext.len())
+                && ext.bytes().all(|b| b.is_ascii_alphanumeric())
+                && ext.bytes().any(|b| b.is_ascii_alphabetic())
+        });
+        let is_path = parts.len() >= 2 || (absolute && !parts.is_empty());
+        if !(has_ext || is_path) {
+            continue;
+        }
+        let ok = parts.iter().all(|p| {
+            p.chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_' | '+' | '~'))
+        });
+        if ok {
+            out.push(Source::File {
+                path: parts.join("/"),
+                absolute,
+            });
+        }
+    }
+    out
+}
+
+/// Every amount: a run of digits with `,`, `.` or `'` between groups, read with its last
+/// separator as the decimal point when one or two digits follow it (or it is the only
+/// one, a `.`), else as a thousands separator; both readings when a single separator has
+/// three digits after it (`1.200` is 1200 in Berlin and 1.2 in a program). Each reading in
+/// the forms a call sends it: `1200`, `1200.5`, `1200.50`, `1200.0`.
+fn amounts(text: &str, out: &mut Vec<String>) {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = bytes[i].is_ascii_digit() && (i == 0 || !is_word_byte(bytes[i - 1]));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < bytes.len()
+            && (bytes[j].is_ascii_digit() || matches!(bytes[j], b',' | b'.' | b'\''))
+        {
+            j += 1;
+        }
+        let run = text
+            .get(i..j)
+            .unwrap_or("")
+            .trim_end_matches([',', '.', '\'']);
+        i = j.max(i + 1);
+        if run.len() > 40 {
+            continue;
+        }
+        for (int, frac) in readings(run) {
+            number_forms(&int, &frac, out);
+        }
+    }
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+/// The (integer digits, fraction digits) an amount may be.
+fn readings(run: &str) -> Vec<(String, String)> {
+    let seps: Vec<(usize, char)> = run
+        .char_indices()
+        .filter(|(_, c)| matches!(c, ',' | '.' | '\''))
+        .collect();
+    let digits = |s: &str| s.chars().filter(char::is_ascii_digit).collect::<String>();
+    let Some(&(last, sep)) = seps.last() else {
+        return vec![(run.to_owned(), String::new())];
+    };
+    let after = run.get(last + 1..).unwrap_or("");
+    let before = run.get(..last).unwrap_or("");
+    if seps.len() == 1 && after.len() == 3 && sep != '\'' {
+        // `1.200` or `1,200`: both readings.
+        return vec![
+            (digits(run), String::new()),
+            (digits(before), after.to_owned()),
+        ];
+    }
+    if sep != '\'' && (after.len() <= 2 || (seps.len() == 1 && sep == '.')) {
+        return vec![(digits(before), after.to_owned())];
+    }
+    vec![(digits(run), String::new())]
+}
+
+fn number_forms(int: &str, frac: &str, out: &mut Vec<String>) {
+    let int = int.trim_start_matches('0');
+    let int = if int.is_empty() { "0" } else { int };
+    let trimmed = frac.trim_end_matches('0');
+    if trimmed.is_empty() {
+        out.push(int.to_owned());
+        out.push(format!("{int}.0"));
+        if !frac.is_empty() {
+            out.push(format!("{int}.{frac}"));
+        }
+    } else {
+        out.push(format!("{int}.{trimmed}"));
+        if trimmed.len() != frac.len() {
+            out.push(format!("{int}.{frac}"));
+        }
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// Every date, as `YYYY-MM-DD`: ISO (`2026-03-05`, `2026/03/05`), day first with dots or
+/// slashes (`05.03.2026`, `5/3/2026`), and in English words (`5 March 2026`, `March 5,
+/// 2026`, `Mar 5 2026`).
+fn dates(text: &str, out: &mut Vec<String>) {
+    let mut push = |y: u32, m: u32, d: u32| {
+        if (1..=12).contains(&m) && (1..=31).contains(&d) && (1000..=9999).contains(&y) {
+            out.push(format!("{y:04}-{m:02}-{d:02}"));
+        }
+    };
+    for w in words(text) {
+        let parts: Vec<&str> = w.split(['-', '/', '.']).collect();
+        if parts.len() == 3
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            let n: Vec<u32> = parts.iter().filter_map(|p| p.parse().ok()).collect();
+            if let [a, b, c] = n[..] {
+                if parts[0].len() == 4 {
+                    push(a, b, c);
+                } else if parts[2].len() == 4 {
+                    push(c, b, a);
+                }
+            }
+        }
+    }
+    let ws: Vec<String> = words(text).map(str::to_lowercase).collect();
+    let month = |w: &str| {
+        MONTHS
+            .iter()
+            .position(|m| *m == w || (w.len() >= 3 && m.starts_with(w) && w.len() <= m.len()))
+            .map(|i| i as u32 + 1)
+    };
+    let num = |w: &str| -> Option<u32> {
+        let w = w
+            .trim_end_matches("st")
+            .trim_end_matches("nd")
+            .trim_end_matches("rd")
+            .trim_end_matches("th");
+        w.parse().ok()
+    };
+    for k in 0..ws.len() {
+        let (Some(a), Some(b), Some(c)) = (ws.get(k), ws.get(k + 1), ws.get(k + 2)) else {
+            continue;
+        };
+        // `5 March 2026`
+        if let (Some(d), Some(m), Some(y)) = (num(a), month(b), num(c)) {
+            push(y, m, d);
+        }
+        // `March 5 2026` (the comma is a word break)
+        if let (Some(m), Some(d), Some(y)) = (month(a), num(b), num(c)) {
+            push(y, m, d);
+        }
+    }
+}
+
+/// The text between quotes: `"…"`, `“…”`, `„…“`, `‘…’`, `«…»`, `` `…` ``, and `'…'` opened
+/// after a non-letter (never an apostrophe inside a word). At most [`MAX_ID_CHARS`].
+fn quoted(text: &str, out: &mut Vec<String>) {
+    let pairs = [
+        ('"', '"'),
+        ('“', '”'),
+        ('„', '“'),
+        ('‘', '’'),
+        ('«', '»'),
+        ('`', '`'),
+        ('\'', '\''),
+    ];
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut k = 0;
+    while k < chars.len() {
+        let (at, c) = chars[k];
+        let Some(&(_, close)) = pairs.iter().find(|(o, _)| *o == c) else {
+            k += 1;
+            continue;
+        };
+        if c == '\'' && k > 0 && chars[k - 1].1.is_alphanumeric() {
+            k += 1;
+            continue;
+        }
+        let start = at + c.len_utf8();
+        let end = chars[k + 1..]
+            .iter()
+            .take(MAX_ID_CHARS + 1)
+            .position(|(_, x)| *x == close)
+            .map(|p| k + 1 + p);
+        match end {
+            Some(e) => {
+                if let Some(inner) = text.get(start..chars[e].0) {
+                    if !inner.trim().is_empty() {
+                        out.push(inner.to_owned());
+                    }
+                }
+                k = e + 1;
+            }
+            None => k += 1,
+        }
+    }
+}
+
+/// Names: every run of two to four words in a row that each start with a capital letter
+/// followed by small letters (`Dora Lee`, `Jean-Paul Sartre`, `Acme Holdings Ltd`).
+fn names(text: &str, out: &mut Vec<String>) {
+    let is_name = |w: &str| {
+        let mut cs = w.chars();
+        cs.next().is_some_and(char::is_uppercase)
+            && w.chars().count() >= 2
+            && cs.all(|c| c.is_alphabetic() || c == '-' || c == '\'')
+            && w.chars().skip(1).any(char::is_lowercase)
+    };
+    let mut run: Vec<&str> = Vec::new();
+    let flush = |run: &mut Vec<&str>, out: &mut Vec<String>| {
+        for len in 2..=4.min(run.len()) {
+            for start in 0..=run.len() - len {
+                out.push(run[start..start + len].join(" "));
+            }
+        }
+        run.clear();
+    };
+    for raw in text.split_whitespace() {
+        let w = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let ends = raw.ends_with([',', '.', ';', ':', '!', '?']);
+        if is_name(w) && run.len() < 8 {
+            run.push(w);
+        } else {
+            flush(&mut run, out);
+        }
+        if ends {
+            flush(&mut run, out);
+        }
+    }
+    flush(&mut run, out);
+}
+
+/// Where a prompt was given: its number in the conversation and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PromptRef {
+    pub n: u64,
+    pub at: proto::Timestamp,
+}
+
+impl std::fmt::Display for PromptRef {
+    /// `prompt 2 (2026-12-05 14:02 UTC)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "prompt {} ({})", self.n, utc(self.at.0))
+    }
+}
+
+/// `YYYY-MM-DD HH:MM UTC` of seconds since the epoch (no time zone: policy does no I/O).
+pub fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+/// Whether `ident`, as a prompt's reading holds it, is one the person wrote.
+pub fn names_value(prompt: &Prompt, ident: &Ident) -> bool {
+    prompt.values.contains(&ident.text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn has(p: &Prompt, v: &str) -> bool {
+        p.values.contains(v)
+    }
+
+    #[test]
+    fn a_prompt_names_its_payee_amount_date_memo_and_name() {
+        let p = read_prompt(
+            "Pay Dora Lee 1,200.50 EUR for \"Rent for March\" to GB29 NWBK 6016 1331 9268 19 \
+             on 5 March 2026, and mail dora@lee.example.",
+        );
+        for v in [
+            "GB29NWBK60161331926819",
+            "1200.5",
+            "1200.50",
+            "Rent for March",
+            "2026-03-05",
+            "Dora Lee",
+            "dora@lee.example",
+        ] {
+            assert!(has(&p, v), "{v}: {:?}", p.values.values());
+        }
+        // The whole argument a call sends, read as a `from` test reads it.
+        for arg in [
+            json!(1200.5),
+            json!("1200.50"),
+            json!("Dora Lee"),
+            json!("2026-03-05"),
+        ] {
+            let found = crate::values::in_argument(&arg);
+            assert!(
+                found.values().iter().all(|i| has(&p, &i.text)),
+                "{arg}: {:?}",
+                found.values()
+            );
+        }
+        // An e-mail's domain is no source the person named.
+        assert!(p.sources.is_empty(), "{:?}", p.sources);
+    }
+
+    #[test]
+    fn amounts_read_both_ways_when_ambiguous() {
+        let mut out = Vec::new();
+        amounts("1.200 and 1,200 and 99 and 3.50 and 1'000'000", &mut out);
+        for v in ["1200", "1.2", "99", "99.0", "3.5", "3.50", "1000000"] {
+            assert!(out.contains(&v.to_string()), "{v}: {out:?}");
+        }
+        let mut out = Vec::new();
+        amounts("A1200 abc", &mut out);
+        assert!(
+            out.is_empty(),
+            "a digit inside a word is no amount: {out:?}"
+        );
+    }
+
+    #[test]
+    fn a_prompt_names_pages_and_files() {
+        let p = read_prompt(
+            "Read the page at https://dora.example/rent and the file invoices/march.pdf, \
+             then ~/notes.txt and /data/x.csv; not bob@acme.com.",
+        );
+        let keys: Vec<String> = p.sources.iter().map(Source::key).collect();
+        for k in [
+            "host:dora.example",
+            "file:invoices/march.pdf",
+            "file:notes.txt",
+            "file:/data/x.csv",
+        ] {
+            assert!(keys.contains(&k.to_string()), "{k}: {keys:?}");
+        }
+        assert!(!keys.iter().any(|k| k.contains("acme")), "{keys:?}");
+    }
+
+    #[test]
+    fn a_named_file_covers_the_paths_that_end_in_it() {
+        let named = |s: &str| files(s).pop().unwrap();
+        let read = |s: &str| Source::of_read_path(s).unwrap();
+        assert!(named("notes.txt").covers(&read("/data/notes.txt")));
+        assert!(named("notes.txt").covers(&read("notes.txt")));
+        assert!(named("invoices/march.pdf").covers(&read("/mnt/invoices/march.pdf")));
+        assert!(!named("notes.txt").covers(&read("/data/mynotes.txt")));
+        assert!(!named("/data/x.csv").covers(&read("/other/data/x.csv")));
+        assert!(named("/data/x.csv").covers(&read("/data/./x.csv")));
+        assert!(Source::of_read_path("/data/../etc/passwd").is_none());
+        assert!(!Source::Host("dora.example".into()).covers(&read("/dora.example")));
+        for s in [named("notes.txt"), Source::Host("a.example".into())] {
+            assert_eq!(Source::from_key(&s.key()), Some(s));
+        }
+    }
+
+    #[test]
+    fn the_time_of_a_prompt_is_said_in_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_772_719_320), "2026-03-05 14:02 UTC");
+    }
+}
