@@ -17,10 +17,31 @@ pub struct BrokerArgs {
     /// The config file.
     #[arg(long, value_name = "FILE", default_value = config::FILE_NAME)]
     config: PathBuf,
+    /// The front serves one conversation on stdio: its parent is the MCP client, recorded
+    /// with the session for the client's prompt hook (docs/spec.md §3.10).
+    #[arg(long)]
+    stdio_client: bool,
+}
+
+/// The MCP client of a stdio front: this broker's parent is the front, and the front's
+/// parent is the client. Read from `/proc` here, outside every box, before the front reads
+/// the agent's first byte.
+fn stdio_client() -> Option<statedir::live::Process> {
+    let front = std::os::unix::process::parent_id();
+    let (_, client) = statedir::live::Process::of(front).ok()?;
+    if client <= 1 {
+        return None;
+    }
+    statedir::live::Process::of(client).ok().map(|(p, _)| p)
 }
 
 pub fn run(args: &BrokerArgs) -> Result<u8, CliError> {
     let cfg = Arc::new(config::load(&args.config)?);
+    let client = if args.stdio_client {
+        stdio_client()
+    } else {
+        None
+    };
     // A gate now, so the front's first call does not wait for one to start; and a config
     // that changed since a running gate read it replaces that gate once, here.
     let _ = host::reach(&args.config, &cfg, host::Channel::Agent, true);
@@ -39,7 +60,14 @@ pub fn run(args: &BrokerArgs) -> Result<u8, CliError> {
         }
         // A connection session, live while the front keeps this file open (its remembered
         // approvals end with it: docs/spec.md §6).
+        // On stdio, with the client whose conversation it is (docs/spec.md §3.10).
         front::channel::Kind::Live(session) => statedir::live::hold(&cfg.gate.state, &session)
+            .and_then(|file| {
+                if let Some(c) = client {
+                    statedir::live::record_client(&file, c)?;
+                }
+                Ok(file)
+            })
             .map(Into::into)
             .map_err(|e| format!("cannot mark session {session} live: {e}")),
     });

@@ -227,6 +227,16 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
             "provenance changed this decision: with every from condition holding it would differ"
         );
     }
+    // docs/spec.md §3.10: the person's own words.
+    if e.by_intent {
+        outln!(
+            "the person's words changed this decision: had their prompts named nothing it \
+             would differ"
+        );
+        for c in &e.intent {
+            outln!("  {}", front::explain::concern(c));
+        }
+    }
     for c in &e.concerns {
         outln!("a person would be told: {}", front::explain::concern(c));
     }

@@ -185,6 +185,32 @@ impl Client {
         })
     }
 
+    /// Where the client keeps the prompt hook that hands the person's words to the gate
+    /// (docs/spec.md §3.10), if it has one boxmaker can install: Claude Code's settings,
+    /// `~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR/settings.json` when set) for the
+    /// user, `.claude/settings.json` for the project (code.claude.com/docs/en/settings and
+    /// …/hooks: `hooks.UserPromptSubmit`, a list of `{"hooks": [{"type": "command",
+    /// "command"}]}`). Codex's hooks have no prompt event boxmaker can rely on; Cursor's, VS
+    /// Code's and Claude Desktop's none either: `boxmaker intent --session` is for them.
+    fn hook_file(self, scope: Scope) -> Result<Option<PathBuf>, CliError> {
+        if self != Client::ClaudeCode {
+            return Ok(None);
+        }
+        let dir = match scope {
+            Scope::User => match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+                Some(d) => PathBuf::from(d),
+                None => PathBuf::from(std::env::var_os("HOME").ok_or_else(|| {
+                    CliError::Local("HOME is not set, so the client's file cannot be found".into())
+                })?)
+                .join(".claude"),
+            },
+            Scope::Project => std::env::current_dir()
+                .map_err(|e| CliError::Local(format!("cannot tell which directory this is: {e}")))?
+                .join(".claude"),
+        };
+        Ok(Some(dir.join("settings.json")))
+    }
+
     /// `path` (this client's file for `scope`) opened where it really is: its directory,
     /// held, and its name there. A user's file is followed through the person's links (a
     /// dotfile manager keeps `~/.claude.json` behind one, and a repository cannot put one in
@@ -291,6 +317,7 @@ fn add(t: &Target) -> Result<u8, CliError> {
     } else {
         json_add(t.client, &path, old.as_deref(), &t.name, &command, &args)?
     };
+    let hook = hook_command(&command, &args);
     let Some(new) = new else {
         outln!(
             "{} already runs boxmaker as {:?} in {}: nothing changed",
@@ -298,6 +325,7 @@ fn add(t: &Target) -> Result<u8, CliError> {
             t.name,
             path.display()
         );
+        add_hook(t, &hook)?;
         return Ok(0);
     };
     let backup = write(&dir, &name, &new, t.scope, t.client)?;
@@ -312,11 +340,167 @@ fn add(t: &Target) -> Result<u8, CliError> {
             .map(|b| format!("; the file as it was: {}", b.display()))
             .unwrap_or_else(|| ", a new file".into())
     );
+    add_hook(t, &hook)?;
     outln!(
         "restart {} (or open a new session) for it to start boxmaker",
         t.client.as_str()
     );
     Ok(0)
+}
+
+/// The prompt hook's command for a front that runs `command args` (`mcp --config ABS`):
+/// `BIN intent --hook --config ABS`, each word quoted for the shell the client runs it in
+/// when it needs to be.
+fn hook_command(command: &str, args: &[String]) -> Option<String> {
+    let config = args
+        .iter()
+        .position(|a| a == "--config")
+        .and_then(|i| args.get(i + 1))?;
+    let q = |w: &str| {
+        if !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%=,".contains(&b))
+        {
+            w.to_owned()
+        } else {
+            format!("'{}'", w.replace('\'', "'\\''"))
+        }
+    };
+    Some(format!(
+        "{} intent --hook --config {}",
+        q(command),
+        q(config)
+    ))
+}
+
+/// Puts the prompt hook into the client's settings (docs/spec.md §3.10), when it has one;
+/// nothing when it is there already.
+fn add_hook(t: &Target, hook: &Option<String>) -> Result<(), CliError> {
+    let (Some(path), Some(hook)) = (t.client.hook_file(t.scope)?, hook) else {
+        return Ok(());
+    };
+    let (dir, name) = t.client.open(&path, t.scope, true)?.ok_or_else(|| {
+        CliError::Local(format!("cannot make the directory of {}", path.display()))
+    })?;
+    let old = read(&dir, &name)?;
+    match hooks_edit(&path, old.as_deref(), hook, true)? {
+        None => outln!(
+            "{} already hands each prompt you type to the gate ({}): nothing changed",
+            t.client.as_str(),
+            path.display()
+        ),
+        Some(new) => {
+            write(&dir, &name, &new, t.scope, t.client)?;
+            outln!(
+                "{} hands each prompt you type to the gate, for that conversation alone: a \
+                 UserPromptSubmit hook in {} runs `{hook}`",
+                t.client.as_str(),
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Takes the prompt hook of the front `server` ran out of the client's settings.
+fn remove_hook(t: &Target, server: Option<(String, Vec<String>)>) -> Result<(), CliError> {
+    let Some(path) = t.client.hook_file(t.scope)? else {
+        return Ok(());
+    };
+    let Some(hook) = server.and_then(|(c, a)| hook_command(&c, &a)) else {
+        return Ok(());
+    };
+    let Some((dir, name)) = t.client.open(&path, t.scope, false)? else {
+        return Ok(());
+    };
+    let Some(old) = read(&dir, &name)? else {
+        return Ok(());
+    };
+    if let Some(new) = hooks_edit(&path, Some(&old), &hook, false)? {
+        write(&dir, &name, &new, t.scope, t.client)?;
+        outln!("took its prompt hook out of {}", path.display());
+    }
+    Ok(())
+}
+
+/// Claude Code's settings with the command hook `hook` under `hooks.UserPromptSubmit`
+/// added (`add`) or taken out; `None` when nothing changes. Every other key, hook and
+/// matcher group is kept as it was, in its order.
+fn hooks_edit(
+    path: &Path,
+    old: Option<&str>,
+    hook: &str,
+    add: bool,
+) -> Result<Option<String>, CliError> {
+    let mut doc = match old {
+        Some(t) if !t.trim().is_empty() => parse_json(Client::ClaudeCode, path, t)?,
+        _ => Json::Object(Vec::new()),
+    };
+    let not_object = |what: &str| {
+        CliError::Local(format!(
+            "{}: `{what}` is not what Claude Code writes there; it was left as it is",
+            path.display()
+        ))
+    };
+    let Json::Object(top) = &mut doc else {
+        return Err(not_object("the file"));
+    };
+    let ours = |entry: &Json| entry.get("command").and_then(Json::as_str) == Some(hook);
+    let has_hooks = top.iter().any(|(k, _)| k == "hooks");
+    if !has_hooks {
+        if !add {
+            return Ok(None);
+        }
+        top.push(("hooks".into(), Json::Object(Vec::new())));
+    }
+    let Some((_, Json::Object(hooks))) = top.iter_mut().find(|(k, _)| k == "hooks") else {
+        return Err(not_object("hooks"));
+    };
+    if !hooks.iter().any(|(k, _)| k == "UserPromptSubmit") {
+        if !add {
+            return Ok(None);
+        }
+        hooks.push(("UserPromptSubmit".into(), Json::Array(Vec::new())));
+    }
+    let Some((_, Json::Array(groups))) = hooks.iter_mut().find(|(k, _)| k == "UserPromptSubmit")
+    else {
+        return Err(not_object("hooks.UserPromptSubmit"));
+    };
+    let there = groups.iter().any(|g| match g.get("hooks") {
+        Some(Json::Array(hs)) => hs.iter().any(ours),
+        _ => false,
+    });
+    if add {
+        if there {
+            return Ok(None);
+        }
+        groups.push(Json::Object(vec![(
+            "hooks".into(),
+            Json::Array(vec![Json::Object(vec![
+                ("type".into(), Json::String("command".into())),
+                ("command".into(), Json::String(hook.into())),
+            ])]),
+        )]));
+    } else {
+        if !there {
+            return Ok(None);
+        }
+        for g in groups.iter_mut() {
+            if let Json::Object(fields) = g
+                && let Some((_, Json::Array(hs))) = fields.iter_mut().find(|(k, _)| k == "hooks")
+            {
+                hs.retain(|h| !ours(h));
+            }
+        }
+        groups.retain(|g| !matches!(g.get("hooks"), Some(Json::Array(hs)) if hs.is_empty()));
+        if groups.is_empty() {
+            hooks.retain(|(k, _)| k != "UserPromptSubmit");
+        }
+        if hooks.is_empty() {
+            top.retain(|(k, _)| k != "hooks");
+        }
+    }
+    to_text(&doc).map(Some)
 }
 
 fn remove(t: &Target) -> Result<u8, CliError> {
@@ -341,6 +525,14 @@ fn remove(t: &Target) -> Result<u8, CliError> {
         );
         return Ok(0);
     };
+    let server = if t.client.is_toml() {
+        None
+    } else {
+        json_servers(t.client, &path, &old)
+            .ok()
+            .and_then(|all| all.into_iter().find(|(n, _, _)| *n == t.name))
+            .map(|(_, c, a)| (c, a))
+    };
     let new = if t.client.is_toml() {
         toml_remove(&path, &old, &t.name)?
     } else {
@@ -363,6 +555,7 @@ fn remove(t: &Target) -> Result<u8, CliError> {
         path.display(),
         backup.map(|b| b.display().to_string()).unwrap_or_default()
     );
+    remove_hook(t, server)?;
     Ok(0)
 }
 

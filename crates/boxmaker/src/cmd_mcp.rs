@@ -111,7 +111,7 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
     let _presence = host::Presence::take(&cfg.gate.state)?;
     // The broker finds (or starts) a gate for every call and hands this process the
     // connection: once confined, this process can make none itself.
-    let channel = start_broker(&args.config)?;
+    let channel = start_broker(&args.config, args.http.is_none())?;
     let connector = front::channel::connector(channel.clone());
     let http = match args.http {
         None => None,
@@ -250,7 +250,15 @@ pub fn run(args: &McpArgs) -> Result<u8, CliError> {
 
 /// Starts `boxmaker __broker` with one end of a socketpair as its standard input, and
 /// returns the connector that asks it for gate connections over the other end.
-fn start_broker(config: &std::path::Path) -> Result<front::channel::Channel, CliError> {
+///
+/// On stdio (`stdio_client`), the process that started this one is the MCP client whose
+/// conversation this is: the broker records it with each live session, for the client's
+/// prompt hook to find (docs/spec.md §3.10). Over HTTP a conversation is a credential, and
+/// no process is its client.
+fn start_broker(
+    config: &std::path::Path,
+    stdio_client: bool,
+) -> Result<front::channel::Channel, CliError> {
     let (ours, theirs) = UnixStream::pair()
         .map_err(|e| CliError::Local(format!("cannot make the broker's channel: {e}")))?;
     let exe = std::env::current_exe()
@@ -262,6 +270,7 @@ fn start_broker(config: &std::path::Path) -> Result<front::channel::Channel, Cli
         .arg("__broker")
         .arg("--config")
         .arg(config)
+        .args(stdio_client.then_some("--stdio-client"))
         .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
             theirs,
         )))

@@ -27,6 +27,7 @@ mod cmd_client;
 mod cmd_demo;
 mod cmd_doctor;
 mod cmd_init;
+mod cmd_intent;
 mod cmd_mcp;
 mod cmd_ops;
 mod cmd_serve;
@@ -69,6 +70,7 @@ enum Command {
     Token(cmd_mcp::TokenArgs),
     Call(cmd_call::CallArgs),
     Check(cmd_check::CheckArgs),
+    Intent(cmd_intent::IntentArgs),
     Approvals(cmd_ops::ApprovalsArgs),
     Approve(cmd_ops::ApproveArgs),
     Refuse(cmd_ops::RefuseArgs),
@@ -137,6 +139,7 @@ fn main() -> ExitCode {
         Some(Command::Gate(args)) => cmd_serve::gate_role(&args),
         Some(Command::Call(args)) => cmd_call::run(&args),
         Some(Command::Check(args)) => ok(cmd_check::run(&args)),
+        Some(Command::Intent(args)) => cmd_intent::run(&args),
         Some(Command::Approvals(args)) => cmd_ops::approvals(&args),
         Some(Command::Approve(args)) => cmd_ops::approve(&args),
         Some(Command::Refuse(args)) => cmd_ops::refuse(&args),

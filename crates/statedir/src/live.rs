@@ -76,6 +76,81 @@ pub fn ended(state: &Path, session: &str) -> bool {
     }
 }
 
+/// A process, told apart from a later one with the same pid by its start time (clock ticks
+/// after boot, `/proc/PID/stat` field 22).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Process {
+    pub pid: u32,
+    pub start: u64,
+}
+
+impl Process {
+    /// Process `pid` as `/proc` shows it now, and its parent's pid.
+    pub fn of(pid: u32) -> io::Result<(Process, u32)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // `PID (COMM) STATE PPID …`: the name may hold spaces and `)`, so read after the
+        // last `)`.
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("/proc/{pid}/stat"));
+        let rest = stat.rsplit_once(')').ok_or_else(bad)?.1;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ppid = fields.get(1).and_then(|f| f.parse().ok()).ok_or_else(bad)?;
+        let start = fields
+            .get(19)
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(bad)?;
+        Ok((Process { pid, start }, ppid))
+    }
+}
+
+/// Records in a live session's lock file (as [`hold`] returned it) the MCP client whose
+/// conversation it is — the process that started `boxmaker mcp` on stdio — so that the
+/// client's prompt hook, its child too, can find the session ([`sessions_of`],
+/// docs/spec.md §3.10). Only the broker writes it, outside every box, before the front
+/// reads the agent's first byte.
+pub fn record_client(file: &File, client: Process) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    file.set_len(0)?;
+    let line = format!("client {} {}\n", client.pid, client.start);
+    file.write_all_at(line.as_bytes(), 0)?;
+    let mut f = file;
+    f.flush()
+}
+
+/// The live connection sessions whose client (as [`record_client`] wrote it) is `client`,
+/// in name order. A session whose lock no process holds is not live, and is left out; so is
+/// anything in the directory that is not a session's lock file.
+pub fn sessions_of(state: &Path, client: Process) -> Vec<String> {
+    let Ok(dir) = Dir::own_existing(state).and_then(|d| d.sub(LIVE_DIR)) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir.path()) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| is_connection_session(n))
+        .collect();
+    names.sort();
+    let want = format!("client {} {}\n", client.pid, client.start);
+    names
+        .into_iter()
+        .filter(|name| {
+            let Ok(Some(found)) = dir.read(name, 256) else {
+                return false;
+            };
+            if found.bytes != want.as_bytes() {
+                return false;
+            }
+            // Live: some process holds it (an exclusive try fails).
+            match dir.open_file(name, Open::Existing, 0) {
+                Ok(f) => matches!(f.try_lock(), Err(TryLockError::WouldBlock)),
+                Err(_) => false,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +187,28 @@ mod tests {
             assert!(hold(tmp.path(), name).is_err(), "{name}");
         }
         assert!(is_connection_session(S));
+    }
+
+    #[test]
+    fn a_session_is_found_by_its_client_only_while_live() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (me, parent) = Process::of(std::process::id()).unwrap();
+        assert_eq!(parent, std::os::unix::process::parent_id());
+        let held = hold(tmp.path(), S).unwrap();
+        record_client(&held, me).unwrap();
+        let other = "mcp-fedcba9876543210";
+        let held2 = hold(tmp.path(), other).unwrap();
+        record_client(
+            &held2,
+            Process {
+                pid: me.pid,
+                start: me.start + 1,
+            },
+        )
+        .unwrap();
+        assert_eq!(sessions_of(tmp.path(), me), vec![S.to_string()]);
+        drop(held);
+        assert!(sessions_of(tmp.path(), me).is_empty(), "ended");
     }
 
     #[test]
