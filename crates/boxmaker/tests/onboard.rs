@@ -971,6 +971,33 @@ fn claude_code_lists_boxmaker_as_connected_after_client_add() {
     );
     // Claude Code started it and spoke MCP to it.
     assert!(line.contains("Connected"), "{line}");
+    // The prompt hook (docs/spec.md §3.10), in Claude Code's own settings, which it read
+    // without complaint above; a second add changes nothing.
+    let settings = h.home.join(".claude/settings.json");
+    let hook = format!("{} intent --hook --config {}", h.bin(), h.config());
+    let hooks = json_file(&settings);
+    assert_eq!(
+        hooks["hooks"]["UserPromptSubmit"],
+        json!([{"hooks": [{"type": "command", "command": hook}]}]),
+        "{hooks}"
+    );
+    let again = h.client(&["add", "claude-code"]);
+    assert!(again.stdout.contains("nothing changed"), "{}", again.show());
+    assert_eq!(json_file(&settings), hooks);
+    // The person's own hooks and settings stay; remove takes out only boxmaker's.
+    std::fs::write(
+        &settings,
+        r#"{"model": "opus", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "mine.sh"}]}]}}"#,
+    )
+    .unwrap();
+    assert!(h.client(&["add", "claude-code"]).ok());
+    assert_eq!(json_file(&settings)["hooks"]["UserPromptSubmit"].as_array().unwrap().len(), 2);
+    assert!(h.client(&["remove", "claude-code"]).ok());
+    assert_eq!(
+        json_file(&settings),
+        json!({"model": "opus", "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "mine.sh"}]}]}})
+    );
+    assert!(h.client(&["add", "claude-code"]).ok());
     // Project scope: `.mcp.json`, which Claude Code reads too.
     let run = h.client(&[
         "add",
