@@ -991,7 +991,13 @@ fn claude_code_lists_boxmaker_as_connected_after_client_add() {
     )
     .unwrap();
     assert!(h.client(&["add", "claude-code"]).ok());
-    assert_eq!(json_file(&settings)["hooks"]["UserPromptSubmit"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        json_file(&settings)["hooks"]["UserPromptSubmit"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     assert!(h.client(&["remove", "claude-code"]).ok());
     assert_eq!(
         json_file(&settings),

@@ -439,10 +439,10 @@ fn quoted(text: &str, out: &mut Vec<String>) {
             .map(|p| k + 1 + p);
         match end {
             Some(e) => {
-                if let Some(inner) = text.get(start..chars[e].0) {
-                    if !inner.trim().is_empty() {
-                        out.push(inner.to_owned());
-                    }
+                if let Some(inner) = text.get(start..chars[e].0)
+                    && !inner.trim().is_empty()
+                {
+                    out.push(inner.to_owned());
                 }
                 k = e + 1;
             }
