@@ -652,7 +652,6 @@ impl Event {
             Event::Checkpoint { .. } => "checkpoint",
             Event::WitnessFailed { .. } => "witness_failed",
             Event::ChainRestarted { .. } => "chain_restarted",
-    },
             Event::Intent { .. } => "intent",
         }
     }
