@@ -13,8 +13,9 @@
 //!   decision it comes from ([`Store::decide_as`]), and never read as a grant for its whole
 //!   tool ([`GrantRow::scope`]).
 //! - the **provenance index** of each session (docs/spec.md §3.7): every identifying value
-//!   the session's answers showed or its calls passed in, with the most trusted kind of
-//!   answer it was seen in and where first ([`Store::provenance`]), bounded per session
+//!   the session's answers showed or its calls passed in, with the kind of answer it was
+//!   first seen in — untrusted sticks: no later trusted answer vouches for it — and where
+//!   ([`Store::provenance`]), bounded per session
 //!   (past the bound a session is marked full, and every value the index cannot place counts
 //!   as untrusted). Written in the same transaction as the taint it goes with
 //!   ([`Store::raise_and_record`]); a reset clears it with the taint.
@@ -120,8 +121,8 @@ pub const MIGRATIONS: &[&str] = &[
     // and the same for the remembered approval made from it.
     "ALTER TABLE approvals ADD COLUMN files TEXT;
     ALTER TABLE grants ADD COLUMN files TEXT;",
-    // v4 (issue 20): each session's provenance index — a value, the most trusted kind of
-    // answer it was seen in (`none`: only the session's own calls passed it in), where it
+    // v4 (issue 20): each session's provenance index — a value, the kind of answer it was
+    // seen in (`none`: only the session's own calls passed it in), where it
     // was first seen as that, and whether the session's calls passed it in (then no later
     // answer vouches for it) — its size and whether it filled; what a person was told about
     // an approval's call (JSON `[Concern]`).
@@ -1696,7 +1697,18 @@ enum Change {
 }
 
 impl Change {
-    /// The rule of [`Store::raise_and_record`] for one value.
+    /// The rule of [`Store::raise_and_record`] for one value (docs/spec.md §3.7):
+    /// - a value the index does not hold is held as the sighting says (passed in: `none`);
+    /// - **untrusted sticks**: an untrusted answer marks a value the session only passed in
+    ///   as untrusted, and nothing ever makes an untrusted value trusted — a trusted answer
+    ///   that shows it later may be the same value come back (through the workspace, a
+    ///   store, a computation), and no answer can tell;
+    /// - a trusted answer vouches only for what the index does not hold yet: never for a
+    ///   value the session passed in (the echo guard), never over an untrusted one;
+    /// - a value first seen trusted stays trusted when a call then passes it in.
+    ///
+    /// A new kind of sighting (the person's own words, say) is a new arm here, and says
+    /// whether it may stand over what an answer showed.
     fn of(existing: Option<&ProvenanceRow>, sighting: Sighting) -> Change {
         match (existing, sighting) {
             (None, Sighting::Trusted) => Change::Insert {
@@ -1711,9 +1723,7 @@ impl Change {
                 seen: SeenAs::None,
                 argued: true,
             },
-            (Some(r), Sighting::Trusted) if r.seen != SeenAs::Trusted && !r.argued => {
-                Change::Seen(SeenAs::Trusted)
-            }
+            (Some(_), Sighting::Trusted) => Change::Nothing,
             (Some(r), Sighting::Untrusted) if r.seen == SeenAs::None => {
                 Change::Seen(SeenAs::Untrusted)
             }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::condition::{Arguments, Context, NoContext, Test, closed_holds, unnamed_key};
 use crate::grant::{Effect, Grant, Grants};
-use crate::provenance::{AssumeTrusted, WithoutIntent, sentence};
+use crate::provenance::{AssumeTrusted, InSession, WithoutIntent, sentence};
 use crate::taint::Taint;
 
 /// What the gate does with a call.
@@ -152,6 +152,7 @@ pub fn decide_call_in(
     now: Timestamp,
     cx: &dyn Context,
 ) -> Decision {
+    let cx = &InSession::new(cx, taint.untrusted());
     let mut tally = Tally::default();
     grants.for_each_tool_match(tool, |_, g| {
         if g.sessions.matches(session.as_str()) && conditions_match(g, args, cx) {
@@ -415,6 +416,7 @@ pub fn explain_call_in(
     now: Timestamp,
     cx: &dyn Context,
 ) -> Explanation {
+    let cx = &InSession::new(cx, taint.untrusted());
     let mut lines = Vec::new();
     grants.for_each_tool_match(tool, |index, g| {
         let verdict = Verdict::of(g, session, args, taint, now, cx);

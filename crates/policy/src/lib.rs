@@ -54,6 +54,6 @@ pub use decide::{
 pub use grant::{Effect, Grant, Grants};
 pub use host::{Host, HostError, HostPatternError, HostSet};
 pub use pattern::{Pattern, PatternError};
-pub use provenance::{AssumeTrusted, FromTest, Known, Seen, Shown, WithoutIntent};
+pub use provenance::{AssumeTrusted, FromTest, InSession, Known, Seen, Shown, WithoutIntent};
 pub use taint::{Label, Taint};
 pub use typed::{EmailTest, LinksTest, UrlTest};

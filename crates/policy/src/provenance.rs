@@ -6,9 +6,10 @@
 //! ([`crate::values::in_argument`]: each value a string or number carries, or the whole of
 //! it when it carries none) was seen in a trusted answer of the session or is named by the
 //! config; `from = "not_untrusted"` when **none** was seen only in untrusted answers (a value
-//! seen nowhere passes). A value the index cannot place because it is full counts as
-//! untrusted; with no index at all ([`crate::NoContext`]) both tests fail. The test asks the
-//! session's [`Context`]; this module does no I/O.
+//! seen nowhere passes — but only in a session that has read nothing untrusted: there,
+//! absence cannot be proven, [`InSession`]). A value the index cannot place because it is
+//! full counts as untrusted; with no index at all ([`crate::NoContext`]) both tests fail.
+//! The test asks the session's [`Context`]; this module does no I/O.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -55,6 +56,11 @@ pub enum Seen {
     },
     /// Seen in no answer of the session (the session's own calls may have passed it in).
     Unseen,
+    /// Seen in no answer of a session that has read untrusted data: that proves nothing.
+    /// Untrusted data reaches the model in forms no reader takes (an image, a value spelled
+    /// out, the model's own rewriting of it), so a value the index never saw may still be
+    /// the attacker's: it is not "not untrusted" (docs/spec.md §3.7, [`InSession`]).
+    Unproven,
     /// Not in the session's index, which is full: it counts as untrusted.
     Unplaced,
     /// No index was asked: nothing is known.
@@ -80,7 +86,7 @@ impl Seen {
         match self {
             Seen::Config | Seen::Trusted(_) => None,
             Seen::Intent(_) | Seen::Endorsed { .. } => Some(ConcernKind::IntentValue),
-            Seen::Unseen => Some(ConcernKind::UnseenValue),
+            Seen::Unseen | Seen::Unproven => Some(ConcernKind::UnseenValue),
             Seen::Untrusted(_) | Seen::Described(_) | Seen::Unplaced | Seen::Unknown => {
                 Some(ConcernKind::UntrustedValue)
             }
@@ -119,6 +125,11 @@ pub fn sentence(ident: &Ident, seen: &Seen) -> String {
             "{ident} was seen in no answer of this session and is not in the config (only the \
              prompt or the model chose it)"
         ),
+        Seen::Unproven => format!(
+            "{ident} was seen in no answer of this session and is not in the config, and this \
+             session has read untrusted data, which reaches the model in forms no answer shows \
+             as the value: that it was not seen does not show it came from elsewhere"
+        ),
         Seen::Unplaced => format!(
             "{ident} is not in this session's provenance index, which is full (`[gate] \
              max_provenance_values`), so it counts as untrusted"
@@ -134,7 +145,8 @@ pub fn sentence(ident: &Ident, seen: &Seen) -> String {
 pub enum FromTest {
     /// `from = "trusted"`: each was seen in a trusted answer or is named by the config.
     Trusted,
-    /// `from = "not_untrusted"`: none was seen only in untrusted answers (unseen passes).
+    /// `from = "not_untrusted"`: none was seen only in untrusted answers (unseen passes,
+    /// in a session that read nothing untrusted).
     NotUntrusted,
 }
 
@@ -279,6 +291,39 @@ impl Context for WithoutIntent<'_> {
     }
 }
 
+/// The session's index as a decision at `taint` asks it (docs/spec.md §3.7): a value no
+/// answer showed is [`Seen::Unproven`] once the session has read untrusted data — absence
+/// cannot be proven there, so `not_untrusted` fails closed. Every decision and explanation
+/// asks through this ([`crate::decide_call_in`], [`crate::explain_call_in`]).
+#[derive(Debug)]
+pub struct InSession<'a> {
+    index: &'a dyn Context,
+    untrusted: bool,
+}
+
+impl<'a> InSession<'a> {
+    /// `index`, asked for a decision in a session whose taint is `untrusted` or not.
+    pub fn new(index: &'a dyn Context, untrusted: bool) -> Self {
+        Self { index, untrusted }
+    }
+}
+
+impl Context for InSession<'_> {
+    fn seen(&self, value: &Ident) -> Seen {
+        match self.index.seen(value) {
+            Seen::Unseen if self.untrusted => Seen::Unproven,
+            seen => seen,
+        }
+    }
+
+    fn seen_without_intent(&self, value: &Ident) -> Seen {
+        match self.index.seen_without_intent(value) {
+            Seen::Unseen if self.untrusted => Seen::Unproven,
+            seen => seen,
+        }
+    }
+}
+
 /// The context in which every `from` test holds: what a decision would be if provenance
 /// had no say (to tell whether it changed one).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -334,6 +379,13 @@ mod tests {
         // Every value: one untrusted among trusted ones fails both.
         let both = json!(["GB29NWBK60161331926819", "DE89370400440532013000"]);
         assert!(!t.holds(&both, &Index) && !n.holds(&both, &Index));
+        // In a session that read untrusted data, a value no answer showed is unproven: it
+        // fails both (a trusted or untrusted sighting is what it was).
+        let tainted = InSession::new(&Index, true);
+        assert!(!n.holds(&json!("someone@new.com"), &tainted));
+        assert!(!t.holds(&json!("someone@new.com"), &tainted));
+        assert!(n.holds(&json!("GB29NWBK60161331926819"), &tainted));
+        assert!(n.holds(&json!("someone@new.com"), &InSession::new(&Index, false)));
         // No index: nothing is known, both fail.
         assert!(!n.holds(&json!("someone@new.com"), &NoContext));
         // Nothing identifying (a boolean): vacuously holds.

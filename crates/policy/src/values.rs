@@ -178,6 +178,10 @@ impl fmt::Display for Ident {
 pub struct Found {
     values: Vec<Ident>,
     texts: HashSet<String>,
+    /// The texts found only by joining neighbouring strings or decoding a run ([`seams`],
+    /// [`encoded`]), never as written: the reader made them, so they vouch for nothing
+    /// (docs/spec.md §3.7).
+    made: HashSet<String>,
     overflow: bool,
 }
 
@@ -189,6 +193,10 @@ impl Found {
 
     fn push(&mut self, kind: Kind, text: String) {
         if self.texts.contains(&text) {
+            // Found as written too: no longer only made.
+            if !self.made.is_empty() {
+                self.made.remove(&text);
+            }
             return;
         }
         if self.values.len() >= MAX_VALUES {
@@ -204,11 +212,39 @@ impl Found {
         self.push(Kind::Id, text);
     }
 
+    /// A value a join or a decode made (see [`Found::made`]): kept as made unless it is,
+    /// or is later, found as written.
+    fn push_made(&mut self, kind: Kind, text: String) {
+        if self.texts.contains(&text) {
+            return;
+        }
+        if self.values.len() >= MAX_VALUES {
+            self.overflow = true;
+            return;
+        }
+        self.made.insert(text.clone());
+        self.texts.insert(text.clone());
+        self.values.push(Ident { kind, text });
+    }
+
     fn absorb(&mut self, other: Found) {
         self.overflow |= other.overflow;
         for v in other.values {
-            self.push(v.kind, v.text);
+            if other.made.contains(&v.text) {
+                self.push_made(v.kind, v.text);
+            } else {
+                self.push(v.kind, v.text);
+            }
         }
+    }
+
+    /// Whether the value with this canonical text was found only by joining neighbouring
+    /// strings or decoding an encoded run — never as written. Such a value is the reader's
+    /// doing: the pieces it was made of may each have been a value the session passed in
+    /// apart (two halves saved in two calls and listed side by side), so it never vouches
+    /// (docs/spec.md §3.7).
+    pub fn made(&self, text: &str) -> bool {
+        self.made.contains(text)
     }
 
     /// The values, in the order found.
@@ -567,7 +603,7 @@ fn decoded_into(decoded: &str, side: Side, depth: usize, out: &mut Found) {
             Kind::Iban | Kind::Account | Kind::Phone | Kind::Id => true,
         };
         if keep {
-            out.push(v.kind, v.text);
+            out.push_made(v.kind, v.text);
         }
     }
 }
@@ -1300,6 +1336,32 @@ mod tests {
 
     fn has(text: &str, kind: Kind, value: &str) -> bool {
         texts(text).iter().any(|(k, v)| *k == kind && v == value)
+    }
+
+    /// Issue 30: a value the readers only made — a join of neighbouring strings, a decoded
+    /// run — is marked so, and loses the mark once it is also found as written.
+    #[test]
+    fn test_values_only_joined_or_decoded_are_marked_made() {
+        let joined = in_answer(r#"["DE8937040044", "0532013000"]"#);
+        assert!(joined.contains("DE89370400440532013000"));
+        assert!(joined.made("DE89370400440532013000"));
+        let decoded = in_answer("ref REU4OTM3MDQwMDQ0MDUzMjAxMzAwMA==");
+        assert!(decoded.contains("DE89370400440532013000"));
+        assert!(decoded.made("DE89370400440532013000"));
+        // Written out too, before or after: not made.
+        for text in [
+            r#"["DE8937040044", "0532013000", "DE89370400440532013000"]"#,
+            r#"["DE89370400440532013000", "DE8937040044", "0532013000"]"#,
+            "DE89370400440532013000 ref REU4OTM3MDQwMDQ0MDUzMjAxMzAwMA==",
+            "ref REU4OTM3MDQwMDQ0MDUzMjAxMzAwMA== DE89 3704 0044 0532 0130 00",
+        ] {
+            let found = in_answer(text);
+            assert!(found.contains("DE89370400440532013000"), "{text}");
+            assert!(!found.made("DE89370400440532013000"), "{text}");
+        }
+        // What a plain reading finds is never made.
+        let plain = in_answer("pay bob@acme.com");
+        assert!(plain.contains("bob@acme.com") && !plain.made("bob@acme.com"));
     }
 
     #[test]

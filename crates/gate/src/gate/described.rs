@@ -9,7 +9,8 @@
 //! as **untrusted** in every session ([`policy::Seen::Described`]), whatever the tool's
 //! `untrusted` says — a description is no answer to a call, and the server may change it at
 //! any time; a value the person trusts is named in the config (`[lists]`, which a
-//! decision asks first), or shown by a trusted answer (the most trusted sighting wins).
+//! decision asks first). A trusted answer of the session does not lift it: a value once
+//! seen untrusted stays so (issue 30), and the definition was shown before any answer.
 //!
 //! The definitions are those `tools.json` (the discovery file, `crates/catalog`) holds for
 //! the config's servers: the last seen and the accepted ones, each read whole as an answer

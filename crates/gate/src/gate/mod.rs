@@ -945,10 +945,12 @@ impl Gate {
 
     /// Runs the call at `taint` (committed, its reach in it), raises the taint and audits
     /// the result (committed together with concurrent calls' raises and records), and only
-    /// then returns the answer. A `failed` raises the taint by the call's own label
+    /// then returns the answer. A `failed` is labelled by the call's own label
     /// ([`Config::answer_label`]: the tool's floor — its reach, for code boxmaker does not
     /// control — raised by every label rule that matches the call; the same function the
-    /// runner labels its results by). The `result` record names the rules that matched.
+    /// runner labels its results by) joined with `taint`: that is what it raises the taint
+    /// by and what its values are indexed as. The `result` record names the rules that
+    /// matched.
     ///
     /// The call goes to the runner only if its session is not being reset at that moment
     /// (`sessions.rs`); else it answers `failed`, saying so, without running.
@@ -985,9 +987,15 @@ impl Gate {
                 content.as_str(),
                 *truncated,
             ),
-            ToolResponse::Failed { message } => {
-                (own.label, Outcome::Failed, message.as_str(), false)
-            }
+            // A failure carries no label: it is the call's own, joined with the taint the
+            // call ran at — it may quote what the session's workspace or a server's box
+            // held (docs/spec.md §3.4), so in an untrusted session it is untrusted.
+            ToolResponse::Failed { message } => (
+                own.label.join(taint.label()),
+                Outcome::Failed,
+                message.as_str(),
+                false,
+            ),
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => (
                 Label::new(DataClass::Secret, true),
                 Outcome::Failed,

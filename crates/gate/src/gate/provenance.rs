@@ -3,19 +3,22 @@
 //!
 //! - **Fed from every answer the gate labels** ([`answered`]): the values the answer shows
 //!   ([`policy::values::in_answer`]), marked `trusted` or `untrusted` by the untrusted bit of
-//!   its label, in the same commit as the taint it raises. **Echo guard:** a value the
-//!   call's own arguments carried is left out — an answer that repeats what it was asked
-//!   vouches for nothing, and never makes it untrusted either (the session chose it, not
-//!   the answer).
+//!   its label, in the same commit as the taint it raises; a trusted answer never makes an
+//!   untrusted value trusted (the store's rule), and never vouches for a value the reader
+//!   only made by joining or decoding. **Echo guard:** a value the call's own arguments
+//!   carried is left out — an answer that repeats what it was asked vouches for nothing,
+//!   and never makes it untrusted either (the session chose it, not the answer).
 //! - **Passed in** ([`argued`]): before a call runs, every value its arguments carry is
 //!   marked as passed in by the session, in the same commit as its decision; from then on
 //!   no answer vouches for it (a value written to a file and read back, posted and listed,
 //!   is the session's own choice coming back, not a trusted answer's).
 //! - **Asked** ([`SessionIndex`]): the config's lists and literals first (trusted), then
-//!   the store; a value no answer of the session showed but a server's tool definition
-//!   names is untrusted ([`super::described`]); any other value the store does not hold is
-//!   unseen, or untrusted when the session's index is full, and a store that cannot be read
-//!   counts as untrusted (fail closed).
+//!   the store; a value a server's tool definition names is untrusted unless an untrusted
+//!   answer of the session says where it came from ([`super::described`]: no trusted answer
+//!   lifts it, only the config); any other value the store does not hold is
+//!   unseen (which a decision in an untrusted session reads as unproven:
+//!   [`policy::InSession`]), or untrusted when the session's index is full, and a store
+//!   that cannot be read counts as untrusted (fail closed).
 
 use std::sync::{Arc, Mutex};
 
@@ -94,7 +97,10 @@ impl Context for SessionIndex<'_> {
         };
         match store.provenance(self.session, &value.text) {
             Ok(Some(row)) => match row.seen {
-                SeenAs::Trusted => Seen::Trusted(at(row.tool, row.call)),
+                // A server's own words named it before any answer could (its definition
+                // is shown in `tools/list`): untrusted sticks over a later trusted answer
+                // too — that answer may be the named value come back (docs/spec.md §3.7).
+                SeenAs::Trusted => described().unwrap_or(Seen::Trusted(at(row.tool, row.call))),
                 SeenAs::Untrusted => Seen::Untrusted(at(row.tool, row.call)),
                 SeenAs::None => described().unwrap_or(Seen::Unseen),
             },
@@ -150,10 +156,16 @@ pub fn answered(
     let echoed = args.json().map(in_arguments).unwrap_or_default();
     let shown = in_answer(content);
     let overflow = shown.overflowed();
+    // A value the reader only made — joined from neighbouring strings, decoded from a run —
+    // never vouches: its pieces may be values the session passed in apart (two halves saved
+    // in two calls and listed side by side), which no echo guard can see whole. In an
+    // untrusted answer it counts as what it is, the answer's.
+    let made = |v: &Ident| !label.untrusted && shown.made(&v.text);
     let values: Vec<Ident> = shown
-        .into_values()
-        .into_iter()
-        .filter(|v| !echoed.contains(&v.text))
+        .values()
+        .iter()
+        .filter(|v| !echoed.contains(&v.text) && !made(v))
+        .cloned()
         .collect();
     let sighting = if label.untrusted {
         Sighting::Untrusted

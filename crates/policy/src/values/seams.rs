@@ -327,7 +327,7 @@ fn read_join(joined: &str, seams: &[usize], touches: &[bool], out: &mut Found) {
                 .zip(touches)
                 .any(|(&s, &touch)| (touch && !at_joint(joined, s)) || sentences(joined, s));
         if !grows_one {
-            out.push(kind, text);
+            out.push_made(kind, text);
         }
     };
     read_into(joined, false, &mut push);
