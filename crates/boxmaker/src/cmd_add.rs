@@ -13,7 +13,8 @@
 //! - the `[[egress]]` rule naming that host and port, cleared for `--class` (default
 //!   `public`: the host is someone else's, and boxmaker's default file tools read
 //!   `internal` data — a session that has read any of it cannot send it there until the
-//!   person raises the clearance);
+//!   person raises the clearance), with `trusted = true` under `--trusted` (what a
+//!   destination answers is untrusted unless its rule says so);
 //! - a `[[grant]]` `NAME_*` with `effect = "ask"`: a new server's tools are not trusted
 //!   until the person says so, so each call waits for a person until they change it;
 //! - with `--bearer-env VAR`, a `[[secret]]` read from that variable and sent as the
@@ -709,6 +710,11 @@ fn edit(
                 );
             }
             rule.insert("class", value(args.class.as_str()));
+            if args.trusted {
+                // What a destination answers is untrusted unless its rule says otherwise
+                // (docs/spec.md §3.6): the server's answers come through this rule.
+                rule.insert("trusted", value(true));
+            }
             rule.decor_mut().set_prefix(format!(
                 "\n# Where {name} may be reached: cleared for {}. A session that has read anything\n\
                  # above that may not reach it{}.\n",

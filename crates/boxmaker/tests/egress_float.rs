@@ -449,13 +449,40 @@ fn a_box_that_can_write_a_public_mount_is_refused_a_confidential_answer() {
     );
     assert!(!lab.origin_saw_host("cleared.test"));
     assert_eq!(class, "public");
-    // Public answers still come, and may be written there.
+    // Issue 30: the untrusted bit too. A public answer is someone else's words unless its
+    // rule says trusted: a box that can write a mount whose files are trusted (the person's
+    // own) is refused it — what it read would come back as the person's files.
     let (_, content) = python(
         &lab,
         &cfg,
         "s1",
         "netw",
         "print(json.dumps({'page': status(get('allowed.test'))}))",
+    );
+    assert_eq!(
+        printed(&content)["page"],
+        "HTTP/1.1 403 boxmaker refused allowed.test:80: its answers are untrusted and this box \
+         can write /data/outbox, a mount whose files are trusted, where what it read would come \
+         back as the person's own files (no write down); a tool that reads there needs mounts \
+         = [...] without it, or read-only, or the destination's rule trusted = true, or the \
+         mount untrusted = true",
+        "{content}"
+    );
+    // Public answers of a destination the person trusts still come, and may be written there.
+    let trusted = BASE.replace(
+        "[[egress]]\nhost = \"allowed.test\"\n",
+        "[[egress]]\nhost = \"allowed.test\"\ntrusted = true\n",
+    );
+    assert_ne!(trusted, BASE);
+    let cfg = lab.config("t", &format!("{trusted}{OUTBOX}"));
+    let (class, content) = python(
+        &lab,
+        &cfg,
+        "s1",
+        "netw",
+        "page = get('allowed.test')\n\
+         open('/data/outbox/page.txt', 'w').write(page)\n\
+         print(json.dumps({'page': status(page)}))",
     );
     assert!(
         printed(&content)["page"]
@@ -464,6 +491,7 @@ fn a_box_that_can_write_a_public_mount_is_refused_a_confidential_answer() {
             .starts_with("HTTP/1.1 200"),
         "{content}"
     );
+    assert_eq!(class, "public");
 }
 
 /// A server's failure carries no label (the gate raises the taint by the tool's floor for
@@ -497,7 +525,8 @@ fn a_server_that_read_a_confidential_answer_cannot_fail_with_it() {
         message,
         format!(
             "float_fail: the call failed, and what the server said is withheld: its box has \
-             read confidential data (a destination's answer), and a failure carries no label; \
+             read confidential, untrusted data (a destination's answer, or what a call of the \
+             session handed it), and a failure carries no label; \
              its stderr is kept for the operator: `boxmaker tools log float --session s1` ({})",
             log.display()
         )
@@ -790,4 +819,132 @@ fn a_connection_through_an_address_rule_is_cut_at_that_rules_clearance() {
         lab.requests("canary")
     );
     assert_eq!(class, "confidential");
+}
+
+/// The grants of the laundering tests: `write_file` runs outright only with content no
+/// untrusted answer showed (a stand-in for any sink a grant guards by provenance).
+const PROVENANCE_GRANTS: &str = r#"
+[[tool]]
+name = "write_file"
+builtin = "write_file"
+
+[[grant]]
+tool = "write_file"
+effect = "allow"
+when = [{ pointer = "/content", from = "not_untrusted" }]
+
+[[grant]]
+tool = "write_file"
+effect = "ask"
+"#;
+
+/// [`BASE`] with its catch-all grant narrowed to the tools these tests call, and
+/// [`PROVENANCE_GRANTS`].
+fn provenance_base() -> String {
+    let base = BASE.replace(
+        "[[grant]]\ntool = \"*\"\neffect = \"allow\"\n",
+        "[[grant]]\ntool = \"net\"\neffect = \"allow\"\n\n[[grant]]\ntool = \"read_file\"\neffect = \"allow\"\n",
+    );
+    assert_ne!(base, BASE);
+    format!("{base}{PROVENANCE_GRANTS}")
+}
+
+/// What `check --explain` decides for `write_file` of `content` in `session`, at a clean
+/// taint: only what the session's index holds can hold it.
+fn check_content(lab: &Lab, cfg: &Path, session: &str, content: &str) -> String {
+    let args = json!({"path": "/work/x", "content": content}).to_string();
+    let r = lab.boxmaker(
+        cfg,
+        &[
+            "check",
+            "--session",
+            session,
+            "--tool",
+            "write_file",
+            "--arguments",
+            &args,
+            "--explain",
+        ],
+    );
+    r.stdout.clone()
+}
+
+/// Issue 30, through egress: a networked `run` fetches a page that names the attacker's
+/// IBAN (its call's arguments never do). What a destination answers is untrusted unless its
+/// rule says `trusted = true`: the run's answer is untrusted, the session's taint becomes
+/// untrusted, and the IBAN is the page's, untrusted. A rule that says `trusted = true` keeps
+/// the box trusted.
+#[test]
+fn a_page_a_networked_run_fetched_is_untrusted_unless_its_rule_says_trusted() {
+    let lab = Lab::new("float-untrusted");
+    std::fs::write(
+        lab.dir.join("static/invoice.txt"),
+        "pay DE89 3704 0044 0532 0130 00 by Friday\n",
+    )
+    .unwrap();
+    let base = provenance_base();
+    let cfg = lab.config("c", &base);
+    let code = "print(get('allowed.test', '/static/invoice.txt'))";
+    let argv = json!({"argv": ["/usr/bin/python3", "-c", format!("{RAW}\n{code}")]});
+    let v = lab.call_result(&cfg, "s1", "net", &argv);
+    assert!(v["content"].as_str().unwrap().contains("DE89 3704"), "{v}");
+    assert_eq!(v["untrusted"], json!(true), "{v}");
+    let out = check_content(&lab, &cfg, "s1", "DE89370400440532013000");
+    assert!(out.starts_with("ask\n"), "{out}");
+    assert!(
+        out.contains("first appeared in an untrusted answer of net"),
+        "{out}"
+    );
+    let sessions = lab.boxmaker(&cfg, &["sessions"]).stdout;
+    assert!(
+        sessions
+            .lines()
+            .any(|l| l.starts_with("s1") && l.contains("untrusted")),
+        "{sessions}"
+    );
+
+    // The same page from a destination the person trusts: the box stays trusted.
+    let trusted = base.replace(
+        "[[egress]]\nhost = \"allowed.test\"\n",
+        "[[egress]]\nhost = \"allowed.test\"\ntrusted = true\n",
+    );
+    assert_ne!(trusted, base);
+    let cfg = lab.config("t", &trusted);
+    let v = lab.call_result(&cfg, "s2", "net", &argv);
+    assert_eq!(v["untrusted"], json!(false), "{v}");
+    let out = check_content(&lab, &cfg, "s2", "DE89370400440532013000");
+    assert!(out.starts_with("allow\n"), "{out}");
+}
+
+/// Issue 30, through egress and the workspace: the `run` that fetched the page leaves it in
+/// `/work` and outlives its timeout, so its answer is a `failed`, which carries no label.
+/// The runner told the gate the moment the page reached the box (`floated`, now with the
+/// untrusted bit): the session is untrusted, and `read_file` of the copy is untrusted too.
+#[test]
+fn a_page_left_in_the_workspace_by_a_run_that_failed_is_read_back_untrusted() {
+    let lab = Lab::new("float-untrusted-fail");
+    std::fs::write(
+        lab.dir.join("static/invoice.txt"),
+        "pay DE89 3704 0044 0532 0130 00 by Friday\n",
+    )
+    .unwrap();
+    let cfg = lab.config("c", &provenance_base());
+    let code = "page = get('allowed.test', '/static/invoice.txt')\n\
+                open('/work/page.txt', 'w').write(page)\n\
+                time.sleep(60)";
+    let argv = json!({"argv": ["/usr/bin/python3", "-c", format!("{RAW}\n{code}")], "timeout": 3});
+    let r = lab.call(&cfg, "s1", "net", &argv);
+    assert_eq!(r.json()["status"], "failed", "{}", r.show());
+    let floated = std::fs::read_to_string(cfg.parent().unwrap().join("state/audit.log"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["event"] == "floated")
+        .expect("no floated record");
+    assert_eq!(floated["untrusted"], json!(true), "{floated}");
+    let v = lab.call_result(&cfg, "s1", "read_file", &json!({"path": "/work/page.txt"}));
+    assert!(v["content"].as_str().unwrap().contains("DE89 3704"), "{v}");
+    assert_eq!(v["untrusted"], json!(true), "{v}");
+    let out = check_content(&lab, &cfg, "s1", "DE89370400440532013000");
+    assert!(out.starts_with("ask\n"), "{out}");
 }

@@ -465,6 +465,8 @@ fn add_keeps_every_comment_of_a_hand_written_config() {
     let added = &after[text.len()..];
     assert!(added.contains("name = \"example\""), "{added}");
     assert!(added.contains("untrusted = false"), "{added}");
+    // Its answers come through its egress rule: trusted there too (docs/spec.md §3.6).
+    assert!(added.contains("trusted = true"), "{added}");
     assert!(added.contains("class = \"internal\""), "{added}");
     assert!(added.contains("ports = [443]"), "{added}");
     // It loads, and says what it was told.

@@ -206,10 +206,13 @@ fn send(agent: &mut Agent, dir: &Path, tool: &str, args: Value) -> Result<String
 fn an_iban_from_an_untrusted_mail_is_held_with_its_concern_and_a_trusted_one_runs() {
     let dir = dir("mail-then-pay");
     let mut agent = Agent::start(&dir, "s1");
-    let mail = agent.ok("mail_read_inbox", json!({}));
-    assert!(mail.contains("DE89 3704"), "{mail}");
+    // The bank's history first: once the session has read the mail, every answer made in
+    // it is untrusted (the bank's too: its server holds the session's values), so the
+    // landlord's IBAN is trusted only if it was seen before (docs/spec.md §3.2).
     let history = agent.ok("bank_get_history", json!({}));
     assert!(history.contains("GB29"), "{history}");
+    let mail = agent.ok("mail_read_inbox", json!({}));
+    assert!(mail.contains("DE89 3704"), "{mail}");
 
     // The IBAN the bank's own records show: outright.
     let sent = pay(&mut agent, &dir, LANDLORD).expect("the landlord's IBAN runs outright");

@@ -36,7 +36,7 @@ impl ToolRunner for InProcess {
         taint: policy::Taint,
         files: &[proto::run::FileDigest],
     ) -> ToolResponse {
-        self.0.handle_approved(req, taint.class(), files)
+        self.0.handle_approved(req, taint.label(), files)
     }
 
     fn digest(&self, req: &ToolRequest) -> Result<Vec<proto::run::FileDigest>, String> {

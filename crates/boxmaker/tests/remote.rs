@@ -82,11 +82,13 @@ untrusted = true
 name = "huge"
 url = "{huge}"
 bearer = "remote-token"
+untrusted = true
 
 [[tool]]
 name = "forever"
 url = "{forever}"
 bearer = "remote-token"
+untrusted = true
 
 [[tool]]
 name = "linger"
@@ -97,6 +99,7 @@ bearer = "remote-token"
 name = "bounce"
 url = "{bounce}"
 bearer = "remote-token"
+untrusted = true
 
 [[tool]]
 name = "anonymous"
@@ -350,6 +353,9 @@ fn an_answer_stream_that_goes_on_after_the_answer_holds_up_nothing() {
         assert!(content.contains(&format!("\"echo: n{i}\"")), "{v}");
         assert!(!content.contains("still here"), "{v}");
         assert!(run.took < Duration::from_secs(5), "{}", run.show());
+        // Its `[[tool]]` says nothing of trust, but its answers come through an `[[egress]]`
+        // rule that does not say `trusted = true`: someone else's words (issue 30).
+        assert_eq!(v["untrusted"], true, "{v}");
     }
 }
 

@@ -13,7 +13,8 @@
 //!   call. It is allowed when some rule the tool may use ([`Config::egress_rules_of`])
 //!   names the destination, allows the port and clears the label ([`Config::clearance`]).
 //! - **The label floats up, never down.** What a destination answers carries a label, its
-//!   rule's `returns` (by default its `class`: [`Cleared::returns`]); once bytes of it have
+//!   rule's `returns` (by default its `class`) and **untrusted** unless the rule says
+//!   `trusted = true` ([`EgressRule::answers`], [`Cleared::returns`]); once bytes of it have
 //!   reached the box, the box is at that label for every later connection of the call (and
 //!   a server's box for good). The runner's proxy keeps that part (`CallLabel::read`).
 //! - **A tunnel is for TLS**: a `CONNECT` goes only to a port the rule names in
@@ -40,6 +41,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use policy::Label;
 use proto::DataClass;
 
 use crate::model::{Config, Tool};
@@ -74,6 +76,9 @@ pub struct EgressRule {
     /// The label of what it answers (`returns`; by default its `class`): a box that has read
     /// any of it is at least at this label from then on.
     pub returns: DataClass,
+    /// What it answers comes from someone the person trusts (`trusted = true`; by default
+    /// not: a destination's bytes are someone else's words, docs/spec.md §3.6).
+    pub trusted: bool,
     /// The `host` as written, for messages and for `[[tool]] egress` to name it by.
     pub written: String,
     /// The line of its `host` in the file.
@@ -312,34 +317,44 @@ pub enum Way {
 }
 
 /// The label a connection is decided at, and where it comes from (docs/spec.md §3.6). The
-/// label is the highest of the four ([`CallLabel::class`]).
+/// label is the join of the four ([`CallLabel::label`]); a connection is decided by its
+/// class ([`CallLabel::class`]), and the box's answers carry the whole of it, the untrusted
+/// bit too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallLabel {
     /// The session's floor: what its workspace may hold, as the runner knows it.
-    pub session: DataClass,
+    pub session: Label,
     /// The tool's reach: what its box can read (its mounts).
     pub reach: DataClass,
-    /// The call's own label: the tool's class (label rules will raise it, in
-    /// [`Config::call_label`]).
-    pub call: DataClass,
+    /// The call's own label: the tool's class and `untrusted`, raised by every label rule
+    /// that matches the call ([`Config::call_label`]).
+    pub call: Label,
     /// What the box has read from destinations' answers so far: it only rises.
-    pub read: DataClass,
+    pub read: Label,
 }
 
 impl CallLabel {
+    /// The class a connection is decided at.
     pub fn class(&self) -> DataClass {
-        crate::box_label(self.session, self.reach)
-            .max(self.call)
-            .max(self.read)
+        self.label().class
+    }
+
+    /// The whole label: the session's floor, the reach, the call's own and what was read,
+    /// joined (`policy::Label::join`, the one join).
+    pub fn label(&self) -> Label {
+        self.session
+            .join(self.call)
+            .join(self.read)
+            .at_least(self.reach)
     }
 
     /// What holds the label, for a refusal: what the box read, the session's data, what the
     /// box can read, or the tool's own class.
     fn holder(&self) -> String {
         let c = self.class();
-        if self.read == c && c > DataClass::Public {
+        if self.read.class == c && c > DataClass::Public {
             format!("this box has read {c} data (a destination's answer)")
-        } else if self.session == c {
+        } else if self.session.class == c {
             format!("this session holds {c} data")
         } else if self.reach == c {
             format!("this tool's box can read {c} data (its mounts)")
@@ -357,9 +372,9 @@ pub struct Cleared<'a> {
     /// The highest label the box may reach and keep the connection: the rule's `class`
     /// (for an address that carries several IPv4 ones, the lowest of theirs).
     pub class: DataClass,
-    /// The label of what the destination answers: the rule's `returns` (for several, the
-    /// highest).
-    pub returns: DataClass,
+    /// The label of what the destination answers: the rule's `returns`, untrusted unless the
+    /// rule says `trusted` ([`EgressRule::answers`]; for several rules, their join).
+    pub returns: Label,
 }
 
 /// Why a connection is refused: one sentence, starting `boxmaker refused HOST:PORT:`.
@@ -613,23 +628,17 @@ impl Config {
     /// ([`Config::answer_label_for`], docs/spec.md §3.4). Nothing has been read yet; the
     /// proxy raises `read` as answers reach the box. This is the one place a call's label
     /// for egress is made.
-    pub fn call_label(
-        &self,
-        name: &str,
-        args: &str,
-        floor: DataClass,
-        reach: DataClass,
-    ) -> CallLabel {
+    pub fn call_label(&self, name: &str, args: &str, floor: Label, reach: DataClass) -> CallLabel {
         let call = self
             .candidates(name)
-            .map(|t| t.class)
-            .fold(DataClass::Public, DataClass::max)
-            .max(self.answer_label_for(name, args).label.class);
+            .map(|t| t.label())
+            .fold(Label::PUBLIC, Label::join)
+            .join(self.answer_label_for(name, args).label);
         CallLabel {
             session: floor,
             reach,
             call,
-            read: DataClass::Public,
+            read: Label::PUBLIC,
         }
     }
 
@@ -665,7 +674,7 @@ impl Config {
                 .map(|rule| Cleared {
                     rule,
                     class: rule.class,
-                    returns: rule.returns,
+                    returns: rule.answers(),
                 });
         };
         let list = checked_as(ip).map_err(|address| Refusal::Untranslatable {
@@ -681,12 +690,12 @@ impl Config {
                 None => Cleared {
                     rule: r,
                     class: r.class,
-                    returns: r.returns,
+                    returns: r.answers(),
                 },
                 Some(c) => Cleared {
                     rule: if r.class < c.class { r } else { c.rule },
                     class: c.class.min(r.class),
-                    returns: c.returns.max(r.returns),
+                    returns: c.returns.join(r.answers()),
                 },
             });
         }
@@ -799,7 +808,7 @@ impl Config {
     /// (the IPv4 an IPv6 address carries, not the IPv6), allows the port and clears `label`.
     /// A local-use NAT64 address never. `own` are this machine's addresses. Allowed, it
     /// gives the label of what that address answers by the address rules that cleared it
-    /// (their highest `returns`; `public` when none had to: the name's rule says).
+    /// (their join; `public`, trusted, when none had to: the name's rule says).
     #[allow(clippy::too_many_arguments)]
     #[allow(clippy::too_many_arguments)]
     pub fn clear_address(
@@ -811,7 +820,7 @@ impl Config {
         way: Way,
         label: CallLabel,
         own: &[IpAddr],
-    ) -> Result<DataClass, Refusal> {
+    ) -> Result<Label, Refusal> {
         self.clear_address_within(tool, name, ip, port, way, label, own)
             .map(|(returns, _)| returns)
     }
@@ -830,14 +839,14 @@ impl Config {
         way: Way,
         label: CallLabel,
         own: &[IpAddr],
-    ) -> Result<(DataClass, DataClass), Refusal> {
+    ) -> Result<(Label, DataClass), Refusal> {
         let list = checked_as(ip).map_err(|address| Refusal::Untranslatable {
             dest: name.to_string(),
             port,
             how: "it resolves to",
             address,
         })?;
-        let mut returns = DataClass::Public;
+        let mut returns = Label::PUBLIC;
         let mut within = DataClass::Secret;
         for a in list {
             let Some(what) = forbidden_one(a, own) else {
@@ -846,7 +855,7 @@ impl Config {
             let shown = Destination::Address(a).to_string();
             match self.clear_one(tool, Destination::Address(a), &shown, port, way, label) {
                 Ok(r) => {
-                    returns = returns.max(r.returns);
+                    returns = returns.join(r.answers());
                     within = within.min(r.class);
                 }
                 Err(_) => {
@@ -927,6 +936,12 @@ fn plural(word: &str, n: usize) -> String {
 }
 
 impl EgressRule {
+    /// The label of what the destination answers: its `returns`, untrusted unless the rule
+    /// says `trusted = true` (docs/spec.md §3.6).
+    pub fn answers(&self) -> Label {
+        Label::new(self.returns, !self.trusted)
+    }
+
     /// The rule as a person reads it:
     /// `api.github.com ports 443, 80 cleared for public (tunnels to 443)`, with `, answers
     /// CLASS` after its clearance when its `returns` is another class.
@@ -938,10 +953,11 @@ impl EgressRule {
             .as_ref()
             .map(|n| format!(" ({n})"))
             .unwrap_or_default();
-        let answers = if self.returns == self.class {
-            String::new()
-        } else {
-            format!(", answers {}", self.returns)
+        let answers = match (self.returns == self.class, self.trusted) {
+            (true, false) => String::new(),
+            (true, true) => ", answers trusted".to_owned(),
+            (false, false) => format!(", answers {}", self.returns),
+            (false, true) => format!(", answers {}, trusted", self.returns),
         };
         format!(
             "{}{name} {} {} cleared for {}{answers} (tunnels to {})",
@@ -1001,10 +1017,10 @@ egress = ["pypi"]
 
     fn public() -> CallLabel {
         CallLabel {
-            session: DataClass::Public,
+            session: Label::new(DataClass::Public, false),
             reach: DataClass::Public,
-            call: DataClass::Public,
-            read: DataClass::Public,
+            call: Label::new(DataClass::Public, false),
+            read: Label::new(DataClass::Public, false),
         }
     }
 
@@ -1049,10 +1065,10 @@ egress = ["pypi"]
     fn a_confidential_session_is_refused_a_public_destination_in_words() {
         let c = cfg(RULES);
         let label = CallLabel {
-            session: DataClass::Confidential,
+            session: Label::new(DataClass::Confidential, false),
             reach: DataClass::Public,
-            call: DataClass::Public,
-            read: DataClass::Public,
+            call: Label::new(DataClass::Public, false),
+            read: Label::new(DataClass::Public, false),
         };
         let e = c
             .clearance(
@@ -1079,10 +1095,10 @@ egress = ["pypi"]
             .is_ok()
         );
         let reach = CallLabel {
-            session: DataClass::Public,
+            session: Label::new(DataClass::Public, false),
             reach: DataClass::Secret,
-            call: DataClass::Public,
-            read: DataClass::Public,
+            call: Label::new(DataClass::Public, false),
+            read: Label::new(DataClass::Public, false),
         };
         let e = c
             .clearance(
@@ -1248,7 +1264,7 @@ class = "public"
         let ip: IpAddr = "10.1.2.3".parse().unwrap();
         assert_eq!(
             c.clear_address_within(None, "intranet.test", ip, 443, Way::Request, public(), &[]),
-            Ok((DataClass::Public, DataClass::Public))
+            Ok((Label::new(DataClass::Public, true), DataClass::Public))
         );
         // A public address needs no address rule: nothing lowers the name's clearance.
         let open: IpAddr = "93.184.216.34".parse().unwrap();
@@ -1262,7 +1278,7 @@ class = "public"
                 public(),
                 &[]
             ),
-            Ok((DataClass::Public, DataClass::Secret))
+            Ok((Label::PUBLIC, DataClass::Secret))
         );
     }
 
@@ -1705,21 +1721,101 @@ class = "confidential"
         assert!(e.to_string().contains("t.toml:3:"), "{e}");
     }
 
+    /// Issue 30: what a destination answers is someone else's words — untrusted — unless its
+    /// rule says `trusted = true`; a connection through several rules answers as their join.
+    #[test]
+    fn a_destinations_answers_are_untrusted_unless_its_rule_says_trusted() {
+        use DataClass::*;
+        let c = cfg(r#"
+[[egress]]
+host = "api.example.com"
+
+[[egress]]
+host = "docs.example.com"
+trusted = true
+returns = "internal"
+
+[[egress]]
+host = "10.0.0.5"
+trusted = true
+
+[[egress]]
+host = "10.0.0.6"
+"#);
+        assert_eq!(c.egress[0].answers(), Label::new(Public, true));
+        assert_eq!(c.egress[1].answers(), Label::new(Internal, false));
+        assert_eq!(
+            c.egress[1].describe(),
+            "docs.example.com ports 443, 80 cleared for public, answers internal, trusted \
+             (tunnels to 443)"
+        );
+        assert_eq!(
+            c.egress[2].describe(),
+            "10.0.0.5 ports 443, 80 cleared for public, answers trusted (tunnels to 443)"
+        );
+        let at = |name: &str| {
+            c.clearance(None, Destination::Name(name), 443, Way::Tunnel, public())
+                .unwrap()
+                .returns
+        };
+        assert_eq!(at("api.example.com"), Label::new(Public, true));
+        assert_eq!(at("docs.example.com"), Label::new(Internal, false));
+        // A name that resolves to an address only an address rule clears answers as both.
+        let trusted_ip: IpAddr = "10.0.0.5".parse().unwrap();
+        let untrusted_ip: IpAddr = "10.0.0.6".parse().unwrap();
+        let via = |ip| {
+            c.clear_address(
+                None,
+                "docs.example.com",
+                ip,
+                443,
+                Way::Tunnel,
+                public(),
+                &[],
+            )
+            .unwrap()
+        };
+        assert_eq!(via(trusted_ip), Label::PUBLIC);
+        assert_eq!(via(untrusted_ip), Label::new(Public, true));
+        // A strict key: a string where a boolean belongs is refused at its line.
+        let e = crate::parse(
+            "[[egress]]\nhost = \"a.test\"\ntrusted = \"yes\"\n",
+            "t.toml",
+            std::path::Path::new("/tmp"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("t.toml:3:"), "{e}");
+    }
+
     #[test]
     fn a_calls_label_is_the_highest_of_floor_reach_and_the_tools_class() {
         use DataClass::*;
         let c = cfg(FLOAT);
-        let l = c.call_label("net", "{}", Public, Public);
-        assert_eq!((l.call, l.read, l.class()), (Internal, Public, Internal));
-        assert_eq!(c.call_label("net", "{}", Secret, Public).class(), Secret);
-        assert_eq!(c.call_label("net", "{}", Public, Secret).class(), Secret);
+        let l = c.call_label("net", "{}", Label::new(Public, false), Public);
+        assert_eq!(
+            (l.call, l.read, l.class()),
+            (Label::new(Internal, false), Label::PUBLIC, Internal)
+        );
+        assert_eq!(
+            c.call_label("net", "{}", Label::new(Secret, false), Public)
+                .class(),
+            Secret
+        );
+        assert_eq!(
+            c.call_label("net", "{}", Label::new(Public, false), Secret)
+                .class(),
+            Secret
+        );
         // A server's exposed tool carries its server's class.
         assert_eq!(
-            c.call_label("mail_send", "{}", Public, Public).call,
+            c.call_label("mail_send", "{}", Label::new(Public, false), Public)
+                .call
+                .class,
             Confidential
         );
         assert_eq!(
-            c.call_label("nothing", "{}", Public, Public).class(),
+            c.call_label("nothing", "{}", Label::new(Public, false), Public)
+                .class(),
             Public
         );
     }
@@ -1738,19 +1834,22 @@ class = \"secret\"
 "
         ));
         assert_eq!(
-            c.call_label("mail_read", r#"{"folder":"hr"}"#, Public, Public)
-                .call,
+            c.call_label("mail_read", r#"{"folder":"hr"}"#, Label::PUBLIC, Public)
+                .call
+                .class,
             Secret
         );
         // A call the rule's conditions do not match keeps the server's class.
         assert_eq!(
-            c.call_label("mail_read", r#"{"folder":"inbox"}"#, Public, Public)
-                .call,
+            c.call_label("mail_read", r#"{"folder":"inbox"}"#, Label::PUBLIC, Public)
+                .call
+                .class,
             Confidential
         );
         assert_eq!(
-            c.call_label("net", r#"{"folder":"hr"}"#, Public, Public)
-                .call,
+            c.call_label("net", r#"{"folder":"hr"}"#, Label::PUBLIC, Public)
+                .call
+                .class,
             Internal
         );
     }
@@ -1769,15 +1868,15 @@ class = \"secret\"
                 label,
             )
         };
-        let label = c.call_label("mail_send", "{}", Public, Public);
+        let label = c.call_label("mail_send", "{}", Label::new(Public, false), Public);
         assert_eq!(
             at(label).unwrap_err().to_string(),
             "boxmaker refused api.example.com:443: this tool's answers are confidential (its \
              class) and that destination is cleared for public"
         );
         let read = CallLabel {
-            read: Confidential,
-            ..c.call_label("net", "{}", Public, Public)
+            read: Label::new(Confidential, false),
+            ..c.call_label("net", "{}", Label::new(Public, false), Public)
         };
         assert_eq!(
             at(read).unwrap_err().to_string(),
@@ -1786,7 +1885,7 @@ class = \"secret\"
         );
         // The session's floor, raised by the same read, still names the read.
         let both = CallLabel {
-            session: Confidential,
+            session: Label::new(Confidential, false),
             ..read
         };
         assert!(
@@ -1805,7 +1904,10 @@ class = \"secret\"
                 label,
             )
             .unwrap();
-        assert_eq!((ok.class, ok.returns), (Confidential, Confidential));
+        assert_eq!(
+            (ok.class, ok.returns),
+            (Confidential, Label::new(Confidential, true))
+        );
         let docs = c
             .clearance(
                 t,
@@ -1815,7 +1917,10 @@ class = \"secret\"
                 label,
             )
             .unwrap();
-        assert_eq!((docs.class, docs.returns), (Confidential, Public));
+        assert_eq!(
+            (docs.class, docs.returns),
+            (Confidential, Label::new(Public, true))
+        );
         let bank = c
             .clearance(
                 t,
@@ -1825,7 +1930,10 @@ class = \"secret\"
                 public(),
             )
             .unwrap();
-        assert_eq!((bank.class, bank.returns), (Public, Secret));
+        assert_eq!(
+            (bank.class, bank.returns),
+            (Public, Label::new(Secret, true))
+        );
     }
 
     #[test]
@@ -1869,18 +1977,21 @@ host = "*"
                 public(),
             )
             .unwrap();
-        assert_eq!((r.class, r.returns), (Confidential, Secret));
+        assert_eq!(
+            (r.class, r.returns),
+            (Confidential, Label::new(Secret, true))
+        );
         assert_eq!(r.rule.written, "198.51.100.7");
         // A name whose address only an address rule clears answers by that rule too.
         let ip: IpAddr = "10.0.0.5".parse().unwrap();
         assert_eq!(
             c.clear_address(None, "intranet.test", ip, 443, Way::Tunnel, public(), &[]),
-            Ok(Confidential)
+            Ok(Label::new(Confidential, true))
         );
         let other: IpAddr = "93.184.216.35".parse().unwrap();
         assert_eq!(
             c.clear_address(None, "x.test", other, 443, Way::Tunnel, public(), &[]),
-            Ok(Public),
+            Ok(Label::PUBLIC),
             "an address no rule had to clear adds nothing: the name's rule says"
         );
     }

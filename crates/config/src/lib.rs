@@ -55,6 +55,7 @@ pub use labels::{AnswerLabel, LabelRule};
 pub use model::{
     Audit, BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name,
 };
+pub use policy::Label;
 pub use reach::box_label;
 pub use remote::{HeaderValue, OAuth, RemoteUrl, Transport};
 pub use secret::{Secret, SecretSource, SecretVars};

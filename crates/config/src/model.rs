@@ -13,15 +13,16 @@
 //!   `timeout_seconds` 300, `max_servers_per_session` 8, `max_connections_per_session` 32,
 //!   `egress_idle_seconds` 120, `max_upload_bytes` 1 GiB. Every limit must be above 0.
 //! - `[[mount]]`: `class = "internal"` (a person's files are not public unless they say
-//!   so), `write = false`, no `name` (then no tool can name it in `mounts`).
+//!   so), `write = false`, `untrusted = false`, no `name` (then no tool can name it in
+//!   `mounts`).
 //! - `[[tool]]`: `class = "public"`, `untrusted = false`, `network = false`, `env = []`,
 //!   `pin = false`, no `prefix` (tools are exposed as `NAME_TOOL`), no `idle_timeout`,
 //!   `mounts` = every mount, `egress` = every egress rule, no `secrets`.
 //! - `[[secret]]`: no defaults; `name` and exactly one of `env`, `file`, `command`
 //!   (`crate::secret`).
 //! - `[[egress]]`: `ports = [443, 80]`, `tunnel_ports = [443]` (when `ports` has 443, else
-//!   none), `class = "public"`, `returns` = its `class`, no `name`. `host` has no default: a
-//!   rule says what it names.
+//!   none), `class = "public"`, `returns` = its `class`, `trusted = false`, no `name`. `host`
+//!   has no default: a rule says what it names.
 //! - `[[grant]]`: `sessions = "*"`, `max_class = "secret"`, `if_untrusted = "allow"`, no
 //!   `expires`, no `when` (argument conditions). `effect` has no default: a grant says what
 //!   it does. A `when` entry is `pointer` and exactly one of `equals`, `one_of`, `in` (a
@@ -247,6 +248,9 @@ pub struct Mount {
     /// Files read under here are at least this class.
     pub class: DataClass,
     pub write: bool,
+    /// Its files come from outside (`untrusted = true`): a file read under here is
+    /// untrusted, and a box of an untrusted session may write here (docs/spec.md §3.5).
+    pub untrusted: bool,
 }
 
 /// The builtin tools.
@@ -883,6 +887,7 @@ impl Ctx<'_> {
                 at,
                 class: m.class.unwrap_or(DataClass::Internal),
                 write: m.write,
+                untrusted: m.untrusted,
             });
         }
         Ok((out, spans))
@@ -1057,6 +1062,8 @@ impl Ctx<'_> {
                 class,
                 // What it answers is, unless the rule says otherwise, what it is cleared for.
                 returns: e.returns.unwrap_or(class),
+                // What it answers is someone else's words unless the person says otherwise.
+                trusted: e.trusted.unwrap_or(false),
                 written,
                 line,
             });

@@ -511,6 +511,7 @@ mod tests {
             at: at.into(),
             class: proto::DataClass::Internal,
             write,
+            untrusted: false,
         }
     }
 

@@ -98,6 +98,8 @@ pub(crate) struct Mount {
     pub class: Option<DataClass>,
     #[serde(default)]
     pub write: bool,
+    #[serde(default)]
+    pub untrusted: bool,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -148,6 +150,7 @@ pub(crate) struct Egress {
     pub tunnel_ports: Option<Spanned<Vec<Spanned<u64>>>>,
     pub class: Option<DataClass>,
     pub returns: Option<DataClass>,
+    pub trusted: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]

@@ -15,7 +15,9 @@
 //!   every mount whose host path holds it ([`Config::class_of_host_path`]: overlapping
 //!   mounts label by the highest).
 //! - **No write down**: a box sees a writable mount read-only when its label is above the
-//!   mount's class ([`Mount::writable_at`]); `write_file` runs at the session's taint.
+//!   mount's ([`Mount::writable_at`]): a higher class, or untrusted where the mount's files
+//!   are trusted — what an untrusted box writes there would be read back, in any session, as
+//!   the person's own files. `write_file` runs at the session's taint.
 
 use std::path::Path;
 
@@ -36,11 +38,17 @@ impl Tool {
 }
 
 impl Mount {
-    /// Whether a box whose label is `label` may write here: the mount is writable and its
-    /// class is not below the label (no write down: data never moves into a place that a
-    /// later call, or another session, reads under a lower label).
-    pub fn writable_at(&self, label: DataClass) -> bool {
-        self.write && label <= self.class
+    /// The label of what is read under it: its class, untrusted when it says so.
+    pub fn label(&self) -> Label {
+        Label::new(self.class, self.untrusted)
+    }
+
+    /// Whether a box whose label is `label` may write here: the mount is writable and the
+    /// label is within the mount's (no write down: data never moves into a place that a
+    /// later call, or another session, reads under a lower label — a lower class, or as
+    /// trusted when it came from an untrusted context).
+    pub fn writable_at(&self, label: Label) -> bool {
+        self.write && label.within(self.label())
     }
 }
 
@@ -61,20 +69,29 @@ impl Config {
         })
     }
 
-    /// The lowest-class mount a box of `tool` built at `label` may write (bound writable:
-    /// [`Mount::writable_at`]), if any: the box may not float above its class, or what it
-    /// read could be written there below its label (no write down, docs/spec.md §3.5).
-    pub fn lowest_writable<'a>(&'a self, tool: &'a Tool, label: DataClass) -> Option<&'a Mount> {
-        self.mounts_of(tool)
-            .filter(|m| m.writable_at(label))
-            .min_by_key(|m| m.class)
+    /// The mounts a box of `tool` built at `label` may write (bound writable:
+    /// [`Mount::writable_at`]): the box may not float above any of theirs — a higher class,
+    /// or untrusted over a trusted one — or what it read could be written there below its
+    /// label (no write down, docs/spec.md §3.5).
+    pub fn writable_mounts<'a>(
+        &'a self,
+        tool: &'a Tool,
+        label: Label,
+    ) -> impl Iterator<Item = &'a Mount> + 'a {
+        self.mounts_of(tool).filter(move |m| m.writable_at(label))
     }
 
     /// The highest class of every mount `tool`'s box is given (`public` with none).
     pub fn reach(&self, tool: &Tool) -> DataClass {
+        self.reach_label(tool).class
+    }
+
+    /// The join of the labels of every mount `tool`'s box is given (`public`, trusted, with
+    /// none): what its box can read.
+    pub fn reach_label(&self, tool: &Tool) -> Label {
         self.mounts_of(tool)
-            .map(|m| m.class)
-            .fold(DataClass::Public, DataClass::max)
+            .map(Mount::label)
+            .fold(Label::PUBLIC, Label::join)
     }
 
     /// The configured tools a call to `name` may reach: the builtin tool of that name, or
@@ -108,15 +125,14 @@ impl Config {
     pub fn floor(&self, name: &str) -> Label {
         self.candidates(name)
             .map(|t| {
-                let class = if t.runs_foreign_code() {
-                    t.class.max(self.reach(t))
+                if t.runs_foreign_code() {
+                    t.label().join(self.reach_label(t))
                 } else {
-                    t.class
-                };
-                Label::new(class, t.untrusted)
+                    t.label()
+                }
             })
-            .reduce(|a, b| Label::new(a.class.max(b.class), a.untrusted || b.untrusted))
-            .unwrap_or(Label::new(DataClass::Public, false))
+            .reduce(Label::join)
+            .unwrap_or(Label::PUBLIC)
     }
 
     /// The class of a file at `host` (as the kernel resolved it), from the mounts: the
@@ -124,12 +140,18 @@ impl Config {
     /// `hosts` are the mounts' host paths as resolved on this machine, in `self.mounts`
     /// order (the runner resolves them once).
     pub fn class_of_host_path(&self, host: &Path, hosts: &[&Path]) -> Option<DataClass> {
+        self.label_of_host_path(host, hosts).map(|l| l.class)
+    }
+
+    /// The label of a file at `host`: the join of the labels of every mount whose host path
+    /// holds it (untrusted when any of them says so), `None` when none does.
+    pub fn label_of_host_path(&self, host: &Path, hosts: &[&Path]) -> Option<Label> {
         self.mounts
             .iter()
             .zip(hosts)
             .filter(|(_, h)| host.starts_with(h))
-            .map(|(m, _)| m.class)
-            .max()
+            .map(|(m, _)| m.label())
+            .reduce(Label::join)
     }
 
     /// Pairs of mounts (indexes into `self.mounts`) whose host paths overlap, as written or
@@ -157,6 +179,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn cfg(text: &str) -> Config {
         crate::parse(text, "t.toml", Path::new("/base")).unwrap()
@@ -231,8 +254,8 @@ mounts = ["notes", "outbox"]
         let c = cfg(BASE);
         assert_eq!(c.call_reach("fs"), Some(DataClass::Internal));
         assert_eq!(c.floor("fs"), Label::new(DataClass::Internal, true));
-        let label = c.call_label("fs", "{}", DataClass::Public, DataClass::Internal);
-        assert_eq!(label.call, DataClass::Internal);
+        let label = c.call_label("fs", "{}", Label::PUBLIC, DataClass::Internal);
+        assert_eq!(label.call.class, DataClass::Internal);
     }
 
     #[test]
@@ -269,11 +292,12 @@ mounts = ["notes", "outbox"]
     fn no_write_down() {
         let c = cfg(BASE);
         let notes = &c.mounts[2];
-        assert!(notes.writable_at(DataClass::Public));
-        assert!(notes.writable_at(DataClass::Internal));
-        assert!(!notes.writable_at(DataClass::Confidential));
+        let at = |class| Label::new(class, false);
+        assert!(notes.writable_at(at(DataClass::Public)));
+        assert!(notes.writable_at(at(DataClass::Internal)));
+        assert!(!notes.writable_at(at(DataClass::Confidential)));
         assert!(
-            !c.mounts[0].writable_at(DataClass::Public),
+            !c.mounts[0].writable_at(at(DataClass::Public)),
             "not writable at all"
         );
         assert_eq!(
@@ -283,17 +307,75 @@ mounts = ["notes", "outbox"]
     }
 
     #[test]
-    fn a_box_may_not_float_above_the_lowest_mount_it_can_write() {
+    fn a_box_may_not_float_above_the_mounts_it_can_write() {
         let c = cfg(BASE);
         let run = c.tool("run").unwrap();
-        let at = |label| c.lowest_writable(run, label).map(|m| m.at.clone());
-        assert_eq!(at(DataClass::Public), Some("/data/outbox".into()));
-        assert_eq!(at(DataClass::Internal), Some("/data/outbox".into()));
-        assert_eq!(at(DataClass::Confidential), None, "read-only there already");
+        let at = |class| {
+            c.writable_mounts(run, Label::new(class, false))
+                .map(|m| m.at.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(at(DataClass::Public), vec![PathBuf::from("/data/outbox")]);
+        assert_eq!(at(DataClass::Internal), vec![PathBuf::from("/data/outbox")]);
+        assert!(
+            at(DataClass::Confidential).is_empty(),
+            "read-only there already"
+        );
         // A tool not given it writes nowhere but /work.
         assert!(
-            c.lowest_writable(c.tool("post").unwrap(), DataClass::Public)
+            c.writable_mounts(c.tool("post").unwrap(), Label::PUBLIC)
+                .next()
                 .is_none()
+        );
+    }
+
+    /// Issue 30: no write down applies to the untrusted bit too. A box of a session that
+    /// read untrusted data may not write a mount whose files are trusted — another session
+    /// would read what it wrote back as the person's own files — unless the mount says
+    /// `untrusted = true`, whose files are then read as untrusted by everyone, and make the
+    /// boxes that can read them untrusted.
+    #[test]
+    fn an_untrusted_box_writes_only_a_mount_that_says_untrusted() {
+        let c = cfg(&format!(
+            "{BASE}
+[[mount]]
+name = \"inbox\"
+host = \"/srv/inbox\"
+at = \"/data/inbox\"
+class = \"internal\"
+write = true
+untrusted = true
+
+[[tool]]
+name = \"fetch\"
+builtin = \"run\"
+mounts = [\"inbox\"]
+"
+        ));
+        let outbox = &c.mounts[2];
+        let inbox = &c.mounts[4];
+        let tainted = Label::new(DataClass::Public, true);
+        assert!(!outbox.writable_at(tainted));
+        assert!(outbox.writable_at(Label::PUBLIC));
+        assert!(inbox.writable_at(tainted) && inbox.writable_at(Label::PUBLIC));
+        assert_eq!(inbox.label(), Label::new(DataClass::Internal, true));
+        let run = c.tool("run").unwrap();
+        let writable: Vec<PathBuf> = c
+            .writable_mounts(run, tainted)
+            .map(|m| m.at.clone())
+            .collect();
+        assert_eq!(writable, vec![PathBuf::from("/data/inbox")]);
+        // A box that can read the untrusted mount answers untrusted, whatever its tool says.
+        assert_eq!(c.reach_label(c.tool("fetch").unwrap()), inbox.label());
+        assert!(c.floor("fetch").untrusted);
+        let hosts: Vec<&Path> = c.mounts.iter().map(|m| m.host.as_path()).collect();
+        assert_eq!(
+            c.label_of_host_path(Path::new("/srv/inbox/mail.eml"), &hosts),
+            Some(Label::new(DataClass::Internal, true))
+        );
+        assert_eq!(
+            c.label_of_host_path(Path::new("/srv/outbox/a"), &hosts),
+            Some(Label::new(DataClass::Internal, false))
         );
     }
 

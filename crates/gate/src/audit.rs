@@ -495,9 +495,9 @@ pub enum Event {
         #[serde(default)]
         received: u64,
     },
-    /// A box of the session read `class` data from a destination, above what its session
-    /// held (docs/spec.md §3.6): the session's taint rose to it, committed before this
-    /// record, whatever the call then answered (a `failed` carries no label).
+    /// A box of the session read `(class, untrusted)` data from a destination, above what
+    /// its session held (docs/spec.md §3.6): the session's taint rose by it, committed
+    /// before this record, whatever the call then answered (a `failed` carries no label).
     Floated {
         session: SessionId,
         /// The call its box was running, when there was exactly one.
@@ -505,6 +505,9 @@ pub enum Event {
         call: Option<CallId>,
         tool: String,
         class: DataClass,
+        /// The destination's answer was untrusted (its rule does not say `trusted = true`).
+        #[serde(default)]
+        untrusted: bool,
     },
     /// The gate signed a checkpoint of the log's head: the tree of every record before this
     /// one (docs/spec.md §6, [`crate::anchor`]). The checkpoint's `time` is this record's.

@@ -26,12 +26,13 @@ use std::io::{Read, Write};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use policy::Label;
 use policy::Taint;
 use proto::run::{
     EgressRecord, FileDigest, Order, RunnerAnswer, RunnerRequest, read_runner_reply,
     write_runner_request,
 };
-use proto::{CallId, DataClass, FrameError, SessionId, ToolRequest, ToolResponse};
+use proto::{CallId, FrameError, SessionId, ToolRequest, ToolResponse};
 
 /// What the gate does with the events a runner reports beside its answers.
 pub trait RunnerEvents: Send + Sync {
@@ -39,11 +40,12 @@ pub trait RunnerEvents: Send + Sync {
     /// Must not block for long: the link's reader, which delivers every answer too, waits.
     fn egress(&self, record: EgressRecord);
 
-    /// A box of `session` (of `tool`, running `call` if one) read `class` data from a
-    /// destination, above what its runner knew the session held: the session's taint rises
-    /// to it. Returns once that is durable (or could not be made so), since the link's
-    /// reader takes no other reply — no answer of the box's call — until it returns.
-    fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, class: DataClass);
+    /// A box of `session` (of `tool`, running `call` if one) read data labelled `label` from
+    /// a destination (its class, and untrusted unless the destination's rule says trusted),
+    /// above what its runner knew the session held: the session's taint rises by it.
+    /// Returns once that is durable (or could not be made so), since the link's reader takes
+    /// no other reply — no answer of the box's call — until it returns.
+    fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, label: Label);
 }
 
 /// Where a link delivers runner events: set once the gate exists (the gate is made after
@@ -80,14 +82,14 @@ impl EventSink {
         }
     }
 
-    fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, class: DataClass) {
+    fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, label: Label) {
         let to = self
             .0
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         if let Some(to) = to {
-            to.floated(session, tool, call, class);
+            to.floated(session, tool, call, label);
         }
     }
 }
@@ -473,14 +475,15 @@ fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>, events: &Event
             tool,
             call,
             class,
+            untrusted,
         } = reply.reply
         {
             if id != 0 {
                 break format!("it sent a floated event with id {id} (events carry id 0)");
             }
             // Before the next reply: the call's answer, which may be a `failed` that carries
-            // no label, must find the rise committed.
-            events.floated(session, tool, call, class);
+            // no label, must find the rise committed — class and untrusted bit.
+            events.floated(session, tool, call, Label::new(class, untrusted));
             continue;
         }
         let mut st = lock(state);

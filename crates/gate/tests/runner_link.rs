@@ -267,7 +267,8 @@ fn test_link_an_egress_event_with_a_call_id_kills_the_link() {
 
 /// A box read above what its session held and its call then failed: `failed` carries no
 /// label, so the runner's `floated` event, sent before the answer, is what raises the
-/// session's taint — committed (and audited) before the gate takes the answer.
+/// session's taint — class and untrusted bit (issue 30) — committed (and audited) before
+/// the gate takes the answer.
 #[test]
 fn test_link_a_floated_event_raises_the_taint_before_the_answer_is_taken() {
     let (h, mut runner, call) = gate_calling_over_a_link();
@@ -277,6 +278,7 @@ fn test_link_a_floated_event_raises_the_taint_before_the_answer_is_taken() {
         tool: "read".into(),
         call: Some(proto::CallId(1)),
         class: DataClass::Secret,
+        untrusted: true,
     };
     write_runner_reply(&mut runner, &RunnerReply::new(0, event)).unwrap();
     let failed = ToolResponse::Failed {
@@ -285,6 +287,7 @@ fn test_link_a_floated_event_raises_the_taint_before_the_answer_is_taken() {
     answer(&mut runner, r.id, failed.clone());
     assert_eq!(call.join().unwrap(), failed);
     assert_eq!(h.taint("s1").0, DataClass::Secret);
+    assert!(h.taint("s1").1, "the floated untrusted bit is in the taint");
     let log = std::fs::read_to_string(h.state.join("audit.log")).unwrap();
     let floated = log
         .lines()
@@ -299,7 +302,7 @@ fn test_link_a_floated_event_raises_the_taint_before_the_answer_is_taken() {
         log.lines()
             .nth(floated)
             .unwrap()
-            .contains(r#""class":"secret""#),
+            .contains(r#""class":"secret","untrusted":true"#),
         "{log}"
     );
     assert!(gate::audit::verify(&h.state.join("audit.log")).is_ok());
@@ -315,6 +318,7 @@ fn test_link_a_floated_event_with_a_call_id_kills_the_link() {
         tool: "read".into(),
         call: None,
         class: DataClass::Secret,
+        untrusted: false,
     };
     write_runner_reply(&mut runner, &RunnerReply::new(r.id, event)).unwrap();
     assert_stopped(&a.join().unwrap());

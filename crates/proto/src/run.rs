@@ -24,8 +24,9 @@
 //! Besides answers, the runner sends **events**, always with id 0 (they answer no request):
 //! `egress`, one per connection attempt a box made through the egress proxy, and one more
 //! when an allowed connection ends (docs/spec.md §3.5), which the gate audits; and
-//! `floated`, when what a destination answered a box raises its session's floor (§3.6),
-//! which the gate commits into the session's taint before it reads the next reply.
+//! `floated`, when what a destination answered a box raises its session's floor — its class
+//! or its untrusted bit (§3.6) — which the gate commits into the session's taint before it
+//! reads the next reply.
 
 use std::io::{Read, Write};
 
@@ -106,17 +107,19 @@ pub enum RunnerAnswer {
     Egress { record: EgressRecord },
     /// The answer to `digest`: the files the call names, in argument order.
     Digests { files: Vec<FileDigest> },
-    /// An event, not an answer (id 0): a box of `session` read `class` data from a
-    /// destination (its label floated up, docs/spec.md §3.6), above what the runner knew the
-    /// session held, and may have left it in the session's workspace. The gate raises the
-    /// session's taint to `class` before it takes anything else from this runner, so no
-    /// answer — a `failed` carries no label — and no later runner can forget it.
+    /// An event, not an answer (id 0): a box of `session` read `(class, untrusted)` data
+    /// from a destination (its label floated up, docs/spec.md §3.6), above what the runner
+    /// knew the session held, and may have left it in the session's workspace. The gate
+    /// raises the session's taint by that label before it takes anything else from this
+    /// runner, so no answer — a `failed` carries no label — and no later runner can forget
+    /// it.
     Floated {
         session: SessionId,
         tool: String,
         #[serde(deserialize_with = "Option::deserialize")]
         call: Option<CallId>,
         class: DataClass,
+        untrusted: bool,
     },
 }
 
@@ -382,6 +385,7 @@ mod tests {
                 tool: "net".into(),
                 call: None,
                 class: DataClass::Confidential,
+                untrusted: true,
             },
         );
         let mut buf = Vec::new();
@@ -389,11 +393,14 @@ mod tests {
         let text = String::from_utf8_lossy(buf.get(4..).unwrap_or_default()).into_owned();
         assert_eq!(
             text,
-            r#"{"v":1,"id":0,"reply":{"kind":"floated","body":{"session":"s1","tool":"net","call":null,"class":"confidential"}}}"#
+            r#"{"v":1,"id":0,"reply":{"kind":"floated","body":{"session":"s1","tool":"net","call":null,"class":"confidential","untrusted":true}}}"#
         );
         assert_eq!(read_runner_reply(&mut buf.as_slice())?, r);
         for bad in [
             text.replace(r#""call":null,"#, ""),
+            // The untrusted bit is part of the label: an event without it is refused.
+            text.replace(r#","untrusted":true"#, ""),
+            text.replace(r#""untrusted":true"#, r#""untrusted":1"#),
             text.replace(r#""confidential""#, r#""topsecret""#),
             text.replace(r#""class""#, r#""extra":1,"class""#),
         ] {

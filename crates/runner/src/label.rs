@@ -3,10 +3,12 @@
 //!
 //! A path the in-box tool read is named as the kernel named the open file (inside the box).
 //! Under `/work` it is the session's workspace, whose content is at most what the session
-//! may hold (the runner's floor for the session: the taint the gate sent, raised by every
-//! label given since — a `run` that copied a secret there raised it before its box
-//! started). Under a mount it is mapped back to the host path it shows, and labelled by
-//! **every** mount whose host path holds that file (`config::Config::class_of_host_path`):
+//! may hold (the runner's floor for the session, class and untrusted bit: the taint the
+//! gate sent, joined with every label given since — a `run` that copied a secret there
+//! raised it before its box started, and once the session read untrusted data, what any
+//! box of it wrote there is untrusted). Under a mount it is mapped back to the host path it
+//! shows, and labelled by **every** mount whose host path holds that file
+//! (`config::Config::label_of_host_path`: the highest class, untrusted if one says so):
 //! with overlapping mounts (`notes` internal, `notes/hr` secret) a file read as
 //! `/data/notes/hr/pay.csv` is secret, as it is through `/data/hr/pay.csv`. Anything else
 //! (`/usr`, `/tmp` of that box) adds nothing.
@@ -21,7 +23,8 @@
 
 use std::path::{Path, PathBuf};
 
-use config::Config;
+use config::{Config, Label};
+#[cfg(test)]
 use proto::DataClass;
 
 /// The config's mounts with their host paths as resolved on this machine (symlinks
@@ -80,39 +83,35 @@ impl Hosts {
             .and_then(|(at, host)| path.strip_prefix(at).ok().map(|rel| host.join(rel)))
     }
 
-    /// The class of what the in-box `path` holds, `workspace` being the session's floor:
-    /// under a mount, the highest class of every mount whose host path holds the file
-    /// (`Config::class_of_host_path`, the rule).
-    pub fn class_of(&self, path: &Path, workspace: DataClass) -> Option<DataClass> {
+    /// The label of what the in-box `path` holds, `workspace` being the session's floor:
+    /// under `/work`, that floor, untrusted bit and all (any box of the session may have
+    /// written it); under a mount, the join of every mount whose host path holds the file
+    /// — the highest class, untrusted when one says so (`Config::label_of_host_path`, the
+    /// rule).
+    pub fn label_of(&self, path: &Path, workspace: Label) -> Option<Label> {
         if path.starts_with("/work") {
             return Some(workspace);
         }
         let host = self.host_of(path)?;
         let hosts: Vec<&Path> = self.mounts.iter().map(|(_, h)| h.as_path()).collect();
-        self.config.class_of_host_path(&host, &hosts)
+        self.config.label_of_host_path(&host, &hosts)
     }
 }
 
-/// The label class of an answer of code boxmaker does not control whose floor (its tool's
-/// floor raised to the session's, `Runner::foreign_class`) is `floor` and whose box reached
-/// `reached` in the call (docs/spec.md §3.6: its calls' own labels and what destinations
-/// answered it; `egress::Float::reached`): the answer carries both.
-pub fn call_class(floor: DataClass, reached: DataClass) -> DataClass {
-    floor.max(reached)
+/// The label of an answer of code boxmaker does not control whose floor (its tool's own
+/// label joined with the session's, `Runner::foreign_label`) is `floor` and whose box
+/// reached `reached` in the call (docs/spec.md §3.6: its calls' own labels and what
+/// destinations answered it; `egress::Float::reached`): the answer carries both.
+pub fn call_label(floor: Label, reached: Label) -> Label {
+    floor.join(reached)
 }
 
-/// The label class of a file tool's result that read `read` (in-box paths of the opened
-/// files), for a tool whose floor is `floor`, in a session whose workspace may hold up to
-/// `workspace`.
-pub fn class_of_reads(
-    floor: DataClass,
-    read: &[PathBuf],
-    hosts: &Hosts,
-    workspace: DataClass,
-) -> DataClass {
+/// The label of a file tool's result that read `read` (in-box paths of the opened files),
+/// for a call whose own label is `floor`, in a session whose workspace is at `workspace`.
+pub fn label_of_reads(floor: Label, read: &[PathBuf], hosts: &Hosts, workspace: Label) -> Label {
     read.iter()
-        .filter_map(|p| hosts.class_of(p, workspace))
-        .fold(floor, DataClass::max)
+        .filter_map(|p| hosts.label_of(p, workspace))
+        .fold(floor, Label::join)
 }
 
 #[cfg(test)]
@@ -146,13 +145,18 @@ class = "public"
         let h = hosts();
         for p in ["/data/notes/hr/pay.csv", "/data/hr/pay.csv"] {
             assert_eq!(
-                h.class_of(Path::new(p), DataClass::Public),
+                h.label_of(Path::new(p), Label::new(DataClass::Public, false))
+                    .map(|l| l.class),
                 Some(DataClass::Secret),
                 "{p}"
             );
         }
         assert_eq!(
-            h.class_of(Path::new("/data/notes/a.txt"), DataClass::Public),
+            h.label_of(
+                Path::new("/data/notes/a.txt"),
+                Label::new(DataClass::Public, false)
+            )
+            .map(|l| l.class),
             Some(DataClass::Internal)
         );
         assert_eq!(
@@ -194,12 +198,27 @@ class = "public"
     fn prefixes_count_whole_components_only() {
         let h = hosts();
         assert_eq!(
-            h.class_of(Path::new("/data/notesX/a"), DataClass::Public),
+            h.label_of(
+                Path::new("/data/notesX/a"),
+                Label::new(DataClass::Public, false)
+            )
+            .map(|l| l.class),
             None
         );
-        assert_eq!(h.class_of(Path::new("/data/note"), DataClass::Public), None);
         assert_eq!(
-            h.class_of(Path::new("/usr/bin/ls"), DataClass::Secret),
+            h.label_of(
+                Path::new("/data/note"),
+                Label::new(DataClass::Public, false)
+            )
+            .map(|l| l.class),
+            None
+        );
+        assert_eq!(
+            h.label_of(
+                Path::new("/usr/bin/ls"),
+                Label::new(DataClass::Secret, false)
+            )
+            .map(|l| l.class),
             None
         );
     }
@@ -209,18 +228,47 @@ class = "public"
         let h = hosts();
         // A `run` copied a secret into /work: the session's floor was raised first.
         assert_eq!(
-            h.class_of(Path::new("/work/leak"), DataClass::Secret),
+            h.label_of(
+                Path::new("/work/leak"),
+                Label::new(DataClass::Secret, false)
+            )
+            .map(|l| l.class),
             Some(DataClass::Secret)
         );
         let reads = vec![PathBuf::from("/work/x"), PathBuf::from("/data/public/p")];
+        let l = |c, u| Label::new(c, u);
         assert_eq!(
-            class_of_reads(DataClass::Public, &reads, &h, DataClass::Confidential),
-            DataClass::Confidential
+            label_of_reads(
+                l(DataClass::Public, false),
+                &reads,
+                &h,
+                l(DataClass::Confidential, false)
+            ),
+            l(DataClass::Confidential, false)
         );
         assert_eq!(
-            class_of_reads(DataClass::Internal, &[], &h, DataClass::Secret),
-            DataClass::Internal,
+            label_of_reads(
+                l(DataClass::Internal, false),
+                &[],
+                &h,
+                l(DataClass::Secret, true)
+            ),
+            l(DataClass::Internal, false),
             "a result that read nothing carries its floor"
         );
+    }
+
+    /// Issue 30: a box of the session may have written any file of the workspace, so in a
+    /// session that read untrusted data, every file read there is untrusted — the mount's
+    /// own files are not (a box cannot write a read-only mount).
+    #[test]
+    fn a_workspace_file_is_untrusted_in_a_session_that_read_untrusted_data() {
+        let h = hosts();
+        let tainted = Label::new(DataClass::Public, true);
+        let trusted = Label::new(DataClass::Public, false);
+        let work = [PathBuf::from("/work/invoice.txt")];
+        assert_eq!(label_of_reads(trusted, &work, &h, tainted), tainted);
+        let mount = [PathBuf::from("/data/public/p")];
+        assert_eq!(label_of_reads(trusted, &mount, &h, tainted), trusted);
     }
 }

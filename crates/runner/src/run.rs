@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use config::{Builtin, Config, Tool, ToolKind};
+use config::{Builtin, Config, Label, Tool, ToolKind};
 use proto::{DataClass, SessionId, ToolRequest, ToolResponse};
 use sandbox::{HelperCommand, Io, Limits, Mount, Spec, Status};
 use serde::Serialize;
@@ -20,7 +20,7 @@ use statedir::file::Dir;
 use crate::builtin::{self, BuiltinCall};
 use crate::fit::fit_result;
 use crate::inbox::{INBOX_BINARY, INBOX_SERVE_ARG, InboxReply, InboxRequest};
-use crate::label::{Hosts, class_of_reads};
+use crate::label::{Hosts, label_of_reads};
 use crate::running::{Admitted, REFUSED, Resetting, Running, STOPPED};
 use crate::warm::WarmError;
 
@@ -77,10 +77,12 @@ pub struct Runner {
     warm: Arc<crate::warm::Warm>,
     /// The mounts' host paths as resolved on this machine, for labelling by host path.
     hosts: Arc<Hosts>,
-    /// Per session, the highest class its workspace may hold: the taint the gate sent with
-    /// its calls, raised by every label this runner gave its answers (the gate raises the
-    /// taint by the same). An operator's reset clears it.
-    floors: Arc<Mutex<HashMap<SessionId, DataClass>>>,
+    /// Per session, the label of what its workspace may hold — the highest class, and
+    /// whether anything untrusted reached it: the taint the gate sent with its calls,
+    /// joined with every label this runner gave its answers (the gate raises the taint by
+    /// the same) and every destination's answer a box of it read. An operator's reset
+    /// clears it.
+    floors: Arc<Mutex<HashMap<SessionId, Label>>>,
     /// The egress proxy every networked box of this runner goes out through.
     egress: Arc<crate::egress::Egress>,
     /// Every call running now, by session, with its boxes: what a reset ends first.
@@ -127,7 +129,7 @@ impl Runner {
             args: vec![sandbox::HELPER_ARG.into()],
         };
         let hosts = Arc::new(Hosts::resolve(config.clone()));
-        let floors: Arc<Mutex<HashMap<SessionId, DataClass>>> = Arc::default();
+        let floors: Arc<Mutex<HashMap<SessionId, Label>>> = Arc::default();
         let egress = Arc::new(crate::egress::Egress::new(config.clone(), floors.clone()));
         Self {
             state_dir: state_dir.to_path_buf(),
@@ -196,10 +198,10 @@ impl Runner {
         self.workspaces.join(session.as_str())
     }
 
-    /// Runs one call in a session whose taint class the gate committed as `taint` (the
-    /// call's reach already in it), and answers `result` or `failed`. Never panics on
-    /// anything in `req`. ([`Runner::admit`] and [`Runner::run_admitted`] in one.)
-    pub fn handle(&self, req: &ToolRequest, taint: DataClass) -> ToolResponse {
+    /// Runs one call in a session whose taint the gate committed as `taint` (the call's
+    /// reach already in it), and answers `result` or `failed`. Never panics on anything in
+    /// `req`. ([`Runner::admit`] and [`Runner::run_admitted`] in one.)
+    pub fn handle(&self, req: &ToolRequest, taint: Label) -> ToolResponse {
         self.handle_approved(req, taint, &[])
     }
 
@@ -209,7 +211,7 @@ impl Runner {
     pub fn handle_approved(
         &self,
         req: &ToolRequest,
-        taint: DataClass,
+        taint: Label,
         files: &[proto::run::FileDigest],
     ) -> ToolResponse {
         match self.admit(&req.session) {
@@ -234,7 +236,7 @@ impl Runner {
         &self,
         call: &Admitted,
         req: &ToolRequest,
-        taint: DataClass,
+        taint: Label,
         files: &[proto::run::FileDigest],
     ) -> ToolResponse {
         if call.session() != &req.session {
@@ -267,38 +269,42 @@ impl Runner {
         // The one place every answer of every tool passes: no secret reaches the model.
         let resp = self.redact(resp);
         match &resp {
-            ToolResponse::Result { class, .. } => self.raise_floor(&req.session, *class),
+            ToolResponse::Result {
+                class, untrusted, ..
+            } => self.raise_floor(&req.session, Label::new(*class, *untrusted)),
             // The gate raises the taint by the call's own label for a `failed` (its label
             // rules included): the floor follows, so the session's open connections are
             // decided at it before the next call brings the committed taint.
             ToolResponse::Failed { .. } => {
-                let (class, _) = self.answer_label(req);
-                self.raise_floor(&req.session, class);
+                let own = self.answer_label(req);
+                self.raise_floor(&req.session, own);
             }
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {}
         }
         resp
     }
 
-    /// The highest class `session`'s workspace may hold now (see [`Runner::floors`]).
-    pub fn floor(&self, session: &SessionId) -> DataClass {
+    /// The label of what `session`'s workspace may hold now (see [`Runner::floors`]).
+    pub fn floor(&self, session: &SessionId) -> Label {
         self.floors
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(session)
             .copied()
-            .unwrap_or(DataClass::Public)
+            .unwrap_or(Label::PUBLIC)
     }
 
-    fn raise_floor(&self, session: &SessionId, class: DataClass) {
+    /// Joins `session`'s floor with `label` (`Label::join`: it only rises).
+    fn raise_floor(&self, session: &SessionId, label: Label) {
         let mut f = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
-        let e = f.entry(session.clone()).or_insert(DataClass::Public);
-        let rose = class > *e;
-        *e = (*e).max(class);
+        let e = f.entry(session.clone()).or_insert(Label::PUBLIC);
+        let was = *e;
+        *e = was.join(label);
+        let now = *e;
         drop(f);
-        // The connections this session's boxes hold open go by the new label at once.
-        if rose {
-            self.egress.label_rose(session, class);
+        // The connections this session's boxes hold open go by the new class at once.
+        if now.class > was.class {
+            self.egress.label_rose(session, now);
         }
     }
 
@@ -364,7 +370,7 @@ impl Runner {
     /// The mounts a box of `tool` is given (every mount for none), each writable only where
     /// the config says so and the box's `label` allows (no write down; `None`: as the
     /// config says, for `box exec` and `box show`).
-    pub(crate) fn box_mounts(&self, tool: Option<&Tool>, label: Option<DataClass>) -> Vec<Mount> {
+    pub(crate) fn box_mounts(&self, tool: Option<&Tool>, label: Option<Label>) -> Vec<Mount> {
         let chosen: Vec<&config::Mount> = match tool {
             Some(t) => self.config.mounts_of(t).collect(),
             None => self.config.mounts.iter().collect(),
@@ -397,10 +403,11 @@ impl Runner {
         out
     }
 
-    /// The label of a box of `tool` in `session` now: what it can read, its reach, raised
-    /// to what the session's workspace may hold.
-    pub(crate) fn box_label(&self, session: &SessionId, tool: &Tool) -> DataClass {
-        config::box_label(self.floor(session), self.config.reach(tool))
+    /// The label of a box of `tool` in `session` now: what it can read — its mounts (their
+    /// class, and untrusted when one says so) joined with what the session's workspace may
+    /// hold (untrusted once the session read untrusted data).
+    pub(crate) fn box_label(&self, session: &SessionId, tool: &Tool) -> Label {
+        self.floor(session).join(self.config.reach_label(tool))
     }
 
     fn builtin(
@@ -434,9 +441,10 @@ impl Runner {
     }
 
     /// Why writing `path` at `label` would write down, if it would: a writable mount whose
-    /// class is below the label (the kernel refuses it too: the mount is read-only in that
-    /// box). The sentence says what the model can do about it.
-    fn write_down(&self, path: &str, tool: &Tool, label: DataClass) -> Option<String> {
+    /// class is below the label, or whose files are trusted while the label is untrusted
+    /// (the kernel refuses it too: the mount is read-only in that box). The sentence says
+    /// what the model can do about it.
+    fn write_down(&self, path: &str, tool: &Tool, label: Label) -> Option<String> {
         let path = Path::new(path);
         let path = if path.is_absolute() {
             path.to_path_buf()
@@ -449,14 +457,26 @@ impl Runner {
             .filter(|m| path.starts_with(&m.at))
             .max_by_key(|m| m.at.components().count())?;
         (m.write && !m.writable_at(label)).then(|| {
-            format!(
-                "refused: {} is a {} mount and this session has read {label} data; writing \
-                 there would move that data below its label (no write down), so it is \
-                 read-only for this session until an operator resets it. Write to /work \
-                 instead.",
-                m.at.display(),
-                m.class
-            )
+            if label.class > m.class {
+                format!(
+                    "refused: {} is a {} mount and this session has read {} data; writing \
+                     there would move that data below its label (no write down), so it is \
+                     read-only for this session until an operator resets it. Write to /work \
+                     instead.",
+                    m.at.display(),
+                    m.class,
+                    label.class
+                )
+            } else {
+                format!(
+                    "refused: {} is a mount whose files are trusted and this session has read \
+                     untrusted data; what it writes there would be read back, in any session, \
+                     as the person's own files (no write down), so it is read-only for this \
+                     session until an operator resets it (or the mount says `untrusted = \
+                     true`). Write to /work instead.",
+                    m.at.display()
+                )
+            }
         })
     }
 
@@ -468,7 +488,7 @@ impl Runner {
         tool: &Tool,
         argv: Vec<String>,
         io: Io,
-        label: Option<DataClass>,
+        label: Option<Label>,
     ) -> Spec {
         let mut spec = self.box_spec(session, tool.network, &tool.env, argv, io);
         spec.mounts = self.box_mounts(Some(tool), label);
@@ -753,8 +773,9 @@ impl Runner {
             "\negress: a connection is decided at the call's label, max(session taint, reach \
              {}, class {}, what the box has read), and refused where that is above the rule's \
              clearance; once bytes of a destination's answer reach the box, the box is at least \
-             at that rule's `returns` (a run for the rest of its call, a server for as long as \
-             it runs), and its answers carry it",
+             at that rule's `returns`, and untrusted unless the rule says `trusted = true` (a \
+             run for the rest of its call, a server for as long as it runs), and its answers \
+             carry it",
             self.config.reach(t),
             t.class
         ));
@@ -778,20 +799,20 @@ impl Runner {
     /// The label of every answer of `req`, before what its box read: the tool's own floor
     /// raised by every label rule that matches the call (`Config::answer_label`, docs/spec.md
     /// §3.4 — the function the gate labels a `failed` by).
-    pub(crate) fn answer_label(&self, req: &ToolRequest) -> (DataClass, bool) {
-        let l = self
-            .config
+    pub(crate) fn answer_label(&self, req: &ToolRequest) -> Label {
+        self.config
             .answer_label_for(&req.tool, &req.arguments)
-            .label;
-        (l.class, l.untrusted)
+            .label
     }
 
     /// The label of an answer of code boxmaker does not control: [`Runner::answer_label`]
-    /// (its reach in it, docs/spec.md §3.4), raised to what the session's workspace may
-    /// hold, which the box could read too.
-    pub(crate) fn foreign_label(&self, req: &ToolRequest) -> (DataClass, bool) {
-        let (class, untrusted) = self.answer_label(req);
-        (class.max(self.floor(&req.session)), untrusted)
+    /// (its reach in it, docs/spec.md §3.4) joined with the session's floor — what the
+    /// session's workspace may hold, which the box could read, and what its arguments, the
+    /// session's values, carry. In a session that has read untrusted data it is untrusted,
+    /// whatever the tool's own `untrusted` says: an answer made there is made in an untrusted
+    /// context (docs/spec.md §3.4).
+    pub(crate) fn foreign_label(&self, req: &ToolRequest) -> Label {
+        self.answer_label(req).join(self.floor(&req.session))
     }
 
     fn file_tool(
@@ -800,7 +821,7 @@ impl Runner {
         req: &ToolRequest,
         tool: &Tool,
         inbox: InboxRequest,
-        label: Option<DataClass>,
+        label: Option<Label>,
     ) -> ToolResponse {
         // The box this call's fresh box would be; the warm box serving it is built the same.
         let mut spec = self.spec(
@@ -847,10 +868,11 @@ impl Runner {
                 truncated,
             } => {
                 // The call's own label (its tool's class and its label rules), raised by
-                // every file the kernel opened.
-                let (own, untrusted) = self.answer_label(req);
-                let class = class_of_reads(own, &read, &self.hosts, self.floor(&req.session));
-                let mut resp = fit_result(content, class, untrusted);
+                // every file the kernel opened: a file of the workspace by the session's
+                // floor, untrusted bit and all (a box may have written it).
+                let own = self.answer_label(req);
+                let label = label_of_reads(own, &read, &self.hosts, self.floor(&req.session));
+                let mut resp = fit_result(content, label.class, label.untrusted);
                 if let ToolResponse::Result { truncated: t, .. } = &mut resp {
                     *t |= truncated;
                 }
@@ -932,7 +954,7 @@ impl Runner {
         );
         let float = Arc::new(crate::egress::Float::new(
             label.call,
-            self.config.lowest_writable(tool, built_at),
+            self.config.writable_mounts(tool, built_at),
         ));
         let ctx = crate::egress::BoxCtx {
             session: req.session.clone(),
@@ -966,15 +988,14 @@ impl Runner {
         };
         // `run` can read anything its box shows — its mounts, and the workspace — and what
         // destinations answered it in this call.
-        let (class, untrusted) = self.foreign_label(req);
-        let class = crate::label::call_class(class, float.reached());
+        let label = crate::label::call_label(self.foreign_label(req), float.reached());
         let cut = outcome.stdout_truncated || outcome.stderr_truncated;
         fit_run(
             exit,
             String::from_utf8_lossy(&outcome.stdout).into_owned(),
             String::from_utf8_lossy(&outcome.stderr).into_owned(),
-            class,
-            untrusted,
+            label.class,
+            label.untrusted,
             cut,
         )
     }
@@ -1225,12 +1246,25 @@ mod floor_tests {
             arguments: args.into(),
         };
         // Arguments the decoder refuses fail before any box starts.
-        let resp = r.handle(&req(r#"{"path":"/data/notes/a","x":1}"#), DataClass::Public);
+        let resp = r.handle(&req(r#"{"path":"/data/notes/a","x":1}"#), Label::PUBLIC);
         assert!(matches!(resp, ToolResponse::Failed { .. }), "{resp:?}");
-        assert_eq!(r.floor(&session), DataClass::Public);
-        let resp = r.handle(&req(r#"{"path":"/data/hr/pay","x":1}"#), DataClass::Public);
+        assert_eq!(r.floor(&session), Label::PUBLIC);
+        let resp = r.handle(&req(r#"{"path":"/data/hr/pay","x":1}"#), Label::PUBLIC);
         assert!(matches!(resp, ToolResponse::Failed { .. }), "{resp:?}");
-        assert_eq!(r.floor(&session), DataClass::Secret);
+        assert_eq!(r.floor(&session), Label::new(DataClass::Secret, false));
+        // The taint the gate sends carries its untrusted bit, and the floor keeps it: the
+        // workspace of a session that read untrusted data is untrusted (issue 30).
+        let other = SessionId::new("s2").unwrap();
+        let mut req2 = req(r#"{"path":"/data/notes/a","x":1}"#);
+        req2.session = other.clone();
+        r.handle(&req2, Label::new(DataClass::Public, true));
+        assert_eq!(r.floor(&other), Label::new(DataClass::Public, true));
+        r.handle(&req2, Label::PUBLIC);
+        assert_eq!(
+            r.floor(&other),
+            Label::new(DataClass::Public, true),
+            "a floor never falls"
+        );
     }
 }
 

@@ -29,7 +29,7 @@ enum Work {
     Call(
         Result<crate::running::Admitted, proto::ToolResponse>,
         proto::ToolRequest,
-        proto::DataClass,
+        config::Label,
         Vec<proto::run::FileDigest>,
     ),
     /// Digest the files a call would run (no box of the call starts).
@@ -126,12 +126,19 @@ where
         // admitted (or refused, while its session resets) and a reset begun, so a reset
         // stops every call sent before it and admits none sent after until it is done.
         let work = match req.order {
+            // The taint as the gate committed it, both parts: the runner's floor for the
+            // session starts from it, untrusted bit and all (docs/spec.md §3.4).
             Order::Call {
                 request,
                 class,
+                untrusted,
                 files,
-                ..
-            } => Work::Call(runner.admit(&request.session), request, class, files),
+            } => Work::Call(
+                runner.admit(&request.session),
+                request,
+                config::Label::new(class, untrusted),
+                files,
+            ),
             Order::Digest { request } => Work::Digest(request),
             Order::ResetSession { session } => Work::Reset(runner.begin_reset(&session)),
         };

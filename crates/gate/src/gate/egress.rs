@@ -1,7 +1,8 @@
 //! Runner events into the audit log (docs/spec.md §2.5, §6): every `egress` record a runner
 //! reports — a box's connection through the egress proxy refused, failed, opened or closed —
 //! becomes an `egress` audit record; a `floated` report — a box read above what its session
-//! held — raises the session's taint and is audited with it, before the link reads on.
+//! held, a higher class or untrusted data — raises the session's taint (both parts) and is
+//! audited with it, before the link reads on.
 //!
 //! The link's reader delivers them ([`crate::link::EventSink`]); it also delivers every
 //! call's answer, so it only queues them here. A thread of their own writes them in batches
@@ -11,8 +12,9 @@
 
 use std::sync::{Arc, Mutex, PoisonError, Weak, mpsc};
 
+use policy::Label;
 use proto::run::EgressRecord;
-use proto::{CallId, DataClass, SessionId};
+use proto::{CallId, SessionId};
 
 use super::{Durable, Gate};
 use crate::audit::Event;
@@ -31,16 +33,17 @@ struct Events {
 }
 
 impl RunnerEvents for Events {
-    fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, class: DataClass) {
+    fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, label: Label) {
         let Some(gate) = self.gate.upgrade() else {
             return;
         };
         let now = gate.now();
+        let class = label.class;
         let committed = gate.make_durable(Durable {
             raise: Some(TaintRaise {
                 session: session.clone(),
                 class,
-                untrusted: false,
+                untrusted: label.untrusted,
             }),
             events: vec![(
                 now,
@@ -49,6 +52,7 @@ impl RunnerEvents for Events {
                     call,
                     tool,
                     class,
+                    untrusted: label.untrusted,
                 },
             )],
             sightings: None,
@@ -57,7 +61,7 @@ impl RunnerEvents for Events {
         if let Err(e) = committed {
             // The call's own commit, next, meets the same store and is withheld.
             eprintln!(
-                "boxmaker: cannot record that a box's label floated to {class}: {}",
+                "boxmaker: cannot record that a box's label floated to {label}: {}",
                 e.into_gate()
             );
         }

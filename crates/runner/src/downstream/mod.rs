@@ -112,8 +112,8 @@ struct Instance {
     last_used: Mutex<Instant>,
     in_flight: AtomicUsize,
     idle: Duration,
-    /// The label its box was built at: writable mounts above it are writable in its box.
-    label: proto::DataClass,
+    /// The label its box was built at: writable mounts within it are writable in its box.
+    label: config::Label,
     /// The egress proxy serving its box's listener (a networked server), for as long as it
     /// runs.
     _egress: Option<crate::egress::Guard>,
@@ -193,11 +193,11 @@ fn ended(boxed: &Mutex<Option<BoxProcess>>, stderr: &stderr::Stderr) -> String {
 /// The failure of a call whose server's box has reached `reached`, above what the failure
 /// carries: nothing the server said (its answer, its stderr) is in it, only where its stderr
 /// is kept for the operator.
-fn withheld(what: &str, reached: proto::DataClass, stderr: &stderr::Stderr) -> String {
+fn withheld(what: &str, reached: config::Label, stderr: &stderr::Stderr) -> String {
     format!(
         "{what}, and what the server said is withheld: its box has read {reached} data \
-         (a destination's answer), and a failure carries no label; its stderr is kept for the \
-         operator: {}",
+         (a destination's answer, or what a call of the session handed it), and a failure \
+         carries no label; its stderr is kept for the operator: {}",
         stderr.whereabouts()
     )
 }
@@ -450,7 +450,7 @@ impl Runner {
         &self,
         call: &Admitted,
         req: &ToolRequest,
-        taint: proto::DataClass,
+        taint: config::Label,
     ) -> ToolResponse {
         let catalog = match self.catalog() {
             Ok(c) => c,
@@ -498,7 +498,7 @@ impl Runner {
         call: &Admitted,
         req: &ToolRequest,
         tool: &Tool,
-        taint: proto::DataClass,
+        taint: config::Label,
     ) -> Result<(Slot, Arc<Instance>, InFlight), ToolResponse> {
         let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
         // Every call marks the workspace used, a running server's too (the sweep goes by it).
@@ -543,7 +543,7 @@ impl Runner {
                             Some(label),
                             timeout,
                             Some(call),
-                            Some(self.answer_label(req).0.max(taint)),
+                            Some(self.answer_label(req).join(taint)),
                         )
                         .await
                     {
@@ -593,7 +593,7 @@ impl Runner {
         tool: &Tool,
         entry: &Entry,
         args: serde_json::Map<String, serde_json::Value>,
-        taint: proto::DataClass,
+        taint: config::Label,
     ) -> ToolResponse {
         let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
         let (slot, instance, guard) = match self.acquire(call, req, tool, taint).await {
@@ -602,11 +602,12 @@ impl Runner {
         };
         // A failure may quote what the server's box read, and carries no label: the gate
         // raises the taint by the call's own label for it (`Config::answer_label`, its label
-        // rules included). Once the box has reached above that (and above the session's
-        // taint), what the server said is withheld.
+        // rules included) joined with the session's taint. Once the box has reached above
+        // that — a higher class, or untrusted where that is trusted — what the server said
+        // is withheld.
         let fail = |message: String| {
             let reached = instance.float.reached();
-            if reached > self.answer_label(req).0.max(taint) {
+            if !reached.within(self.answer_label(req).join(taint)) {
                 failed(withheld(
                     &format!("{}: the call failed", req.tool),
                     reached,
@@ -767,9 +768,9 @@ impl Runner {
             ));
         }
         // Its answer carries what its box reached: what destinations answered it since it
-        // started, and its calls' own labels.
-        let (class, untrusted) = self.foreign_label(req);
-        let class = crate::label::call_class(class, instance.float.reached());
+        // started, and its calls' own labels (the session's floor at each: a server that
+        // was once handed an untrusted session's values answers untrusted from then on).
+        let label = crate::label::call_label(self.foreign_label(req), instance.float.reached());
         content::fit_content(
             catalog::Content {
                 content: blocks,
@@ -781,8 +782,8 @@ impl Runner {
                     notifications
                 },
             },
-            class,
-            untrusted,
+            label.class,
+            label.untrusted,
         )
     }
 
@@ -800,10 +801,10 @@ impl Runner {
         tool: &Tool,
         session: &SessionId,
         workspace: PathBuf,
-        label: Option<proto::DataClass>,
+        label: Option<config::Label>,
         timeout: Duration,
         call: Option<&Admitted>,
-        shown_up_to: Option<proto::DataClass>,
+        shown_up_to: Option<config::Label>,
     ) -> Result<Instance, String> {
         if matches!(tool.kind, ToolKind::Remote { .. }) {
             return self.start_remote(tool, session, label, timeout).await;
@@ -858,8 +859,10 @@ impl Runner {
         let listener = boxed.listener.take();
         let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
         let float = Arc::new(crate::egress::Float::new(
-            tool.class,
-            label.and_then(|l| self.config().lowest_writable(tool, l)),
+            tool.label(),
+            label
+                .into_iter()
+                .flat_map(|l| self.config().writable_mounts(tool, l)),
         ));
         let egress = match (listener, label) {
             (Some(l), Some(_)) => self.egress().serve(
@@ -915,7 +918,7 @@ impl Runner {
                 // it while it started) says nothing of what the server said.
                 let reached = float.reached();
                 if let Some(up_to) = shown_up_to
-                    && reached > up_to
+                    && !reached.within(up_to)
                 {
                     return Err(withheld("the server could not start", reached, &stderr));
                 }
@@ -933,7 +936,7 @@ impl Runner {
             last_used: Mutex::new(Instant::now()),
             in_flight: AtomicUsize::new(0),
             idle: Duration::from_secs(idle_timeout.unwrap_or(catalog::DEFAULT_IDLE_TIMEOUT)),
-            label: label.unwrap_or(proto::DataClass::Public),
+            label: label.unwrap_or(config::Label::PUBLIC),
             _egress: egress,
             calls,
             float,
@@ -948,7 +951,7 @@ impl Runner {
         &self,
         tool: &Tool,
         session: &SessionId,
-        label: Option<proto::DataClass>,
+        label: Option<config::Label>,
         timeout: Duration,
     ) -> Result<Instance, String> {
         let ToolKind::Remote {
@@ -968,7 +971,7 @@ impl Runner {
             ));
         }
         let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
-        let float = Arc::new(crate::egress::Float::new(tool.class, None));
+        let float = Arc::new(crate::egress::Float::new(tool.label(), []));
         let reason = Reason::default();
         let client = remote::Client::new(
             self,
@@ -1032,7 +1035,7 @@ impl Runner {
             last_used: Mutex::new(Instant::now()),
             in_flight: AtomicUsize::new(0),
             idle: Duration::from_secs(idle_timeout.unwrap_or(catalog::DEFAULT_IDLE_TIMEOUT)),
-            label: label.unwrap_or(proto::DataClass::Public),
+            label: label.unwrap_or(config::Label::PUBLIC),
             _egress: None,
             calls,
             float,
@@ -1049,7 +1052,7 @@ impl Runner {
 
     /// Whether a server started at `was` would write down at `now`: a mount it may write
     /// at `was` is read-only at `now`.
-    fn writes_down(&self, tool: &Tool, was: proto::DataClass, now: proto::DataClass) -> bool {
+    fn writes_down(&self, tool: &Tool, was: config::Label, now: config::Label) -> bool {
         self.config()
             .mounts_of(tool)
             .any(|m| m.writable_at(was) && !m.writable_at(now))

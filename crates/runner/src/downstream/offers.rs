@@ -61,7 +61,7 @@ impl Runner {
         call: &Admitted,
         req: &ToolRequest,
         tool: &Tool,
-        taint: proto::DataClass,
+        taint: config::Label,
     ) -> ToolResponse {
         let (method, params) = match split(&req.arguments) {
             Ok(p) => p,
@@ -81,7 +81,7 @@ impl Runner {
         tool: &Tool,
         method: &str,
         params: Map<String, Value>,
-        taint: proto::DataClass,
+        taint: config::Label,
     ) -> ToolResponse {
         let timeout = Duration::from_secs(self.config().limits.timeout_seconds);
         // As for a tool call: counted in flight, and the request's label joins the box's.
@@ -174,12 +174,11 @@ impl Runner {
                     .await;
             }
         };
-        let (class, untrusted) = self.foreign_label(req);
-        let class = crate::label::call_class(class, instance.float.reached());
+        let label = crate::label::call_label(self.foreign_label(req), instance.float.reached());
         let answer = ToolResponse::Result {
             content: value.to_string(),
-            class,
-            untrusted,
+            class: label.class,
+            untrusted: label.untrusted,
             truncated: false,
         };
         let fits = serde_json::to_vec(&proto::Envelope::response(u64::MAX, answer.clone()))

@@ -152,7 +152,7 @@ impl Runner {
                 tool: tool.name.clone(),
                 call: None,
                 calls: None,
-                float: Arc::new(crate::egress::Float::new(tool.class, None)),
+                float: Arc::new(crate::egress::Float::new(tool.label(), None)),
             },
             Reason::default(),
         )

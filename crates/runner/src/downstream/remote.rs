@@ -269,7 +269,8 @@ impl Client {
         let way = if t.url.tls { Way::Tunnel } else { Way::Request };
         let reach = DataClass::Public;
         let label = if signin {
-            crate::egress::Float::new(DataClass::Public, None).label(DataClass::Public, reach)
+            crate::egress::Float::new(config::Label::PUBLIC, None)
+                .label(config::Label::PUBLIC, reach)
         } else {
             me.ctx.float.label(me.egress.floor(&me.ctx.session), reach)
         };
@@ -1061,7 +1062,7 @@ struct Counts {
     egress: Arc<Egress>,
     ctx: BoxCtx,
     rec: EgressRecord,
-    returns: DataClass,
+    returns: config::Label,
     dest: String,
     sent: AtomicU64,
     received: AtomicU64,

@@ -29,9 +29,10 @@
 //! ([`Egress::label_rose`]).
 //!
 //! **A box's label floats up** ([`Float`], docs/spec.md §3.6): what a destination answers is
-//! labelled by its rule's `returns`, and before the first byte of an answer is written to the
-//! box, the box's label — and the session's floor, since the box can leave what it read in
-//! the session's workspace — rises to that label, and every other open connection of the
+//! labelled by its rule's `returns`, and untrusted unless its rule says `trusted = true`;
+//! before the first byte of an answer is written to the box, the box's label — and the
+//! session's floor, since the box can leave what it read in the session's workspace —
+//! rises to that label (class and untrusted bit, one join), and every other open connection of the
 //! session that is not cleared for it is cut ([`Egress::answered`]). Cutting before the byte
 //! is written is what makes it sound: whatever the box sent out before cannot hold the
 //! answer. A connection is not cut by its own answer (sending it back where it came from
@@ -47,6 +48,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use config::Label;
 use config::{CallLabel, Config, Destination, Host, Way};
 use proto::run::{EgressOutcome, EgressRecord, RunnerAnswer};
 use proto::{CallId, DataClass, SessionId};
@@ -71,48 +73,54 @@ pub type EventSink = Arc<dyn Fn(RunnerAnswer) + Send + Sync>;
 
 /// The part of a box's label that floats up (docs/spec.md §3.6), shared by every
 /// connection of the box: the call's own label (for a server, of every call it served) and
-/// what destinations have answered it. It only rises; it ends with the box.
+/// what destinations have answered it — each a whole label, class and untrusted bit. It
+/// only rises; it ends with the box.
 #[derive(Debug)]
 pub struct Float {
     /// `(call, read)`.
-    state: Mutex<(DataClass, DataClass)>,
-    /// The lowest-class mount the box may write, if any (its class and where it shows): the
-    /// box may not float above it.
-    ceiling: Option<(DataClass, std::path::PathBuf)>,
+    state: Mutex<(Label, Label)>,
+    /// The mounts the box may write (each one's label and where it shows): the box may not
+    /// float above any of them.
+    ceiling: Vec<(Label, std::path::PathBuf)>,
 }
 
 impl Float {
-    /// A box whose call's own label is `call`, which may write `ceiling` (its lowest-class
-    /// writable mount: `config::Config::lowest_writable`).
-    pub fn new(call: DataClass, ceiling: Option<&config::Mount>) -> Self {
+    /// A box whose call's own label is `call`, which may write `writable` (its writable
+    /// mounts: `config::Config::writable_mounts`).
+    pub fn new<'a>(call: Label, writable: impl IntoIterator<Item = &'a config::Mount>) -> Self {
         Self {
-            state: Mutex::new((call, DataClass::Public)),
-            ceiling: ceiling.map(|m| (m.class, m.at.clone())),
+            state: Mutex::new((call, Label::PUBLIC)),
+            ceiling: writable
+                .into_iter()
+                .map(|m| (m.label(), m.at.clone()))
+                .collect(),
         }
     }
 
-    /// A call starts on the box (a server's): its own label joins the box's. Whether it rose.
+    /// A call starts on the box (a server's): its own label, and the session's floor its
+    /// arguments carry values of, join the box's. Whether the class rose (its connections
+    /// are then judged again).
     pub fn called(&self, label: &CallLabel) -> bool {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let rose = label.call > s.0;
-        s.0 = s.0.max(label.call);
-        rose
+        let was = s.0;
+        s.0 = was.join(label.call).join(label.session);
+        s.0.class > was.class
     }
 
-    /// The highest label of what destinations have answered the box.
-    pub fn read(&self) -> DataClass {
+    /// The join of what destinations have answered the box.
+    pub fn read(&self) -> Label {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).1
     }
 
-    /// What the box has reached, beside the session's floor and its reach: the highest of
-    /// its calls' own labels and what it read. Its answers carry at least this.
-    pub fn reached(&self) -> DataClass {
+    /// What the box has reached, beside its reach: the join of its calls' own labels (and
+    /// the session's floor at each), and what it read. Its answers carry at least this.
+    pub fn reached(&self) -> Label {
         let s = *self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.0.max(s.1)
+        s.0.join(s.1)
     }
 
     /// The label a connection of the box is decided at now.
-    pub(crate) fn label(&self, session: DataClass, reach: DataClass) -> CallLabel {
+    pub(crate) fn label(&self, session: Label, reach: DataClass) -> CallLabel {
         let (call, read) = *self.state.lock().unwrap_or_else(PoisonError::into_inner);
         CallLabel {
             session,
@@ -122,10 +130,10 @@ impl Float {
         }
     }
 
-    /// Raises what the box has read to `class`.
-    fn raise_read(&self, class: DataClass) {
+    /// Raises what the box has read by `label`.
+    fn raise_read(&self, label: Label) {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.1 = s.1.max(class);
+        s.1 = s.1.join(label);
     }
 }
 
@@ -176,7 +184,7 @@ struct Live {
 /// The proxy: one per runner, serving every proxy box's listener.
 pub struct Egress {
     config: Arc<Config>,
-    floors: Arc<Mutex<HashMap<SessionId, DataClass>>>,
+    floors: Arc<Mutex<HashMap<SessionId, Label>>>,
     runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
     next_conn: AtomicU64,
     live: Mutex<HashMap<SessionId, HashMap<u64, Live>>>,
@@ -224,17 +232,13 @@ pub enum EgressError {
     },
     #[error("boxmaker refused {dest}:{port}: the box belongs to no tool the config has")]
     NoTool { dest: String, port: u16 },
-    #[error(
-        "boxmaker refused {dest}:{port}: its answers are {returns} and this box can write \
-         {mount}, a {class} mount, where what it read would go below its label (no write \
-         down); a tool that reads there needs mounts = [...] without it, or read-only"
-    )]
+    #[error("{}", writes_down(dest, *port, *returns, mount, *class))]
     WritesDown {
         dest: String,
         port: u16,
-        returns: DataClass,
+        returns: Label,
         mount: String,
-        class: DataClass,
+        class: Label,
     },
     #[error(
         "boxmaker refused {dest}:{port}: this session already has {cap} connections open \
@@ -263,6 +267,28 @@ pub enum EgressError {
         status: u16,
         why: String,
     },
+}
+
+/// The sentence of [`EgressError::WritesDown`]: what a destination answers (`returns`) would
+/// go below the label of a mount the box can write (`class`, shown at `mount`) — a higher
+/// class, or untrusted where the mount's files are trusted.
+fn writes_down(dest: &str, port: u16, returns: Label, mount: &str, class: Label) -> String {
+    if returns.class > class.class {
+        format!(
+            "boxmaker refused {dest}:{port}: its answers are {} and this box can write {mount}, \
+             a {} mount, where what it read would go below its label (no write down); a tool \
+             that reads there needs mounts = [...] without it, or read-only",
+            returns.class, class.class
+        )
+    } else {
+        format!(
+            "boxmaker refused {dest}:{port}: its answers are untrusted and this box can write \
+             {mount}, a mount whose files are trusted, where what it read would come back as \
+             the person's own files (no write down); a tool that reads there needs mounts = \
+             [...] without it, or read-only, or the destination's rule trusted = true, or the \
+             mount untrusted = true"
+        )
+    }
 }
 
 impl EgressError {
@@ -330,7 +356,7 @@ enum First {
 
 impl Egress {
     /// The proxy for `config`; the session floors are the runner's.
-    pub fn new(config: Arc<Config>, floors: Arc<Mutex<HashMap<SessionId, DataClass>>>) -> Self {
+    pub fn new(config: Arc<Config>, floors: Arc<Mutex<HashMap<SessionId, Label>>>) -> Self {
         Self {
             config,
             floors,
@@ -418,21 +444,22 @@ impl Egress {
 
     /// `session`'s floor rose to `floor`: every connection of it whose destination is not
     /// cleared for the new label is cut now, before the answer that raised it goes out.
-    pub fn label_rose(&self, session: &SessionId, floor: DataClass) {
+    pub fn label_rose(&self, session: &SessionId, floor: Label) {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         let judge = |l: &Live| l.float.label(floor, l.reach).class();
+        let class = floor.class;
         cut_below(live.get(session), None, judge, |_, clearance| {
             format!(
-                "cut when the session's label rose: it holds {floor} data now and the \
+                "cut when the session's label rose: it holds {class} data now and the \
                  destination is cleared for {clearance}"
             )
         });
     }
 
-    /// Bytes of what `dest` answered (labelled `returns`, its rule's) are about to be
-    /// written to the box of `ctx` through connection `conn`, for the first time: the box's
-    /// label, and the session's floor (the box may leave them in the workspace), rise to
-    /// `returns`, and every other connection of the session not cleared for `returns` is
+    /// Bytes of what `dest` answered (labelled `returns`, its rule's: its class, untrusted
+    /// unless the rule says trusted) are about to be written to the box of `ctx` through
+    /// connection `conn`, for the first time: the box's label, and the session's floor (the
+    /// box may leave them in the workspace), rise by `returns`, and every other connection of the session not cleared for `returns` is
     /// cut — all before the first byte reaches the box, so nothing it sent before can hold
     /// them. Each other connection is judged by this answer's label alone: it was cleared
     /// for everything before (when it was decided, or by the check of each rise since), so
@@ -440,15 +467,15 @@ impl Egress {
     /// above it. Under the lock of the open connections, whether or not this rose anything:
     /// a second answer that finds the label already raised waits until the rise that raised
     /// it has cut.
-    pub(crate) fn answered(&self, ctx: &BoxCtx, conn: u64, returns: DataClass, dest: &str) {
+    pub(crate) fn answered(&self, ctx: &BoxCtx, conn: u64, returns: Label, dest: &str) {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         ctx.float.raise_read(returns);
         let rose = {
             let mut f = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
-            let e = f.entry(ctx.session.clone()).or_insert(DataClass::Public);
-            let rose = returns > *e;
-            *e = (*e).max(returns);
-            rose
+            let e = f.entry(ctx.session.clone()).or_insert(Label::PUBLIC);
+            let was = *e;
+            *e = was.join(returns);
+            *e != was
         };
         // The floor lives in this runner's memory; the session's taint, in the gate's store.
         // A `failed` answer carries no label and a runner does not outlive its gate, so the
@@ -459,10 +486,12 @@ impl Egress {
                 session: ctx.session.clone(),
                 tool: ctx.tool.clone(),
                 call: ctx.current_call(),
-                class: returns,
+                class: returns.class,
+                untrusted: returns.untrusted,
             });
         }
-        let judge = |_: &Live| returns;
+        let judge = |_: &Live| returns.class;
+        let returns = returns.class;
         cut_below(live.get(&ctx.session), Some(conn), judge, |l, clearance| {
             let whose = if Arc::ptr_eq(&l.float, &ctx.float) {
                 "this box"
@@ -476,13 +505,13 @@ impl Egress {
         });
     }
 
-    pub(crate) fn floor(&self, session: &SessionId) -> DataClass {
+    pub(crate) fn floor(&self, session: &SessionId) -> Label {
         self.floors
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(session)
             .copied()
-            .unwrap_or(DataClass::Public)
+            .unwrap_or(Label::PUBLIC)
     }
 
     /// This machine's own addresses (its network namespace's), read again every 2 s.
@@ -759,17 +788,24 @@ impl Egress {
             });
         };
         let cleared = self.config.clearance(Some(tool), dest, port, way, label)?;
-        let decided = |returns: DataClass, addrs: Vec<SocketAddr>| {
-            // A box never floats above a mount it may write (no write down).
-            match &float.ceiling {
-                Some((class, at)) if returns > *class => Err(EgressError::WritesDown {
+        let decided = |returns: Label, addrs: Vec<SocketAddr>| {
+            // A box never floats above a mount it may write (no write down): a higher
+            // class, or untrusted over a mount whose files are trusted. The lowest such
+            // mount is named.
+            let below = float
+                .ceiling
+                .iter()
+                .filter(|(mount, _)| !returns.within(*mount))
+                .min_by_key(|(mount, _)| (mount.class, mount.untrusted));
+            match below {
+                Some((mount, at)) => Err(EgressError::WritesDown {
                     dest: dest.to_string(),
                     port,
                     returns,
                     mount: at.display().to_string(),
-                    class: *class,
+                    class: *mount,
                 }),
-                _ => Ok(Decided {
+                None => Ok(Decided {
                     clearance: cleared.class,
                     returns,
                     addrs,
@@ -811,7 +847,7 @@ impl Egress {
                 label,
                 &own,
             )?;
-            returns = returns.max(r);
+            returns = returns.join(r);
             clearance = clearance.min(within);
         }
         decided(returns, addrs).map(|d| Decided { clearance, ..d })
@@ -852,7 +888,7 @@ fn cut_below(
 /// what the destination answers, and the addresses checked.
 pub(crate) struct Decided {
     pub(crate) clearance: DataClass,
-    pub(crate) returns: DataClass,
+    pub(crate) returns: Label,
     pub(crate) addrs: Vec<SocketAddr>,
 }
 
@@ -863,7 +899,7 @@ struct Answers<'a> {
     ctx: &'a BoxCtx,
     conn: u64,
     /// The label of what the destination answers.
-    returns: DataClass,
+    returns: Label,
     /// The destination, for the `closed` records of what it cuts.
     dest: &'a str,
     arrived: AtomicBool,

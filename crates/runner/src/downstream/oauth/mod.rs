@@ -194,7 +194,7 @@ fn ctx(tool: &str) -> Result<crate::egress::BoxCtx, OAuthError> {
         tool: tool.to_string(),
         call: None,
         calls: None,
-        float: Arc::new(crate::egress::Float::new(proto::DataClass::Public, None)),
+        float: Arc::new(crate::egress::Float::new(config::Label::PUBLIC, None)),
     })
 }
 
