@@ -603,3 +603,23 @@ fn agent_reads_mail(agent: &mut Agent) {
     let mail = agent.ok("mail_read_inbox", json!({}));
     assert!(mail.contains("DE89 3704"), "{mail}");
 }
+
+/// A reset lowers both parts of the label, and only then: the runner forgets the session's
+/// floor (class and untrusted bit) with its workspace, so a `run` after the reset answers
+/// trusted again — and one before it, in the same session, did not.
+#[test]
+fn a_reset_forgets_the_untrusted_floor_with_the_workspace() {
+    let dir = dir("reset", "");
+    let mut agent = Agent::start(&dir, "z1");
+    assert_eq!(agent.ok("mail_file_invoice", json!({})), "filed");
+    let argv = json!({"argv": ["/bin/cat", "/work/invoice.txt"]});
+    assert!(agent.ok("run", argv.clone()).contains("DE89 3704"));
+    let o = boxmaker(&dir, &["sessions", "reset", "z1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = agent.call("run", argv);
+    assert!(text_of(&v).contains("No such file"), "{v}");
+    let runs = results_of(&dir, "run");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0]["untrusted"], json!(true), "{runs:?}");
+    assert_eq!(runs[1]["untrusted"], json!(false), "{runs:?}");
+}

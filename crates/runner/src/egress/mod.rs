@@ -1518,6 +1518,100 @@ mod tests {
         }
     }
 
+    /// Issue 30: an untrusted answer floats the box and the session's floor by its untrusted
+    /// bit even when its class raises nothing, and the gate is told (`floated`, both parts);
+    /// a server's float keeps the session's floor of every call it served.
+    #[test]
+    fn an_untrusted_answer_floats_the_untrusted_bit_and_tells_the_gate() {
+        let config = Arc::new(config::parse("", "t.toml", std::path::Path::new("/")).unwrap());
+        let floors: Arc<Mutex<HashMap<SessionId, Label>>> = Arc::default();
+        let egress = Egress::new(config, floors.clone());
+        let events: Arc<Mutex<Vec<RunnerAnswer>>> = Arc::default();
+        let seen = events.clone();
+        egress.set_sink(Arc::new(move |e| seen.lock().unwrap().push(e)));
+        let session = SessionId::new("s1").unwrap();
+        let float = Arc::new(Float::new(Label::PUBLIC, []));
+        let ctx = BoxCtx {
+            session: session.clone(),
+            tool: "net".into(),
+            call: Some(CallId(7)),
+            calls: None,
+            float: float.clone(),
+        };
+        let untrusted = Label::new(DataClass::Public, true);
+        egress.answered(&ctx, 1, untrusted, "a.test");
+        assert_eq!(float.reached(), untrusted);
+        assert_eq!(egress.floor(&session), untrusted);
+        let floated = events.lock().unwrap().clone();
+        assert_eq!(
+            floated,
+            vec![RunnerAnswer::Floated {
+                session: session.clone(),
+                tool: "net".into(),
+                call: Some(CallId(7)),
+                class: DataClass::Public,
+                untrusted: true,
+            }]
+        );
+        // The same again rises nothing: no second event.
+        egress.answered(&ctx, 2, untrusted, "a.test");
+        assert_eq!(events.lock().unwrap().len(), 1);
+        // A trusted answer of a rule that says so adds nothing to the bit.
+        let trusted = Float::new(Label::PUBLIC, []);
+        trusted.raise_read(Label::new(DataClass::Internal, false));
+        assert_eq!(trusted.reached(), Label::new(DataClass::Internal, false));
+        // A server's float joins the session's floor at every call, and keeps it.
+        let server = Float::new(Label::PUBLIC, []);
+        let call = CallLabel {
+            session: untrusted,
+            reach: DataClass::Public,
+            call: Label::PUBLIC,
+            read: Label::PUBLIC,
+        };
+        assert!(!server.called(&call), "no class rose");
+        assert!(server.reached().untrusted);
+        assert!(!server.called(&CallLabel {
+            session: Label::PUBLIC,
+            ..call
+        }));
+        assert!(server.reached().untrusted, "a float never falls");
+    }
+
+    /// No write down for the untrusted bit: a box that can write a mount whose files are
+    /// trusted is refused a destination whose answers are untrusted, in one sentence.
+    #[test]
+    fn a_writes_down_refusal_says_which_part_of_the_label_it_is() {
+        let class = EgressError::WritesDown {
+            dest: "a.test".into(),
+            port: 443,
+            returns: Label::new(DataClass::Confidential, true),
+            mount: "/data/out".into(),
+            class: Label::PUBLIC,
+        };
+        assert!(
+            class.to_string().contains(
+                "its answers are confidential and this box can write /data/out, a \
+                           public mount"
+            ),
+            "{class}"
+        );
+        let bit = EgressError::WritesDown {
+            dest: "a.test".into(),
+            port: 443,
+            returns: Label::new(DataClass::Public, true),
+            mount: "/data/out".into(),
+            class: Label::PUBLIC,
+        };
+        assert_eq!(bit.status(), 403);
+        assert!(
+            bit.to_string().contains(
+                "its answers are untrusted and this box can write /data/out, a mount whose \
+                 files are trusted"
+            ),
+            "{bit}"
+        );
+    }
+
     #[test]
     fn this_machine_has_its_loopback_among_its_own_addresses() {
         let own = local_addresses();
