@@ -11,7 +11,8 @@
 //! 1. [`builtin`] — the builtin tools and their strictly decoded arguments (`config::args`,
 //!    shared with the gate).
 //! 2. [`fit`] — cutting content so a result always fits in one frame.
-//! 3. [`label`] — the class of a result, from the tool's floor and the mounts it read.
+//! 3. [`label`] — the label of a result (class and untrusted bit), from the tool's floor, the
+//!    mounts it read and the session's floor (the workspace).
 //! 4. [`inbox`] — the file tools' half that runs inside the box.
 //! 5. [`run`] — `Runner`: one call, one box, a labelled answer; [`digest`] — what a
 //!    call a person approves runs: the files it names, hashed, checked again and pinned.
