@@ -623,3 +623,32 @@ fn a_reset_forgets_the_untrusted_floor_with_the_workspace() {
     assert_eq!(runs[0]["untrusted"], json!(true), "{runs:?}");
     assert_eq!(runs[1]["untrusted"], json!(false), "{runs:?}");
 }
+
+/// The workspace in the instant before an untrusted answer: the mail server writes the
+/// IBAN to `/work` and takes its time to answer; a `read_file` of the session that runs
+/// meanwhile (an agent calls tools in parallel) must already read it as untrusted — else it
+/// is the first sighting, trusted, and the mail's answer after it changes nothing. As the
+/// reach's class is, the untrusted bit of a call of code boxmaker does not control is in
+/// the session's taint before its box starts.
+#[test]
+fn a_file_an_untrusted_server_writes_before_it_answers_is_untrusted_at_once() {
+    let dir = dir("before-answer", "");
+    let mut agent = Agent::start(&dir, "b1");
+    let slow = agent.start_call("mail_file_slowly", json!({}));
+    let written = dir.join("state/work/b1/invoice.txt");
+    let start = Instant::now();
+    while !written.exists() {
+        assert!(
+            start.elapsed() < LIMIT,
+            "the mail server never wrote the invoice"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let back = agent.ok("read_file", json!({"path": "/work/invoice.txt"}));
+    assert!(back.contains("DE89 3704"), "{back}");
+    let read = results_of(&dir, "read_file");
+    assert_eq!(read[0]["untrusted"], json!(true), "{read:?}");
+    let v = agent.answer(slow);
+    assert_eq!(text_of(&v), "filed", "{v}");
+    pay(&mut agent, &dir, ATTACKER).expect_err("the IBAN read before the mail answered ran");
+}

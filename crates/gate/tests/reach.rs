@@ -254,3 +254,99 @@ fn test_a_reset_clears_the_runner_first_or_not_at_all() {
         "{text}"
     );
 }
+
+/// (store's untrusted bit, the untrusted bit the gate sent) at each call.
+type Bits = Arc<Mutex<Vec<(bool, bool)>>>;
+
+struct RecordingBits {
+    state: std::path::PathBuf,
+    seen: Bits,
+}
+
+impl ToolRunner for RecordingBits {
+    fn digest(&self, _req: &ToolRequest) -> Result<Vec<proto::run::FileDigest>, String> {
+        Ok(Vec::new())
+    }
+
+    fn run_approved(
+        &self,
+        req: &ToolRequest,
+        taint: Taint,
+        _files: &[proto::run::FileDigest],
+    ) -> ToolResponse {
+        let stored = gate::store::Store::open(&self.state)
+            .unwrap()
+            .taint(&req.session)
+            .unwrap()
+            .untrusted;
+        self.seen.lock().unwrap().push((stored, taint.untrusted()));
+        ToolResponse::Result {
+            content: "filed".into(),
+            class: DataClass::Public,
+            untrusted: req.tool.starts_with("mail_"),
+            truncated: false,
+        }
+    }
+
+    fn reset(&self, _session: &SessionId) -> Result<Cleared, String> {
+        Ok(Cleared::default())
+    }
+}
+
+/// Issue 30: a call of code boxmaker does not control whose own label is untrusted (an
+/// untrusted server) can write the session's workspace before it answers; a `read_file`
+/// of the session running meanwhile reads that file at the session's floor. So the
+/// untrusted bit, like the reach's class, is committed into the taint and sent with the
+/// call before its box starts — while the call itself is decided at the taint as it was.
+#[test]
+fn test_an_untrusted_servers_call_commits_the_untrusted_bit_before_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let clock = Arc::new(std::sync::atomic::AtomicU64::new(T0));
+    let seen: Bits = Arc::default();
+    let gate = start_gate(
+        dir.path(),
+        r#"
+[gate]
+state = "state"
+
+[[tool]]
+name = "mail"
+mcp = ["mail"]
+untrusted = true
+
+[[tool]]
+name = "bank"
+mcp = ["bank"]
+
+[[grant]]
+tool = "*"
+effect = "allow"
+if_untrusted = "deny"
+"#,
+        &clock,
+        Box::new(RecordingBits {
+            state: state.clone(),
+            seen: seen.clone(),
+        }),
+    );
+    let h = H {
+        dir,
+        clock,
+        gate,
+        state,
+    };
+    // A trusted server in a clean session: nothing committed, nothing sent.
+    assert!(matches!(
+        h.call("s1", 1, "bank_history", "{}"),
+        ToolResponse::Result { .. }
+    ));
+    // The untrusted server's call is decided at the clean taint (a grant that denies an
+    // untrusted session lets it run) and runs in an untrusted one.
+    assert!(matches!(
+        h.call("s1", 2, "mail_file", "{}"),
+        ToolResponse::Result { .. }
+    ));
+    assert_eq!(*seen.lock().unwrap(), vec![(false, false), (true, true)]);
+    assert_eq!(h.taint("s1"), (DataClass::Public, true));
+}

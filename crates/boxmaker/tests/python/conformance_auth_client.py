@@ -68,8 +68,11 @@ oauth_toml = (
     else "true"
 )
 
+# The person trusts the server they configure (its [[tool]] says nothing of trust): its
+# answers come through these rules, so they say so too (docs/spec.md §3.6).
 rules = "".join(
-    f'[[egress]]\nhost = "{h}"\nports = [{port}]\n\n' for h in ["localhost", "127.0.0.1", "::1"]
+    f'[[egress]]\nhost = "{h}"\nports = [{port}]\ntrusted = true\n\n'
+    for h in ["localhost", "127.0.0.1", "::1"]
 )
 with open(config, "w") as f:
     f.write(

@@ -148,10 +148,12 @@ async def main() -> None:
                 prompt = await s.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
                 check((prompt.meta or {}).get("boxmaker", {}).get("untrusted") is True, f"{prompt!r}")
 
-                step("an address the session never saw in an untrusted answer is sent to")
+                step("once the session read untrusted answers, an address none showed is refused too")
+                # Absence proves nothing there: untrusted text reaches the model in forms no
+                # answer shows as the value (docs/spec.md §3.7, issue 30).
                 res = await s.call_tool("send_message", {"to": "bob@example.org", "text": "report"})
                 print("send to bob:", text(res))
-                check(not res.is_error and "to bob@example.org" in text(res), f"{res!r}")
+                check(res.is_error and text(res).startswith("denied: "), f"{res!r}")
     step("done")
 
 

@@ -232,10 +232,12 @@ impl Gate {
             now,
             &self.index(&req.session),
         );
+        let own_untrusted =
+            reach.is_some() && self.config.answer_label(&req.tool, args).label.untrusted;
         let (raise, sightings) = match decision {
             Decision::Deny(_) => (None, None),
             Decision::Allow | Decision::Ask => (
-                reach_raise(req, taint, reach),
+                reach_raise(req, taint, reach, own_untrusted),
                 provenance::argued(req, args),
             ),
         };
@@ -260,7 +262,7 @@ impl Gate {
         if let Decision::Deny(reason) = decision {
             return Ok(ToolResponse::Denied { reason });
         }
-        self.run_and_commit(req, args, at, &files)
+        self.run_and_commit(req, args, run_taint(at, reach, own_untrusted), &files)
     }
 
     /// Expires every pending approval that is due, audits each `approval_expired`, and wakes

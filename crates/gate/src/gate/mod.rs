@@ -786,9 +786,13 @@ impl Gate {
         }
         // An allowed call's reach is committed with the records of its request, before its
         // box starts: one durable write, shared with concurrent calls.
+        // A call of code boxmaker does not control whose own label is untrusted runs, from
+        // its box's first instant, in an untrusted session.
+        let own_untrusted =
+            reach.is_some() && self.config.answer_label(&req.tool, args).label.untrusted;
         let (raise, sightings) = match (decision, &bad) {
             (Decision::Allow, None) => (
-                reach_raise(req, taint, reach),
+                reach_raise(req, taint, reach, own_untrusted),
                 provenance::argued(req, args),
             ),
             _ => (None, None),
@@ -809,7 +813,7 @@ impl Gate {
         }
         match decision {
             Decision::Deny(reason) => Ok(Start::Final(ToolResponse::Denied { reason })),
-            Decision::Allow => Ok(Start::Run(at, files)),
+            Decision::Allow => Ok(Start::Run(run_taint(at, reach, own_untrusted), files)),
             Decision::Ask => {
                 let limit = self.config.gate.max_pending_per_session;
                 if self.pending_of(&req.session) >= limit {
@@ -1048,19 +1052,35 @@ pub(crate) fn at_reach(taint: Taint, reach: Option<DataClass>) -> Taint {
     }
 }
 
-/// The raise that commits a call's reach into the session's taint, when it adds anything.
+/// The raise that commits, before its box starts, what a call of code boxmaker does not
+/// control holds from its box's first instant, when it adds anything: its reach, and the
+/// untrusted bit of its own label (`own_untrusted`) — its box can write the session's
+/// workspace before it answers, and a file it leaves there is read by the session's other
+/// calls at the session's floor (docs/spec.md §3.2).
 pub(crate) fn reach_raise(
     req: &ToolRequest,
     taint: Taint,
     reach: Option<DataClass>,
+    own_untrusted: bool,
 ) -> Option<TaintRaise> {
-    reach
-        .filter(|r| *r > taint.class())
-        .map(|class| TaintRaise {
-            session: req.session.clone(),
-            class,
-            untrusted: false,
-        })
+    let reach = reach?;
+    let untrusted = own_untrusted && !taint.untrusted();
+    (reach > taint.class() || untrusted).then(|| TaintRaise {
+        session: req.session.clone(),
+        class: reach.max(taint.class()),
+        untrusted,
+    })
+}
+
+/// The taint a call runs at: the one it was decided at (`at`), with the untrusted bit of
+/// its own label for code boxmaker does not control (see [`reach_raise`], which commits
+/// it): the runner's floor for the session starts from it.
+pub(crate) fn run_taint(at: Taint, reach: Option<DataClass>, own_untrusted: bool) -> Taint {
+    if reach.is_some() && own_untrusted {
+        Taint::new(at.class(), true)
+    } else {
+        at
+    }
 }
 
 /// The `decision` record of a request.
