@@ -79,6 +79,67 @@ fn test_the_person_approves_once_for_the_session_or_refuses_in_the_client() {
     assert!(audit.contains(r#""event":"approval_expired""#));
 }
 
+/// Approving in the client in both protocol eras (issue 31): the SDK's `Client` in legacy
+/// mode gets an elicitation, in 2026-07-28 mode an `input_required` result with the same form
+/// and a sealed `requestState` (and, played by hand, every hostile retry is refused).
+fn eras(transport: &str, mode: &str) {
+    let dir = config_dir(
+        &format!("eras-{transport}-{mode}"),
+        "approve_in_client = true\napproval_ttl = 60",
+    );
+    // A config warning (a grant for no tool), which every client must hear.
+    let config = dir.join("boxmaker.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[[grant]]\ntool = \"raed_file\"\neffect = \"allow\"\n");
+    std::fs::write(&config, text).unwrap();
+    let run = python(
+        "era_approvals.py",
+        &dir,
+        &[("ERA_TRANSPORT", transport), ("ERA_MODE", mode)],
+    );
+    let audit = std::fs::read_to_string(dir.join(".boxmaker/audit.log")).unwrap();
+    assert!(
+        audit.contains(r#""via":"client","by":"the MCP client of session mcp-"#),
+        "{audit}\n{}",
+        run.show()
+    );
+    if mode != "legacy" {
+        for want in [
+            "a flipped MAC digit: refused",
+            "other arguments: refused",
+            "replayed:",
+        ] {
+            assert!(run.stdout.contains(want), "no {want:?}\n{}", run.show());
+        }
+        // The hostile call ran once: one result record for its command.
+        let ran = audit
+            .lines()
+            .filter(|l| l.contains(r#""event":"approval_decided""#))
+            .count();
+        assert!(ran >= 4, "{audit}");
+    }
+}
+
+#[test]
+fn a_2026_client_over_stdio_is_asked_with_input_required() {
+    eras("stdio", "2026-07-28");
+}
+
+#[test]
+fn a_2026_client_over_http_is_asked_with_input_required() {
+    eras("http", "2026-07-28");
+}
+
+#[test]
+fn a_legacy_client_over_stdio_is_asked_with_an_elicitation() {
+    eras("stdio", "legacy");
+}
+
+#[test]
+fn a_legacy_client_over_http_is_asked_with_an_elicitation() {
+    eras("http", "legacy");
+}
+
 #[test]
 fn test_a_client_without_the_capability_is_never_sent_an_elicitation() {
     let dir = config_dir("no-capability", "approve_in_client = true");

@@ -42,6 +42,7 @@ pub mod confine;
 pub mod conversation;
 pub mod explain;
 pub mod gatecall;
+pub mod held;
 pub mod http;
 pub mod offers;
 pub mod replay;

@@ -42,6 +42,9 @@ pub struct Replay {
     /// How many progress notifications the front already sent for the call (approval
     /// notices, valued 1, 2, …).
     pub sent: f64,
+    /// Whether the client wants log messages at all (a 2026-07-28 request that did not opt
+    /// in to logging does not).
+    pub logs: bool,
     /// The lowest level the client wants, if it set one.
     pub level: Option<LoggingLevel>,
 }
@@ -91,7 +94,7 @@ impl Replay {
                     else {
                         continue;
                     };
-                    if self.level.is_some_and(|min| rank(level) < rank(min)) {
+                    if !self.logs || self.level.is_some_and(|min| rank(level) < rank(min)) {
                         continue;
                     }
                     let data = params.get("data").cloned().unwrap_or(Value::Null);
@@ -148,6 +151,7 @@ mod tests {
             untrusted: true,
             progress: progress.then_some(ProgressToken(NumberOrString::Number(7))),
             sent,
+            logs: true,
             level: None,
         }
     }

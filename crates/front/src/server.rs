@@ -13,12 +13,13 @@ use proto::{CallId, DataClass, SessionId, Timestamp, ToolRequest, ToolResponse};
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
-    PaginatedRequestParams, ProgressNotificationParam, Prompt, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
-    SetLevelRequestParams,
+    CustomResult, ElicitRequest, ElicitRequestParams, ElicitResult, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeResult, InputRequest,
+    InputRequests, InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    MetaObject, PaginatedRequestParams, ProgressNotificationParam, Prompt, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceTemplate, ServerCapabilities, SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -61,6 +62,15 @@ struct Inner {
     level: Mutex<Option<LoggingLevel>>,
     /// Which server listed which resource or prompt to this session.
     routes: Mutex<crate::offers::Routes>,
+    /// Calls answered `input_required` that the gate still holds, for their retry
+    /// ([`crate::held`]).
+    held: Arc<crate::held::Table>,
+    /// The key that seals their `requestState` (made at the first such call; `None` when
+    /// the OS gave no randomness: calls then wait on their request).
+    sealer: std::sync::OnceLock<Option<crate::held::Sealer>>,
+    /// Whether the config's warnings were told to a 2026-07-28 client (which has no
+    /// `initialized` to tell them at).
+    told: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Inner {
@@ -98,6 +108,9 @@ impl Front {
                 seen: Mutex::new((DataClass::Public, false)),
                 level: Mutex::new(None),
                 routes: Mutex::new(crate::offers::Routes::default()),
+                held: Arc::new(crate::held::Table::default()),
+                sealer: std::sync::OnceLock::new(),
+                told: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -342,8 +355,9 @@ impl ServerHandler for Front {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.tell_notes(&context).await;
         Ok(ListToolsResult::with_all_items(
             self.tools().into_iter().map(|l| l.tool).collect(),
         ))
@@ -497,6 +511,7 @@ impl ServerHandler for Front {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.tell_notes(&context).await;
         let name = request.name.to_string();
         // One vocabulary (docs/spec.md, "Unknown and denied tools"): a name boxmaker has no
         // tool for is unknown; a tool it has goes to the gate, which decides — a tool the
@@ -531,41 +546,173 @@ impl ServerHandler for Front {
                 None,
             ));
         }
-        let progress = context.meta.get_progress_token();
-        let peer = context.peer.clone();
-        let (resp, step) = self.through_gate(&name, arguments, &context).await?;
+        // A 2026-07-28 retry of a call that waited for a person (docs/spec.md §5,
+        // "Approving in a 2026-07-28 client"): the state names the held call; nothing new
+        // goes to the gate.
+        if let Some(state) = request.request_state.as_deref() {
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(crate::held::INPUT_KEY))
+                .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+            return Ok(self
+                .retry(&name, &arguments, state, answer.as_ref(), &context)
+                .await?
+                .into());
+        }
+        let asks =
+            modern(&context) && self.inner.decide.get().is_some() && answers_in_request(&context);
+        let (resp, step) = match self
+            .through_gate_asking(&name, arguments, &context, asks)
+            .await?
+        {
+            Through::Final(resp, step) => (resp, step),
+            Through::Asked(result) => return Ok(CallToolResponse::InputRequired(result)),
+        };
+        Ok(self.finish_call(&name, resp, step, &context).await.into())
+    }
+}
+
+/// Whether `context` is a request of MCP 2026-07-28 or later: its `_meta` names the
+/// revision (a legacy session's request falls back to its handshake's).
+pub(crate) fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+}
+
+/// Whether the client of `context` said, in this request, that it shows form elicitations
+/// (a 2026-07-28 request carries its capabilities in `_meta`).
+fn answers_in_request(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// Which log messages a request may be sent (docs/spec.md §5, "Logging"): on a legacy
+/// session, boxmaker's own notices always and a server's from the level `logging/setLevel`
+/// asked; on a 2026-07-28 request, only what the request opted in to with
+/// `_meta["io.modelcontextprotocol/logLevel"]`, at or above that level, and none without it.
+#[allow(deprecated)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Logs {
+    Legacy(Option<LoggingLevel>),
+    Modern(Option<LoggingLevel>),
+}
+
+#[allow(deprecated)]
+impl Logs {
+    /// Whether a message at `level` may be sent.
+    pub(crate) fn allows(self, level: LoggingLevel) -> bool {
+        match self {
+            Logs::Legacy(_) => true,
+            Logs::Modern(None) => false,
+            Logs::Modern(Some(min)) => crate::replay::rank(level) >= crate::replay::rank(min),
+        }
+    }
+
+    /// What a replay of a server's log messages is given: whether any may go, and from
+    /// which level.
+    fn replay(self) -> (bool, Option<LoggingLevel>) {
+        match self {
+            Logs::Legacy(level) => (true, level),
+            Logs::Modern(level) => (level.is_some(), level),
+        }
+    }
+}
+
+/// How a call through the gate ended on its request.
+pub(crate) enum Through {
+    /// The gate's final answer, and how many progress notifications were sent.
+    Final(ToolResponse, f64),
+    /// It waits for a person, who is asked by the client: the request is answered
+    /// `input_required`, and the gate keeps the call for the retry ([`crate::held`]).
+    Asked(InputRequiredResult),
+}
+
+impl Front {
+    /// Which log messages `context`'s request may be sent.
+    #[allow(deprecated)]
+    pub(crate) fn logs(&self, context: &RequestContext<RoleServer>) -> Logs {
+        if modern(context) {
+            Logs::Modern(context.meta.log_level())
+        } else {
+            Logs::Legacy(
+                *self
+                    .inner
+                    .level
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            )
+        }
+    }
+
+    /// The config's warnings, to a 2026-07-28 client: it has no `initialized` to hear them
+    /// at, so the first of its requests that opts in to `warning` hears them, once.
+    #[allow(deprecated)]
+    pub(crate) async fn tell_notes(&self, context: &RequestContext<RoleServer>) {
+        if !modern(context) || !self.logs(context).allows(LoggingLevel::Warning) {
+            return;
+        }
+        let Some(notes) = self.inner.notes.get() else {
+            return;
+        };
+        if self.inner.told.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        for note in notes.iter() {
+            let _ = context
+                .peer
+                .notify_logging_message(
+                    LoggingMessageNotificationParam::new(
+                        LoggingLevel::Warning,
+                        json!({"message": note}),
+                    )
+                    .with_logger("boxmaker"),
+                )
+                .await;
+        }
+    }
+
+    /// The MCP result of a call's final answer, with the downstream server's notifications
+    /// it carries sent just before it (docs/spec.md §5, "A server's notifications").
+    #[allow(deprecated)]
+    async fn finish_call(
+        &self,
+        name: &str,
+        resp: ToolResponse,
+        step: f64,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let label = match &resp {
             ToolResponse::Result {
                 class, untrusted, ..
             } => Some((*class, *untrusted)),
             _ => None,
         };
-        let (result, notes) = self.answer(&name, resp);
-        // What the server said while the call ran, now labelled with its result, just
-        // before it (docs/spec.md §5, "A server's notifications").
+        let (result, notes) = self.answer(name, resp);
         if let (Some((class, untrusted)), Some(entry), false) =
-            (label, self.inner.catalog.get(&name), notes.is_empty())
+            (label, self.inner.catalog.get(name), notes.is_empty())
         {
+            let (logs, level) = self.logs(context).replay();
             let replay = crate::replay::Replay {
                 server: entry.server.clone(),
                 class,
                 untrusted,
-                progress: progress.clone(),
+                progress: context.meta.get_progress_token(),
                 sent: step,
-                level: *self
-                    .inner
-                    .level
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner),
+                logs,
+                level,
             };
             for notice in replay.notices(&notes) {
                 let _ = match notice {
-                    crate::replay::Notice::Log(p) => peer.notify_logging_message(p).await,
-                    crate::replay::Notice::Progress(p) => peer.notify_progress(p).await,
+                    crate::replay::Notice::Log(p) => context.peer.notify_logging_message(p).await,
+                    crate::replay::Notice::Progress(p) => context.peer.notify_progress(p).await,
                 };
             }
         }
-        Ok(result.into())
+        result
     }
 }
 
@@ -574,19 +721,45 @@ impl Front {
     /// approval notices sent while it waits (progress under the client's token, and a log
     /// message), and the elicitation when the client may approve. Returns the final answer
     /// and how many progress notifications were sent.
-    #[allow(deprecated)]
     pub(crate) async fn through_gate(
         &self,
         name: &str,
         arguments: String,
         context: &RequestContext<RoleServer>,
     ) -> Result<(ToolResponse, f64), McpError> {
+        match self
+            .through_gate_asking(name, arguments, context, false)
+            .await?
+        {
+            Through::Final(resp, step) => Ok((resp, step)),
+            // Not asked for: never made.
+            Through::Asked(_) => Err(McpError::internal_error(
+                "the call was answered input_required where it may not be",
+                None,
+            )),
+        }
+    }
+
+    /// [`Self::through_gate`]; with `asks` (a 2026-07-28 request of a client that shows
+    /// forms, and a config that lets a person approve there), a call that waits for a
+    /// person ends its request `input_required` instead, and the gate keeps the call for
+    /// the retry ([`crate::held`]). Where that cannot be done (no state key, the front
+    /// holds [`crate::held::MAX_PARKED`] calls, the gate would not show it) the call waits
+    /// on its request as for any client that cannot be asked.
+    #[allow(deprecated)]
+    pub(crate) async fn through_gate_asking(
+        &self,
+        name: &str,
+        arguments: String,
+        context: &RequestContext<RoleServer>,
+        asks: bool,
+    ) -> Result<Through, McpError> {
         let name = name.to_string();
         let req = ToolRequest {
             session: self.inner.session.clone(),
             call: CallId(self.inner.next_call.fetch_add(1, Ordering::Relaxed)),
             tool: name.clone(),
-            arguments,
+            arguments: arguments.clone(),
         };
         // Sending may find (or start) a gate, which blocks: not on the runtime's threads.
         // The connection is one the front kept from an earlier call where it can
@@ -612,45 +785,73 @@ impl Front {
         });
         let progress = context.meta.get_progress_token();
         let peer = context.peer.clone();
+        let logs = self.logs(context);
+        // A server-to-client request is forbidden on 2026-07-28: no elicitation there.
+        let legacy = !modern(context);
+        let mut asks = asks;
         let mut step = 0.0;
         // Dropped when the call has its final answer: an elicitation still open is withdrawn.
         let mut ended: Option<tokio::sync::oneshot::Sender<()>> = None;
         let resp = loop {
-            tokio::select! {
-                done = &mut call => break done,
-                Some(p) = rx.recv() => {
-                    if let ToolResponse::PendingApproval { approval, expires } = p {
-                        if ended.is_none() {
-                            ended = self.ask_in_client(&peer, &approval);
+            let waiting = loop {
+                tokio::select! {
+                    done = &mut call => break Ok(done),
+                    Some(p) = rx.recv() => {
+                        if let ToolResponse::PendingApproval { approval, expires } = p {
+                            if legacy && ended.is_none() {
+                                ended = self.ask_in_client(&peer, &approval);
+                            }
+                            let (approve, refuse) =
+                                crate::explain::approval_commands(&self.inner.config, &approval);
+                            let text = format!(
+                                "waiting for a person to approve {name} (approval {approval}, {}); \
+                                 a person runs `{approve}` or `{refuse}`",
+                                crate::when::expires(expires)
+                            );
+                            if let Some(token) = progress.clone() {
+                                step += 1.0;
+                                let mut param = ProgressNotificationParam::new(token, step);
+                                param.message = Some(text.clone());
+                                let _ = peer.notify_progress(param).await;
+                            }
+                            if logs.allows(LoggingLevel::Warning) {
+                                let _ = peer
+                                    .notify_logging_message(
+                                        LoggingMessageNotificationParam::new(
+                                            LoggingLevel::Warning,
+                                            json!({"approval": approval, "expires": expires, "tool": name, "message": text}),
+                                        )
+                                        .with_logger("boxmaker"),
+                                    )
+                                    .await;
+                            }
+                            if asks {
+                                break Err(approval);
+                            }
                         }
-                        let (approve, refuse) =
-                            crate::explain::approval_commands(&self.inner.config, &approval);
-                        let text = format!(
-                            "waiting for a person to approve {name} (approval {approval}, {}); \
-                             a person runs `{approve}` or `{refuse}`",
-                            crate::when::expires(expires)
-                        );
-                        if let Some(token) = progress.clone() {
-                            step += 1.0;
-                            let mut param = ProgressNotificationParam::new(token, step);
-                            param.message = Some(text.clone());
-                            let _ = peer.notify_progress(param).await;
-                        }
-                        let _ = peer
-                            .notify_logging_message(
-                                LoggingMessageNotificationParam::new(
-                                    LoggingLevel::Warning,
-                                    json!({"approval": approval, "expires": expires, "tool": name, "message": text}),
-                                )
-                                .with_logger("boxmaker"),
-                            )
-                            .await;
+                    }
+                    () = context.ct.cancelled() => {
+                        // Closing the connection makes the gate withdraw the approval.
+                        let _ = cancel.shutdown(std::net::Shutdown::Both);
+                        return Err(McpError::internal_error("the client cancelled the call", None));
                     }
                 }
-                () = context.ct.cancelled() => {
-                    // Closing the connection makes the gate withdraw the approval.
-                    let _ = cancel.shutdown(std::net::Shutdown::Both);
-                    return Err(McpError::internal_error("the client cancelled the call", None));
+            };
+            match waiting {
+                Ok(done) => break done,
+                Err(approval) => {
+                    let parked = self
+                        .park(&name, &arguments, &approval, call, &cancel, step)
+                        .await;
+                    match parked {
+                        Ok(result) => return Ok(Through::Asked(result)),
+                        // Not parked: it waits on this request, as for a client that
+                        // cannot be asked.
+                        Err(back) => {
+                            call = back;
+                            asks = false;
+                        }
+                    }
                 }
             }
         };
@@ -658,9 +859,186 @@ impl Front {
         let resp = resp
             .map_err(|e| McpError::internal_error(format!("the call did not finish: {e}"), None))?
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        Ok((resp, step))
+        Ok(Through::Final(resp, step))
+    }
+
+    /// The key that seals this front's `requestState`s, made at first use.
+    fn sealer(&self) -> Option<&crate::held::Sealer> {
+        self.inner
+            .sealer
+            .get_or_init(|| crate::held::Sealer::new().ok())
+            .as_ref()
+    }
+
+    /// Files a call that waits on `approval` for its retry, and makes the `input_required`
+    /// result that asks the person in the client: the approval form (the same words as the
+    /// elicitation, [`crate::approve::message`]) and the sealed state. Gives `call` back
+    /// when it cannot be filed.
+    async fn park(
+        &self,
+        name: &str,
+        arguments: &str,
+        approval: &str,
+        call: CallTask,
+        cancel: &std::os::unix::net::UnixStream,
+        step: f64,
+    ) -> Result<InputRequiredResult, CallTask> {
+        let (Some(sealer), Some(decide), Ok(cancel)) = (
+            self.sealer(),
+            self.inner.decide.get().cloned(),
+            cancel.try_clone(),
+        ) else {
+            return Err(call);
+        };
+        let shown = {
+            let (session, id) = (self.inner.session.clone(), approval.to_string());
+            tokio::task::spawn_blocking(move || crate::approve::show(&decide, &session, &id)).await
+        };
+        let shown = match shown {
+            Ok(Ok(shown)) => shown,
+            Ok(Err(e)) => {
+                crate::note!("boxmaker mcp: {approval}: could not ask in the client: {e}");
+                return Err(call);
+            }
+            Err(_) => return Err(call),
+        };
+        let Ok(schema) = crate::approve::schema() else {
+            return Err(call);
+        };
+        let message = crate::approve::message(&shown.0, now());
+        let expires = shown.0.expires;
+        let state = sealer.seal(&crate::held::Bound {
+            session: &self.inner.session,
+            approval,
+            tool: name,
+            arguments,
+            expires,
+        });
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        let parked = crate::held::Parked {
+            tool: name.to_string(),
+            arguments: arguments.to_string(),
+            shown,
+            answer: rx.clone(),
+            cancel,
+            step,
+        };
+        if self.inner.held.park(approval, parked).is_err() {
+            return Err(call);
+        }
+        // The gate's final answer goes to the cell the retry waits on, whenever it comes.
+        tokio::spawn(async move {
+            let done = match call.await {
+                Ok(Ok(resp)) => Ok(resp),
+                Ok(Err(e)) => Err(format!("the call did not finish: {e}")),
+                Err(e) => Err(format!("the call did not finish: {e}")),
+            };
+            let _ = tx.send(Some(done));
+        });
+        tokio::spawn(crate::held::Table::forget_when_done(
+            crate::held::weak(&self.inner.held),
+            approval.to_string(),
+            rx,
+        ));
+        let mut requests = InputRequests::new();
+        requests.insert(
+            crate::held::INPUT_KEY.to_string(),
+            InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message,
+                    requested_schema: schema,
+                },
+            )),
+        );
+        let mut meta = nothing_ran();
+        if let Some(b) = meta.0.get_mut("boxmaker").and_then(|b| b.as_object_mut()) {
+            b.insert("approval".into(), json!(approval));
+            b.insert("expires".into(), json!(expires));
+        }
+        crate::note!("boxmaker mcp: {approval}: asked in the client (input_required)");
+        Ok(InputRequiredResult::new(Some(requests), Some(state)).with_meta(meta))
+    }
+
+    /// A 2026-07-28 client's retry of a call answered `input_required`: `state` must be
+    /// one this front sealed for this call in this conversation, and names the held call,
+    /// which is taken once. The person's `answer` (if they chose) is passed to the gate;
+    /// then the retry waits for the call's final answer, as any call does.
+    async fn retry(
+        &self,
+        name: &str,
+        arguments: &str,
+        state: &str,
+        answer: Option<&ElicitResult>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let refused = |e: crate::held::StateError| McpError::invalid_params(e.to_string(), None);
+        let sealer = self
+            .sealer()
+            .ok_or_else(|| refused(crate::held::StateError::Foreign))?;
+        let (approval, expires) = sealer
+            .open(state, &self.inner.session, name, arguments)
+            .map_err(refused)?;
+        let Some(mut parked) = self.inner.held.take(&approval) else {
+            let when = crate::when::expires(expires);
+            crate::note!("boxmaker mcp: {approval}: a retry found no held call");
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "failed: approval {approval} ({when}) was already answered by an earlier \
+                 retry, or its call ended more than {} minutes ago: a requestState is used \
+                 once, and nothing runs twice; call the tool again to ask anew",
+                crate::held::GRACE.as_secs() / 60
+            ))])
+            .with_meta(Some(nothing_ran())));
+        };
+        if parked.tool != name || parked.arguments != arguments {
+            // The state binds the call; this cannot differ. Refuse rather than guess.
+            let _ = self.inner.held.park(&approval, parked);
+            return Err(refused(crate::held::StateError::Foreign));
+        }
+        match answer.and_then(crate::approve::answer_of) {
+            Some(choice) => {
+                let (decide, session) =
+                    (self.inner.decide.get().cloned(), self.inner.session.clone());
+                let shown = parked.shown.clone();
+                let decided = tokio::task::spawn_blocking(move || {
+                    decide.map(|d| crate::approve::decide(&d, &session, &shown, choice))
+                })
+                .await;
+                match decided {
+                    Ok(Some(Ok(_))) => crate::note!(
+                        "boxmaker mcp: {approval}: the person answered {choice:?} in the client"
+                    ),
+                    // Decided on the page or with `boxmaker approve` first, or expired: the
+                    // call's answer says which.
+                    Ok(Some(Err(e))) => {
+                        crate::note!(
+                            "boxmaker mcp: {approval}: the client's answer was not taken: {e}"
+                        )
+                    }
+                    _ => {}
+                }
+            }
+            None => crate::note!(
+                "boxmaker mcp: {approval}: no answer in the client; the call waits for \
+                 `boxmaker approve` or the page"
+            ),
+        }
+        let resp = tokio::select! {
+            done = crate::held::final_answer(&mut parked.answer) => {
+                done.map_err(|e| McpError::internal_error(e, None))?
+            }
+            () = context.ct.cancelled() => {
+                // As for any call: a client that cancels withdraws what still waits.
+                let _ = parked.cancel.shutdown(std::net::Shutdown::Both);
+                return Err(McpError::internal_error("the client cancelled the call", None));
+            }
+        };
+        Ok(self.finish_call(name, resp, parked.step, context).await)
     }
 }
+
+/// The task that waits for one call's final answer from the gate.
+type CallTask = tokio::task::JoinHandle<Result<ToolResponse, gatecall::GateCallError>>;
 
 impl Front {
     /// Starts asking the person in the client about `approval`, when this front may and the

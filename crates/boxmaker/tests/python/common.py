@@ -188,9 +188,9 @@ def leaves(e: BaseException) -> list[BaseException]:
     return [e]
 
 
-def run(main: Any) -> None:
+def run(main: Any, timeout: float = 50) -> None:
     try:
-        asyncio.run(asyncio.wait_for(main(), timeout=50))
+        asyncio.run(asyncio.wait_for(main(), timeout=timeout))
     except BaseException as e:  # noqa: BLE001 - the Rust test shows this output
         import traceback
 
