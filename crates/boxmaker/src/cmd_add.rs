@@ -149,13 +149,25 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
     if let (Some(r), Server::Remote(url)) = (&runner, &server) {
         match r.probe_remote(&tool) {
             Ok(Probe::Answered(status)) if (200..300).contains(&status) => {}
+            Ok(Probe::Speaks(version)) => {
+                errln!("boxmaker: {} speaks MCP {version}", url.text);
+            }
+            Ok(Probe::NoVersion { supported }) => {
+                return Err(CliError::Local(format!(
+                    "{} speaks none of the MCP revisions boxmaker speaks ({}): it supports {}; \
+                     nothing was written",
+                    url.text,
+                    runner::SPOKEN_VERSIONS.join(", "),
+                    supported
+                )));
+            }
             Ok(Probe::Answered(status)) => {
                 // A wrong path (404), a method the server refuses, a broken server: its tools
                 // could not be listed either, and a tool that cannot work is not written.
                 return Err(CliError::Local(format!(
-                    "{} answered HTTP {status} to an MCP `initialize` request (is it the \
-                     server's MCP endpoint?); nothing was written (--no-probe adds it without \
-                     asking it)",
+                    "{} answered HTTP {status} to MCP's first requests (`server/discover`, then \
+                     `initialize`: is it the server's MCP endpoint?); nothing was written \
+                     (--no-probe adds it without asking it)",
                     url.text
                 )));
             }

@@ -91,3 +91,13 @@ pub fn doctor(limits: &config::BoxLimits) -> (String, bool) {
     };
     (format!("{report}{egress}"), report.missing().is_empty())
 }
+
+/// The MCP revisions boxmaker's client speaks to a server, newest first: 2026-07-28 after
+/// `server/discover`, the others through the `initialize` handshake (docs/spec.md §3.9).
+pub const SPOKEN_VERSIONS: &[&str] = &[
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];

@@ -253,6 +253,47 @@ pub(crate) const TOKEN_MARK: &str = "io.boxmaker/progressToken";
 /// other work.
 const YIELD_EVERY: u32 = 64;
 
+/// The MCP revisions boxmaker's client speaks, newest first: it asks a server with
+/// `server/discover` at these, and falls back to the `initialize` handshake at
+/// [`LEGACY_VERSION`] when the server answers as a server of an earlier revision
+/// (docs/spec.md §3.9, "Both protocol eras").
+pub(crate) fn modern_versions() -> Vec<rmcp::model::ProtocolVersion> {
+    vec![rmcp::model::ProtocolVersion::V_2026_07_28]
+}
+
+/// The revision boxmaker's client names in `initialize` (the newest with a handshake).
+pub(crate) const LEGACY_VERSION: rmcp::model::ProtocolVersion =
+    rmcp::model::ProtocolVersion::V_2025_11_25;
+
+/// Starts boxmaker's client on `transport` in whichever era the server speaks: rmcp's auto
+/// lifecycle, `server/discover` first, then `initialize` when the server is of an earlier
+/// revision (a 2026-07-28 server has no `initialize`; a server of 2025-11-25 or before has no
+/// `server/discover`).
+pub(crate) async fn connect<T, E, A>(
+    transport: T,
+) -> Result<rmcp::service::RunningService<RoleClient, Handler>, rmcp::service::ClientInitializeError>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use rmcp::service::ClientServiceExt as _;
+    Handler
+        .serve_with_lifecycle(
+            transport,
+            rmcp::service::ClientLifecycleMode::Auto {
+                preferred_versions: modern_versions(),
+                legacy_version: Some(LEGACY_VERSION),
+            },
+        )
+        .await
+}
+
+/// The key of a 2026-07-28 request's log opt-in (`_meta`): a server of that revision sends
+/// `notifications/message` only for a request that carries it. Every request boxmaker sends
+/// a server carries it at `debug`, so what a server logs while a call runs still comes back
+/// inside the call's result (docs/spec.md §5); a server of an earlier revision ignores it.
+pub(crate) const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
 /// A client transport whose every incoming message [`Listener`] reads first, in order; the
 /// log messages and progress it keeps are not handed on.
 pub(crate) struct Tap<T> {
@@ -281,6 +322,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
         // (A call's `params._meta` is the base of the `_meta` sent; what rmcp keeps in the
         // request's extensions, its own token among it, is laid over it.)
         if let rmcp::model::JsonRpcMessage::Request(r) = &mut item {
+            rmcp::model::GetMeta::get_meta_mut(&mut r.request)
+                .insert(LOG_LEVEL.to_string(), json!("debug"));
             let marked = match &mut r.request {
                 rmcp::model::ClientRequest::CallToolRequest(call) => call
                     .params

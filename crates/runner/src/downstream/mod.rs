@@ -48,9 +48,9 @@ use std::time::{Duration, Instant, SystemTime};
 use catalog::{Catalog, Entry, ToolDef, ToolsFile};
 use config::{Tool, ToolKind};
 use proto::{SessionId, ToolRequest, ToolResponse};
+use rmcp::RoleClient;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
-use rmcp::{RoleClient, ServiceExt};
 use sandbox::{BoxProcess, Io};
 
 use crate::run::{Runner, failed};
@@ -900,7 +900,7 @@ impl Runner {
             heard::Tap::new(Lines::new(stdout, stdin, reason.clone()), listener.clone());
         let boxed = Mutex::new(Some(boxed));
         let ready = async {
-            let service = within(timeout, "initialize", heard::Handler.serve(transport)).await?;
+            let service = within(timeout, "initialize", heard::connect(transport)).await?;
             let tools = within(
                 timeout,
                 "list its tools",
@@ -1001,7 +1001,7 @@ impl Runner {
         );
         let redactor = self.secrets().redactor();
         let ready = async {
-            let service = within(timeout, "initialize", heard::Handler.serve(transport)).await?;
+            let service = within(timeout, "initialize", heard::connect(transport)).await?;
             let tools = within(
                 timeout,
                 "list its tools",

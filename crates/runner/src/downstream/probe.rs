@@ -3,11 +3,18 @@
 //!
 //! The look goes through the remote client's own connection ([`super::remote::Client`]):
 //! decided by the `[[egress]]` rules at the public label, TLS verified against the public
-//! roots, the tool's credential sent only to its own host. It sends what an MCP client sends
-//! first, an `initialize` request, and reads only the answer's status and headers:
+//! roots, the tool's credential sent only to its own host. It asks as boxmaker's client
+//! connects (docs/spec.md §3.9, "Both protocol eras"): a `server/discover` request of MCP
+//! 2026-07-28 first, and, when the server is of an earlier revision (it answers with an error,
+//! or an HTTP status other than 2xx and 401), the `initialize` handshake:
 //!
-//! - an answer other than 401: the server takes the request (with the credential the tool
-//!   gives, if any); the session it may have opened is ended at once (`DELETE`);
+//! - a 2xx answer that names a revision boxmaker speaks: the server takes the request (with
+//!   the credential the tool gives, if any); a legacy session it opened is ended at once
+//!   (`DELETE`);
+//! - a JSON-RPC "unsupported protocol version" to both, naming what the server speaks: the
+//!   server speaks no revision boxmaker does, and its own list says which it does;
+//! - another answer than 401 to `initialize`: its status, as it is (a wrong path, a broken
+//!   server);
 //! - 401 with `WWW-Authenticate: Bearer resource_metadata="URL"` (the MCP authorization
 //!   spec): a server signed in to with OAuth, its protected resource metadata (RFC 9728) at
 //!   that URL;
@@ -25,7 +32,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use config::{RemoteUrl, Tool, ToolKind};
-use http::{Method, StatusCode};
+use http::{HeaderName, HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
 use proto::SessionId;
 
@@ -45,8 +52,14 @@ const WITHIN: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Probe {
     /// It answered with this status, without asking for a credential (or it took the one
-    /// the tool gives).
+    /// the tool gives), and named no revision (or one boxmaker does not read).
     Answered(u16),
+    /// It speaks this revision with boxmaker (`2026-07-28` after `server/discover`, or the
+    /// one its `initialize` answer named).
+    Speaks(String),
+    /// It refused every revision boxmaker speaks; `supported` is its own list (what it
+    /// said, visible ASCII, at most 200 characters).
+    NoVersion { supported: String },
     /// It wants an OAuth sign-in: its protected resource metadata is at `metadata`.
     SignIn { metadata: String },
     /// It refused (401) and names no OAuth metadata: it wants a credential given by hand.
@@ -71,6 +84,9 @@ impl Runner {
             Ok(Probe::Credential { challenge }) => Ok(Probe::Credential {
                 challenge: redact(challenge).chars().take(SHOWN).collect(),
             }),
+            Ok(Probe::NoVersion { supported }) => Ok(Probe::NoVersion {
+                supported: redact(supported).chars().take(SHOWN).collect(),
+            }),
             Ok(answered) => Ok(answered),
             Err(why) => Err(redact(why)),
         }
@@ -83,25 +99,93 @@ impl Runner {
         let rt = self.hub().runtime()?;
         rt.block_on(async {
             let client = self.probe_client(tool)?;
-            let body = serde_json::json!({
+            let info =
+                serde_json::json!({"name": "boxmaker", "version": env!("CARGO_PKG_VERSION")});
+            // MCP 2026-07-28 first: one self-contained request, its revision in `_meta` and
+            // in the routing headers.
+            let modern = super::heard::modern_versions();
+            let newest = modern.first().map(|v| v.to_string()).unwrap_or_default();
+            let discover = serde_json::json!({
                 "jsonrpc": "2.0",
                 "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "boxmaker", "version": env!("CARGO_PKG_VERSION")}
-                }
+                "method": "server/discover",
+                "params": {"_meta": {
+                    "io.modelcontextprotocol/protocolVersion": newest,
+                    "io.modelcontextprotocol/clientInfo": info,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }}
             });
+            let mut extra = HashMap::new();
+            for (k, v) in [
+                ("mcp-protocol-version", newest.as_str()),
+                ("mcp-method", "server/discover"),
+            ] {
+                if let (Ok(k), Ok(v)) = (HeaderName::try_from(k), HeaderValue::try_from(v)) {
+                    extra.insert(k, v);
+                }
+            }
             let resp = within(client.send(
                 Method::POST,
                 None,
-                &HashMap::new(),
+                &extra,
                 "application/json, text/event-stream",
                 None,
-                Some(Bytes::from(body.to_string())),
+                Some(Bytes::from(discover.to_string())),
             ))
             .await?;
+            let mut refused: Vec<String> = Vec::new();
+            let resp = if resp.status().is_success() {
+                match answer_of(resp).await {
+                    Answer::Result(r) => {
+                        let speaks = r
+                            .get("supportedVersions")
+                            .and_then(|v| v.as_array())
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|v| v.as_str())
+                            .find(|v| modern.iter().any(|m| m.as_str() == *v))
+                            .map(str::to_string);
+                        if let Some(v) = speaks {
+                            return Ok(Probe::Speaks(v));
+                        }
+                        refused.extend(versions_in(r.get("supportedVersions")));
+                    }
+                    Answer::Error(e) => {
+                        refused.extend(versions_in(e.get("data").and_then(|d| d.get("supported"))))
+                    }
+                    Answer::None => {}
+                }
+                None
+            } else if resp.status() == StatusCode::UNAUTHORIZED {
+                Some(resp)
+            } else {
+                None
+            };
+            // A server of an earlier revision: its handshake.
+            let resp = match resp {
+                Some(r) => r,
+                None => {
+                    let body = serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "initialize",
+                        "params": {
+                            "protocolVersion": super::heard::LEGACY_VERSION.to_string(),
+                            "capabilities": {},
+                            "clientInfo": info
+                        }
+                    });
+                    within(client.send(
+                        Method::POST,
+                        None,
+                        &HashMap::new(),
+                        "application/json, text/event-stream",
+                        None,
+                        Some(Bytes::from(body.to_string())),
+                    ))
+                    .await?
+                }
+            };
             let status = resp.status();
             if status != StatusCode::UNAUTHORIZED {
                 let session = resp
@@ -109,7 +193,12 @@ impl Runner {
                     .get("mcp-session-id")
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
-                drop(resp);
+                let answer = if status.is_success() {
+                    answer_of(resp).await
+                } else {
+                    drop(resp);
+                    Answer::None
+                };
                 if let Some(s) = session {
                     // Best effort: the server ends the session it opened for the look.
                     let _ = within(client.send(
@@ -121,6 +210,32 @@ impl Runner {
                         None,
                     ))
                     .await;
+                }
+                match answer {
+                    Answer::Result(r) => {
+                        if let Some(v) = r.get("protocolVersion").and_then(|v| v.as_str()) {
+                            return Ok(Probe::Speaks(v.to_string()));
+                        }
+                    }
+                    Answer::Error(e) => {
+                        let named = versions_in(e.get("data").and_then(|d| d.get("supported")));
+                        if !named.is_empty() || !refused.is_empty() {
+                            for v in named {
+                                if !refused.contains(&v) {
+                                    refused.push(v);
+                                }
+                            }
+                            return Ok(Probe::NoVersion {
+                                supported: shown_versions(&refused),
+                            });
+                        }
+                    }
+                    Answer::None => {}
+                }
+                if !refused.is_empty() && !status.is_success() {
+                    return Ok(Probe::NoVersion {
+                        supported: shown_versions(&refused),
+                    });
                 }
                 return Ok(Probe::Answered(status.as_u16()));
             }
@@ -204,6 +319,65 @@ impl Runner {
                     .map(|a| !a.is_empty())
             })
             .unwrap_or(false)
+    }
+}
+
+/// The most of a probe's answer read.
+const MAX_ANSWER: usize = 64 << 10;
+
+/// What a JSON-RPC answer to the probe held.
+enum Answer {
+    Result(serde_json::Value),
+    Error(serde_json::Value),
+    None,
+}
+
+/// The JSON-RPC answer in `resp`'s body (at most [`MAX_ANSWER`] read): a JSON body, or the
+/// first `data:` line of an event stream that holds a response.
+async fn answer_of(resp: http::Response<hyper::body::Incoming>) -> Answer {
+    let body = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER);
+    let Ok(Ok(bytes)) = tokio::time::timeout(WITHIN, body.collect()).await else {
+        return Answer::None;
+    };
+    let bytes = bytes.to_bytes();
+    let text = String::from_utf8_lossy(&bytes);
+    let one = |v: serde_json::Value| match (v.get("result"), v.get("error")) {
+        (Some(r), _) => Some(Answer::Result(r.clone())),
+        (None, Some(e)) => Some(Answer::Error(e.clone())),
+        _ => None,
+    };
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+        return one(v).unwrap_or(Answer::None);
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+        .find_map(one)
+        .unwrap_or(Answer::None)
+}
+
+/// The revisions a list (`supported`, `supportedVersions`) names, as strings.
+fn versions_in(list: Option<&serde_json::Value>) -> Vec<String> {
+    list.and_then(|l| l.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .take(32)
+        .map(|v| {
+            v.chars()
+                .filter(|c| c.is_ascii_graphic())
+                .take(32)
+                .collect()
+        })
+        .collect()
+}
+
+/// A server's list of revisions, as a person reads it.
+fn shown_versions(list: &[String]) -> String {
+    if list.is_empty() {
+        "none it names".into()
+    } else {
+        list.join(", ")
     }
 }
 
