@@ -60,6 +60,42 @@ fn python_script(script: &str, dir: &Path, env: &[(&str, &str)]) -> Run {
     run
 }
 
+/// The same scenario with the SDK's `Client` in each protocol era, on each transport (issue
+/// 31): a legacy session and 2026-07-28's self-contained requests alike.
+fn era_scenario(transport: &str, mode: &str) {
+    let dir = config_dir(&format!("era-{transport}-{mode}"));
+    let run = python_script(
+        "era_scenario.py",
+        &dir,
+        &[("ERA_TRANSPORT", transport), ("ERA_MODE", mode)],
+    );
+    assert!(
+        run.stdout.contains("denied: taint_too_high"),
+        "{}",
+        run.show()
+    );
+}
+
+#[test]
+fn test_python_sdk_2026_over_stdio() {
+    era_scenario("stdio", "2026-07-28");
+}
+
+#[test]
+fn test_python_sdk_2026_over_http() {
+    era_scenario("http", "2026-07-28");
+}
+
+#[test]
+fn test_python_sdk_legacy_client_over_stdio() {
+    era_scenario("stdio", "legacy");
+}
+
+#[test]
+fn test_python_sdk_legacy_client_over_http() {
+    era_scenario("http", "legacy");
+}
+
 #[test]
 fn test_python_sdk_over_stdio() {
     let dir = config_dir("python-stdio");
