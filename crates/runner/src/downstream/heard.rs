@@ -288,6 +288,57 @@ where
         .await
 }
 
+/// Why [`connect_or_refused`] did not connect.
+pub(crate) enum Refused {
+    /// The server answered `server/discover` with an HTTP error rather than a JSON-RPC one
+    /// (a server of an earlier revision that refuses a request before `initialize`): try
+    /// its handshake on a new transport.
+    Discover(String),
+    /// Anything else, in the words [`super::within`] uses.
+    Other(String),
+}
+
+/// [`connect`] within `timeout`, telling a refused `server/discover` apart.
+pub(crate) async fn connect_or_refused<T, E, A>(
+    transport: T,
+    timeout: std::time::Duration,
+) -> Result<rmcp::service::RunningService<RoleClient, Handler>, Refused>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    match tokio::time::timeout(timeout, connect(transport)).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(rmcp::service::ClientInitializeError::TransportError { error, context }))
+            if context.contains("discover") =>
+        {
+            Err(Refused::Discover(format!("{error}")))
+        }
+        Ok(Err(e)) => Err(Refused::Other(format!(
+            "the server did not initialize ({e})"
+        ))),
+        Err(_) => Err(Refused::Other(format!(
+            "the server did not initialize within {} s",
+            timeout.as_secs()
+        ))),
+    }
+}
+
+/// Starts boxmaker's client on `transport` with the `initialize` handshake at
+/// [`LEGACY_VERSION`] alone.
+pub(crate) async fn initialize<T, E, A>(
+    transport: T,
+) -> Result<rmcp::service::RunningService<RoleClient, Handler>, rmcp::service::ClientInitializeError>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use rmcp::service::ClientServiceExt as _;
+    Handler
+        .serve_with_lifecycle(transport, rmcp::service::ClientLifecycleMode::Initialize)
+        .await
+}
+
 /// The key of a 2026-07-28 request's log opt-in (`_meta`): a server of that revision sends
 /// `notifications/message` only for a request that carries it. Every request boxmaker sends
 /// a server carries it at `debug`, so what a server logs while a call runs still comes back
@@ -396,6 +447,9 @@ impl ClientHandler for Handler {
         caps.elicitation = Some(elicitation);
         let mut config = ClientConfig::default();
         config.capabilities = caps;
+        // What `initialize` names: the newest revision that has a handshake (rmcp's default
+        // is 2026-07-28, which has none; discovery names its own versions).
+        config.protocol_version = LEGACY_VERSION;
         config
     }
 }

@@ -973,35 +973,48 @@ impl Runner {
         let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
         let float = Arc::new(crate::egress::Float::new(tool.label(), []));
         let reason = Reason::default();
-        let client = remote::Client::new(
-            self,
-            tool,
-            crate::egress::BoxCtx {
-                session: session.clone(),
-                tool: tool.name.clone(),
-                call: None,
-                calls: Some(calls.clone()),
-                float: float.clone(),
-            },
-            reason.clone(),
-        )?;
-        let mut config =
-            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-                client.uri(),
-            );
-        // A stream that breaks is not opened again behind the call's back: the call fails,
-        // and the next one starts a new session.
-        config.retry_config = Arc::new(remote::NoRetry);
-        config.max_json_response_size = remote::MAX_MESSAGE;
-        config.max_sse_event_size = remote::MAX_MESSAGE;
         let listener = heard::Listener::default();
-        let transport = heard::Tap::new(
-            rmcp::transport::StreamableHttpClientTransport::with_client(client, config),
-            listener.clone(),
-        );
+        let transport = || {
+            let client = remote::Client::new(
+                self,
+                tool,
+                crate::egress::BoxCtx {
+                    session: session.clone(),
+                    tool: tool.name.clone(),
+                    call: None,
+                    calls: Some(calls.clone()),
+                    float: float.clone(),
+                },
+                reason.clone(),
+            )?;
+            let mut config =
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    client.uri(),
+                );
+            // A stream that breaks is not opened again behind the call's back: the call
+            // fails, and the next one starts a new session.
+            config.retry_config = Arc::new(remote::NoRetry);
+            config.max_json_response_size = remote::MAX_MESSAGE;
+            config.max_sse_event_size = remote::MAX_MESSAGE;
+            Ok::<_, String>(heard::Tap::new(
+                rmcp::transport::StreamableHttpClientTransport::with_client(client, config),
+                listener.clone(),
+            ))
+        };
         let redactor = self.secrets().redactor();
         let ready = async {
-            let service = within(timeout, "initialize", heard::connect(transport)).await?;
+            let service = match heard::connect_or_refused(transport()?, timeout).await {
+                Ok(service) => service,
+                // A server of an earlier revision that answers `server/discover` with an
+                // HTTP error (400 "not initialized"), not a JSON-RPC one: its handshake, on a
+                // connection of its own (docs/spec.md §3.9, "Both protocol eras").
+                Err(heard::Refused::Discover(why)) => {
+                    within(timeout, "initialize", heard::initialize(transport()?))
+                        .await
+                        .map_err(|e| format!("{e}; it refused `server/discover` too ({why})"))?
+                }
+                Err(heard::Refused::Other(why)) => return Err(why),
+            };
             let tools = within(
                 timeout,
                 "list its tools",
