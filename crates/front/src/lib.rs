@@ -10,7 +10,9 @@
 //! **Must never:** trust anything it receives, hold state beyond each conversation's session
 //! id, call counter, the log level its client asked for and which server listed which
 //! resource or prompt to it (and, over HTTP, the key that checks conversation credentials and
-//! which legacy MCP session belongs to which conversation), start a session for a request
+//! which legacy MCP session belongs to which conversation; and, for a 2026-07-28 client asked
+//! to approve with `input_required`, the gate connections of its waiting calls by approval id
+//! and the random key that seals their `requestState`), start a session for a request
 //! that does not name it by its connection or credential, open files, reach the control
 //! socket, or run a tool. It can only send
 //! `ToolRequest`s to the agent socket and, when the config lets a person approve in the
@@ -31,7 +33,8 @@
 //! 7. [`confine`] — how the front confines itself before it reads the agent's first byte;
 //!    [`channel`] — the one way it then has to the gate: connections the launcher hands it.
 //! 8. [`approve`] — approving in the agent's own client: the elicitation a person answers,
-//!    and the front's side of the decision socket (docs/spec.md §2.5).
+//!    and the front's side of the decision socket (docs/spec.md §2.5); [`held`] — the same
+//!    form as a 2026-07-28 `input_required` result, and the call held for its retry.
 //! 9. [`when`] — times as a person reads them.
 
 #![forbid(unsafe_code)]
