@@ -111,12 +111,14 @@ fn eras(transport: &str, mode: &str) {
         ] {
             assert!(run.stdout.contains(want), "no {want:?}\n{}", run.show());
         }
-        // The hostile call ran once: one result record for its command.
-        let ran = audit
-            .lines()
-            .filter(|l| l.contains(r#""event":"approval_decided""#))
-            .count();
-        assert!(ran >= 4, "{audit}");
+        // The hostile call was decided once, on the CLI (the script checks it ran once: its
+        // file holds one line); no retry's answer was taken for it.
+        assert!(
+            run.stdout.contains("retry after the CLI approved: False"),
+            "{}",
+            run.show()
+        );
+        assert!(audit.contains(r#""via":"cli""#), "{audit}");
     }
 }
 
