@@ -251,6 +251,13 @@ impl BoxCgroup {
                     write(&swap, "0")?;
                 }
                 write(&d.join("pids.max"), &processes.to_string())?;
+                // A box over its memory dies whole: the OOM killer takes every process of
+                // the cgroup, never one of them while the rest go on with half the work
+                // done (a shell that prints "survived" after its child was killed).
+                let group = d.join("memory.oom.group");
+                if group.exists() {
+                    write(&group, "1")?;
+                }
             }
         }
         Ok(cg)
