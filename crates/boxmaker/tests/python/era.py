@@ -6,6 +6,7 @@ Environment, beside common.py's:
   ERA_MODE       legacy | 2026-07-28
 """
 
+import sys
 import os
 import re
 import subprocess
@@ -41,7 +42,8 @@ def start_http() -> tuple[subprocess.Popen, str, str]:
     def drain() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
-            print("server stderr:", line.rstrip("\n"), flush=True)
+            # One write, to stderr: a relayed line never splits a line the client prints.
+            sys.stderr.write(f"server stderr: {line.rstrip(chr(10))}\n")
             m = BANNER.search(line)
             if m and not found:
                 found.append((m.group(1), m.group(2)))

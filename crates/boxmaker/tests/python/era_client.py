@@ -10,6 +10,7 @@ made a session per request let a client read a confidential file and then call a
 cleared only for public on its next request. Every path must refuse that second call.
 """
 
+import sys
 import asyncio
 import json
 import os
@@ -44,7 +45,8 @@ def start_http() -> tuple[subprocess.Popen, str, str]:
     def drain() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
-            print("server stderr:", line.rstrip("\n"), flush=True)
+            # One write, to stderr: a relayed line never splits a line the client prints.
+            sys.stderr.write(f"server stderr: {line.rstrip(chr(10))}\n")
             m = BANNER.search(line)
             if m and not found:
                 found.append((m.group(1), m.group(2)))

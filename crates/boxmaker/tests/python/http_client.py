@@ -2,6 +2,7 @@
 `boxmaker mcp --config FILE --http 127.0.0.1:PORT`, with the bearer token boxmaker prints; and
 plain HTTP requests without the token, or with a wrong one, which must be 401."""
 
+import sys
 import json
 import logging
 import os
@@ -48,7 +49,8 @@ def start_server() -> tuple[subprocess.Popen, str, str, list[str]]:
         assert proc.stderr is not None
         for line in proc.stderr:
             lines.append(line.rstrip("\n"))
-            print("server stderr:", line.rstrip("\n"), flush=True)
+            # One write, to stderr: a relayed line never splits a line the client prints.
+            sys.stderr.write(f"server stderr: {line.rstrip(chr(10))}\n")
             m = BANNER.search(line)
             if m and not found:
                 found.append((m.group(1), m.group(2)))
