@@ -227,7 +227,8 @@ impl Drop for Env {
             let _ = child.wait();
         }
         // Whatever is left (a runner stuck in a call, a server, a daemon): by pid.
-        kill_pids(&pids_with(&self.dir.display().to_string()));
+        // With its slash: `…/closeout` must not match `…/closeout-prompt`, another test's.
+        kill_pids(&pids_with(&format!("{}/", self.dir.display())));
         kill_pids(&pids_with(&self.marker));
     }
 }
