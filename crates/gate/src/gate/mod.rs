@@ -338,7 +338,7 @@ impl Gate {
         config: Arc<Config>,
         runner: Box<dyn ToolRunner>,
     ) -> Result<(Arc<Gate>, Option<Repaired>), GateError> {
-        let store = Store::open(&config.gate.state)?;
+        let store = Store::open_configured(&config.gate)?;
         let (audit, repaired) = Gate::open_audit(&config)?;
         let gate = Gate::new(config, store, audit, runner)?;
         Ok((gate, repaired))
