@@ -254,7 +254,7 @@ pub const PG_MIGRATIONS: &[&str] = &[
     CREATE TABLE provenance_sessions (
         session TEXT PRIMARY KEY,
         count   BIGINT NOT NULL,
-        full    BIGINT NOT NULL CHECK (full IN (0, 1))
+        \"full\"  BIGINT NOT NULL CHECK (\"full\" IN (0, 1))
     );
     ALTER TABLE approvals ADD COLUMN concerns TEXT;",
     // v5
@@ -1844,7 +1844,7 @@ fn read_provenance(
 fn read_size(conn: &Db, session: &SessionId) -> Result<IndexSize, StoreError> {
     let row: Option<(i64, i64)> = conn
         .query_opt(
-            "SELECT count, full FROM provenance_sessions WHERE session = ?1",
+            "SELECT count, \"full\" FROM provenance_sessions WHERE session = ?1",
             p![session.as_str()],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
@@ -1990,8 +1990,9 @@ fn record_in(tx: &Db, s: &Sightings, limit: u64) -> Result<(), StoreError> {
     }
     if count != size.count || full != size.full {
         tx.execute(
-            "INSERT INTO provenance_sessions (session, count, full) VALUES (?1, ?2, ?3)
-             ON CONFLICT (session) DO UPDATE SET count = excluded.count, full = excluded.full",
+            "INSERT INTO provenance_sessions (session, count, \"full\") VALUES (?1, ?2, ?3)
+             ON CONFLICT (session)
+             DO UPDATE SET count = excluded.count, \"full\" = excluded.\"full\"",
             p![
                 s.session.as_str(),
                 i64::try_from(count).unwrap_or(i64::MAX),

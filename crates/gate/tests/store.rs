@@ -1,10 +1,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! The state store through its public API: taint, approvals, grants, reopen, concurrency.
+//! The state store through its public API: taint, approvals, grants, reopen, concurrency —
+//! every test twice, on the embedded SQLite file and on a PostgreSQL database of a cluster
+//! the tests start (docs/spec.md §6, "The store"): one rule set, two backends. On
+//! PostgreSQL "reopen" is a new connection (another replica), and "two handles" are two
+//! replicas writing at once.
 
 use gate::store::{
     ApprovalFilter, ApprovalReason, ApprovalState, Decision, Effect, NewApproval, NewGrant, Store,
     StoreError, StoredTaint, TaintRaise,
 };
+use std::path::Path;
+
 use proto::{CallId, DataClass, SessionId, Timestamp};
 
 fn sid(s: &str) -> SessionId {
@@ -24,10 +30,14 @@ fn approval(session: &str, call: u64, created: u64, ttl: u64) -> NewApproval {
     }
 }
 
+
+/// The tests both backends run; `open(dir)` opens "the store of `dir`".
+macro_rules! store_tests {
+    () => {
 #[test]
 fn taint_of_an_unknown_session_is_public_and_trusted() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open(dir.path()).unwrap();
     assert_eq!(store.taint(&sid("nobody")).unwrap(), StoredTaint::START);
     assert!(store.sessions().unwrap().is_empty());
 }
@@ -37,7 +47,7 @@ fn taint_only_rises_and_survives_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let s = sid("s1");
     {
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = open(dir.path()).unwrap();
         let t = store
             .raise_taint(&s, DataClass::Confidential, false, Timestamp(10))
             .unwrap();
@@ -64,7 +74,7 @@ fn taint_only_rises_and_survives_reopen() {
             }
         );
     }
-    let store = Store::open(dir.path()).unwrap();
+    let store = open(dir.path()).unwrap();
     assert_eq!(
         store.taint(&s).unwrap(),
         StoredTaint {
@@ -83,7 +93,7 @@ fn taint_only_rises_and_survives_reopen() {
 #[test]
 fn batched_raises_apply_in_order_and_all_commit() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = open(dir.path()).unwrap();
     let r = |s: &str, class, untrusted| TaintRaise {
         session: sid(s),
         class,
@@ -117,7 +127,7 @@ fn batched_raises_apply_in_order_and_all_commit() {
         ]
     );
     drop(store);
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = open(dir.path()).unwrap();
     assert_eq!(store.taint(&sid("a")).unwrap(), out[2]);
     assert_eq!(store.taint(&sid("b")).unwrap(), out[1]);
     assert_eq!(store.session(&sid("a")).unwrap().unwrap().results, 2);
@@ -127,7 +137,7 @@ fn batched_raises_apply_in_order_and_all_commit() {
 #[test]
 fn reset_lowers_taint_and_reports_what_it_was() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = open(dir.path()).unwrap();
     let s = sid("s1");
     assert_eq!(store.reset_session(&s, Timestamp(1)).unwrap(), None);
     assert!(
@@ -150,7 +160,7 @@ fn reset_lowers_taint_and_reports_what_it_was() {
     assert_eq!((row.resets, row.updated), (1, Timestamp(3)));
     drop(store);
     assert_eq!(
-        Store::open(dir.path()).unwrap().taint(&s).unwrap(),
+        open(dir.path()).unwrap().taint(&s).unwrap(),
         StoredTaint::START
     );
 }
@@ -158,7 +168,7 @@ fn reset_lowers_taint_and_reports_what_it_was() {
 #[test]
 fn approval_lifecycle_approve_then_use_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = open(dir.path()).unwrap();
     let new = approval("s1", 4, 100, 300);
     let ap = store.create_approval(new.clone()).unwrap();
     assert!(gate::store::is_approval_id(&ap.id));
@@ -212,7 +222,7 @@ fn approval_lifecycle_approve_then_use_once() {
 #[test]
 fn decide_after_expiry_is_an_expired_error_and_expire_due_collects_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = open(dir.path()).unwrap();
     let ap = store.create_approval(approval("s1", 1, 100, 50)).unwrap();
     let err = store
         .decide(&ap.id, Decision::Approve, Timestamp(150))
@@ -244,7 +254,7 @@ fn decide_after_expiry_is_an_expired_error_and_expire_due_collects_it() {
 #[test]
 fn expire_due_takes_only_pending_ones_that_are_due() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = open(dir.path()).unwrap();
     let early = store.create_approval(approval("s1", 1, 100, 10)).unwrap();
     let late = store.create_approval(approval("s1", 2, 100, 100)).unwrap();
     let decided = store.create_approval(approval("s2", 1, 100, 10)).unwrap();
@@ -275,7 +285,7 @@ fn expire_due_takes_only_pending_ones_that_are_due() {
 #[test]
 fn withdraw_and_not_found() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = open(dir.path()).unwrap();
     let ap = store.create_approval(approval("s1", 1, 100, 10)).unwrap();
     let w = store.withdraw(&ap.id, Timestamp(101)).unwrap();
     assert_eq!(w.state, ApprovalState::Withdrawn);
@@ -298,7 +308,7 @@ fn approvals_survive_reopen_with_their_states() {
     let dir = tempfile::tempdir().unwrap();
     let mut ids = Vec::new();
     {
-        let mut store = Store::open(dir.path()).unwrap();
+        let mut store = open(dir.path()).unwrap();
         for call in 0..5 {
             ids.push(
                 store
@@ -322,7 +332,7 @@ fn approvals_survive_reopen_with_their_states() {
         store.withdraw(&ids[2].id, Timestamp(110)).unwrap();
         store.expire_due(Timestamp(163)).unwrap(); // ids[3] expires at 163, ids[4] at 164
     }
-    let store = Store::open(dir.path()).unwrap();
+    let store = open(dir.path()).unwrap();
     let all = store.approvals(ApprovalFilter::All).unwrap();
     let states: Vec<_> = all.iter().map(|a| a.state).collect();
     assert_eq!(
@@ -345,7 +355,7 @@ fn approvals_survive_reopen_with_their_states() {
 #[test]
 fn grants_are_added_listed_and_revoked_but_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = open(dir.path()).unwrap();
     let g = |tool: &str| NewGrant {
         tool: tool.into(),
         sessions: "*".into(),
@@ -376,7 +386,7 @@ fn grants_are_added_listed_and_revoked_but_kept() {
         Err(StoreError::GrantNotFound { id: 999 })
     ));
     drop(store);
-    let store = Store::open(dir.path()).unwrap();
+    let store = open(dir.path()).unwrap();
     let live = store.grants().unwrap();
     assert_eq!(live.len(), 1);
     assert_eq!(live[0].id, b);
@@ -395,12 +405,12 @@ fn grants_are_added_listed_and_revoked_but_kept() {
 #[test]
 fn two_handles_raising_concurrently_lose_no_raise() {
     let dir = tempfile::tempdir().unwrap();
-    Store::open(dir.path()).unwrap();
+    open(dir.path()).unwrap();
     const N: usize = 100;
     let spawn = |class: DataClass, untrusted: bool| {
         let path = dir.path().to_path_buf();
         std::thread::spawn(move || {
-            let mut store = Store::open(&path).unwrap();
+            let mut store = open(&path).unwrap();
             for i in 0..N {
                 store
                     .raise_taint(&sid(&format!("s{i}")), class, untrusted, Timestamp(1))
@@ -412,7 +422,7 @@ fn two_handles_raising_concurrently_lose_no_raise() {
     let b = spawn(DataClass::Public, true);
     a.join().unwrap();
     b.join().unwrap();
-    let store = Store::open(dir.path()).unwrap();
+    let store = open(dir.path()).unwrap();
     let rows = store.sessions().unwrap();
     assert_eq!(rows.len(), N);
     for row in rows {
@@ -430,55 +440,9 @@ fn two_handles_raising_concurrently_lose_no_raise() {
 }
 
 #[test]
-fn a_version_1_database_is_migrated_with_its_approvals_and_grants_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        // What a boxmaker before issue 16 left: schema version 1, a decided approval, a
-        // pending one, and a run-time grant.
-        let conn = rusqlite::Connection::open(dir.path().join(gate::store::DB_FILE)).unwrap();
-        conn.execute_batch(gate::store::MIGRATIONS[0]).unwrap();
-        conn.execute_batch(
-            "PRAGMA user_version = 1;
-             INSERT INTO approvals (id, session, call, tool, arguments, reason, state, created,
-                                    expires, decided)
-             VALUES ('ap-00000000000000a1', 's1', 1, 'run', '{}', 'grant_ask', 'refused', 10,
-                     310, 20),
-                    ('ap-00000000000000a2', 's1', 2, 'run', '{}', 'grant_ask', 'pending', 30,
-                     330, NULL);
-             INSERT INTO grants (tool, sessions, effect, added) VALUES ('run', '*', 'allow', 5);",
-        )
-        .unwrap();
-    }
-    let mut store = Store::open(dir.path()).unwrap();
-    assert_eq!(
-        store.schema_version().unwrap(),
-        gate::store::MIGRATIONS.len() as i64
-    );
-    let old = store.approval("ap-00000000000000a1").unwrap().unwrap();
-    assert_eq!(old.state, ApprovalState::Refused);
-    assert_eq!(old.decider, None);
-    assert_eq!(old.grant, None);
-    // Old rows are numbered in the order they were written; new changes come after them.
-    let changes = store.approval_changes(0, 10, false).unwrap();
-    assert_eq!(changes.len(), 2);
-    assert!(changes[0].0.change < changes[1].0.change);
-    let head = store.approvals_head().unwrap();
-    let decided = store
-        .decide("ap-00000000000000a2", Decision::Approve, Timestamp(40))
-        .unwrap();
-    assert!(decided.change > head);
-    let grants = store.grants().unwrap();
-    assert_eq!(grants.len(), 1);
-    assert_eq!(
-        grants[0].scope, None,
-        "an old grant is a grant for its whole tool"
-    );
-}
-
-#[test]
 fn a_remembered_grant_is_written_with_its_decision_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path()).unwrap();
+    let mut store = open(dir.path()).unwrap();
     let ap = store.create_approval(approval("s1", 1, 100, 60)).unwrap();
     let by = gate::store::Decider {
         via: gate::store::DecidedVia::Page,
@@ -533,3 +497,97 @@ fn a_remembered_grant_is_written_with_its_decision_or_not_at_all() {
     assert_eq!(grants[0].sessions, "s1");
     assert_eq!(store.approval(&ap.id).unwrap().unwrap(), row);
 }
+
+    };
+}
+
+mod sqlite {
+    use super::*;
+
+    fn open(dir: &Path) -> Result<Store, StoreError> {
+        Store::open(dir)
+    }
+
+    store_tests!();
+}
+
+mod postgres {
+    use super::*;
+
+    /// The store of `dir` on the shared cluster: a database of its own per directory.
+    fn open(dir: &Path) -> Result<Store, StoreError> {
+        let url = shared::database_for(dir);
+        Store::open_shared(&gate::store::PgTarget::from_url(&url).unwrap())
+    }
+
+    store_tests!();
+}
+
+/// One cluster for this test binary, a database per test directory.
+mod shared {
+    use std::collections::HashMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::{Mutex, OnceLock};
+
+    use testkit::pg::Pg;
+
+    fn cluster() -> &'static Pg {
+        static PG: OnceLock<Pg> = OnceLock::new();
+        PG.get_or_init(Pg::start_for_this_process)
+    }
+
+    pub fn database_for(dir: &Path) -> String {
+        static DBS: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
+        let mut dbs = DBS.get_or_init(Default::default).lock().unwrap();
+        let n = dbs.len();
+        dbs.entry(dir.to_path_buf())
+            .or_insert_with(|| cluster().database(&format!("t{n}")))
+            .clone()
+    }
+}
+#[test]
+fn a_version_1_database_is_migrated_with_its_approvals_and_grants_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        // What a boxmaker before issue 16 left: schema version 1, a decided approval, a
+        // pending one, and a run-time grant.
+        let conn = rusqlite::Connection::open(dir.path().join(gate::store::DB_FILE)).unwrap();
+        conn.execute_batch(gate::store::MIGRATIONS[0]).unwrap();
+        conn.execute_batch(
+            "PRAGMA user_version = 1;
+             INSERT INTO approvals (id, session, call, tool, arguments, reason, state, created,
+                                    expires, decided)
+             VALUES ('ap-00000000000000a1', 's1', 1, 'run', '{}', 'grant_ask', 'refused', 10,
+                     310, 20),
+                    ('ap-00000000000000a2', 's1', 2, 'run', '{}', 'grant_ask', 'pending', 30,
+                     330, NULL);
+             INSERT INTO grants (tool, sessions, effect, added) VALUES ('run', '*', 'allow', 5);",
+        )
+        .unwrap();
+    }
+    let mut store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        gate::store::MIGRATIONS.len() as i64
+    );
+    let old = store.approval("ap-00000000000000a1").unwrap().unwrap();
+    assert_eq!(old.state, ApprovalState::Refused);
+    assert_eq!(old.decider, None);
+    assert_eq!(old.grant, None);
+    // Old rows are numbered in the order they were written; new changes come after them.
+    let changes = store.approval_changes(0, 10, false).unwrap();
+    assert_eq!(changes.len(), 2);
+    assert!(changes[0].0.change < changes[1].0.change);
+    let head = store.approvals_head().unwrap();
+    let decided = store
+        .decide("ap-00000000000000a2", Decision::Approve, Timestamp(40))
+        .unwrap();
+    assert!(decided.change > head);
+    let grants = store.grants().unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(
+        grants[0].scope, None,
+        "an old grant is a grant for its whole tool"
+    );
+}
+
