@@ -1772,6 +1772,23 @@ impl Store {
         self.list_grants("WHERE revoked IS NULL")
     }
 
+    /// What changes with every write to the run-time grants (ids only grow; a revocation
+    /// is written once): the highest id and how many are revoked. A replica compares it
+    /// before it decides by its cached grants.
+    pub fn grants_stamp(&self) -> Result<(i64, i64), StoreError> {
+        self.conn
+            .query_opt(
+                "SELECT COALESCE(MAX(id), 0), COUNT(revoked) FROM grants",
+                &[],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(sql("read the run-time grants' stamp"))?
+            .ok_or(StoreError::Sql {
+                op: "read the run-time grants' stamp",
+                source: DbError::NoRow,
+            })
+    }
+
     /// Every run-time grant ever added, revoked ones too, by id.
     pub fn all_grants(&self) -> Result<Vec<GrantRow>, StoreError> {
         self.list_grants("")

@@ -286,6 +286,8 @@ pub struct Gate {
     /// The remembered approvals (run-time grants scoped to exact arguments, never among
     /// `grants`); `None` after a run-time grant changed.
     remembered: Mutex<Option<Arc<Vec<remember::Remembered>>>>,
+    /// The shared store's grants stamp the caches were read at (`follow_fleet_grants`).
+    grants_seen: Mutex<Option<(i64, i64)>>,
     /// Pending approvals a call of this gate waits on (asked here, not yet resumed).
     live: Mutex<HashSet<String>>,
     /// Wakes `watch_approvals` after every write to an approval.
@@ -394,6 +396,7 @@ impl Gate {
             clock,
             grants: Mutex::new(None),
             remembered: Mutex::new(None),
+            grants_seen: Mutex::new(None),
             live: Mutex::new(HashSet::new()),
             changes: watch::Changes::default(),
             held: Mutex::new(HashMap::new()),
@@ -511,6 +514,7 @@ impl Gate {
     /// remembered approvals, which answer only an `ask` for their exact call
     /// (`remember.rs`) and are never grants for a whole tool.
     pub fn grants(&self) -> Result<Arc<Grants>, GateError> {
+        self.follow_fleet_grants()?;
         let mut cache = lock(&self.grants);
         if let Some(g) = cache.as_ref() {
             return Ok(Arc::clone(g));
@@ -523,6 +527,25 @@ impl Gate {
         let grants = Arc::new(grants);
         *cache = Some(Arc::clone(&grants));
         Ok(grants)
+    }
+
+    /// On a shared store another replica may add, revoke or remember a grant at any time:
+    /// the caches are dropped whenever the store's grants stamp moved (docs/spec.md §6,
+    /// "Replicas"). On the embedded store this gate is the only writer.
+    fn follow_fleet_grants(&self) -> Result<(), GateError> {
+        let stamp = {
+            let store = lock(&self.store);
+            if !store.is_shared() {
+                return Ok(());
+            }
+            store.grants_stamp()?
+        };
+        let mut seen = lock(&self.grants_seen);
+        if *seen != Some(stamp) {
+            self.invalidate_grants();
+            *seen = Some(stamp);
+        }
+        Ok(())
     }
 
     fn invalidate_grants(&self) {
