@@ -292,6 +292,43 @@ pub const PG_MIGRATIONS: &[&str] = &[
     );",
 ];
 
+/// The PostgreSQL channel every approval write notifies on commit.
+pub const APPROVALS_CHANNEL: &str = "boxmaker_approvals";
+
+/// A connection that hears the fleet's approval writes (`LISTEN`), for one replica.
+pub struct ApprovalListener {
+    conn: db::PgConn,
+}
+
+impl fmt::Debug for ApprovalListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApprovalListener")
+    }
+}
+
+impl ApprovalListener {
+    /// Connects and listens.
+    pub fn connect(target: &PgTarget) -> Result<ApprovalListener, StoreError> {
+        let mut conn = db::PgConn::connect(target.clone()).map_err(|source| {
+            StoreError::Unreachable {
+                target: target.shown.clone(),
+                source,
+            }
+        })?;
+        conn.listen(APPROVALS_CHANNEL)
+            .map_err(sql("listen for the fleet's approval changes"))?;
+        Ok(ApprovalListener { conn })
+    }
+
+    /// Waits up to `wait` for approval writes; how many arrived (0: none in time). An
+    /// error means the connection is gone: connect again.
+    pub fn wait(&mut self, wait: Duration) -> Result<usize, StoreError> {
+        self.conn
+            .wait_notifications(wait)
+            .map_err(sql("hear the fleet's approval changes"))
+    }
+}
+
 /// Where the schema version is read.
 fn version_sql(db: &Db) -> &'static str {
     if db.is_shared() {
@@ -1094,6 +1131,11 @@ impl Store {
                 Store::open_shared(&target)
             }
         }
+    }
+
+    /// Where the shared store is, for a listener of its own (`None` on SQLite).
+    pub fn shared_target(&self) -> Option<PgTarget> {
+        self.conn.target()
     }
 
     /// Whether this store is the fleet's shared one (PostgreSQL).
@@ -2069,6 +2111,12 @@ fn next_change(tx: &Db) -> Result<i64, StoreError> {
     let head: i64 = tx
         .value("SELECT COALESCE(MAX(changed), 0) FROM approvals", &[])
         .map_err(sql("number an approval's change"))?;
+    if tx.is_shared() {
+        // Every replica listening hears of it when (and only if) this commits: its watchers
+        // wake, and it looks at the calls it holds (docs/spec.md §6, "Replicas").
+        tx.batch(&format!("NOTIFY {APPROVALS_CHANNEL}"))
+            .map_err(sql("tell the fleet an approval changed"))?;
+    }
     Ok(head.saturating_add(1))
 }
 

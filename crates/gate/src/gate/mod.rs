@@ -274,6 +274,40 @@ fn failed(e: CallError) -> ToolResponse {
     }
 }
 
+/// A replica on a shared store hears every approval write of the fleet (`LISTEN`): it wakes
+/// its watchers (one approvals page for the fleet) and resumes a call it holds whose
+/// approval another replica decided, at once rather than at the next sweep. A lost
+/// connection is made again every `tick`; meanwhile the sweep every [`POLL`] still finds
+/// every decision (the store is the truth, the notification only a ring).
+fn listen_to_the_fleet(gate: &Weak<Gate>, target: &store::PgTarget, tick: Duration) {
+    let mut listener: Option<store::ApprovalListener> = None;
+    loop {
+        if gate.strong_count() == 0 {
+            return;
+        }
+        let Some(l) = listener.as_mut() else {
+            listener = store::ApprovalListener::connect(target).ok();
+            if listener.is_none() {
+                std::thread::sleep(tick);
+            } else if let Some(gate) = gate.upgrade() {
+                // Whatever changed while no one listened.
+                gate.changed();
+                gate.sweep_held();
+            }
+            continue;
+        };
+        match l.wait(tick) {
+            Ok(0) => {}
+            Ok(_) => {
+                let Some(gate) = gate.upgrade() else { return };
+                gate.changed();
+                gate.sweep_held();
+            }
+            Err(_) => listener = None,
+        }
+    }
+}
+
 /// The gate role. Share it with `Arc`; every method takes `&self`.
 pub struct Gate {
     config: Arc<Config>,
@@ -430,6 +464,14 @@ impl Gate {
         )
         .map_err(GateError::WitnessThread)?;
         let _ = gate.witness.set(queue);
+        let shared = lock(&gate.store).shared_target();
+        if let Some(target) = shared {
+            let weak = Arc::downgrade(&gate);
+            std::thread::Builder::new()
+                .name("gate-listen".into())
+                .spawn(move || listen_to_the_fleet(&weak, &target, tick))
+                .map_err(GateError::Thread)?;
+        }
         let weak = Arc::downgrade(&gate);
         std::thread::Builder::new()
             .name("gate-expiry".into())

@@ -269,6 +269,31 @@ impl PgConn {
         })
     }
 
+    /// `LISTEN channel` on this connection.
+    pub fn listen(&mut self, channel: &str) -> Result<(), DbError> {
+        self.batch(&format!("LISTEN {channel}"))
+    }
+
+    /// Waits up to `wait` for notifications; how many arrived (without reconnecting: a lost
+    /// connection is an error, and the listener connects anew).
+    pub fn wait_notifications(&mut self, wait: Duration) -> Result<usize, DbError> {
+        let client = self.client.as_mut().ok_or(DbError::Closed)?;
+        if client.is_closed() {
+            return Err(DbError::Closed);
+        }
+        use postgres::fallible_iterator::FallibleIterator;
+        let mut notes = client.notifications();
+        let mut n = 0;
+        if notes.timeout_iter(wait).next()?.is_some() {
+            n += 1;
+            // What else is queued, without waiting again.
+            while notes.iter().next()?.is_some() {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
     fn client(&mut self) -> Result<&mut postgres::Client, DbError> {
         let closed = self.client.as_ref().is_none_or(postgres::Client::is_closed);
         if closed && !self.in_tx {
@@ -487,6 +512,14 @@ impl Db {
             db: self,
             done: false,
         })
+    }
+
+    /// Where a PostgreSQL store connects.
+    pub fn target(&self) -> Option<PgTarget> {
+        match self {
+            Db::Lite(_) => None,
+            Db::Pg(c) => c.try_borrow().ok().map(|c| c.target.clone()),
+        }
     }
 
     /// Whether this is the shared (PostgreSQL) kind.
