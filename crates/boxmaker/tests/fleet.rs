@@ -146,7 +146,10 @@ fn an_approval_asked_on_one_replica_is_answered_on_another_and_runs_once() {
     let answered = std::time::Instant::now();
     let out = wait_with_timeout(child, Duration::from_secs(30));
     // Heard through LISTEN/NOTIFY, not found by the 2 s sweep.
-    eprintln!("approved on replica 3, answered on replica 2 in {:?}", answered.elapsed());
+    eprintln!(
+        "approved on replica 3, answered on replica 2 in {:?}",
+        answered.elapsed()
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["status"], "result", "{v}");
@@ -178,7 +181,10 @@ fn a_replica_cut_from_its_store_decides_nothing_and_loses_nothing() {
     assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
     pg.stop_server(false);
     // Cut: no decision, and the refusal says why.
-    for (tool, args) in [("read_file", READ), ("share", r#"{"path":"a","content":"x"}"#)] {
+    for (tool, args) in [
+        ("read_file", READ),
+        ("share", r#"{"path":"a","content":"x"}"#),
+    ] {
         let out = call(&r1, "s1", tool, args);
         assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
         assert!(

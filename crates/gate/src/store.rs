@@ -57,8 +57,8 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) mod db;
 mod intent;
-use db::{Db, DbError, DbRow, Tx, p};
 pub use db::PgTarget;
+use db::{Db, DbError, DbRow, Tx, p};
 pub use intent::{IntentAdded, IntentLimits, IntentPrompt, IntentVia, Sourced};
 
 /// The database's file name inside the state directory.
@@ -309,12 +309,11 @@ impl fmt::Debug for ApprovalListener {
 impl ApprovalListener {
     /// Connects and listens.
     pub fn connect(target: &PgTarget) -> Result<ApprovalListener, StoreError> {
-        let mut conn = db::PgConn::connect(target.clone()).map_err(|source| {
-            StoreError::Unreachable {
+        let mut conn =
+            db::PgConn::connect(target.clone()).map_err(|source| StoreError::Unreachable {
                 target: target.shown.clone(),
                 source,
-            }
-        })?;
+            })?;
         conn.listen(APPROVALS_CHANNEL)
             .map_err(sql("listen for the fleet's approval changes"))?;
         Ok(ApprovalListener { conn })
@@ -1094,7 +1093,7 @@ impl Store {
             source,
         };
         let conn = db::PgConn::connect(target.clone()).map_err(unreachable)?;
-        let db = Db::Pg(std::cell::RefCell::new(conn));
+        let db = Db::Pg(Box::new(std::cell::RefCell::new(conn)));
         // The version row, made once; `ON CONFLICT` makes two first replicas agree.
         db.batch(
             "CREATE TABLE IF NOT EXISTS boxmaker_schema (
@@ -1106,7 +1105,11 @@ impl Store {
         .or_else(|e| match e {
             // Two replicas creating the table at the same instant: one loses the race on
             // the catalog; the table is there.
-            DbError::Pg(ref pg) if pg.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => Ok(()),
+            DbError::Pg(ref pg)
+                if pg.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) =>
+            {
+                Ok(())
+            }
             e => Err(e),
         })
         .map_err(sql("make the schema version row"))?;
@@ -1560,7 +1563,10 @@ impl Store {
     pub fn pending_count(&self) -> Result<u64, StoreError> {
         let n: i64 = self
             .conn
-            .value("SELECT COUNT(*) FROM approvals WHERE state = 'pending'", &[])
+            .value(
+                "SELECT COUNT(*) FROM approvals WHERE state = 'pending'",
+                &[],
+            )
             .map_err(sql("count pending approvals"))?;
         count_from_sql(n)
     }
@@ -1777,15 +1783,15 @@ impl Store {
                                      added)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
                 p![
-                grant.tool,
-                grant.sessions,
-                grant.effect.as_str(),
-                grant.max_class.map(DataClass::as_str),
-                grant.if_untrusted.map(Effect::as_str),
-                grant.expires.map(ts_to_sql),
-                ts_to_sql(grant.added),
-            ],
-        )
+                    grant.tool,
+                    grant.sessions,
+                    grant.effect.as_str(),
+                    grant.max_class.map(DataClass::as_str),
+                    grant.if_untrusted.map(Effect::as_str),
+                    grant.expires.map(ts_to_sql),
+                    ts_to_sql(grant.added),
+                ],
+            )
             .map_err(sql("add a grant"))?;
         tx.commit().map_err(sql("commit a grant"))?;
         Ok(id)
@@ -2196,6 +2202,7 @@ mod tests {
         assert_eq!(out[0].class, DataClass::Confidential);
         let sync: i64 = store
             .conn
+            .lite()
             .query_row("PRAGMA synchronous", [], |r| r.get(0))
             .unwrap();
         assert_eq!(sync, 2, "synchronous=FULL again after a count-only commit");
@@ -2247,11 +2254,13 @@ mod tests {
         assert_eq!(mode(store.path()), 0o600);
         let sync: i64 = store
             .conn
+            .lite()
             .query_row("PRAGMA synchronous", [], |r| r.get(0))
             .unwrap();
         assert_eq!(sync, 2, "synchronous=FULL");
         let fk: i64 = store
             .conn
+            .lite()
             .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
             .unwrap();
         assert_eq!(fk, 1);
@@ -2267,7 +2276,11 @@ mod tests {
     fn open_refuses_a_newer_schema() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        store.conn.pragma_update(None, "user_version", 99).unwrap();
+        store
+            .conn
+            .lite()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
         drop(store);
         match Store::open(dir.path()) {
             Err(

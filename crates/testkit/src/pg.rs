@@ -81,7 +81,9 @@ impl Pg {
             bin = pg.bin.join("pg_ctl").display(),
             data = pg.data().display(),
         );
-        Command::new("/bin/sh")
+        // Left to run past this process: that is its point (it outlives it by design).
+        #[allow(clippy::zombie_processes)]
+        let _watcher = Command::new("/bin/sh")
             .args(["-c", &stop])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -146,7 +148,11 @@ impl Pg {
             if ok {
                 return;
             }
-            assert!(Instant::now() < deadline, "PostgreSQL never became ready: {}", self.log());
+            assert!(
+                Instant::now() < deadline,
+                "PostgreSQL never became ready: {}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }

@@ -145,7 +145,14 @@ impl ToSql for V {
     }
 
     fn accepts(ty: &Type) -> bool {
-        [Type::INT8, Type::INT4, Type::BOOL, Type::TEXT, Type::VARCHAR].contains(ty)
+        [
+            Type::INT8,
+            Type::INT4,
+            Type::BOOL,
+            Type::TEXT,
+            Type::VARCHAR,
+        ]
+        .contains(ty)
     }
 
     to_sql_checked!();
@@ -207,19 +214,21 @@ impl PgTarget {
         if config.get_hosts().is_empty() {
             config.host(env("PGHOST").as_deref().unwrap_or("/var/run/postgresql"));
         }
-        if let Some(port) = env("PGPORT").and_then(|p| p.parse().ok()) {
-            if config.get_ports().is_empty() {
-                config.port(port);
-            }
+        if let Some(port) = env("PGPORT").and_then(|p| p.parse().ok())
+            && config.get_ports().is_empty()
+        {
+            config.port(port);
         }
         if config.get_user().is_none() {
-            let user = env("PGUSER").or_else(|| env("USER")).unwrap_or_else(|| "boxmaker".into());
+            let user = env("PGUSER")
+                .or_else(|| env("USER"))
+                .unwrap_or_else(|| "boxmaker".into());
             config.user(&user);
         }
-        if config.get_dbname().is_none() {
-            if let Some(db) = env("PGDATABASE") {
-                config.dbname(&db);
-            }
+        if config.get_dbname().is_none()
+            && let Some(db) = env("PGDATABASE")
+        {
+            config.dbname(&db);
         }
         if !url.contains("sslmode=") {
             match env("PGSSLMODE").as_deref() {
@@ -407,7 +416,7 @@ pub fn numbered(sql: &str) -> String {
 /// A connection to the store's database, either kind.
 pub enum Db {
     Lite(rusqlite::Connection),
-    Pg(RefCell<PgConn>),
+    Pg(Box<RefCell<PgConn>>),
 }
 
 impl fmt::Debug for Db {
@@ -514,6 +523,16 @@ impl Db {
         })
     }
 
+    /// The SQLite connection, for the store's own unit tests.
+    #[cfg(test)]
+    #[allow(clippy::panic)]
+    pub fn lite(&self) -> &rusqlite::Connection {
+        match self {
+            Db::Lite(c) => c,
+            Db::Pg(_) => panic!("not an SQLite store"),
+        }
+    }
+
     /// Where a PostgreSQL store connects.
     pub fn target(&self) -> Option<PgTarget> {
         match self {
@@ -531,11 +550,9 @@ impl Db {
     /// commits are never relaxed.
     pub fn set_sync(&self, full: bool) -> Result<(), DbError> {
         match self {
-            Db::Lite(conn) => Ok(conn.pragma_update(
-                None,
-                "synchronous",
-                if full { "FULL" } else { "NORMAL" },
-            )?),
+            Db::Lite(conn) => {
+                Ok(conn.pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })?)
+            }
             Db::Pg(_) => Ok(()),
         }
     }

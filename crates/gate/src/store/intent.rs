@@ -15,12 +15,12 @@
 //! not kept (it is then only as trusted as the provenance index says). A prompt is written
 //! in one synced transaction; a reset clears every table with the taint.
 
-use policy::values::Ident;
-use proto::{CallId, SessionId, Timestamp};
 use super::db::{Db, p};
 use super::{
     Store, StoreError, call_from_sql, call_to_sql, count_from_sql, sql, ts_from_sql, ts_to_sql,
 };
+use policy::values::Ident;
+use proto::{CallId, SessionId, Timestamp};
 
 /// The tables a session reset clears.
 pub(super) const TABLES: [&str; 4] = [
