@@ -1100,7 +1100,11 @@ impl Store {
                  one     BIGINT PRIMARY KEY DEFAULT 1 CHECK (one = 1),
                  version BIGINT NOT NULL
              );
-             INSERT INTO boxmaker_schema (one, version) VALUES (1, 0) ON CONFLICT DO NOTHING",
+             INSERT INTO boxmaker_schema (one, version) VALUES (1, 0) ON CONFLICT DO NOTHING;
+             CREATE TABLE IF NOT EXISTS boxmaker_keys (
+                 name  TEXT PRIMARY KEY,
+                 value TEXT NOT NULL
+             )",
         )
         .or_else(|e| match e {
             // Two replicas creating the table at the same instant: one loses the race on
@@ -1134,6 +1138,26 @@ impl Store {
                 Store::open_shared(&target)
             }
         }
+    }
+
+    /// The fleet's key `name` (the HTTP front's, which signs conversation credentials, so a
+    /// conversation lands on any replica): the one a replica stored first, or `fresh`,
+    /// stored now. `None` on the embedded store (a key lives in the state directory there).
+    pub fn fleet_key(&mut self, name: &str, fresh: &str) -> Result<Option<String>, StoreError> {
+        if !self.conn.is_shared() {
+            return Ok(None);
+        }
+        let tx = self.write("read the fleet's key")?;
+        tx.execute(
+            "INSERT INTO boxmaker_keys (name, value) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            p![name, fresh],
+        )
+        .map_err(sql("make the fleet's key"))?;
+        let key: String = tx
+            .value("SELECT value FROM boxmaker_keys WHERE name = ?1", p![name])
+            .map_err(sql("read the fleet's key"))?;
+        tx.commit().map_err(sql("commit the fleet's key"))?;
+        Ok(Some(key))
     }
 
     /// Where the shared store is, for a listener of its own (`None` on SQLite).
