@@ -223,3 +223,46 @@ fn a_replica_that_cannot_reach_its_store_does_not_start() {
         stderr(&out)
     );
 }
+
+/// `kill -9` of a replica with a call held on it: the client learns its call ended, the
+/// taint it acknowledged before stays for the fleet, and the approval left behind is never
+/// answered twice — deciding it on another replica runs nothing (no replica holds it).
+#[test]
+fn a_replica_killed_mid_call_loses_nothing_acknowledged_and_runs_nothing_twice() {
+    let pg = Pg::start();
+    let url = pg.database("fleet");
+    let (r1, r2) = (replica(Some(&url)), replica(Some(&url)));
+    let mut gate = Command::new(BIN)
+        .args(["__gate", "--config"])
+        .arg(r1.config())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    testkit::wait_for_path(&r1.path("state/agent.sock"), Duration::from_secs(30));
+    let read = call(&r1, "s1", "read_file", READ);
+    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    let (child, mut err) = spawn_call(&r1, "s1", "run", r#"{"argv":["echo","orphan"]}"#);
+    let id = pending_id(&mut err);
+    // SIGKILL, by the pid this test started.
+    gate.kill().unwrap();
+    let _ = gate.wait();
+    let out = wait_with_timeout(child, Duration::from_secs(30));
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("orphan"), "{}", stdout(&out));
+    // The acknowledged taint: replica 2 refuses the sink.
+    let leak = call(&r2, "s1", "share", SHARE);
+    assert_eq!(leak.status.code(), Some(3), "{}", stderr(&leak));
+    // The approval is still the fleet's to see; approving it runs nothing anywhere.
+    let listed = r2.run(&["approvals"]);
+    assert!(stdout(&listed).contains(&id), "{}", stdout(&listed));
+    let ok = r2.run(&["approve", &id]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let again = r2.run(&["approve", &id]);
+    assert!(stderr(&again).contains("conflict"), "{}", stderr(&again));
+    std::thread::sleep(Duration::from_secs(3));
+    // Replica 2 ran nothing (its one call was refused): no `result` record.
+    let tail = r2.run(&["audit", "tail", "-n", "1000"]);
+    assert!(tail.status.success(), "{}", stderr(&tail));
+    assert!(!stdout(&tail).contains("\"result\""), "{}", stdout(&tail));
+    assert!(stdout(&tail).contains("approval"), "{}", stdout(&tail));
+}
