@@ -1,5 +1,7 @@
-//! The gate's durable state: one SQLite database, `boxmaker.db`, in the state directory
-//! (docs/spec.md §6).
+//! The gate's durable state: one SQLite database, `boxmaker.db`, in the state directory, or
+//! with `[gate] store` a PostgreSQL database that a fleet of replicas shares (docs/spec.md §6,
+//! "The store", "Replicas"). The rules below are written once; `db.rs` is the seam between
+//! the two backends (the write lock, durability, the schema version, a lost connection).
 //!
 //! It holds four things:
 //! - **sessions** and their taint (docs/spec.md §3.2). Taint only rises ([`Store::raise_taint`]);
