@@ -41,7 +41,16 @@ impl Pg {
              run `make sysdeps`",
         );
         let as_user = crate::can_be_a_user();
-        let dir = tempfile::Builder::new().prefix("pg").tempdir().unwrap();
+        // In /tmp when the cluster runs as uid 1000: a TMPDIR of root's may not let it in.
+        let base = if as_user {
+            PathBuf::from("/tmp")
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("pg")
+            .tempdir_in(base)
+            .unwrap();
         if as_user {
             std::os::unix::fs::chown(dir.path(), Some(1000), Some(1000)).unwrap();
         }
