@@ -15,6 +15,8 @@
 #   iproute2,       the egress tests build a network of their own (`ip`), a CA (openssl),
 #   openssl, curl     and run curl in boxes (crates/boxmaker/tests/egress*.rs)
 #   git             mcp-server-git runs it in a box (/usr/bin or /usr/local/bin)
+#   postgresql      the fleet's shared store: the tests start a cluster of their own
+#                     (initdb, pg_ctl from /usr/lib/postgresql/N/bin; crates/testkit/src/pg.rs)
 set -u
 APT_GET=${APT_GET:-apt-get}
 need=""
@@ -37,6 +39,7 @@ on_path ip || missing iproute2
 on_path openssl || missing openssl
 on_path curl || missing curl
 [ -x /usr/bin/git ] || [ -x /usr/local/bin/git ] || missing git
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing postgresql
 
 [ -z "$need" ] && exit 0
 need=${need# }

@@ -65,7 +65,7 @@ pub struct TokenArgs {
 pub fn token(args: &TokenArgs) -> Result<u8, CliError> {
     let cfg = config::load(&args.config)?;
     host::create_state_dir(&cfg.gate.state)?;
-    let credentials = http_key(&cfg.gate.state)?;
+    let credentials = http_key(&cfg.gate)?;
     let (credential, session) = credentials
         .mint()
         .map_err(|e| CliError::Unexpected(e.to_string()))?;
@@ -303,7 +303,7 @@ fn http_setup(
     cfg: &config::Config,
     addr: SocketAddr,
 ) -> Result<(std::net::TcpListener, HttpSetup), CliError> {
-    let credentials = http_key(&cfg.gate.state)?;
+    let credentials = http_key(&cfg.gate)?;
     let (credential, session) = credentials
         .mint()
         .map_err(|e| CliError::Unexpected(e.to_string()))?;
@@ -335,9 +335,25 @@ fn http_setup(
 /// The state directory's HTTP key (`STATE/http.key`), made `0600` on first use. Every front
 /// of the state directory, and `boxmaker token`, sign conversation credentials with it, so a
 /// credential names its conversation across restarts of the front; removing it ends them all.
-pub(crate) fn http_key(
-    state: &std::path::Path,
-) -> Result<front::conversation::Credentials, CliError> {
+///
+/// A replica of a fleet (`[gate] store`) takes the fleet's key from the shared store
+/// instead (made by whichever replica asked first), so a credential minted on one replica
+/// names its conversation on every other (docs/spec.md §6, "Replicas").
+pub(crate) fn http_key(gate: &config::Gate) -> Result<front::conversation::Credentials, CliError> {
+    if gate.store.is_some() {
+        let mut store = gate::store::Store::open_configured(gate)
+            .map_err(|e| CliError::Local(e.to_string()))?;
+        let fresh =
+            front::conversation::new_key().map_err(|e| CliError::Unexpected(e.to_string()))?;
+        let key = store
+            .fleet_key(HTTP_KEY, &fresh)
+            .map_err(|e| CliError::Local(e.to_string()))?
+            .unwrap_or_default();
+        return front::conversation::Credentials::from_hex(&key).map_err(|e| {
+            CliError::Local(format!("the fleet's HTTP key in the shared store: {e}"))
+        });
+    }
+    let state = &gate.state;
     let dir = crate::host::create_state_dir(state)?;
     let path = dir.join(HTTP_KEY);
     let bad = |why: &str| CliError::Local(format!("{}: {why}", path.display()));

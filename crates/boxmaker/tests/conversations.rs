@@ -471,3 +471,36 @@ fn switching_eras_mid_conversation_keeps_the_taint() {
         requests(&lab.dir).into_iter().map(|(s, _)| s).collect();
     assert_eq!(sessions.len(), 1, "{sessions:?}");
 }
+
+/// Issue 32: replicas of a fleet (`[gate] store`, one PostgreSQL) share the key that signs
+/// conversation credentials, so a conversation lands on any replica — and keeps its taint
+/// there. A replica of another store refuses the credential (401), as before.
+#[test]
+fn a_credential_of_one_replica_is_the_same_conversation_on_another() {
+    let pg = testkit::pg::Pg::start();
+    let url = pg.database("fleet");
+    let replica = |name: &str| {
+        let lab = lab(name);
+        let text = lab.config_text();
+        assert!(text.contains("[gate]\n"), "{text}");
+        lab.write_config(&text.replacen("[gate]\n", &format!("[gate]\nstore = \"{url}\"\n"), 1));
+        lab
+    };
+    let (a, b) = (replica("fleet-a"), replica("fleet-b"));
+    let (fa, fb) = (Front::start(&a), Front::start(&b));
+    let cred = fa.credential.clone();
+    let r = once(&fa, &cred, None, true, &read_plan(1));
+    assert_eq!(r.text(), PLAN, "{r:?}");
+    let r = once(&fb, &cred, None, true, &share(2));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.text().starts_with("denied: taint_too_high"), "{r:?}");
+    // One conversation: the same boxmaker session in both replicas' audit logs.
+    let (ra, rb) = (requests(&a.dir), requests(&b.dir));
+    assert_eq!(ra.len(), 1, "{ra:?}");
+    assert_eq!(rb.len(), 1, "{rb:?}");
+    assert_eq!(ra[0].0, rb[0].0);
+    // Outside the fleet, the credential is nobody's.
+    let c = lab("fleet-outsider");
+    let fc = Front::start(&c);
+    assert_eq!(once(&fc, &cred, None, true, &share(3)).status, 401);
+}

@@ -130,6 +130,10 @@ pub struct Gate {
     /// The most identifying values one session's provenance index holds (docs/spec.md
     /// §3.7); past it a value the index cannot place counts as untrusted.
     pub max_provenance_values: u64,
+    /// The fleet's shared store (docs/spec.md §6, "The store"): a `postgres://` URL
+    /// (never with a password: `PGPASSWORD` gives it), or `None` for the embedded SQLite
+    /// database in `state`. Replicas that name the same store serve the same conversations.
+    pub store: Option<String>,
 }
 
 /// The `[audit]` table: the signed checkpoints that anchor the audit log, and the witnesses
@@ -664,8 +668,41 @@ impl Ctx<'_> {
                 ),
             ));
         }
+        let store = match g.store {
+            None => None,
+            Some(url) => {
+                let text = url.get_ref();
+                let scheme_ok = ["postgres://", "postgresql://"]
+                    .iter()
+                    .any(|s| text.starts_with(s));
+                if !scheme_ok {
+                    return self.err(
+                        url.span(),
+                        "`[gate] store` is a PostgreSQL URL (`postgres://USER@HOST/DB`); leave \
+                         it out for the embedded SQLite database in `state`",
+                    );
+                }
+                // `user:password@`: a password never goes in the config (docs/spec.md §6).
+                let authority = text
+                    .split_once("://")
+                    .map_or("", |(_, rest)| rest.split(['/', '?']).next().unwrap_or(""));
+                if authority
+                    .rsplit_once('@')
+                    .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+                    || text.contains("password=")
+                {
+                    return self.err(
+                        url.span(),
+                        "`[gate] store` carries a password; give it in PGPASSWORD (or a \
+                         password file), never in the config",
+                    );
+                }
+                Some(url.into_inner())
+            }
+        };
         Ok(Gate {
             state,
+            store,
             approval_ttl: self.positive(g.approval_ttl, "approval_ttl", 300)?,
             log_arguments: g.log_arguments,
             max_calls_per_session: self.positive(

@@ -58,6 +58,7 @@ pub(crate) struct Gate {
     #[serde(default)]
     pub approve_in_client: bool,
     pub max_provenance_values: Option<Spanned<u64>>,
+    pub store: Option<Spanned<String>>,
 }
 
 /// `[audit]`: the audit log's anchor (docs/spec.md §6).

@@ -22,6 +22,9 @@
 //!   calls each (`serve::MAX_IN_FLIGHT` is 256), held until every one has answered
 //!   `pending_approval`; then the gate process's `VmRSS` and thread count.
 //!
+//! - `fleet`: `GATE_BENCH_REPLICAS` in-process gates on the `GATE_BENCH_STORE` PostgreSQL
+//!   store (issue 32); `inproc` with `GATE_BENCH_STORE` set is one replica on it.
+//!
 //! `GATE_BENCH_SECS` sets the seconds per point (default 5); `GATE_BENCH_LEVELS` the
 //! concurrency levels (default `1,16,256`); `GATE_BENCH_PENDING` the number of held calls;
 //! `GATE_BENCH_TTL` the approvals' `approval_ttl` (default 3600): when set, `pending` also
@@ -344,11 +347,64 @@ fn table_head(title: &str) {
 // ---------------------------------------------------------------------------------------------
 // inproc
 
+/// The store of a benched gate: `GATE_BENCH_STORE` (a `postgres://` URL: a replica of a
+/// fleet, issue 32), else the embedded SQLite file in `state`.
+fn bench_store(state: &Path) -> Store {
+    match std::env::var("GATE_BENCH_STORE") {
+        Ok(url) if !url.is_empty() => {
+            Store::open_shared(&gate::store::PgTarget::from_url(&url).unwrap()).unwrap()
+        }
+        _ => Store::open(state).unwrap(),
+    }
+}
+
+/// Issue 32's throughput goal: `GATE_BENCH_REPLICAS` in-process gates (default 2), each
+/// with its own state directory and audit log, all on the store of `GATE_BENCH_STORE`,
+/// the sessions' connections dealt round-robin across them.
+fn fleet() {
+    let replicas: usize = std::env::var("GATE_BENCH_REPLICAS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let dirs: Vec<_> = (0..replicas)
+        .map(|_| tempfile::tempdir().unwrap())
+        .collect();
+    let gates: Vec<_> = dirs
+        .iter()
+        .map(|dir| {
+            let config = config::parse(INPROC_CONFIG, "bench", dir.path()).unwrap();
+            let store = bench_store(&config.gate.state);
+            let (audit, _) = Gate::open_audit(&config).unwrap();
+            Gate::new(Arc::new(config), store, audit, Box::new(Instant0)).unwrap()
+        })
+        .collect();
+    table_head(&format!(
+        "{replicas} in-process replicas on one store, runner answers at once"
+    ));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let connect = || {
+        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % gates.len();
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let g = Arc::clone(&gates[i]);
+        std::thread::spawn(move || gate::serve::serve_agent_stream(g, theirs));
+        ours
+    };
+    for n in levels() {
+        drive(
+            &format!("{replicas} replicas"),
+            n,
+            "echo",
+            "{\"path\":\"/x\"}",
+            &connect,
+        );
+    }
+}
+
 fn inproc() {
     let dir = tempfile::tempdir().unwrap();
     let config = config::parse(INPROC_CONFIG, "bench", dir.path()).unwrap();
     let state = &config.gate.state;
-    let store = Store::open(state).unwrap();
+    let store = bench_store(state);
     let (audit, _) = Gate::open_audit(&config).unwrap();
     let gate = Gate::new(Arc::new(config), store, audit, Box::new(Instant0)).unwrap();
     table_head("in-process gate, runner answers at once (no box)");
@@ -647,7 +703,8 @@ fn main() {
             "process" => process(),
             "pending" => pending(),
             "reach" => reach(),
-            other => panic!("unknown mode {other} (floor, inproc, reach, process, pending)"),
+            "fleet" => fleet(),
+            other => panic!("unknown mode {other} (floor, inproc, reach, process, pending, fleet)"),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! need a person, raises taint before it releases a result, and owns all state.
 //!
 //! **Owns**: the gate's durable state — sessions and their taint, approvals and their states,
-//! grants added at run time — in one SQLite database (`boxmaker.db`), and the tamper-evident
+//! grants added at run time — in one SQLite database (`boxmaker.db`; or, with `[gate] store`,
+//! a PostgreSQL database a fleet of replicas shares: `store/db.rs`), and the tamper-evident
 //! audit log (`audit.log`), both in the state directory, and the key that signs the log's
 //! checkpoints, beside it. The gate is the only process that opens any of them. It also owns the decision on the call path and the operator's control
 //! socket. It reads, never writes, the discovery file `tools.json` (`crates/catalog`): what
@@ -22,7 +23,8 @@
 //! peer may not send (an allowlist monitor, in the OpenSSH sense).
 //!
 //! Modules, in reading order:
-//! - [`store`] — [`store::Store`]: the SQLite state. Every write is one committed
+//! - [`store`] — [`store::Store`]: the state, on SQLite or a fleet's PostgreSQL (one set of
+//!   rules over `store/db.rs`). Every write is one committed
 //!   transaction (`raise_taint`, `raise_taints`, `raise_and_record` — with the provenance
 //!   index —, `reset_session`, `create_approval`, `decide`, `expire_due`, `withdraw`,
 //!   `mark_used`, `add_grant`, `revoke_grant`).

@@ -17,6 +17,8 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod pg;
+
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};

@@ -274,6 +274,40 @@ fn failed(e: CallError) -> ToolResponse {
     }
 }
 
+/// A replica on a shared store hears every approval write of the fleet (`LISTEN`): it wakes
+/// its watchers (one approvals page for the fleet) and resumes a call it holds whose
+/// approval another replica decided, at once rather than at the next sweep. A lost
+/// connection is made again every `tick`; meanwhile the sweep every [`POLL`] still finds
+/// every decision (the store is the truth, the notification only a ring).
+fn listen_to_the_fleet(gate: &Weak<Gate>, target: &store::PgTarget, tick: Duration) {
+    let mut listener: Option<store::ApprovalListener> = None;
+    loop {
+        if gate.strong_count() == 0 {
+            return;
+        }
+        let Some(l) = listener.as_mut() else {
+            listener = store::ApprovalListener::connect(target).ok();
+            if listener.is_none() {
+                std::thread::sleep(tick);
+            } else if let Some(gate) = gate.upgrade() {
+                // Whatever changed while no one listened.
+                gate.changed();
+                gate.sweep_held();
+            }
+            continue;
+        };
+        match l.wait(tick) {
+            Ok(0) => {}
+            Ok(_) => {
+                let Some(gate) = gate.upgrade() else { return };
+                gate.changed();
+                gate.sweep_held();
+            }
+            Err(_) => listener = None,
+        }
+    }
+}
+
 /// The gate role. Share it with `Arc`; every method takes `&self`.
 pub struct Gate {
     config: Arc<Config>,
@@ -286,6 +320,8 @@ pub struct Gate {
     /// The remembered approvals (run-time grants scoped to exact arguments, never among
     /// `grants`); `None` after a run-time grant changed.
     remembered: Mutex<Option<Arc<Vec<remember::Remembered>>>>,
+    /// The shared store's grants stamp the caches were read at (`follow_fleet_grants`).
+    grants_seen: Mutex<Option<(i64, i64)>>,
     /// Pending approvals a call of this gate waits on (asked here, not yet resumed).
     live: Mutex<HashSet<String>>,
     /// Wakes `watch_approvals` after every write to an approval.
@@ -338,7 +374,7 @@ impl Gate {
         config: Arc<Config>,
         runner: Box<dyn ToolRunner>,
     ) -> Result<(Arc<Gate>, Option<Repaired>), GateError> {
-        let store = Store::open(&config.gate.state)?;
+        let store = Store::open_configured(&config.gate)?;
         let (audit, repaired) = Gate::open_audit(&config)?;
         let gate = Gate::new(config, store, audit, runner)?;
         Ok((gate, repaired))
@@ -394,6 +430,7 @@ impl Gate {
             clock,
             grants: Mutex::new(None),
             remembered: Mutex::new(None),
+            grants_seen: Mutex::new(None),
             live: Mutex::new(HashSet::new()),
             changes: watch::Changes::default(),
             held: Mutex::new(HashMap::new()),
@@ -427,6 +464,14 @@ impl Gate {
         )
         .map_err(GateError::WitnessThread)?;
         let _ = gate.witness.set(queue);
+        let shared = lock(&gate.store).shared_target();
+        if let Some(target) = shared {
+            let weak = Arc::downgrade(&gate);
+            std::thread::Builder::new()
+                .name("gate-listen".into())
+                .spawn(move || listen_to_the_fleet(&weak, &target, tick))
+                .map_err(GateError::Thread)?;
+        }
         let weak = Arc::downgrade(&gate);
         std::thread::Builder::new()
             .name("gate-expiry".into())
@@ -511,6 +556,7 @@ impl Gate {
     /// remembered approvals, which answer only an `ask` for their exact call
     /// (`remember.rs`) and are never grants for a whole tool.
     pub fn grants(&self) -> Result<Arc<Grants>, GateError> {
+        self.follow_fleet_grants()?;
         let mut cache = lock(&self.grants);
         if let Some(g) = cache.as_ref() {
             return Ok(Arc::clone(g));
@@ -523,6 +569,25 @@ impl Gate {
         let grants = Arc::new(grants);
         *cache = Some(Arc::clone(&grants));
         Ok(grants)
+    }
+
+    /// On a shared store another replica may add, revoke or remember a grant at any time:
+    /// the caches are dropped whenever the store's grants stamp moved (docs/spec.md §6,
+    /// "Replicas"). On the embedded store this gate is the only writer.
+    fn follow_fleet_grants(&self) -> Result<(), GateError> {
+        let stamp = {
+            let store = lock(&self.store);
+            if !store.is_shared() {
+                return Ok(());
+            }
+            store.grants_stamp()?
+        };
+        let mut seen = lock(&self.grants_seen);
+        if *seen != Some(stamp) {
+            self.invalidate_grants();
+            *seen = Some(stamp);
+        }
+        Ok(())
     }
 
     fn invalidate_grants(&self) {

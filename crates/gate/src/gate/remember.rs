@@ -283,6 +283,7 @@ impl Gate {
     /// The live remembered approvals (every one not revoked; expiry is checked per call),
     /// read from the store once per change to the run-time grants.
     pub(super) fn remembered(&self) -> Result<Arc<Vec<Remembered>>, GateError> {
+        self.follow_fleet_grants()?;
         let mut cache = lock(&self.remembered);
         if let Some(r) = cache.as_ref() {
             return Ok(Arc::clone(r));

@@ -15,13 +15,12 @@
 //! not kept (it is then only as trusted as the provenance index says). A prompt is written
 //! in one synced transaction; a reset clears every table with the taint.
 
-use policy::values::Ident;
-use proto::{CallId, SessionId, Timestamp};
-use rusqlite::OptionalExtension;
-
+use super::db::{Db, p};
 use super::{
     Store, StoreError, call_from_sql, call_to_sql, count_from_sql, sql, ts_from_sql, ts_to_sql,
 };
+use policy::values::Ident;
+use proto::{CallId, SessionId, Timestamp};
 
 /// The tables a session reset clears.
 pub(super) const TABLES: [&str; 4] = [
@@ -87,12 +86,11 @@ pub struct Sourced {
     pub at: Timestamp,
 }
 
-fn count(tx: &rusqlite::Connection, table: &str, session: &SessionId) -> Result<u64, StoreError> {
+fn count(tx: &Db, table: &str, session: &SessionId) -> Result<u64, StoreError> {
     let n: i64 = tx
-        .query_row(
+        .value(
             &format!("SELECT count(*) FROM {table} WHERE session = ?1"),
-            [session.as_str()],
-            |r| r.get(0),
+            p![session.as_str()],
         )
         .map_err(sql("count what a session's prompts named"))?;
     count_from_sql(n)
@@ -124,7 +122,7 @@ impl Store {
         tx.execute(
             "INSERT INTO intent_prompts (session, n, at, sha256, bytes, via)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            rusqlite::params![
+            p![
                 session.as_str(),
                 n_sql,
                 ts_to_sql(prompt.at),
@@ -140,29 +138,22 @@ impl Store {
             sources: 0,
         };
         for v in values {
-            added.values +=
-                tx.prepare_cached(
-                    "INSERT OR IGNORE INTO intent_values (session, value, kind, prompt)
-                     VALUES (?1, ?2, ?3, ?4)",
+            added.values += tx
+                .execute(
+                    "INSERT INTO intent_values (session, value, kind, prompt)
+                     VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                    p![session.as_str(), v.text, v.kind.as_str(), n_sql],
                 )
-                .and_then(|mut s| {
-                    s.execute(rusqlite::params![
-                        session.as_str(),
-                        v.text,
-                        v.kind.as_str(),
-                        n_sql
-                    ])
-                })
-                .map_err(sql("record the values of the person's prompt"))? as u64;
+                .map_err(sql("record the values of the person's prompt"))?;
         }
         for source in sources {
-            added.sources +=
-                tx.prepare_cached(
-                    "INSERT OR IGNORE INTO intent_sources (session, source, prompt)
-                     VALUES (?1, ?2, ?3)",
+            added.sources += tx
+                .execute(
+                    "INSERT INTO intent_sources (session, source, prompt)
+                     VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                    p![session.as_str(), source, n_sql],
                 )
-                .and_then(|mut s| s.execute(rusqlite::params![session.as_str(), source, n_sql]))
-                .map_err(sql("record the sources of the person's prompt"))? as u64;
+                .map_err(sql("record the sources of the person's prompt"))?;
         }
         let held = count(&tx, "intent_values", session)?;
         if held > limits.values {
@@ -184,15 +175,13 @@ impl Store {
     ) -> Result<Option<(u64, Timestamp)>, StoreError> {
         let row: Option<(i64, i64)> = self
             .conn
-            .prepare_cached(
+            .query_opt(
                 "SELECT v.prompt, p.at FROM intent_values v
                  JOIN intent_prompts p ON p.session = v.session AND p.n = v.prompt
                  WHERE v.session = ?1 AND v.value = ?2",
+                p![session.as_str(), value],
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .and_then(|mut s| {
-                s.query_row([session.as_str(), value], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
             .map_err(sql("read what the person's prompts named"))?;
         row.map(|(n, at)| Ok((count_from_sql(n)?, ts_from_sql(at)?)))
             .transpose()
@@ -200,22 +189,18 @@ impl Store {
 
     /// The sources `session`'s prompts named (`Source::key`), with the prompt of each.
     pub fn intent_sources(&self, session: &SessionId) -> Result<Vec<(String, u64)>, StoreError> {
-        let mut stmt = self
+        let rows = self
             .conn
-            .prepare_cached(
-                "SELECT source, prompt FROM intent_sources WHERE session = ?1 ORDER BY prompt",
+            .query(
+                "SELECT source, prompt FROM intent_sources WHERE session = ?1
+                 ORDER BY prompt, source",
+                p![session.as_str()],
+                |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)),
             )
             .map_err(sql("read the sources the person named"))?;
-        let rows = stmt
-            .query_map([session.as_str()], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-            })
-            .map_err(sql("read the sources the person named"))?;
-        rows.map(|r| {
-            let (s, n) = r.map_err(sql("read the sources the person named"))?;
-            Ok((s, count_from_sql(n)?))
-        })
-        .collect()
+        rows.into_iter()
+            .map(|(s, n)| Ok((s, count_from_sql(n)?)))
+            .collect()
     }
 
     /// Where `value` came from when an answer of a call that read a named source showed it.
@@ -226,17 +211,13 @@ impl Store {
     ) -> Result<Option<Sourced>, StoreError> {
         let row: Option<(String, String, i64, i64, i64)> = self
             .conn
-            .prepare_cached(
+            .query_opt(
                 "SELECT s.source, s.tool, s.call, s.prompt, p.at FROM intent_sourced s
                  JOIN intent_prompts p ON p.session = s.session AND p.n = s.prompt
                  WHERE s.session = ?1 AND s.value = ?2",
+                p![session.as_str(), value],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
-            .and_then(|mut s| {
-                s.query_row([session.as_str(), value], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-                })
-                .optional()
-            })
             .map_err(sql("read what named sources showed"))?;
         row.map(|(source, tool, call, prompt, at)| {
             Ok(Sourced {
@@ -263,7 +244,7 @@ impl Store {
         limit: u64,
     ) -> Result<u64, StoreError> {
         self.conn
-            .pragma_update(None, "synchronous", "NORMAL")
+            .set_sync(false)
             .map_err(sql("relax the sync of a trust-only commit"))?;
         let result = (|| {
             let tx = self.write("record what a named source showed")?;
@@ -273,23 +254,20 @@ impl Store {
                 if held >= limit {
                     break;
                 }
-                let n =
-                    tx.prepare_cached(
-                        "INSERT OR IGNORE INTO intent_sourced
-                         (session, value, source, tool, call, prompt)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    )
-                    .and_then(|mut s| {
-                        s.execute(rusqlite::params![
+                let n = tx
+                    .execute(
+                        "INSERT INTO intent_sourced (session, value, source, tool, call, prompt)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+                        p![
                             session.as_str(),
                             v.text,
                             source,
                             tool,
                             call_to_sql(call),
                             i64::try_from(prompt).unwrap_or(i64::MAX)
-                        ])
-                    })
-                    .map_err(sql("record what a named source showed"))? as u64;
+                        ],
+                    )
+                    .map_err(sql("record what a named source showed"))?;
                 held += n;
                 added += n;
             }
@@ -298,7 +276,7 @@ impl Store {
             Ok(added)
         })();
         self.conn
-            .pragma_update(None, "synchronous", "FULL")
+            .set_sync(true)
             .map_err(sql("restore synchronous=FULL"))?;
         result
     }

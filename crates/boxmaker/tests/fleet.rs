@@ -1,0 +1,268 @@
+//! Issue 32: several replicas (real `boxmaker` processes, each with its own state directory
+//! and gate) on one PostgreSQL store, a conversation's calls spread across them
+//! (docs/spec.md §6, "The store" and "Replicas"). PostgreSQL is Debian's server, started
+//! by the test as an unprivileged cluster in a temporary directory (`testkit::pg`).
+
+// Test code: a failed unwrap or panic here is a failed test, which is what we want.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
+use std::time::Duration;
+
+use testkit::pg::Pg;
+use testkit::{Lab, stderr, stdout, wait_with_timeout};
+
+const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
+
+/// One replica: a lab of its own (state directory, audit log, key), the shared store when
+/// `store` is given.
+fn replica(store: Option<&str>) -> Lab {
+    let lab = Lab::temp(BIN);
+    lab.write("notes/plan.txt", "secret\n");
+    let store = store.map_or(String::new(), |u| format!("store = \"{u}\"\n"));
+    lab.write_config(&format!(
+        r#"
+[gate]
+state = "state"
+approval_ttl = 300
+{store}
+[[mount]]
+host = "notes"
+at = "/data/notes"
+class = "confidential"
+
+[[tool]]
+name = "read_file"
+builtin = "read_file"
+class = "internal"
+
+[[tool]]
+name = "run"
+builtin = "run"
+
+[[tool]]
+name = "share"
+builtin = "write_file"
+
+[[grant]]
+tool = "read_file"
+effect = "allow"
+
+[[grant]]
+tool = "run"
+effect = "ask"
+
+[[grant]]
+tool = "share"
+effect = "allow"
+max_class = "public"
+"#
+    ));
+    lab
+}
+
+fn call(lab: &Lab, session: &str, tool: &str, args: &str) -> Output {
+    lab.run(&["call", "--session", session, tool, args])
+}
+
+fn spawn_call(lab: &Lab, session: &str, tool: &str, args: &str) -> (Child, BufReader<ChildStderr>) {
+    let mut child = Command::new(BIN)
+        .args(["call", "--config"])
+        .arg(lab.config())
+        .args(["--session", session, "--json", tool, args])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = BufReader::new(child.stderr.take().unwrap());
+    (child, err)
+}
+
+/// Reads stderr lines until `pending approval ID (expires T)`; returns the id.
+fn pending_id(err: &mut BufReader<ChildStderr>) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "call ended before asking"
+        );
+        if let Some(rest) = line.strip_prefix("pending approval ") {
+            return rest.split_whitespace().next().unwrap().to_string();
+        }
+    }
+}
+
+const READ: &str = r#"{"path":"/data/notes/plan.txt"}"#;
+const SHARE: &str = r#"{"path":"a","content":"secret"}"#;
+
+#[test]
+fn a_conversation_does_not_shed_its_taint_by_landing_on_another_replica() {
+    let pg = Pg::start();
+    let url = pg.database("fleet");
+    let (r1, r2) = (replica(Some(&url)), replica(Some(&url)));
+    let read = call(&r1, "s1", "read_file", READ);
+    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    assert_eq!(stdout(&read), "secret\n");
+    // The public sink, on the other replica: its gate reads the taint replica 1 committed.
+    let out = call(&r2, "s1", "share", SHARE);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("denied: taint_too_high"),
+        "{}",
+        stderr(&out)
+    );
+    // Both replicas list the one session, confidential.
+    for r in [&r1, &r2] {
+        let s = r.run(&["sessions"]);
+        assert!(stdout(&s).contains("s1  confidential"), "{}", stdout(&s));
+    }
+    // The attack this closes: replicas with a store each (the embedded default) let the
+    // conversation leave with what it read.
+    let (a, b) = (replica(None), replica(None));
+    assert_eq!(call(&a, "s1", "read_file", READ).status.code(), Some(0));
+    let leaked = call(&b, "s1", "share", SHARE);
+    assert_eq!(leaked.status.code(), Some(0), "{}", stderr(&leaked));
+}
+
+#[test]
+fn an_approval_asked_on_one_replica_is_answered_on_another_and_runs_once() {
+    let pg = Pg::start();
+    let url = pg.database("fleet");
+    let (r1, r2, r3) = (
+        replica(Some(&url)),
+        replica(Some(&url)),
+        replica(Some(&url)),
+    );
+    let (child, mut err) = spawn_call(&r2, "s1", "run", r#"{"argv":["echo","ran-once"]}"#);
+    let id = pending_id(&mut err);
+    // One list for the fleet: replica 3 shows what waits on replica 2.
+    let listed = r3.run(&["approvals"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(stdout(&listed).contains(&id), "{}", stdout(&listed));
+    let ok = r3.run(&["approve", &id]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let answered = std::time::Instant::now();
+    let out = wait_with_timeout(child, Duration::from_secs(30));
+    // Heard through LISTEN/NOTIFY, not found by the 2 s sweep.
+    eprintln!(
+        "approved on replica 3, answered on replica 2 in {:?}",
+        answered.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["status"], "result", "{v}");
+    assert!(v["content"].as_str().unwrap().contains("ran-once"), "{v}");
+    // Never answered twice, from any replica.
+    for r in [&r1, &r2, &r3] {
+        let again = r.run(&["approve", &id]);
+        assert!(!again.status.success());
+        assert!(stderr(&again).contains("conflict"), "{}", stderr(&again));
+    }
+    // The call ran once: one `result` record for it, on the replica that held it.
+    let tail = r2.run(&["audit", "tail", "-n", "1000"]);
+    let results = stdout(&tail)
+        .lines()
+        .filter(|l| l.contains("\"result\"") || l.contains(" result "))
+        .count();
+    assert_eq!(results, 1, "{}", stdout(&tail));
+}
+
+#[test]
+fn a_replica_cut_from_its_store_decides_nothing_and_loses_nothing() {
+    let pg = Pg::start();
+    let url = pg.database("fleet");
+    let r1 = replica(Some(&url));
+    // A kept gate, so the store goes away under a running replica.
+    let mut serve = testkit::quiet_serve(BIN, r1.config());
+    testkit::wait_for_path(&r1.path("state/agent.sock"), Duration::from_secs(30));
+    let read = call(&r1, "s1", "read_file", READ);
+    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    pg.stop_server(false);
+    // Cut: no decision, and the refusal says why.
+    for (tool, args) in [
+        ("read_file", READ),
+        ("share", r#"{"path":"a","content":"x"}"#),
+    ] {
+        let out = call(&r1, "s1", tool, args);
+        assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+        assert!(
+            stderr(&out).contains("PostgreSQL") || stderr(&out).contains("state database"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // Back: the replica reconnects on its next call, and the taint it acknowledged before
+    // the cut is there (no decision on a stale taint).
+    pg.start_server();
+    let out = call(&r1, "s1", "share", SHARE);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("denied: taint_too_high"),
+        "{}",
+        stderr(&out)
+    );
+    let fine = call(&r1, "s2", "share", r#"{"path":"a","content":"x"}"#);
+    assert_eq!(fine.status.code(), Some(0), "{}", stderr(&fine));
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+#[test]
+fn a_replica_that_cannot_reach_its_store_does_not_start() {
+    let pg = Pg::start();
+    let url = pg.database("fleet");
+    pg.stop_server(true);
+    let r1 = replica(Some(&url));
+    let out = call(&r1, "s1", "read_file", READ);
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("could not reach the shared state database"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `kill -9` of a replica with a call held on it: the client learns its call ended, the
+/// taint it acknowledged before stays for the fleet, and the approval left behind is never
+/// answered twice — deciding it on another replica runs nothing (no replica holds it).
+#[test]
+fn a_replica_killed_mid_call_loses_nothing_acknowledged_and_runs_nothing_twice() {
+    let pg = Pg::start();
+    let url = pg.database("fleet");
+    let (r1, r2) = (replica(Some(&url)), replica(Some(&url)));
+    let mut gate = Command::new(BIN)
+        .args(["__gate", "--config"])
+        .arg(r1.config())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    testkit::wait_for_path(&r1.path("state/agent.sock"), Duration::from_secs(30));
+    let read = call(&r1, "s1", "read_file", READ);
+    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    let (child, mut err) = spawn_call(&r1, "s1", "run", r#"{"argv":["echo","orphan"]}"#);
+    let id = pending_id(&mut err);
+    // SIGKILL, by the pid this test started.
+    gate.kill().unwrap();
+    let _ = gate.wait();
+    let out = wait_with_timeout(child, Duration::from_secs(30));
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("orphan"), "{}", stdout(&out));
+    // The acknowledged taint: replica 2 refuses the sink.
+    let leak = call(&r2, "s1", "share", SHARE);
+    assert_eq!(leak.status.code(), Some(3), "{}", stderr(&leak));
+    // The approval is still the fleet's to see; approving it runs nothing anywhere.
+    let listed = r2.run(&["approvals"]);
+    assert!(stdout(&listed).contains(&id), "{}", stdout(&listed));
+    let ok = r2.run(&["approve", &id]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let again = r2.run(&["approve", &id]);
+    assert!(stderr(&again).contains("conflict"), "{}", stderr(&again));
+    std::thread::sleep(Duration::from_secs(3));
+    // Replica 2 ran nothing (its one call was refused): no `result` record.
+    let tail = r2.run(&["audit", "tail", "-n", "1000"]);
+    assert!(tail.status.success(), "{}", stderr(&tail));
+    assert!(!stdout(&tail).contains("\"result\""), "{}", stdout(&tail));
+    assert!(stdout(&tail).contains("approval"), "{}", stdout(&tail));
+}
