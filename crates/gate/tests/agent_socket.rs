@@ -321,8 +321,9 @@ fn a_call_context_that_smuggles_text_in_its_traceparent_gets_bad_message() {
     let h = H::new();
     let rx = traced(&h);
     let mut a = Agent::connect(&h.gate);
+    // Refused at the context frame itself: a request written after it would sit unread
+    // when the gate closes (and reset the connection), so none is sent.
     a.send(&Envelope::context(4, format!("{TRACEPARENT}\nsecret text")));
-    a.request(4, req("s1", 1, "read", r#"{"path":"x"}"#));
     expect_error(&a.recv(), 4, ErrorCode::BadMessage);
     expect_closed(&mut a);
     assert!(
