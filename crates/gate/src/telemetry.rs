@@ -104,7 +104,8 @@ impl Calls {
     }
 
     /// A call arrived, with the client's trace context if it sent a valid one.
-    pub fn begin(&self, req: &ToolRequest, traceparent: Option<TraceParent>) {
+    /// `tool` is the request's tool name when the gate knows the tool, else `None`.
+    pub fn begin(&self, req: &ToolRequest, tool: Option<String>, traceparent: Option<TraceParent>) {
         let mut open = lock(&self.open);
         let key = (req.session.clone(), req.call);
         if open.len() >= MAX_OPEN && !open.contains_key(&key) {
@@ -114,7 +115,7 @@ impl Calls {
             traceparent: traceparent.map(|t| t.to_string()),
             session: req.session.clone(),
             call: req.call,
-            tool: req.tool.clone(),
+            tool,
             start_ns: now_ns(),
             end_ns: 0,
             decision: None,
@@ -405,7 +406,7 @@ mod tests {
             tool: "run".into(),
             arguments: "{}".into(),
         };
-        c.begin(&req, None);
+        c.begin(&req, Some(req.tool.clone()), None);
         // What a box spells a secret into when it asks for a name it chose.
         c.egress(&record(EgressOutcome::Refused, "c2VjcmV0.exfil.example"));
         c.egress(&record(EgressOutcome::Opened, "api.github.com"));
@@ -437,7 +438,7 @@ mod tests {
                 tool: "run".into(),
                 arguments: "{}".into(),
             };
-            c.begin(&req, None);
+            c.begin(&req, Some(req.tool.clone()), None);
             c.finish(
                 &req.session,
                 req.call,

@@ -398,3 +398,25 @@ fn a_held_call_is_traced_with_its_wait_and_the_pending_count() {
     // Nothing of the arguments anywhere in the record.
     assert!(!format!("{trace:?}").contains("argv"));
 }
+
+#[test]
+fn a_tool_name_the_caller_made_up_is_not_exported() {
+    // The name is the caller's: a hijacked agent (or a front it took over) spells what it
+    // read into a name no tool has, or under a server's prefix, and the call is refused —
+    // the name must not reach telemetry.
+    let h = H::new();
+    let rx = traced(&h);
+    let mut a = Agent::connect(&h.gate);
+    a.request(1, req("s1", 1, "exfil-c2VjcmV0LXRleHQ", "{}"));
+    assert_eq!(a.recv().id, 1);
+    let t = next_call(&rx);
+    assert!(!format!("{t:?}").contains("c2VjcmV0"), "{t:?}");
+    a.request(2, req("s1", 2, "job_c2VjcmV0LXRleHQ", "{}"));
+    assert_eq!(a.recv().id, 2);
+    let t = next_call(&rx);
+    assert!(!format!("{t:?}").contains("c2VjcmV0"), "{t:?}");
+    // A builtin tool of the config is named.
+    a.request(3, req("s1", 3, "read", r#"{"path":"x"}"#));
+    assert_eq!(a.recv().id, 3);
+    assert!(format!("{:?}", next_call(&rx)).contains("\"read\""));
+}

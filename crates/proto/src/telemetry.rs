@@ -152,7 +152,11 @@ pub struct CallTrace {
     pub traceparent: Option<String>,
     pub session: SessionId,
     pub call: CallId,
-    pub tool: String,
+    /// The tool's name, when it is one the gate knows: a builtin `[[tool]]` of the config,
+    /// or a downstream tool the discovery file shows. `None` for any other name: the name
+    /// is the caller's, and one no tool has is whatever it chose to spell.
+    #[serde(deserialize_with = "Option::deserialize")]
+    pub tool: Option<String>,
     /// Nanoseconds since the Unix epoch.
     pub start_ns: u64,
     pub end_ns: u64,

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! client's span (its traceparent, when it sent one)
-//! └─ tools/call TOOL              the call, request to final answer (kind: server)
+//! └─ tools/call TOOL              the call, request to final answer (kind: server); TOOL
+//!                                 only for a tool the gate knows (docs/spec.md §8)
 //!    ├─ approval wait             while a person decided (when the call asked)
 //!    ├─ tool run                  the runner, from the call sent to its answer
 //!    │  └─ box start              each box started for the call (run, file, server)
@@ -131,7 +132,6 @@ pub fn call_attributes(t: &CallTrace) -> Vec<KeyValue> {
     let mut a = vec![
         KeyValue::new("mcp.method.name", "tools/call"),
         KeyValue::new("gen_ai.operation.name", "execute_tool"),
-        KeyValue::new("gen_ai.tool.name", t.tool.clone()),
         KeyValue::new("mcp.session.id", t.session.as_str().to_string()),
         KeyValue::new("boxmaker.call", i64::try_from(t.call.0).unwrap_or(i64::MAX)),
         KeyValue::new(
@@ -140,6 +140,9 @@ pub fn call_attributes(t: &CallTrace) -> Vec<KeyValue> {
         ),
         KeyValue::new("boxmaker.status", t.status.as_str()),
     ];
+    if let Some(tool) = &t.tool {
+        a.push(KeyValue::new("gen_ai.tool.name", tool.clone()));
+    }
     if let Some(r) = t.reason {
         a.push(KeyValue::new("boxmaker.deny_reason", r.as_str()));
     }
@@ -270,7 +273,10 @@ impl Spans {
             None => Context::new(),
         };
         let mut span = tracer
-            .span_builder(format!("tools/call {}", t.tool))
+            .span_builder(match &t.tool {
+                Some(tool) => format!("tools/call {tool}"),
+                None => "tools/call".to_string(),
+            })
             .with_kind(SpanKind::Server)
             .with_start_time(at(t.start_ns))
             .with_attributes(call_attributes(t))

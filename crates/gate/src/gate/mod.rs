@@ -485,6 +485,20 @@ impl Gate {
         self.telemetry.get()
     }
 
+    /// `name`, when it names a tool this gate knows: a builtin `[[tool]]` of the config, or
+    /// a downstream tool the discovery file shows (docs/spec.md §8). Any other name is the
+    /// caller's own text, and is not exported.
+    fn known_tool(&self, name: &str) -> Option<String> {
+        let known = match self.config.tool(name) {
+            Some(t) => matches!(t.kind, config::ToolKind::Builtin(_)),
+            None => {
+                self.config.could_name(name)
+                    && lock(&self.described).current(&self.config).shows_tool(name)
+            }
+        };
+        known.then(|| name.to_string())
+    }
+
     /// The config the gate decides by.
     pub fn config(&self) -> &Config {
         &self.config
@@ -660,7 +674,7 @@ impl Gate {
     ) {
         let mut reply = match self.telemetry() {
             Some(calls) => {
-                calls.begin(&req, traceparent);
+                calls.begin(&req, self.known_tool(&req.tool), traceparent);
                 Box::new(Traced {
                     inner: reply,
                     calls: Arc::clone(calls),
