@@ -67,6 +67,8 @@ pub struct ChildRunner {
     current: Mutex<Option<(Child, Arc<RunnerLink>)>>,
     /// Where every link it makes delivers the runner's events (the gate's audit log).
     events: gate::EventSink,
+    /// Its runners report box starts, for the gate's telemetry (docs/spec.md §8).
+    timed: bool,
 }
 
 impl std::fmt::Debug for ChildRunner {
@@ -83,7 +85,14 @@ impl ChildRunner {
             config_path,
             current: Mutex::new(None),
             events: gate::EventSink::default(),
+            timed: false,
         }
+    }
+
+    /// Its runners report how long each box took to start (only with telemetry on).
+    pub fn timed(mut self, on: bool) -> Self {
+        self.timed = on;
+        self
     }
 
     /// The sink its links deliver the runner's events to; set it once the gate exists.
@@ -108,7 +117,11 @@ impl ChildRunner {
             .try_clone()
             .map_err(|e| format!("cannot clone a socket: {e}"))?;
         let exe = std::env::current_exe().map_err(|e| format!("cannot find boxmaker: {e}"))?;
-        let child = Command::new(exe)
+        let mut cmd = Command::new(exe);
+        if self.timed {
+            cmd.env(proto::telemetry::RUNNER_ENV, "1");
+        }
+        let child = cmd
             .arg("__runner")
             .arg("--config")
             .arg(&self.config_path)
@@ -258,11 +271,17 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
             });
         }
     }
-    let runner = ChildRunner::new(std::path::absolute(config_path).unwrap_or(config_path.into()));
+    // OpenTelemetry (docs/spec.md §8): only when the `OTEL_*` variables name an endpoint.
+    let traced = crate::role_telemetry::wanted();
+    let runner = ChildRunner::new(std::path::absolute(config_path).unwrap_or(config_path.into()))
+        .timed(traced);
     let events = runner.events();
     let (gate, repaired) = Gate::open(cfg, Box::new(runner)).map_err(CliError::Gate)?;
     // The runner's egress records go to this gate's audit log.
     events.set(gate.runner_events());
+    if traced && let Some(calls) = crate::role_telemetry::start_exporter() {
+        gate.set_telemetry(calls);
+    }
     if let Some(notice) = repaired {
         errln!("boxmaker: {notice}");
     }

@@ -36,6 +36,7 @@ mod error;
 mod host;
 mod lint;
 mod role_runner;
+mod role_telemetry;
 mod when;
 
 use std::process::ExitCode;
@@ -96,6 +97,9 @@ enum Command {
     /// Discovery of the servers that need secrets, for `boxmaker mcp` (which reads none).
     #[command(name = "__discover", hide = true)]
     Discover(cmd_tools::DiscoverArgs),
+    /// The gate's OpenTelemetry exporter (started by the gate when `OTEL_*` asks for one).
+    #[command(name = "__telemetry", hide = true)]
+    Telemetry,
 }
 
 fn main() -> ExitCode {
@@ -154,6 +158,7 @@ fn main() -> ExitCode {
         Some(Command::Broker(args)) => cmd_broker::run(&args),
         Some(Command::FrontProbe) => Ok(cmd_doctor::probe()),
         Some(Command::Discover(args)) => cmd_tools::discover_role(&args),
+        Some(Command::Telemetry) => role_telemetry::run(),
     };
     exit(result)
 }

@@ -24,7 +24,9 @@ pub fn run(args: &RunnerArgs) -> Result<(), CliError> {
     let state = cfg.gate.state.clone();
     // Its egress proxy holds several descriptors a connection; best effort.
     let _ = runner::raise_open_files_limit();
-    let runner = Arc::new(Runner::new(Arc::new(cfg), &state)?);
+    // Box start times for the gate's telemetry (docs/spec.md §8), when its gate exports any.
+    let timed = std::env::var_os(proto::telemetry::RUNNER_ENV).is_some();
+    let runner = Arc::new(Runner::new(Arc::new(cfg), &state)?.with_timed_boxes(timed));
     // Ended connection sessions' workspaces (see `Runner::sweep_workspaces`).
     runner.sweep_workspaces();
     // Program copies of approved calls a runner that died left behind.

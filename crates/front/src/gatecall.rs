@@ -7,6 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use proto::telemetry::TraceParent;
 use proto::{Envelope, FrameError, Message, ToolRequest, ToolResponse, read_frame, write_frame};
 
 /// Why the gate gave no final answer.
@@ -91,15 +92,24 @@ impl Pool {
     /// longer takes requests; returns the connection it went on (wait for its answer with
     /// [`answer`]). May block while a gate starts.
     pub fn send(&self, req: &ToolRequest) -> Result<UnixStream, GateCallError> {
+        self.send_traced(req, None)
+    }
+
+    /// [`Pool::send`], with the client's trace context for the call (docs/spec.md §8).
+    pub fn send_traced(
+        &self,
+        req: &ToolRequest,
+        traceparent: Option<&TraceParent>,
+    ) -> Result<UnixStream, GateCallError> {
         while let Some(kept) = self.take() {
-            if send(&kept, req).is_ok() {
+            if send_traced(&kept, req, traceparent).is_ok() {
                 return Ok(kept);
             }
             // The gate ended this connection (or died) before reading anything more from
             // it: the request never reached it.
         }
         let stream = (self.connector)()?;
-        send(&stream, req)?;
+        send_traced(&stream, req, traceparent)?;
         Ok(stream)
     }
 
@@ -117,7 +127,20 @@ impl Pool {
 
 /// Writes `req` on `stream` as one request frame.
 pub fn send(stream: &UnixStream, req: &ToolRequest) -> Result<(), GateCallError> {
+    send_traced(stream, req, None)
+}
+
+/// Writes `req` on `stream`, after a `call_context` frame with the client's trace context
+/// when it sent one (docs/spec.md §2.2): the `tool_request` itself cannot carry it.
+pub fn send_traced(
+    stream: &UnixStream,
+    req: &ToolRequest,
+    traceparent: Option<&TraceParent>,
+) -> Result<(), GateCallError> {
     let mut w = BufWriter::new(stream);
+    if let Some(t) = traceparent {
+        write_frame(&mut w, &Envelope::context(ID, t.to_string())).map_err(GateCallError::Frame)?;
+    }
     write_frame(&mut w, &Envelope::request(ID, req.clone())).map_err(GateCallError::Frame)?;
     w.flush()
         .map_err(|e| GateCallError::Frame(FrameError::Io(e)))

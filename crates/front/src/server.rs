@@ -764,11 +764,21 @@ impl Front {
         // Sending may find (or start) a gate, which blocks: not on the runtime's threads.
         // The connection is one the front kept from an earlier call where it can
         // (`gatecall::Pool`), and is kept again once this call has its final answer.
+        // The client's trace context, where its request's `_meta` has a valid one, goes to
+        // the gate with the call (docs/spec.md §8); anything else there is not passed on.
+        let traceparent = context
+            .meta
+            .get("traceparent")
+            .and_then(|v| v.as_str())
+            .and_then(proto::telemetry::TraceParent::parse);
         let pool = self.inner.pool.clone();
-        let stream = tokio::task::spawn_blocking(move || pool.send(&req))
-            .await
-            .map_err(|e| McpError::internal_error(format!("the call did not start: {e}"), None))?
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let stream =
+            tokio::task::spawn_blocking(move || pool.send_traced(&req, traceparent.as_ref()))
+                .await
+                .map_err(|e| {
+                    McpError::internal_error(format!("the call did not start: {e}"), None)
+                })?
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let cancel = stream
             .try_clone()
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;

@@ -563,6 +563,22 @@ pub enum Event {
 }
 
 impl Event {
+    /// Whether telemetry takes anything from this record (docs/spec.md §8): the records of
+    /// a call's decision, its wait for a person, its result or cap, and a floated label.
+    pub fn names_a_call(&self) -> bool {
+        matches!(
+            self,
+            Event::Decision { .. }
+                | Event::ApprovalAsked { .. }
+                | Event::ApprovalDecided { .. }
+                | Event::ApprovalExpired { .. }
+                | Event::ApprovalWithdrawn { .. }
+                | Event::Result { .. }
+                | Event::CapReached { .. }
+                | Event::Floated { .. }
+        )
+    }
+
     /// A `request` record: the arguments' SHA-256, and the arguments themselves only if
     /// `log_arguments`.
     pub fn request(

@@ -47,6 +47,9 @@
 //!   control requests in `gate/operator.rs`.
 //! - [`serve`] — the connection loops over any stream ([`serve::serve_agent`],
 //!   [`serve::serve_control`]), and the `0600` sockets in the state directory.
+//! - [`telemetry`] — what the gate reports of each call for OpenTelemetry (docs/spec.md §8):
+//!   labels and times taken where the call path audits, handed to an exporter process over
+//!   a pipe (the gate opens no network).
 //! - [`serve_decide`] — the decision socket's loop: a front shows and decides a pending
 //!   approval of its own session (a person's answer in the agent's client), nothing else.
 //!
@@ -63,6 +66,7 @@ pub mod link;
 pub mod serve;
 pub mod serve_decide;
 pub mod store;
+pub mod telemetry;
 
 pub use gate::{Gate, GateError, Reply};
 pub use link::{EventSink, RunnerEvents, RunnerHandle, RunnerLink, ToolRunner};

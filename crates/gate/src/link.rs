@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use policy::Label;
 use policy::Taint;
 use proto::run::{
-    EgressRecord, FileDigest, Order, RunnerAnswer, RunnerRequest, read_runner_reply,
+    BoxKind, EgressRecord, FileDigest, Order, RunnerAnswer, RunnerRequest, read_runner_reply,
     write_runner_request,
 };
 use proto::{CallId, FrameError, SessionId, ToolRequest, ToolResponse};
@@ -46,6 +46,12 @@ pub trait RunnerEvents: Send + Sync {
     /// Returns once that is durable (or could not be made so), since the link's reader takes
     /// no other reply — no answer of the box's call — until it returns.
     fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, label: Label);
+
+    /// A box of `session` started for `call` (if one), taking `micros` (docs/spec.md §8);
+    /// sent only by a runner started with telemetry on. Must not block.
+    fn boxed(&self, session: SessionId, call: Option<CallId>, kind: BoxKind, micros: u64) {
+        let _ = (session, call, kind, micros);
+    }
 }
 
 /// Where a link delivers runner events: set once the gate exists (the gate is made after
@@ -79,6 +85,17 @@ impl EventSink {
             .clone();
         if let Some(to) = to {
             to.egress(record);
+        }
+    }
+
+    fn boxed(&self, session: SessionId, call: Option<CallId>, kind: BoxKind, micros: u64) {
+        let to = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(to) = to {
+            to.boxed(session, call, kind, micros);
         }
     }
 
@@ -468,6 +485,20 @@ fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>, events: &Event
                 break format!("it sent an egress event with id {id} (events carry id 0)");
             }
             events.egress(record);
+            continue;
+        }
+        if let RunnerAnswer::Boxed {
+            session,
+            call,
+            kind,
+            micros,
+            ..
+        } = reply.reply
+        {
+            if id != 0 {
+                break format!("it sent a boxed event with id {id} (events carry id 0)");
+            }
+            events.boxed(session, call, kind, micros);
             continue;
         }
         if let RunnerAnswer::Floated {

@@ -345,6 +345,8 @@ where
     R: Read,
     W: Write + Send + 'static,
 {
+    // The trace context sent for the next request, and that request's id.
+    let mut context: Option<(u64, proto::telemetry::TraceParent)> = None;
     let result = loop {
         let env = match read_frame(reader) {
             Ok(env) => env,
@@ -362,6 +364,27 @@ where
             ServeError::BadMessage(why)
         };
         let req = match env.msg {
+            // The client's trace context for the request that follows with the same id
+            // (docs/spec.md §2.2, §8): kept for it alone, and never answered on its own.
+            Message::CallContext(ctx) if !env.r#final => {
+                match proto::telemetry::TraceParent::parse(&ctx.traceparent) {
+                    Some(t) => {
+                        context = Some((env.id, t));
+                        continue;
+                    }
+                    None => {
+                        break Err(refuse(
+                            "a call_context's traceparent must be a W3C version-00 traceparent"
+                                .into(),
+                        ));
+                    }
+                }
+            }
+            Message::CallContext(_) => {
+                break Err(refuse(
+                    "a call_context must be sent with final: false".into(),
+                ));
+            }
             Message::ToolRequest(req) if env.r#final => req,
             Message::ToolRequest(_) => {
                 break Err(refuse(
@@ -385,6 +408,10 @@ where
                 env.id
             )));
         }
+        let traceparent = context
+            .take()
+            .filter(|(id, _)| *id == env.id)
+            .map(|(_, t)| t);
         conn.slots.acquire(MAX_IN_FLIGHT);
         let id = env.id;
         let reply = ConnReply {
@@ -399,7 +426,7 @@ where
         let spawned = call_workers().execute(move || {
             // Released when the call is answered or held, even if it panics.
             let _thread = ThreadSlot;
-            gate2.submit(req, Box::new(reply));
+            gate2.submit_traced(req, traceparent, Box::new(reply));
         });
         if let Err(e) = spawned {
             CALL_THREADS.release();

@@ -292,3 +292,131 @@ fn test_agent_64_concurrent_calls_over_4_connections_across_16_sessions() {
         assert_eq!(h.taint(&format!("s{k}")), (expect, false));
     }
 }
+
+// --- the client's trace context (docs/spec.md §2.2, §8) ----------------------------------
+
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// Traces the gate's calls into a channel; the records it gets.
+fn traced(h: &H) -> std::sync::mpsc::Receiver<proto::telemetry::Item> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(64);
+    h.gate
+        .set_telemetry(std::sync::Arc::new(gate::telemetry::Calls::with_sender(tx)));
+    rx
+}
+
+fn next_call(
+    rx: &std::sync::mpsc::Receiver<proto::telemetry::Item>,
+) -> proto::telemetry::CallTrace {
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap() {
+            proto::telemetry::Item::Call { trace } => return *trace,
+            _ => continue,
+        }
+    }
+}
+
+#[test]
+fn a_call_context_that_smuggles_text_in_its_traceparent_gets_bad_message() {
+    let h = H::new();
+    let rx = traced(&h);
+    let mut a = Agent::connect(&h.gate);
+    // Refused at the context frame itself: a request written after it would sit unread
+    // when the gate closes (and reset the connection), so none is sent.
+    a.send(&Envelope::context(4, format!("{TRACEPARENT}\nsecret text")));
+    expect_error(&a.recv(), 4, ErrorCode::BadMessage);
+    expect_closed(&mut a);
+    assert!(
+        rx.try_recv().is_err(),
+        "the call did not run, so nothing was traced"
+    );
+    works(&h);
+}
+
+#[test]
+fn a_call_context_sent_final_gets_bad_message() {
+    let h = H::new();
+    let mut a = Agent::connect(&h.gate);
+    let mut env = Envelope::context(4, TRACEPARENT);
+    env.r#final = true;
+    a.send(&env);
+    expect_error(&a.recv(), 4, ErrorCode::BadMessage);
+    expect_closed(&mut a);
+    works(&h);
+}
+
+#[test]
+fn a_call_context_goes_only_to_the_request_with_its_id() {
+    let h = H::new();
+    let rx = traced(&h);
+    let mut a = Agent::connect(&h.gate);
+    // A context for id 5, then a request with id 6: the request is not in that trace.
+    a.send(&Envelope::context(5, TRACEPARENT));
+    a.request(6, req("s1", 1, "read", r#"{"path":"x"}"#));
+    assert_eq!(a.recv().id, 6);
+    assert_eq!(next_call(&rx).traceparent, None);
+    // And one for id 7 with the request 7 is.
+    a.send(&Envelope::context(7, TRACEPARENT));
+    a.request(7, req("s1", 2, "read", r#"{"path":"x"}"#));
+    assert_eq!(a.recv().id, 7);
+    let t = next_call(&rx);
+    assert_eq!(t.traceparent.as_deref(), Some(TRACEPARENT));
+    assert_eq!(t.decision, Some(proto::telemetry::Verdict::Allow));
+    // The next request on the connection has none left over.
+    a.request(8, req("s1", 3, "read", r#"{"path":"x"}"#));
+    assert_eq!(a.recv().id, 8);
+    assert_eq!(next_call(&rx).traceparent, None);
+}
+
+#[test]
+fn a_held_call_is_traced_with_its_wait_and_the_pending_count() {
+    let h = H::new();
+    let rx = traced(&h);
+    let mut a = Agent::connect(&h.gate);
+    a.request(1, req("s1", 1, "run", r#"{"argv":["true"]}"#));
+    let ap = match a.recv().msg {
+        Message::ToolResponse(ToolResponse::PendingApproval { approval, .. }) => approval,
+        other => panic!("{other:?}"),
+    };
+    h.control(ControlOp::Approve { approval: ap });
+    let fin = a.recv();
+    assert!(fin.r#final);
+    let mut pending = Vec::new();
+    let trace = loop {
+        match rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap() {
+            proto::telemetry::Item::Pending { count } => pending.push(count),
+            proto::telemetry::Item::Call { trace } => break *trace,
+            proto::telemetry::Item::Floated { .. } => {}
+        }
+    };
+    assert_eq!(pending, vec![1, 0]);
+    assert_eq!(trace.decision, Some(proto::telemetry::Verdict::Ask));
+    let wait = trace.approval.clone().expect("the wait is traced");
+    assert_eq!(wait.outcome, proto::telemetry::ApprovalEnd::Approved);
+    assert_eq!(wait.via.as_deref(), Some("control"));
+    assert!(wait.start_ns <= wait.end_ns && wait.end_ns <= trace.end_ns);
+    // Nothing of the arguments anywhere in the record.
+    assert!(!format!("{trace:?}").contains("argv"));
+}
+
+#[test]
+fn a_tool_name_the_caller_made_up_is_not_exported() {
+    // The name is the caller's: a hijacked agent (or a front it took over) spells what it
+    // read into a name no tool has, or under a server's prefix, and the call is refused —
+    // the name must not reach telemetry.
+    let h = H::new();
+    let rx = traced(&h);
+    let mut a = Agent::connect(&h.gate);
+    a.request(1, req("s1", 1, "exfil-c2VjcmV0LXRleHQ", "{}"));
+    assert_eq!(a.recv().id, 1);
+    let t = next_call(&rx);
+    assert!(!format!("{t:?}").contains("c2VjcmV0"), "{t:?}");
+    a.request(2, req("s1", 2, "job_c2VjcmV0LXRleHQ", "{}"));
+    assert_eq!(a.recv().id, 2);
+    let t = next_call(&rx);
+    assert!(!format!("{t:?}").contains("c2VjcmV0"), "{t:?}");
+    // A builtin tool of the config is named.
+    a.request(3, req("s1", 3, "read", r#"{"path":"x"}"#));
+    assert_eq!(a.recv().id, 3);
+    assert!(format!("{:?}", next_call(&rx)).contains("\"read\""));
+}

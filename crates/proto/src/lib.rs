@@ -17,7 +17,10 @@
 //!    session to clear.
 //! 6. [`decide`] — the front's narrow channel to the gate: show and decide a pending
 //!    approval of its own session (a person's answer in the agent's client).
-//! 7. `strict` — the deserializer adapter that refuses arrays in place of objects.
+//! 7. [`telemetry`] — what the gate hands its telemetry exporter: one record per finished
+//!    call (labels, decisions and times; never arguments, results or secrets), and the W3C
+//!    `traceparent` a client's call carries.
+//! 8. `strict` — the deserializer adapter that refuses arrays in place of objects.
 //!
 //! The JSON shape of every type is part of the format: field order, variant order and tag
 //! names are fixed by `docs/spec.md` §2 and pinned by the fixtures in `tests/fixtures/`.
@@ -31,12 +34,13 @@ pub mod ids;
 pub mod run;
 pub mod shown;
 mod strict;
+pub mod telemetry;
 pub mod wire;
 
 pub use frame::{FrameError, MAX_FRAME, read_frame, write_frame};
 pub use ids::{CallId, DataClass, SessionId, SessionIdError, Timestamp};
 pub use strict::UnknownName;
 pub use wire::{
-    DenyReason, Envelope, ErrorCode, Message, PROTOCOL_VERSION, ToolRequest, ToolResponse,
-    WireError,
+    CallContext, DenyReason, Envelope, ErrorCode, Message, PROTOCOL_VERSION, ToolRequest,
+    ToolResponse, WireError,
 };

@@ -121,7 +121,37 @@ pub enum RunnerAnswer {
         class: DataClass,
         untrusted: bool,
     },
+    /// An event, not an answer (id 0), sent only by a runner started with telemetry on
+    /// (docs/spec.md §8): a box of `session` for `tool` (running `call` if one) started, and
+    /// how long that took, in microseconds, ending when the event was sent.
+    Boxed {
+        session: SessionId,
+        tool: String,
+        #[serde(deserialize_with = "Option::deserialize")]
+        call: Option<CallId>,
+        kind: BoxKind,
+        micros: u64,
+    },
 }
+
+/// Which box a [`RunnerAnswer::Boxed`] event times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", try_from = "String")]
+pub enum BoxKind {
+    /// A `run` call's box, from the spec handed to a pre-forked helper to its report (its
+    /// start and its command are one step there).
+    Run,
+    /// A warm file box started for a session and tool (docs/spec.md §4).
+    File,
+    /// A downstream server's box started for a session.
+    Server,
+}
+
+crate::strict::wire_names!(BoxKind, "box kind", "run, file or server", {
+    Run => "run",
+    File => "file",
+    Server => "server",
+});
 
 /// One place a call's arguments name in `/work` or a writable mount, as the runner found it
 /// there (docs/spec.md §3.3 step 6). Optional fields are present, `null` when empty.

@@ -46,6 +46,20 @@ pub enum Message {
     ToolRequest(ToolRequest),
     ToolResponse(ToolResponse),
     Error(WireError),
+    /// What the agent's client said about the call that follows, beyond the call itself:
+    /// its trace context (docs/spec.md §2.2, §8). Sent with `final: false` and the id of the
+    /// `tool_request` it goes with, just before it; never answered on its own.
+    CallContext(CallContext),
+}
+
+/// The W3C trace context the agent's client sent with a call (its `_meta.traceparent`),
+/// checked by [`crate::telemetry::TraceParent::parse`] where it is made and where it is read.
+/// A `tool_request` cannot carry it: its fields are fixed by its fixture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct CallContext {
+    /// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`, lowercase.
+    pub traceparent: String,
 }
 
 /// A role's answer to something it could not accept.
@@ -144,7 +158,14 @@ wire_names!(
     }
 );
 
-strict_object!(Envelope, Message, WireError, ToolRequest, ToolResponse);
+strict_object!(
+    Envelope,
+    Message,
+    WireError,
+    ToolRequest,
+    ToolResponse,
+    CallContext
+);
 
 impl Envelope {
     /// An envelope of the current version.
@@ -166,6 +187,17 @@ impl Envelope {
     pub fn response(id: u64, resp: ToolResponse) -> Self {
         let r#final = !resp.is_pending();
         Self::new(id, r#final, Message::ToolResponse(resp))
+    }
+
+    /// The trace context of the request `id` that follows (`final: false`).
+    pub fn context(id: u64, traceparent: impl Into<String>) -> Self {
+        Self::new(
+            id,
+            false,
+            Message::CallContext(CallContext {
+                traceparent: traceparent.into(),
+            }),
+        )
     }
 
     /// An `error` envelope (always final).

@@ -89,6 +89,9 @@ pub struct Runner {
     running: Arc<Running>,
     /// The `[[secret]]` values, read when first needed (docs/spec.md §3.8).
     secrets: Arc<crate::secrets::Secrets>,
+    /// Report each box's start to the gate (`boxed` events), for its telemetry
+    /// (docs/spec.md §8); off unless the gate started this runner with telemetry on.
+    timed: bool,
 }
 
 impl Runner {
@@ -145,6 +148,7 @@ impl Runner {
             running: Arc::default(),
             secrets: Arc::new(crate::secrets::Secrets::new(config.secrets.clone(), true)),
             config,
+            timed: false,
         }
     }
 
@@ -282,6 +286,35 @@ impl Runner {
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {}
         }
         resp
+    }
+
+    /// This runner reports how long each box took to start (`boxed` events, docs/spec.md
+    /// §8): only times and kinds, never what the box was given.
+    pub fn with_timed_boxes(mut self, on: bool) -> Self {
+        self.timed = on;
+        self
+    }
+
+    /// A box of `session` for `tool` started, `took` after it was asked for: a `boxed`
+    /// event to the gate when this runner times its boxes.
+    pub(crate) fn boxed(
+        &self,
+        session: &SessionId,
+        tool: &str,
+        call: Option<proto::CallId>,
+        kind: proto::run::BoxKind,
+        took: Duration,
+    ) {
+        if !self.timed {
+            return;
+        }
+        self.egress.event(proto::run::RunnerAnswer::Boxed {
+            session: session.clone(),
+            tool: tool.to_string(),
+            call,
+            kind,
+            micros: u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+        });
     }
 
     /// The label of what `session`'s workspace may hold now (see [`Runner::floors`]).
@@ -841,26 +874,38 @@ impl Runner {
         spec.proxy = false;
         spec.env.clear();
         let timeout = spec.limits.timeout;
-        let reply =
-            match self
-                .warm
-                .call(&req.session, &tool.name, &spec, &self.helper, call, &inbox)
-            {
-                Ok(reply) => reply,
-                Err(WarmError::Start(why)) => {
-                    return failed(format!("{}: the box could not start: {why}", tool.name));
-                }
-                Err(WarmError::TimedOut) => {
-                    return failed(format!(
-                        "{}: timed out after {} s; its box was killed",
-                        tool.name,
-                        timeout.as_secs()
-                    ));
-                }
-                Err(WarmError::Broke(why)) => {
-                    return failed(format!("{}: the tool failed in its box: {why}", tool.name));
-                }
-            };
+        let reply = match self.warm.call(
+            &req.session,
+            &tool.name,
+            &spec,
+            &self.helper,
+            call,
+            &inbox,
+            &mut |took| {
+                self.boxed(
+                    &req.session,
+                    &tool.name,
+                    Some(req.call),
+                    proto::run::BoxKind::File,
+                    took,
+                )
+            },
+        ) {
+            Ok(reply) => reply,
+            Err(WarmError::Start(why)) => {
+                return failed(format!("{}: the box could not start: {why}", tool.name));
+            }
+            Err(WarmError::TimedOut) => {
+                return failed(format!(
+                    "{}: timed out after {} s; its box was killed",
+                    tool.name,
+                    timeout.as_secs()
+                ));
+            }
+            Err(WarmError::Broke(why)) => {
+                return failed(format!("{}: the tool failed in its box: {why}", tool.name));
+            }
+        };
         match reply {
             InboxReply::Done {
                 content,
@@ -965,11 +1010,24 @@ impl Runner {
         };
         // A pre-forked helper: it holds nothing of any session until this call, decided
         // already, hands it this spec; it runs this one box and exits.
-        let outcome = self
-            .pool
-            .run_stoppable(&spec, &mut |s| call.guard_box(s), &mut |l| {
+        let asked = std::time::Instant::now();
+        let outcome = self.pool.run_stoppable(
+            &spec,
+            &mut |s| {
+                // The box runs: its helper has the spec and a way to stop it.
+                self.boxed(
+                    &req.session,
+                    &tool.name,
+                    Some(req.call),
+                    proto::run::BoxKind::Run,
+                    asked.elapsed(),
+                );
+                call.guard_box(s)
+            },
+            &mut |l| {
                 proxy = self.egress.serve(l, ctx.clone());
-            });
+            },
+        );
         drop(proxy);
         crate::secrets::scrub(tool, &mut spec);
         let outcome = match outcome {

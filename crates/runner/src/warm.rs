@@ -107,6 +107,8 @@ impl Warm {
     /// Runs `request` in the warm box of (`spec`'s session, `tool`), starting one built from
     /// `spec` when there is none or the one there was built differently. `call`'s resets
     /// stop the box; the spec's timeout bounds the call, after which the box is killed.
+    /// `on_start` is told how long a box took to start, when this call started one.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn call(
         self: &Arc<Self>,
         session: &SessionId,
@@ -115,6 +117,7 @@ impl Warm {
         helper: &HelperCommand,
         call: &Admitted,
         request: &InboxRequest,
+        on_start: &mut dyn FnMut(std::time::Duration),
     ) -> Result<InboxReply, WarmError> {
         let timeout = spec.limits.timeout;
         let body = serde_json::to_vec(request)
@@ -133,7 +136,9 @@ impl Warm {
             if let Some(old) = held.take() {
                 let _ = old.kill();
             }
+            let asked = std::time::Instant::now();
             *held = Some(start(spec, helper, shape)?);
+            on_start(asked.elapsed());
             self.start_reaper();
         }
         let Some(b) = held.as_mut() else {

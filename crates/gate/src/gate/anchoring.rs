@@ -34,6 +34,26 @@ impl Gate {
         events: impl IntoIterator<Item = (Timestamp, Event)>,
         sync: bool,
     ) -> Result<Vec<Record>, AuditError> {
+        let Some(traced) = self.telemetry() else {
+            return self.append_audit_locked(events, sync);
+        };
+        // Telemetry takes its labels from the records, once they are written (spec §8).
+        let events: Vec<(Timestamp, Event)> = events.into_iter().collect();
+        let seen: Vec<(Timestamp, Event)> = events
+            .iter()
+            .filter(|(_, e)| e.names_a_call())
+            .cloned()
+            .collect();
+        let records = self.append_audit_locked(events, sync)?;
+        traced.observe(&seen);
+        Ok(records)
+    }
+
+    fn append_audit_locked(
+        &self,
+        events: impl IntoIterator<Item = (Timestamp, Event)>,
+        sync: bool,
+    ) -> Result<Vec<Record>, AuditError> {
         let mut log = lock(&self.audit);
         let records = log.append_batch_synced(events, sync)?;
         if log.pending() >= self.anchor.every {

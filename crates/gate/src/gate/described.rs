@@ -34,6 +34,8 @@ use policy::values::in_answer;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Described {
     first: HashMap<String, String>,
+    /// The exposed name of every tool a definition here shows.
+    names: std::collections::HashSet<String>,
 }
 
 impl Described {
@@ -53,6 +55,7 @@ impl Described {
             for def in record.tools.iter().chain(&record.accepted) {
                 if let Some(exposed) = exposed_name(prefix, &def.name) {
                     out.read(&exposed, def);
+                    out.names.insert(exposed);
                 }
             }
         }
@@ -76,6 +79,11 @@ impl Described {
                 .entry(v.text)
                 .or_insert_with(|| exposed.to_owned());
         }
+    }
+
+    /// Whether a definition here shows a tool exposed as `name`.
+    pub fn shows_tool(&self, name: &str) -> bool {
+        self.names.contains(name)
     }
 
     /// The tool whose definition named `value` (canonical text) first, if one did.

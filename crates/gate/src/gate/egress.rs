@@ -13,7 +13,7 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak, mpsc};
 
 use policy::Label;
-use proto::run::EgressRecord;
+use proto::run::{BoxKind, EgressRecord};
 use proto::{CallId, SessionId};
 
 use super::{Durable, Gate};
@@ -67,7 +67,27 @@ impl RunnerEvents for Events {
         }
     }
 
+    fn boxed(&self, session: SessionId, call: Option<CallId>, kind: BoxKind, micros: u64) {
+        if let Some(t) = self
+            .gate
+            .upgrade()
+            .as_ref()
+            .and_then(|g| g.telemetry().cloned())
+        {
+            t.boxed(&session, call, kind, micros);
+        }
+    }
+
     fn egress(&self, record: EgressRecord) {
+        // Into the call's trace now, while the call is open (the log's writer is behind).
+        if let Some(t) = self
+            .gate
+            .upgrade()
+            .as_ref()
+            .and_then(|g| g.telemetry().cloned())
+        {
+            t.egress(&record);
+        }
         let tx = self
             .tx
             .lock()

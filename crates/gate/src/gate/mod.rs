@@ -67,7 +67,9 @@ use proto::control::{
     DecidedVia, GrantInfo, GrantSpec, SessionInfo, Shown,
 };
 use proto::run::{FileDigest, FileKind};
-use proto::{DataClass, DenyReason, MAX_FRAME, SessionId, Timestamp, ToolRequest, ToolResponse};
+use proto::{
+    CallId, DataClass, DenyReason, MAX_FRAME, SessionId, Timestamp, ToolRequest, ToolResponse,
+};
 
 use crate::anchor::{Anchor, AuditKey, KeyError, Known, WitnessQueue};
 use crate::audit::{self, ApprovalOutcome, AuditError, AuditLog, Event, Outcome, Repaired};
@@ -194,6 +196,26 @@ pub trait Reply: Send + 'static {
     /// held, on a thread the gate starts when its approval leaves `pending`. Dropping a
     /// `Reply` unanswered happens only when the gate itself is dropped.
     fn finish(self: Box<Self>, resp: ToolResponse);
+}
+
+/// A [`Reply`] that ends its call's trace when the final answer goes out, on whichever
+/// path that is (docs/spec.md §8).
+struct Traced {
+    inner: Box<dyn Reply>,
+    calls: Arc<crate::telemetry::Calls>,
+    session: SessionId,
+    call: CallId,
+}
+
+impl Reply for Traced {
+    fn progress(&mut self, resp: ToolResponse) {
+        self.inner.progress(resp);
+    }
+
+    fn finish(self: Box<Self>, resp: ToolResponse) {
+        self.calls.finish(&self.session, self.call, &resp);
+        self.inner.finish(resp);
+    }
 }
 
 /// A [`Reply`] into a channel: `(false, progress)`, then `(true, final)`.
@@ -352,6 +374,8 @@ pub struct Gate {
     last_checkpoint: Mutex<Instant>,
     /// What the servers' tool definitions name, for every session's index.
     described: Mutex<described::Layer>,
+    /// The calls traced for OpenTelemetry, when an exporter runs (docs/spec.md §8).
+    telemetry: OnceLock<Arc<crate::telemetry::Calls>>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -445,6 +469,7 @@ impl Gate {
             witness: OnceLock::new(),
             last_checkpoint: Mutex::new(Instant::now()),
             described: Mutex::new(described::Layer::default()),
+            telemetry: OnceLock::new(),
         });
         let weak = Arc::downgrade(&gate);
         let asked = Arc::downgrade(&gate);
@@ -493,6 +518,30 @@ impl Gate {
             })
             .map_err(GateError::Thread)?;
         Ok(gate)
+    }
+
+    /// From now on, every call is traced into `calls` (docs/spec.md §8). Once only.
+    pub fn set_telemetry(&self, calls: Arc<crate::telemetry::Calls>) {
+        let _ = self.telemetry.set(calls);
+    }
+
+    /// The calls traced for OpenTelemetry, when an exporter runs.
+    pub(crate) fn telemetry(&self) -> Option<&Arc<crate::telemetry::Calls>> {
+        self.telemetry.get()
+    }
+
+    /// `name`, when it names a tool this gate knows: a builtin `[[tool]]` of the config, or
+    /// a downstream tool the discovery file shows (docs/spec.md §8). Any other name is the
+    /// caller's own text, and is not exported.
+    fn known_tool(&self, name: &str) -> Option<String> {
+        let known = match self.config.tool(name) {
+            Some(t) => matches!(t.kind, config::ToolKind::Builtin(_)),
+            None => {
+                self.config.could_name(name)
+                    && lock(&self.described).current(&self.config).shows_tool(name)
+            }
+        };
+        known.then(|| name.to_string())
     }
 
     /// The config the gate decides by.
@@ -676,7 +725,30 @@ impl Gate {
     /// that needs a person is held without a thread: `submit` returns once `reply` has the
     /// `pending_approval`, and the approval's decision, expiry or withdrawal finishes the
     /// call on a thread of its own. Every failure is a `failed` answer.
-    pub fn submit(&self, req: ToolRequest, mut reply: Box<dyn Reply>) {
+    pub fn submit(&self, req: ToolRequest, reply: Box<dyn Reply>) {
+        self.submit_traced(req, None, reply);
+    }
+
+    /// [`Gate::submit`], with the trace context the client sent with the call (its
+    /// `_meta.traceparent`, docs/spec.md §8). Traced only while an exporter runs.
+    pub fn submit_traced(
+        &self,
+        req: ToolRequest,
+        traceparent: Option<proto::telemetry::TraceParent>,
+        reply: Box<dyn Reply>,
+    ) {
+        let mut reply = match self.telemetry() {
+            Some(calls) => {
+                calls.begin(&req, self.known_tool(&req.tool), traceparent);
+                Box::new(Traced {
+                    inner: reply,
+                    calls: Arc::clone(calls),
+                    session: req.session.clone(),
+                    call: req.call,
+                })
+            }
+            None => reply,
+        };
         // Fair to every session: one session's flood is refused at its own cap, never
         // queued where another session's calls wait (docs/spec.md §4).
         let slot = match self.take_call_slot(&req) {
@@ -1030,9 +1102,16 @@ impl Gate {
         taint: Taint,
         files: &[FileDigest],
     ) -> Result<ToolResponse, CallError> {
+        let traced = self.telemetry();
+        if let Some(t) = traced {
+            t.runner_sent(&req.session, req.call);
+        }
         let sent = self
             .runner
             .run_if(req, taint, files, &mut || self.sessions.admit(&req.session));
+        if let Some(t) = traced {
+            t.runner_answered(&req.session, req.call);
+        }
         let resp = match sent {
             resp @ (ToolResponse::Result { .. } | ToolResponse::Failed { .. }) => resp,
             ToolResponse::PendingApproval { .. } | ToolResponse::Denied { .. } => {

@@ -535,6 +535,7 @@ impl Runner {
                         return Err(failed(format!("{}: {e}", req.tool)));
                     }
                     let workspace = self.workspace(&req.session);
+                    let asked = std::time::Instant::now();
                     match self
                         .start(
                             tool,
@@ -548,6 +549,15 @@ impl Runner {
                         .await
                     {
                         Ok(i) => {
+                            if !matches!(tool.kind, ToolKind::Remote { .. }) {
+                                self.boxed(
+                                    &req.session,
+                                    &tool.name,
+                                    Some(req.call),
+                                    proto::run::BoxKind::Server,
+                                    asked.elapsed(),
+                                );
+                            }
                             // What a running server says of its tools is never written
                             // where it would be shown as their definition (descriptions
                             // are content: docs/spec.md §3.5); it is kept here, for pinning.

@@ -379,7 +379,7 @@ impl Egress {
         self.event(RunnerAnswer::Egress { record });
     }
 
-    fn event(&self, event: RunnerAnswer) {
+    pub(crate) fn event(&self, event: RunnerAnswer) {
         let sink = self
             .sink
             .lock()
