@@ -84,7 +84,7 @@ pub struct Runner {
     /// clears it.
     floors: Arc<Mutex<HashMap<SessionId, Label>>>,
     /// The egress proxy every networked box of this runner goes out through.
-    egress: Arc<crate::egress::Egress>,
+    egress: Arc<egress::Egress>,
     /// Every call running now, by session, with its boxes: what a reset ends first.
     running: Arc<Running>,
     /// The `[[secret]]` values, read when first needed (docs/spec.md §3.8).
@@ -130,7 +130,7 @@ impl Runner {
         };
         let hosts = Arc::new(Hosts::resolve(config.clone()));
         let floors: Arc<Mutex<HashMap<SessionId, Label>>> = Arc::default();
-        let egress = Arc::new(crate::egress::Egress::new(config.clone(), floors.clone()));
+        let egress = Arc::new(egress::Egress::new(config.clone(), floors.clone()));
         Self {
             state_dir: state_dir.to_path_buf(),
             workspaces,
@@ -309,7 +309,7 @@ impl Runner {
     }
 
     /// The egress proxy (the connection loop gives it where to report).
-    pub fn egress(&self) -> &Arc<crate::egress::Egress> {
+    pub fn egress(&self) -> &Arc<egress::Egress> {
         &self.egress
     }
 
@@ -952,11 +952,11 @@ impl Runner {
             self.floor(&req.session),
             self.config.reach(tool),
         );
-        let float = Arc::new(crate::egress::Float::new(
+        let float = Arc::new(egress::Float::new(
             label.call,
             self.config.writable_mounts(tool, built_at),
         ));
-        let ctx = crate::egress::BoxCtx {
+        let ctx = egress::BoxCtx {
             session: req.session.clone(),
             tool: tool.name.clone(),
             call: Some(req.call),

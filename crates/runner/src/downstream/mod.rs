@@ -116,12 +116,12 @@ struct Instance {
     label: config::Label,
     /// The egress proxy serving its box's listener (a networked server), for as long as it
     /// runs.
-    _egress: Option<crate::egress::Guard>,
+    _egress: Option<egress::Guard>,
     /// The calls in flight on it, for its egress records (the one call, when one).
     calls: Arc<Mutex<Vec<proto::CallId>>>,
     /// Its box's floating label: what destinations answered it, and its calls' own labels,
     /// since it started (every later answer of it carries that).
-    float: Arc<crate::egress::Float>,
+    float: Arc<egress::Float>,
     /// A remote server: no box, no stderr (`remote::Client`).
     remote: bool,
 }
@@ -858,7 +858,7 @@ impl Runner {
         // refused); a server of a session goes out through the proxy.
         let listener = boxed.listener.take();
         let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
-        let float = Arc::new(crate::egress::Float::new(
+        let float = Arc::new(egress::Float::new(
             tool.label(),
             label
                 .into_iter()
@@ -867,7 +867,7 @@ impl Runner {
         let egress = match (listener, label) {
             (Some(l), Some(_)) => self.egress().serve(
                 l,
-                crate::egress::BoxCtx {
+                egress::BoxCtx {
                     session: session.clone(),
                     tool: tool.name.clone(),
                     call: None,
@@ -971,14 +971,14 @@ impl Runner {
             ));
         }
         let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
-        let float = Arc::new(crate::egress::Float::new(tool.label(), []));
+        let float = Arc::new(egress::Float::new(tool.label(), []));
         let reason = Reason::default();
         let listener = heard::Listener::default();
         let transport = || {
             let client = remote::Client::new(
                 self,
                 tool,
-                crate::egress::BoxCtx {
+                egress::BoxCtx {
                     session: session.clone(),
                     tool: tool.name.clone(),
                     call: None,

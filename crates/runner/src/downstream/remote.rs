@@ -54,7 +54,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::downstream::transport::{Reason, set_reason};
-use crate::egress::{BoxCtx, Egress};
+use egress::{BoxCtx, Egress};
 
 /// The largest message taken from a remote server, as from a stdio one.
 pub const MAX_MESSAGE: usize = super::transport::MAX_LINE;
@@ -269,8 +269,7 @@ impl Client {
         let way = if t.url.tls { Way::Tunnel } else { Way::Request };
         let reach = DataClass::Public;
         let label = if signin {
-            crate::egress::Float::new(config::Label::PUBLIC, None)
-                .label(config::Label::PUBLIC, reach)
+            egress::Float::new(config::Label::PUBLIC, None).label(config::Label::PUBLIC, reach)
         } else {
             me.ctx.float.label(me.egress.floor(&me.ctx.session), reach)
         };

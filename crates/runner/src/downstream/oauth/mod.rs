@@ -187,14 +187,14 @@ fn runtime() -> Result<tokio::runtime::Runtime, OAuthError> {
 }
 
 /// A connection context of its own for the operator's command (no session, no call).
-fn ctx(tool: &str) -> Result<crate::egress::BoxCtx, OAuthError> {
-    Ok(crate::egress::BoxCtx {
+fn ctx(tool: &str) -> Result<egress::BoxCtx, OAuthError> {
+    Ok(egress::BoxCtx {
         session: proto::SessionId::new("boxmaker-auth")
             .map_err(|e| OAuthError::Runtime(e.to_string()))?,
         tool: tool.to_string(),
         call: None,
         calls: None,
-        float: Arc::new(crate::egress::Float::new(config::Label::PUBLIC, None)),
+        float: Arc::new(egress::Float::new(config::Label::PUBLIC, None)),
     })
 }
 
