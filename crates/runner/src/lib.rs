@@ -24,7 +24,8 @@
 //!    the runner starts one for each networked box and wires its events to the gate.
 //! 8. [`running`] — what of each session runs now, so a reset can end it all before the
 //!    session's label falls.
-//! 9. [`secrets`] — `[[secret]]` values, read here only, and redacted from every answer.
+//! 9. secrets are a crate of their own (`secrets`): `[[secret]]` values, read in the runner
+//!    only, and redacted from every answer; the runner hands each box its own (`run::scrub`).
 //! 10. [`serve`] — the connection loop: frames in, answers out, many calls at once; calls
 //!     admitted and resets begun in the order the gate sent them.
 
@@ -38,7 +39,6 @@ pub mod inbox;
 pub mod label;
 pub mod run;
 pub mod running;
-pub mod secrets;
 pub mod serve;
 pub mod warm;
 

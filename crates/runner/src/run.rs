@@ -88,7 +88,7 @@ pub struct Runner {
     /// Every call running now, by session, with its boxes: what a reset ends first.
     running: Arc<Running>,
     /// The `[[secret]]` values, read when first needed (docs/spec.md §3.8).
-    secrets: Arc<crate::secrets::Secrets>,
+    secrets: Arc<secrets::Secrets>,
 }
 
 impl Runner {
@@ -143,7 +143,7 @@ impl Runner {
             floors,
             egress,
             running: Arc::default(),
-            secrets: Arc::new(crate::secrets::Secrets::new(config.secrets.clone(), true)),
+            secrets: Arc::new(secrets::Secrets::new(config.secrets.clone(), true)),
             config,
         }
     }
@@ -152,11 +152,11 @@ impl Runner {
     /// mcp` discovers the servers that need none in its own process; those that need one are
     /// discovered by a process of their own). A server that needs a secret does not start.
     pub fn without_secrets(mut self) -> Self {
-        self.secrets = Arc::new(crate::secrets::Secrets::new(Vec::new(), false));
+        self.secrets = Arc::new(secrets::Secrets::new(Vec::new(), false));
         self
     }
 
-    pub(crate) fn secrets(&self) -> &Arc<crate::secrets::Secrets> {
+    pub(crate) fn secrets(&self) -> &Arc<secrets::Secrets> {
         &self.secrets
     }
 
@@ -971,7 +971,7 @@ impl Runner {
                 proxy = self.egress.serve(l, ctx.clone());
             });
         drop(proxy);
-        crate::secrets::scrub(tool, &mut spec);
+        crate::run::scrub(tool, &mut spec);
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
@@ -1086,30 +1086,31 @@ pub fn describe_memory(l: &Limits, cgroup: bool) -> String {
     }
 }
 
-pub(crate) fn prefix(s: &str, n: usize) -> &str {
-    let mut end = n.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
+pub(crate) use proto::run::{failed, prefix};
+
+impl Runner {
+    /// Hands `tool`'s box its secrets: each as the variable the config names, read now if
+    /// it was not yet. Its failure says which secret and why, never a value.
+    pub(crate) fn hand_secrets(
+        &self,
+        tool: &config::Tool,
+        spec: &mut sandbox::Spec,
+    ) -> Result<(), String> {
+        for (var, name) in &tool.secrets {
+            let v = self.secrets().get(name)?;
+            spec.env.insert(var.clone(), v.expose().to_string());
+        }
+        Ok(())
     }
-    s.get(..end).unwrap_or_default()
 }
 
-/// The longest `failed` message, in bytes: even if every byte escapes to six in JSON it fits
-/// a frame with room to spare (a tool never causes a `TooLarge`, docs/spec.md §3.4). Every `failed`
-/// the runner sends is made here, so no message — a server's error text, a box's last
-/// words — can break the connection every session shares.
-pub const MAX_FAILED: usize = 64 * 1024;
-
-pub(crate) fn failed(message: String) -> ToolResponse {
-    if message.len() <= MAX_FAILED {
-        return ToolResponse::Failed { message };
-    }
-    ToolResponse::Failed {
-        message: format!(
-            "{} [cut: {} bytes in all]",
-            prefix(&message, MAX_FAILED),
-            message.len()
-        ),
+/// Zeroes the copies of `tool`'s secrets in `spec`, once its box has them.
+pub(crate) fn scrub(tool: &config::Tool, spec: &mut sandbox::Spec) {
+    use zeroize::Zeroize;
+    for var in tool.secrets.keys() {
+        if let Some(v) = spec.env.get_mut(var) {
+            v.zeroize();
+        }
     }
 }
 

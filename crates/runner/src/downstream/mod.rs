@@ -247,7 +247,7 @@ fn tool_def(t: &rmcp::model::Tool) -> ToolDef {
 }
 
 /// `d` with every secret `redactor` knows replaced in its text and schemas.
-fn redacted_def(mut d: ToolDef, redactor: &crate::secrets::Redactor) -> ToolDef {
+fn redacted_def(mut d: ToolDef, redactor: &secrets::Redactor) -> ToolDef {
     if redactor.is_empty() {
         return d;
     }
@@ -295,7 +295,7 @@ fn depth(v: &serde_json::Value) -> usize {
 /// the model: docs/spec.md §3.8).
 async fn list_tools(
     peer: &rmcp::Peer<RoleClient>,
-    redactor: &crate::secrets::Redactor,
+    redactor: &secrets::Redactor,
 ) -> Result<Vec<ToolDef>, String> {
     let mut out = Vec::new();
     let mut cursor = None;
@@ -842,7 +842,7 @@ impl Runner {
         let scrubbed = tool.clone();
         let mut boxed = tokio::task::spawn_blocking(move || {
             let boxed = sandbox::spawn(&spec, &helper);
-            crate::secrets::scrub(&scrubbed, &mut spec);
+            crate::run::scrub(&scrubbed, &mut spec);
             boxed
         })
         .await

@@ -928,8 +928,8 @@ pub(crate) struct Signed {
     /// The command that signs in again, for the sentences that need it.
     fix: String,
     /// A configured client's secret (`[[secret]]`), read when a refresh needs it.
-    client_secret: Option<Arc<crate::secrets::SecretValue>>,
-    secrets: Arc<crate::secrets::Secrets>,
+    client_secret: Option<Arc<secrets::SecretValue>>,
+    secrets: Arc<secrets::Secrets>,
     rec: tokio::sync::Mutex<Record>,
 }
 
