@@ -1114,6 +1114,21 @@ pub(crate) fn scrub(tool: &config::Tool, spec: &mut sandbox::Spec) {
     }
 }
 
+impl mcpclient::Wiring for Runner {
+    fn config(&self) -> &Config {
+        Runner::config(self)
+    }
+    fn state_dir(&self) -> &Path {
+        Runner::state_dir(self)
+    }
+    fn secrets(&self) -> &Arc<secrets::Secrets> {
+        Runner::secrets(self)
+    }
+    fn egress(&self) -> &Arc<egress::Egress> {
+        Runner::egress(self)
+    }
+}
+
 /// What the config requires of every box; namespaces, seccomp, `no_new_privs` and the
 /// capability drop are always required (without them there is no box).
 pub(crate) fn requirements(l: &config::BoxLimits) -> sandbox::Requirements {

@@ -31,13 +31,11 @@
 //! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
-pub mod heard;
-pub mod oauth;
 pub mod offers;
 pub mod probe;
-pub mod remote;
 pub mod stderr;
-pub mod transport;
+/// The MCP client is a crate of its own; its modules keep their paths here.
+pub use mcpclient::{heard, oauth, remote, transport};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
