@@ -303,14 +303,6 @@ fn report(root: &Path, g: &Graph, set: &[Module]) -> String {
 /// any other, and on one of these once it is gone (take it off the list).
 const KNOWN: &[(&str, &[&str], &str)] = &[
     (
-        "config",
-        &["egress", "labels", "model", "own", "remote"],
-        "issue 33 item 4: model.rs holds both the types and the reading of the config, and \
-         egress.rs, labels.rs and own.rs both the types model's fields use and the `impl \
-         Config` that decides with them; the split of model.rs and egress.rs by what they \
-         own ends it",
-    ),
-    (
         "gate",
         &[
             "anchor",
