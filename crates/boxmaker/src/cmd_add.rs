@@ -660,7 +660,7 @@ fn edit(
         .parse()
         .map_err(|e| CliError::Local(format!("cannot edit the config: {e}")))?;
     let mut last = 0;
-    last_position(doc.as_table(), &mut last);
+    crate::cmd_client::last_position(doc.as_table(), &mut last);
     let trailing = doc.trailing().as_str().unwrap_or_default().to_string();
     doc.set_trailing("");
     let name = &names.tool;
@@ -803,24 +803,6 @@ fn comment_safe(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
-}
-
-/// The highest position of any table in `t` (tables are written in position order).
-pub(crate) fn last_position(t: &Table, last: &mut isize) {
-    if let Some(p) = t.position() {
-        *last = (*last).max(p);
-    }
-    for (_, item) in t.iter() {
-        match item {
-            Item::Table(sub) => last_position(sub, last),
-            Item::ArrayOfTables(a) => {
-                for sub in a.iter() {
-                    last_position(sub, last);
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 #[cfg(test)]

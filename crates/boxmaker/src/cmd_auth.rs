@@ -1,5 +1,5 @@
 //! `boxmaker auth`: signing in to remote MCP servers with OAuth (docs/spec.md §3.9,
-//! "Signing in"; the flow lives in `runner::downstream::oauth`).
+//! "Signing in"; the flow lives in `mcpclient::oauth`).
 //!
 //! - `auth login NAME` — prints the URL to open (and opens a browser where there is one:
 //!   `xdg-open` on `PATH` with `DISPLAY` or `WAYLAND_DISPLAY` set), waits for the redirect on
@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpclient::oauth::{self, LoginOptions, OAuthError, Status};
 use runner::Runner;
-use runner::downstream::oauth::{self, LoginOptions, OAuthError, Status};
 
 use crate::error::CliError;
 

@@ -13,9 +13,6 @@ use runner::Runner;
 
 use crate::error::CliError;
 
-/// Exit status when the box itself could not be built (as `docker run` and `sandbox-exec`).
-pub const BOX_FAILED: u8 = 125;
-
 /// Run a command in a session's box, or show what a box contains.
 #[derive(Debug, clap::Args)]
 pub struct BoxArgs {

@@ -261,6 +261,25 @@ pub fn run(args: &ClientArgs) -> Result<u8, CliError> {
     }
 }
 
+/// The highest position of any table in `t` (tables are written in position order;
+/// `boxmaker add` writes after it too).
+pub(crate) fn last_position(t: &Table, last: &mut isize) {
+    if let Some(p) = t.position() {
+        *last = (*last).max(p);
+    }
+    for (_, item) in t.iter() {
+        match item {
+            Item::Table(sub) => last_position(sub, last),
+            Item::ArrayOfTables(a) => {
+                for sub in a.iter() {
+                    last_position(sub, last);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// This binary's absolute path, symbolic links resolved: what a client's entry runs.
 pub fn this_binary() -> Result<PathBuf, CliError> {
     let me = std::env::current_exe()
@@ -994,7 +1013,7 @@ fn toml_add(
 ) -> Result<Option<String>, CliError> {
     let mut doc = parse_toml(path, old.unwrap_or_default())?;
     let mut last = 0;
-    crate::cmd_add::last_position(doc.as_table(), &mut last);
+    last_position(doc.as_table(), &mut last);
     if doc.get("mcp_servers").is_none() {
         let mut t = Table::new();
         // `[mcp_servers.NAME]` alone, with no empty `[mcp_servers]` header above it.

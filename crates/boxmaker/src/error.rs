@@ -7,6 +7,9 @@ pub const USAGE: u8 = 2;
 /// Exit status of a failure of the machine (a file that cannot be written).
 pub const FAILURE: u8 = 1;
 
+/// Exit status when the box itself could not be built (as `docker run` and `sandbox-exec`).
+pub const BOX_FAILED: u8 = 125;
+
 /// Why a command failed. Each message is one sentence.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -84,7 +87,7 @@ impl CliError {
             | CliError::InitWrite { .. }
             | CliError::Runner(_)
             | CliError::Serve(_) => FAILURE,
-            CliError::Box(_) => crate::cmd_box::BOX_FAILED,
+            CliError::Box(_) => BOX_FAILED,
             CliError::File(statedir::file::Error::Io { .. }) => FAILURE,
             CliError::File(_) => USAGE,
             CliError::State { .. }

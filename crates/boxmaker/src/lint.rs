@@ -50,7 +50,7 @@ pub fn lint(cfg: &Config) -> Vec<Finding> {
     // variable is set), never by reading it: a lint runs in the front's process too.
     for sec in &cfg.secrets {
         let why = match &sec.source {
-            config::SecretSource::File(path) => runner::secrets::check_file(&sec.name, path)
+            config::SecretSource::File(path) => secrets::check_file(&sec.name, path)
                 .err()
                 .map(|e| e.to_string()),
             config::SecretSource::Env(var) => std::env::var_os(var).is_none().then(|| {

@@ -52,7 +52,7 @@ const DEADLINE: Duration = Duration::from_secs(180);
 const VALUE: &str = "conf_T0k3n/with+odd chars?&=~x";
 const VAR: &str = "BXM_CONFORMANCE_TOKEN";
 
-/// What the refusals say (crates/runner/src/downstream/heard.rs).
+/// What the refusals say (crates/mcpclient/src/heard.rs).
 const SAMPLING_REFUSED: &str = "boxmaker refuses a server's sampling request by design";
 const ELICITATION_REFUSED: &str = "boxmaker refuses a server's elicitation request by design";
 

@@ -44,8 +44,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use policy::Label;
 use proto::DataClass;
 
-use crate::model::{Config, Tool};
-
 /// Ports a rule allows when it names none: HTTPS and HTTP.
 pub const DEFAULT_PORTS: &[u16] = &[443, 80];
 
@@ -199,7 +197,7 @@ impl HostPattern {
             .map_err(|why| format!("{s:?}: {why}"))
     }
 
-    fn names(&self, name: &str) -> bool {
+    pub(crate) fn names(&self, name: &str) -> bool {
         match self {
             HostPattern::AnyName => true,
             HostPattern::Name(n) => n == name,
@@ -209,7 +207,7 @@ impl HostPattern {
     }
 
     /// How specific the match is: an exact name over a suffix over any name.
-    fn rank(&self) -> usize {
+    pub(crate) fn rank(&self) -> usize {
         match self {
             HostPattern::Name(_) | HostPattern::Net(_) => 3,
             HostPattern::Below(s) => 2 + s.len().min(1),
@@ -350,7 +348,7 @@ impl CallLabel {
 
     /// What holds the label, for a refusal: what the box read, the session's data, what the
     /// box can read, or the tool's own class.
-    fn holder(&self) -> String {
+    pub(crate) fn holder(&self) -> String {
         let c = self.class();
         if self.read.class == c && c > DataClass::Public {
             format!("this box has read {c} data (a destination's answer)")
@@ -467,7 +465,7 @@ pub fn forbidden(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
 }
 
 /// [`forbidden`] for an address that carries no other.
-fn forbidden_one(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
+pub(crate) fn forbidden_one(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
     let mine = own
         .iter()
         .any(|o| *o == ip || checked_as(*o).is_ok_and(|l| l.contains(&ip)));
@@ -620,314 +618,7 @@ fn carrier_of(net: IpNet) -> Option<String> {
     })
 }
 
-impl Config {
-    /// The label of a call to `name` (the tool as the agent called it) with `args` (its
-    /// arguments, as sent), in a session whose floor is `floor`, by a tool whose reach is
-    /// `reach` (docs/spec.md §3.6): the highest of the floor, the reach and the class of the
-    /// tool that serves `name`, raised by every label rule that matches the call
-    /// ([`Config::answer_label_for`], docs/spec.md §3.4). Nothing has been read yet; the
-    /// proxy raises `read` as answers reach the box. This is the one place a call's label
-    /// for egress is made.
-    pub fn call_label(&self, name: &str, args: &str, floor: Label, reach: DataClass) -> CallLabel {
-        let call = self
-            .candidates(name)
-            .map(|t| t.label())
-            .fold(Label::PUBLIC, Label::join)
-            .join(self.answer_label_for(name, args).label);
-        CallLabel {
-            session: floor,
-            reach,
-            call,
-            read: Label::PUBLIC,
-        }
-    }
-
-    /// The egress rules `tool` may use, in file order: those its `egress = [...]` names (by
-    /// a rule's `name` or `host` as written), or every rule.
-    pub fn egress_rules_of<'a>(&'a self, tool: &'a Tool) -> impl Iterator<Item = &'a EgressRule> {
-        self.egress.iter().filter(move |r| match &tool.egress {
-            None => true,
-            Some(names) => names
-                .iter()
-                .any(|n| r.name.as_deref() == Some(n.as_str()) || r.written == *n),
-        })
-    }
-
-    /// Whether `tool` (`None`: a box of no tool, which may use every rule) may connect to
-    /// `dest:port` at `label`, by `way`: the rule that clears it, or why not (docs/spec.md
-    /// §3.6). An address is cleared as what it is [`checked_as`]: an IPv6 one that carries
-    /// IPv4 ones only when each of those is (the clearance is the lowest of theirs, the
-    /// label of its answers the highest). For a name, the addresses it resolves to are
-    /// checked after with [`Config::clear_address`].
-    pub fn clearance<'a>(
-        &'a self,
-        tool: Option<&'a Tool>,
-        dest: Destination<'_>,
-        port: u16,
-        way: Way,
-        label: CallLabel,
-    ) -> Result<Cleared<'a>, Refusal> {
-        let shown = dest.to_string();
-        let Destination::Address(ip) = dest else {
-            return self
-                .clear_one(tool, dest, &shown, port, way, label)
-                .map(|rule| Cleared {
-                    rule,
-                    class: rule.class,
-                    returns: rule.answers(),
-                });
-        };
-        let list = checked_as(ip).map_err(|address| Refusal::Untranslatable {
-            dest: shown.clone(),
-            port,
-            how: "it is",
-            address,
-        })?;
-        let mut cleared: Option<Cleared<'a>> = None;
-        for a in list {
-            let r = self.clear_one(tool, Destination::Address(a), &shown, port, way, label)?;
-            cleared = Some(match cleared {
-                None => Cleared {
-                    rule: r,
-                    class: r.class,
-                    returns: r.answers(),
-                },
-                Some(c) => Cleared {
-                    rule: if r.class < c.class { r } else { c.rule },
-                    class: c.class.min(r.class),
-                    returns: c.returns.join(r.answers()),
-                },
-            });
-        }
-        cleared.ok_or(Refusal::NotListed { dest: shown, port })
-    }
-
-    /// [`Config::clearance`] for a name, or an address that carries no other; `shown` is the
-    /// destination as the box wrote it, for the refusal.
-    fn clear_one<'a>(
-        &'a self,
-        tool: Option<&'a Tool>,
-        dest: Destination<'_>,
-        shown: &str,
-        port: u16,
-        way: Way,
-        label: CallLabel,
-    ) -> Result<&'a EgressRule, Refusal> {
-        let names = |r: &EgressRule| match (&r.host, dest) {
-            (HostPattern::Net(net), Destination::Address(ip)) => net.contains(ip),
-            (pattern, Destination::Name(n)) => pattern.names(n),
-            _ => false,
-        };
-        let usable: Vec<&EgressRule> = match tool {
-            Some(t) => self.egress_rules_of(t).filter(|r| names(r)).collect(),
-            None => self.egress.iter().filter(|r| names(r)).collect(),
-        };
-        let d = shown.to_string();
-        if usable.is_empty() {
-            return Err(if let Destination::Address(address) = dest {
-                Refusal::UnnamedAddress {
-                    dest: d,
-                    port,
-                    address,
-                }
-            } else if let Some(t) = tool.filter(|_| self.egress.iter().any(names)) {
-                Refusal::NotForTool {
-                    dest: d,
-                    port,
-                    tool: t.name.clone(),
-                }
-            } else {
-                Refusal::NotListed { dest: d, port }
-            });
-        }
-        let on_port: Vec<&EgressRule> = usable
-            .iter()
-            .copied()
-            .filter(|r| r.ports.contains(&port))
-            .collect();
-        if on_port.is_empty() {
-            let ports = port_list(usable.iter().flat_map(|r| r.ports.clone()));
-            return Err(Refusal::Port {
-                dest: d,
-                port,
-                ports: format!("{} {}", plural("port", ports.len()), ports.join(", ")),
-            });
-        }
-        let on_port: Vec<&EgressRule> = match way {
-            Way::Request => on_port,
-            Way::Tunnel => {
-                let tunnels: Vec<&EgressRule> = on_port
-                    .iter()
-                    .copied()
-                    .filter(|r| r.tunnel_ports.contains(&port))
-                    .collect();
-                if tunnels.is_empty() {
-                    let ports = port_list(on_port.iter().flat_map(|r| r.tunnel_ports.clone()));
-                    return Err(Refusal::Tunnel {
-                        dest: d,
-                        port,
-                        to: if ports.is_empty() {
-                            "to no port".into()
-                        } else {
-                            format!(
-                                "only to {} {}",
-                                plural("port", ports.len()),
-                                ports.join(", ")
-                            )
-                        },
-                    });
-                }
-                tunnels
-            }
-        };
-        let class = label.class();
-        // Any rule that clears the label allows it; the most specific one is named.
-        if let Some(r) = on_port
-            .iter()
-            .filter(|r| r.class >= class)
-            .max_by_key(|r| (r.host.rank(), r.class))
-        {
-            return Ok(r);
-        }
-        let best = on_port
-            .iter()
-            .map(|r| r.class)
-            .max()
-            .unwrap_or(DataClass::Public);
-        Err(Refusal::Clearance {
-            dest: d,
-            port,
-            holder: label.holder(),
-            class: best,
-        })
-    }
-
-    /// Whether a connection to `name:port` (by `way`) that resolved to `ip` may use that
-    /// address: yes when nothing it is [`checked_as`] is [`forbidden`] (the name's rule
-    /// decided), else only when an address rule `tool` may use names each forbidden one
-    /// (the IPv4 an IPv6 address carries, not the IPv6), allows the port and clears `label`.
-    /// A local-use NAT64 address never. `own` are this machine's addresses. Allowed, it
-    /// gives the label of what that address answers by the address rules that cleared it
-    /// (their join; `public`, trusted, when none had to: the name's rule says).
-    #[allow(clippy::too_many_arguments)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn clear_address(
-        &self,
-        tool: Option<&Tool>,
-        name: &str,
-        ip: IpAddr,
-        port: u16,
-        way: Way,
-        label: CallLabel,
-        own: &[IpAddr],
-    ) -> Result<Label, Refusal> {
-        self.clear_address_within(tool, name, ip, port, way, label, own)
-            .map(|(returns, _)| returns)
-    }
-
-    /// [`Config::clear_address`], and the highest class the address rules it needed clear
-    /// (`secret` when it needed none): a connection to the name is cleared for the lower of
-    /// that and its name rule's class, since at a label above the address rule's the same
-    /// decision would refuse the address.
-    #[allow(clippy::too_many_arguments)]
-    pub fn clear_address_within(
-        &self,
-        tool: Option<&Tool>,
-        name: &str,
-        ip: IpAddr,
-        port: u16,
-        way: Way,
-        label: CallLabel,
-        own: &[IpAddr],
-    ) -> Result<(Label, DataClass), Refusal> {
-        let list = checked_as(ip).map_err(|address| Refusal::Untranslatable {
-            dest: name.to_string(),
-            port,
-            how: "it resolves to",
-            address,
-        })?;
-        let mut returns = Label::PUBLIC;
-        let mut within = DataClass::Secret;
-        for a in list {
-            let Some(what) = forbidden_one(a, own) else {
-                continue;
-            };
-            let shown = Destination::Address(a).to_string();
-            match self.clear_one(tool, Destination::Address(a), &shown, port, way, label) {
-                Ok(r) => {
-                    returns = returns.join(r.answers());
-                    within = within.min(r.class);
-                }
-                Err(_) => {
-                    return Err(Refusal::Forbidden {
-                        dest: name.to_string(),
-                        port,
-                        address: ip,
-                        what,
-                        named: if a == ip {
-                            "that address".into()
-                        } else {
-                            format!("{a}, the IPv4 address it carries,")
-                        },
-                    });
-                }
-            }
-        }
-        Ok((returns, within))
-    }
-
-    /// What a networked box's `NO_PROXY` lists (docs/spec.md §3.6): those of [`LOCAL_HOSTS`]
-    /// no `[[egress]]` rule names, comma-separated, or `None` when every one is named. An
-    /// address a rule names is the host's, reached through the proxy; a client told to go
-    /// to it directly would reach the box's own `lo` instead, and fail with no audit record.
-    /// `localhost` goes through the proxy when a rule names it, or when a rule names every
-    /// name (`*`) and a loopback address it resolves to is named too.
-    pub fn no_proxy(&self) -> Option<String> {
-        let named_address = |a: IpAddr| {
-            self.egress
-                .iter()
-                .any(|r| matches!(&r.host, HostPattern::Net(net) if net.contains(a)))
-        };
-        let loopback_named = [
-            IpAddr::V4(Ipv4Addr::LOCALHOST),
-            IpAddr::V6(Ipv6Addr::LOCALHOST),
-        ]
-        .into_iter()
-        .any(named_address);
-        let direct: Vec<&str> = LOCAL_HOSTS
-            .iter()
-            .copied()
-            .filter(|host| match host.parse::<IpAddr>() {
-                Ok(a) => !named_address(a),
-                Err(_) => !self.egress.iter().any(|r| match &r.host {
-                    HostPattern::Name(n) => n == host,
-                    HostPattern::AnyName => loopback_named,
-                    HostPattern::Below(_) | HostPattern::Net(_) => false,
-                }),
-            })
-            .collect();
-        (!direct.is_empty()).then(|| direct.join(","))
-    }
-
-    /// The tools whose boxes get the network but that no egress rule serves: their boxes
-    /// can reach nothing (a note for `check` and `doctor`).
-    pub fn unserved_network_tools(&self) -> Vec<&Tool> {
-        self.tools
-            .iter()
-            .filter(|t| t.network && self.egress_rules_of(t).next().is_none())
-            .collect()
-    }
-}
-
-/// Ports sorted, each once, as text.
-fn port_list(ports: impl Iterator<Item = u16>) -> Vec<String> {
-    let mut ports: Vec<u16> = ports.collect();
-    ports.sort_unstable();
-    ports.dedup();
-    ports.iter().map(u16::to_string).collect()
-}
-
-fn plural(word: &str, n: usize) -> String {
+pub(crate) fn plural(word: &str, n: usize) -> String {
     if n == 1 {
         word.to_string()
     } else {
@@ -977,6 +668,7 @@ impl EgressRule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Config;
 
     fn cfg(text: &str) -> Config {
         crate::parse(text, "t.toml", std::path::Path::new("/tmp")).unwrap()

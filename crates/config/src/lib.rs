@@ -16,14 +16,16 @@
 //! Reading order:
 //! 1. [`error`] — `ConfigError`, and how a byte offset becomes `file:line:column`.
 //! 2. `raw` — the serde shapes of the file, exactly as written (private).
-//! 3. [`model`] — `Config`, `Gate`, `BoxLimits`, `Mount`, `Tool`: the checked result, and
-//!    the checks that turn a raw file into one.
+//! 3. [`model`] — `Config`, `Gate`, `BoxLimits`, `Mount`, `Tool`: the checked result;
+//!    `read` — the checks that turn a raw file into one, every default (private).
 //! 4. [`reach`] — what a call's box can read and where it may write; the floor label of
 //!    every answer (one rule for the gate and the runner).
-//! 5. [`egress`] — where a networked box may connect, and at which label: the clearance
-//!    rule the runner's proxy decides every connection by.
-//! 6. [`labels`] — label rules: the label of a call's answers, by tool and arguments
-//!    (`Config::answer_label`, the one place a call's label comes from).
+//! 5. [`egress`] — the `[[egress]]` rules, and how a host and an address are read.
+//! 6. [`labels`] — the `[[label]]` rules: a tool pattern, conditions, what they raise;
+//!    `decide` — what the config decides with both (private; methods of `Config`): the
+//!    label of a call's answers, by tool and arguments (`Config::answer_label`, the one
+//!    place a call's label comes from), and where a networked box may connect at that
+//!    label (`Config::clearance`, the rule the runner's proxy decides every connection by).
 //! 7. [`secret`] — `[[secret]]`: where a credential comes from (never its value), and the
 //!    variables a tool's box is handed.
 //! 8. [`remote`] — a remote MCP server's URL, transport and credentials (by name).
@@ -36,6 +38,7 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+mod decide;
 pub mod egress;
 pub mod error;
 pub mod labels;
@@ -43,6 +46,7 @@ pub mod model;
 pub mod own;
 mod raw;
 pub mod reach;
+mod read;
 pub mod remote;
 pub mod secret;
 mod typed;
@@ -92,7 +96,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
     let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    model::parse(
+    read::parse(
         &text,
         &path.display().to_string(),
         &base,
@@ -105,7 +109,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 /// relative to `base`; `~` is `$HOME`.
 pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Config, ConfigError> {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    model::parse(text, origin, base, home.as_deref(), None)
+    read::parse(text, origin, base, home.as_deref(), None)
 }
 
 /// The embedded default configuration, as if it were a file in `base`.

@@ -3,7 +3,7 @@
 //!
 //! A secret is named here and read elsewhere: the config says where its value is (one of an
 //! environment variable of boxmaker's own, a file, or a command's output) and the runner
-//! reads it (`runner::secrets`), only when a tool that names it needs it, and never in the
+//! reads it (`secrets`), only when a tool that names it needs it, and never in the
 //! gate or the front. Nothing here reads a value. A secret's file is one of boxmaker's own
 //! files: no mount may reach it, after symlinks (`crate::own`).
 //!

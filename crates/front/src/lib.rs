@@ -26,7 +26,8 @@
 //! 3. [`gatecall`] — one call through the gate, with its approval updates.
 //! 4. [`server`] — `Front`, the `rmcp` server handler; [`replay`] — a downstream server's
 //!    notifications during a call, sent to the client just before its result; [`offers`] —
-//!    which server a resource or prompt request goes to.
+//!    resources and prompts for a client, each request sent to the one server [`routes`]
+//!    says.
 //! 5. [`stdio`] — the stdio transport, which answers malformed input itself.
 //! 6. [`http`] — streamable HTTP with a bearer credential and an `Origin` check;
 //!    [`conversation`] — which conversation a request belongs to (its credential's).
@@ -49,6 +50,7 @@ pub mod held;
 pub mod http;
 pub mod offers;
 pub mod replay;
+pub mod routes;
 pub mod server;
 pub mod stdio;
 pub mod tools;

@@ -61,7 +61,7 @@ struct Inner {
     #[allow(deprecated)]
     level: Mutex<Option<LoggingLevel>>,
     /// Which server listed which resource or prompt to this session.
-    routes: Mutex<crate::offers::Routes>,
+    routes: Mutex<crate::routes::Routes>,
     /// Calls answered `input_required` that the gate still holds, for their retry
     /// ([`crate::held`]).
     held: Arc<crate::held::Table>,
@@ -107,7 +107,7 @@ impl Front {
                 next_call: AtomicU64::new(1),
                 seen: Mutex::new((DataClass::Public, false)),
                 level: Mutex::new(None),
-                routes: Mutex::new(crate::offers::Routes::default()),
+                routes: Mutex::new(crate::routes::Routes::default()),
                 held: Arc::new(crate::held::Table::default()),
                 sealer: std::sync::OnceLock::new(),
                 told: std::sync::atomic::AtomicBool::new(false),
@@ -163,7 +163,7 @@ impl Front {
     }
 
     /// Which server listed which resource or prompt to this session.
-    pub(crate) fn routes(&self) -> std::sync::MutexGuard<'_, crate::offers::Routes> {
+    pub(crate) fn routes(&self) -> std::sync::MutexGuard<'_, crate::routes::Routes> {
         self.inner
             .routes
             .lock()
@@ -427,7 +427,7 @@ impl ServerHandler for Front {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
-        let server = self.route(crate::offers::Kind::Resource, &uri)?;
+        let server = self.route(crate::routes::Kind::Resource, &uri)?;
         let args = json!({"method": "resources/read", "uri": uri});
         let (value, meta) = self.ask_server(&server, args, &context).await?;
         let mut result: ReadResourceResult = serde_json::from_value(value).map_err(|e| {
@@ -445,7 +445,7 @@ impl ServerHandler for Front {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let server = self.route(crate::offers::Kind::Prompt, &request.name)?;
+        let server = self.route(crate::routes::Kind::Prompt, &request.name)?;
         let mut args = json!({"method": "prompts/get", "name": request.name});
         if let Some(a) = request.arguments {
             args["arguments"] = serde_json::Value::Object(a);

@@ -61,6 +61,7 @@
 pub mod anchor;
 pub mod audit;
 mod commit;
+mod conns;
 pub mod gate;
 pub mod link;
 pub mod serve;

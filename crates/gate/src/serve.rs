@@ -34,6 +34,7 @@ use std::time::Duration;
 use proto::control::{ControlErrorCode, ControlReply, read_control_request, write_control_reply};
 use proto::{Envelope, ErrorCode, FrameError, Message, ToolResponse, read_frame, write_frame};
 
+use crate::conns::Drain;
 use crate::gate::{Gate, Reply};
 
 /// The most calls one agent connection has in flight at once (held calls count).
@@ -176,7 +177,7 @@ struct ConnState {
     ids: HashSet<u64>,
     /// Held calls: envelope id → approval id.
     held: HashMap<u64, String>,
-    /// The gate stopped taking connections ([`AgentConns::drain`]): the connection's read
+    /// The gate stopped taking connections ([`AgentConns::drain`](crate::conns::AgentConns::drain)): the connection's read
     /// side is shut once no call is in flight, and its end is not the agent going away.
     draining: bool,
 }
@@ -189,11 +190,6 @@ struct Conn<W> {
     slots: Slots,
     /// The socket, to shut its read side when the gate drains (only a Unix stream has one).
     socket: Option<UnixStream>,
-}
-
-/// What [`AgentConns`] can ask of a connection of any writer type.
-trait Drain: Send + Sync {
-    fn drain(&self);
 }
 
 impl<W: Send> Drain for Conn<W> {
@@ -213,59 +209,6 @@ impl<W> Conn<W> {
     fn shut_read(&self) {
         if let Some(s) = &self.socket {
             let _ = s.shutdown(std::net::Shutdown::Read);
-        }
-    }
-}
-
-/// The agent connections of one gate (docs/spec.md §5: a front keeps its connection
-/// between calls). A gate that stops taking connections drains them: each one ends once no
-/// call is in flight on it, instead of keeping the gate alive for as long as its front runs.
-#[derive(Default)]
-pub(crate) struct AgentConns {
-    inner: Mutex<AgentConnsInner>,
-}
-
-#[derive(Default)]
-struct AgentConnsInner {
-    draining: bool,
-    next: u64,
-    open: HashMap<u64, Weak<dyn Drain>>,
-}
-
-impl std::fmt::Debug for AgentConns {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let inner = lock(&self.inner);
-        f.debug_struct("AgentConns")
-            .field("draining", &inner.draining)
-            .field("open", &inner.open.len())
-            .finish()
-    }
-}
-
-impl AgentConns {
-    /// Registers a connection: its key, and whether the gate drains already (then the
-    /// caller drains it at once).
-    fn register(&self, conn: Weak<dyn Drain>) -> (u64, bool) {
-        let mut inner = lock(&self.inner);
-        let key = inner.next;
-        inner.next = inner.next.wrapping_add(1);
-        inner.open.insert(key, conn);
-        (key, inner.draining)
-    }
-
-    fn forget(&self, key: u64) {
-        lock(&self.inner).open.remove(&key);
-    }
-
-    /// Drains every connection served now and every one served from now on.
-    pub(crate) fn drain(&self) {
-        let conns: Vec<Weak<dyn Drain>> = {
-            let mut inner = lock(&self.inner);
-            inner.draining = true;
-            inner.open.values().cloned().collect()
-        };
-        for conn in conns.iter().filter_map(Weak::upgrade) {
-            conn.drain();
         }
     }
 }

@@ -372,6 +372,36 @@ pub fn read_runner_reply<R: Read>(r: &mut R) -> Result<RunnerReply, FrameError> 
     read_framed(r)
 }
 
+/// The longest start of `s` of at most `n` bytes that ends between two characters.
+pub fn prefix(s: &str, n: usize) -> &str {
+    let mut end = n.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.get(..end).unwrap_or_default()
+}
+
+/// The longest `failed` message, in bytes: even if every byte escapes to six in JSON it fits
+/// a frame with room to spare (a tool never causes a `TooLarge`, docs/spec.md §3.4). Every `failed`
+/// the runner sends is made here (and by the crates it wires in: the MCP client, the secrets'
+/// redaction), so no message — a server's error text, a box's last
+/// words — can break the connection every session shares.
+pub const MAX_FAILED: usize = 64 * 1024;
+
+/// A `failed` answer of `message`, cut to [`MAX_FAILED`] bytes (saying how long it was).
+pub fn failed(message: String) -> ToolResponse {
+    if message.len() <= MAX_FAILED {
+        return ToolResponse::Failed { message };
+    }
+    ToolResponse::Failed {
+        message: format!(
+            "{} [cut: {} bytes in all]",
+            prefix(&message, MAX_FAILED),
+            message.len()
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

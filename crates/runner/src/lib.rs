@@ -19,11 +19,13 @@
 //! 6. [`downstream`] — MCP servers in the session's box (or remote): start, call, label,
 //!    stop, discovery; what a server says during a call (`downstream::heard`, carried in the
 //!    result) and its resources and prompts (`downstream::offers`).
-//! 7. [`egress`] — the egress proxy: a networked box's only way out, decided by the
-//!    config's egress rules at the call's label, and reported to the gate.
+//! 7. the egress proxy is a crate of its own (`egress`): a networked box's only way out,
+//!    decided by the config's egress rules at the call's label, and reported to the gate;
+//!    the runner starts one for each networked box and wires its events to the gate.
 //! 8. [`running`] — what of each session runs now, so a reset can end it all before the
 //!    session's label falls.
-//! 9. [`secrets`] — `[[secret]]` values, read here only, and redacted from every answer.
+//! 9. secrets are a crate of their own (`secrets`): `[[secret]]` values, read in the runner
+//!    only, and redacted from every answer; the runner hands each box its own (`run::scrub`).
 //! 10. [`serve`] — the connection loop: frames in, answers out, many calls at once; calls
 //!     admitted and resets begun in the order the gate sent them.
 
@@ -32,13 +34,11 @@
 pub use config::args as builtin;
 pub mod digest;
 pub mod downstream;
-pub mod egress;
 pub mod fit;
 pub mod inbox;
 pub mod label;
 pub mod run;
 pub mod running;
-pub mod secrets;
 pub mod serve;
 pub mod warm;
 

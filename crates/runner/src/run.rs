@@ -84,11 +84,11 @@ pub struct Runner {
     /// clears it.
     floors: Arc<Mutex<HashMap<SessionId, Label>>>,
     /// The egress proxy every networked box of this runner goes out through.
-    egress: Arc<crate::egress::Egress>,
+    egress: Arc<egress::Egress>,
     /// Every call running now, by session, with its boxes: what a reset ends first.
     running: Arc<Running>,
     /// The `[[secret]]` values, read when first needed (docs/spec.md §3.8).
-    secrets: Arc<crate::secrets::Secrets>,
+    secrets: Arc<secrets::Secrets>,
     /// Report each box's start to the gate (`boxed` events), for its telemetry
     /// (docs/spec.md §8); off unless the gate started this runner with telemetry on.
     timed: bool,
@@ -133,7 +133,7 @@ impl Runner {
         };
         let hosts = Arc::new(Hosts::resolve(config.clone()));
         let floors: Arc<Mutex<HashMap<SessionId, Label>>> = Arc::default();
-        let egress = Arc::new(crate::egress::Egress::new(config.clone(), floors.clone()));
+        let egress = Arc::new(egress::Egress::new(config.clone(), floors.clone()));
         Self {
             state_dir: state_dir.to_path_buf(),
             workspaces,
@@ -146,7 +146,7 @@ impl Runner {
             floors,
             egress,
             running: Arc::default(),
-            secrets: Arc::new(crate::secrets::Secrets::new(config.secrets.clone(), true)),
+            secrets: Arc::new(secrets::Secrets::new(config.secrets.clone(), true)),
             config,
             timed: false,
         }
@@ -156,11 +156,11 @@ impl Runner {
     /// mcp` discovers the servers that need none in its own process; those that need one are
     /// discovered by a process of their own). A server that needs a secret does not start.
     pub fn without_secrets(mut self) -> Self {
-        self.secrets = Arc::new(crate::secrets::Secrets::new(Vec::new(), false));
+        self.secrets = Arc::new(secrets::Secrets::new(Vec::new(), false));
         self
     }
 
-    pub(crate) fn secrets(&self) -> &Arc<crate::secrets::Secrets> {
+    pub(crate) fn secrets(&self) -> &Arc<secrets::Secrets> {
         &self.secrets
     }
 
@@ -342,7 +342,7 @@ impl Runner {
     }
 
     /// The egress proxy (the connection loop gives it where to report).
-    pub fn egress(&self) -> &Arc<crate::egress::Egress> {
+    pub fn egress(&self) -> &Arc<egress::Egress> {
         &self.egress
     }
 
@@ -997,11 +997,11 @@ impl Runner {
             self.floor(&req.session),
             self.config.reach(tool),
         );
-        let float = Arc::new(crate::egress::Float::new(
+        let float = Arc::new(egress::Float::new(
             label.call,
             self.config.writable_mounts(tool, built_at),
         ));
-        let ctx = crate::egress::BoxCtx {
+        let ctx = egress::BoxCtx {
             session: req.session.clone(),
             tool: tool.name.clone(),
             call: Some(req.call),
@@ -1029,7 +1029,7 @@ impl Runner {
             },
         );
         drop(proxy);
-        crate::secrets::scrub(tool, &mut spec);
+        crate::run::scrub(tool, &mut spec);
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => return failed(format!("{}: the box could not start: {e}", tool.name)),
@@ -1144,30 +1144,46 @@ pub fn describe_memory(l: &Limits, cgroup: bool) -> String {
     }
 }
 
-pub(crate) fn prefix(s: &str, n: usize) -> &str {
-    let mut end = n.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
+pub(crate) use proto::run::{failed, prefix};
+
+impl Runner {
+    /// Hands `tool`'s box its secrets: each as the variable the config names, read now if
+    /// it was not yet. Its failure says which secret and why, never a value.
+    pub(crate) fn hand_secrets(
+        &self,
+        tool: &config::Tool,
+        spec: &mut sandbox::Spec,
+    ) -> Result<(), String> {
+        for (var, name) in &tool.secrets {
+            let v = self.secrets().get(name)?;
+            spec.env.insert(var.clone(), v.expose().to_string());
+        }
+        Ok(())
     }
-    s.get(..end).unwrap_or_default()
 }
 
-/// The longest `failed` message, in bytes: even if every byte escapes to six in JSON it fits
-/// a frame with room to spare (a tool never causes a `TooLarge`, docs/spec.md §3.4). Every `failed`
-/// the runner sends is made here, so no message — a server's error text, a box's last
-/// words — can break the connection every session shares.
-pub const MAX_FAILED: usize = 64 * 1024;
-
-pub(crate) fn failed(message: String) -> ToolResponse {
-    if message.len() <= MAX_FAILED {
-        return ToolResponse::Failed { message };
+/// Zeroes the copies of `tool`'s secrets in `spec`, once its box has them.
+pub(crate) fn scrub(tool: &config::Tool, spec: &mut sandbox::Spec) {
+    use zeroize::Zeroize;
+    for var in tool.secrets.keys() {
+        if let Some(v) = spec.env.get_mut(var) {
+            v.zeroize();
+        }
     }
-    ToolResponse::Failed {
-        message: format!(
-            "{} [cut: {} bytes in all]",
-            prefix(&message, MAX_FAILED),
-            message.len()
-        ),
+}
+
+impl mcpclient::Wiring for Runner {
+    fn config(&self) -> &Config {
+        Runner::config(self)
+    }
+    fn state_dir(&self) -> &Path {
+        Runner::state_dir(self)
+    }
+    fn secrets(&self) -> &Arc<secrets::Secrets> {
+        Runner::secrets(self)
+    }
+    fn egress(&self) -> &Arc<egress::Egress> {
+        Runner::egress(self)
     }
 }
 

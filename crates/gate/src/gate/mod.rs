@@ -361,8 +361,8 @@ pub struct Gate {
     /// A client asked this gate to retire ([`ControlOp::Retire`]).
     retiring: AtomicBool,
     /// The agent connections served now, so that a gate that stops taking connections can
-    /// end those a front keeps idle between calls (`crate::serve::AgentConns`).
-    pub(crate) agent_conns: crate::serve::AgentConns,
+    /// end those a front keeps idle between calls (`crate::conns::AgentConns`).
+    pub(crate) agent_conns: crate::conns::AgentConns,
     /// Calls each session has decided or running now (`[gate] max_calls_per_session`),
     /// and the sessions an operator is resetting.
     sessions: sessions::Sessions,
@@ -463,7 +463,7 @@ impl Gate {
             me: me.clone(),
             on_demand: AtomicBool::new(false),
             retiring: AtomicBool::new(false),
-            agent_conns: crate::serve::AgentConns::default(),
+            agent_conns: crate::conns::AgentConns::default(),
             sessions: sessions::Sessions::default(),
             anchor,
             witness: OnceLock::new(),

@@ -30,7 +30,7 @@ pub fn error_text(blocks: &[Value]) -> String {
     if text.trim().is_empty() {
         text = "the server reported an error without saying what".into();
     }
-    crate::run::prefix(&text, MAX_ERROR_TEXT).to_string()
+    proto::run::prefix(&text, MAX_ERROR_TEXT).to_string()
 }
 
 fn encode(c: &Content) -> String {
@@ -78,7 +78,7 @@ fn cut_texts(blocks: &[Value], share: usize) -> Vec<Value> {
             Some(t) if is_text(b) => {
                 let mut c = b.clone();
                 c["text"] = Value::String(
-                    crate::run::prefix(t, t.len().saturating_mul(share) / 1000).to_string(),
+                    proto::run::prefix(t, t.len().saturating_mul(share) / 1000).to_string(),
                 );
                 c
             }

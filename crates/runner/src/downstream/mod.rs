@@ -31,13 +31,11 @@
 //! `pin = true`, a tool whose definition differs from the accepted one.
 
 pub mod content;
-pub mod heard;
-pub mod oauth;
 pub mod offers;
 pub mod probe;
-pub mod remote;
 pub mod stderr;
-pub mod transport;
+/// The MCP client is a crate of its own; its modules keep their paths here.
+pub use mcpclient::{heard, oauth, remote, transport};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -116,12 +114,12 @@ struct Instance {
     label: config::Label,
     /// The egress proxy serving its box's listener (a networked server), for as long as it
     /// runs.
-    _egress: Option<crate::egress::Guard>,
+    _egress: Option<egress::Guard>,
     /// The calls in flight on it, for its egress records (the one call, when one).
     calls: Arc<Mutex<Vec<proto::CallId>>>,
     /// Its box's floating label: what destinations answered it, and its calls' own labels,
     /// since it started (every later answer of it carries that).
-    float: Arc<crate::egress::Float>,
+    float: Arc<egress::Float>,
     /// A remote server: no box, no stderr (`remote::Client`).
     remote: bool,
 }
@@ -247,7 +245,7 @@ fn tool_def(t: &rmcp::model::Tool) -> ToolDef {
 }
 
 /// `d` with every secret `redactor` knows replaced in its text and schemas.
-fn redacted_def(mut d: ToolDef, redactor: &crate::secrets::Redactor) -> ToolDef {
+fn redacted_def(mut d: ToolDef, redactor: &secrets::Redactor) -> ToolDef {
     if redactor.is_empty() {
         return d;
     }
@@ -295,7 +293,7 @@ fn depth(v: &serde_json::Value) -> usize {
 /// the model: docs/spec.md §3.8).
 async fn list_tools(
     peer: &rmcp::Peer<RoleClient>,
-    redactor: &crate::secrets::Redactor,
+    redactor: &secrets::Redactor,
 ) -> Result<Vec<ToolDef>, String> {
     let mut out = Vec::new();
     let mut cursor = None;
@@ -852,7 +850,7 @@ impl Runner {
         let scrubbed = tool.clone();
         let mut boxed = tokio::task::spawn_blocking(move || {
             let boxed = sandbox::spawn(&spec, &helper);
-            crate::secrets::scrub(&scrubbed, &mut spec);
+            crate::run::scrub(&scrubbed, &mut spec);
             boxed
         })
         .await
@@ -868,7 +866,7 @@ impl Runner {
         // refused); a server of a session goes out through the proxy.
         let listener = boxed.listener.take();
         let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
-        let float = Arc::new(crate::egress::Float::new(
+        let float = Arc::new(egress::Float::new(
             tool.label(),
             label
                 .into_iter()
@@ -877,7 +875,7 @@ impl Runner {
         let egress = match (listener, label) {
             (Some(l), Some(_)) => self.egress().serve(
                 l,
-                crate::egress::BoxCtx {
+                egress::BoxCtx {
                     session: session.clone(),
                     tool: tool.name.clone(),
                     call: None,
@@ -981,14 +979,14 @@ impl Runner {
             ));
         }
         let calls: Arc<Mutex<Vec<proto::CallId>>> = Arc::default();
-        let float = Arc::new(crate::egress::Float::new(tool.label(), []));
+        let float = Arc::new(egress::Float::new(tool.label(), []));
         let reason = Reason::default();
         let listener = heard::Listener::default();
         let transport = || {
             let client = remote::Client::new(
                 self,
                 tool,
-                crate::egress::BoxCtx {
+                egress::BoxCtx {
                     session: session.clone(),
                     tool: tool.name.clone(),
                     call: None,

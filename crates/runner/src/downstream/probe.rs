@@ -262,12 +262,12 @@ impl Runner {
         remote::Client::new(
             self,
             tool,
-            crate::egress::BoxCtx {
+            egress::BoxCtx {
                 session,
                 tool: tool.name.clone(),
                 call: None,
                 calls: None,
-                float: Arc::new(crate::egress::Float::new(tool.label(), None)),
+                float: Arc::new(egress::Float::new(tool.label(), None)),
             },
             Reason::default(),
         )

@@ -88,7 +88,7 @@ impl Stderr {
         r: impl Read + Send + 'static,
         path: PathBuf,
         command: String,
-        redactor: Arc<crate::secrets::Redactor>,
+        redactor: Arc<secrets::Redactor>,
     ) -> Arc<Self> {
         let me = Arc::new(Stderr {
             tail: Mutex::default(),
@@ -113,10 +113,10 @@ impl Stderr {
         })
     }
 
-    fn read_all(&self, mut r: impl Read, redactor: Arc<crate::secrets::Redactor>) {
+    fn read_all(&self, mut r: impl Read, redactor: Arc<secrets::Redactor>) {
         let mut log = Log::open(&self.path);
         let mut chunk = vec![0u8; 16 * 1024];
-        let mut redact = crate::secrets::StreamRedactor::new(redactor);
+        let mut redact = secrets::StreamRedactor::new(redactor);
         let mut keep = |got: &[u8]| {
             if let Some(l) = log.as_mut()
                 && l.write(got).is_err()

@@ -32,7 +32,7 @@ use config::{RemoteUrl, Tool, ToolKind};
 use http::{HeaderValue, Method, StatusCode};
 use zeroize::Zeroizing;
 
-use super::remote::{Client, FetchError};
+use crate::remote::{Client, FetchError};
 pub use store::{Record, Store, StoreError};
 
 /// What `boxmaker auth login` asks for beyond the config.
@@ -138,7 +138,7 @@ fn now() -> u64 {
 
 /// The remote tool `name` of `runner`'s config that signs in with OAuth.
 fn oauth_tool<'a>(
-    runner: &'a crate::Runner,
+    runner: &'a dyn crate::Wiring,
     name: &str,
 ) -> Result<(&'a Tool, &'a config::OAuth), OAuthError> {
     let tool = runner
@@ -161,7 +161,7 @@ pub fn oauth_tools(config: &config::Config) -> Vec<&Tool> {
 }
 
 /// `… --config /abs/boxmaker.toml`, for a command a sentence names.
-fn config_arg(runner: &crate::Runner) -> String {
+fn config_arg(runner: &dyn crate::Wiring) -> String {
     runner
         .config()
         .file
@@ -174,7 +174,7 @@ fn config_arg(runner: &crate::Runner) -> String {
 }
 
 /// The command that signs in to `tool`.
-pub fn login_command(runner: &crate::Runner, tool: &str) -> String {
+pub fn login_command(runner: &dyn crate::Wiring, tool: &str) -> String {
     format!("boxmaker auth login {tool}{}", config_arg(runner))
 }
 
@@ -187,14 +187,14 @@ fn runtime() -> Result<tokio::runtime::Runtime, OAuthError> {
 }
 
 /// A connection context of its own for the operator's command (no session, no call).
-fn ctx(tool: &str) -> Result<crate::egress::BoxCtx, OAuthError> {
-    Ok(crate::egress::BoxCtx {
+fn ctx(tool: &str) -> Result<egress::BoxCtx, OAuthError> {
+    Ok(egress::BoxCtx {
         session: proto::SessionId::new("boxmaker-auth")
             .map_err(|e| OAuthError::Runtime(e.to_string()))?,
         tool: tool.to_string(),
         call: None,
         calls: None,
-        float: Arc::new(crate::egress::Float::new(config::Label::PUBLIC, None)),
+        float: Arc::new(egress::Float::new(config::Label::PUBLIC, None)),
     })
 }
 
@@ -407,7 +407,7 @@ struct ClientId {
 
 /// The configured client, or one registered now (RFC 7591).
 async fn client_id(
-    runner: &crate::Runner,
+    runner: &dyn crate::Wiring,
     client: &Client,
     cfg: &config::OAuth,
     server: &meta::Server,
@@ -546,7 +546,7 @@ async fn token_request(
     secret: Option<&str>,
     method: &str,
     mut params: Vec<(&str, String)>,
-) -> Result<super::remote::Fetched, TokenError> {
+) -> Result<crate::remote::Fetched, TokenError> {
     let url = RemoteUrl::parse(endpoint)
         .map_err(|why| TokenError::Other(format!("its endpoint {why}")))?;
     let mut headers = vec![
@@ -600,7 +600,7 @@ async fn token_request(
 }
 
 /// Reads a token endpoint's answer.
-fn tokens(f: &super::remote::Fetched) -> Result<Tokens, TokenError> {
+fn tokens(f: &crate::remote::Fetched) -> Result<Tokens, TokenError> {
     if f.status == StatusCode::BAD_REQUEST || f.status == StatusCode::UNAUTHORIZED {
         return Err(TokenError::Refused(format!(
             "HTTP {}{}",
@@ -652,7 +652,7 @@ fn tokens(f: &super::remote::Fetched) -> Result<Tokens, TokenError> {
 /// Signs in to `tool` (blocking): `on_url` is handed the URL the person opens. The tokens are
 /// sealed in the state directory; what was granted is returned.
 pub fn login(
-    runner: &crate::Runner,
+    runner: &dyn crate::Wiring,
     tool: &str,
     opts: &LoginOptions,
     on_url: &mut dyn FnMut(&str),
@@ -661,7 +661,7 @@ pub fn login(
 }
 
 async fn login_async(
-    runner: &crate::Runner,
+    runner: &dyn crate::Wiring,
     name: &str,
     opts: &LoginOptions,
     on_url: &mut dyn FnMut(&str),
@@ -826,7 +826,7 @@ pub enum Status {
 }
 
 /// `tool`'s sign-in as the store holds it (never a token).
-pub fn status(runner: &crate::Runner, tool: &str) -> Result<Status, OAuthError> {
+pub fn status(runner: &dyn crate::Wiring, tool: &str) -> Result<Status, OAuthError> {
     let (t, _) = oauth_tool(runner, tool)?;
     let ToolKind::Remote { url, .. } = &t.kind else {
         return Err(OAuthError::NotOAuth(tool.to_string()));
@@ -857,11 +857,11 @@ pub struct LoggedOut {
 
 /// Signs out of `tool` (blocking): revokes the tokens where the authorization server offers
 /// revocation (RFC 7009), and removes the sealed record in any case.
-pub fn logout(runner: &crate::Runner, tool: &str) -> Result<LoggedOut, OAuthError> {
+pub fn logout(runner: &dyn crate::Wiring, tool: &str) -> Result<LoggedOut, OAuthError> {
     runtime()?.block_on(logout_async(runner, tool))
 }
 
-async fn logout_async(runner: &crate::Runner, name: &str) -> Result<LoggedOut, OAuthError> {
+async fn logout_async(runner: &dyn crate::Wiring, name: &str) -> Result<LoggedOut, OAuthError> {
     let (tool, cfg) = oauth_tool(runner, name)?;
     let ToolKind::Remote { url, .. } = &tool.kind else {
         return Err(OAuthError::NotOAuth(name.to_string()));
@@ -921,15 +921,15 @@ async fn logout_async(runner: &crate::Runner, name: &str) -> Result<LoggedOut, O
 }
 
 /// A sign-in in use by the runner's client of one server instance.
-pub(crate) struct Signed {
+pub struct Signed {
     tool: String,
     server: String,
     store: Store,
     /// The command that signs in again, for the sentences that need it.
     fix: String,
     /// A configured client's secret (`[[secret]]`), read when a refresh needs it.
-    client_secret: Option<Arc<crate::secrets::SecretValue>>,
-    secrets: Arc<crate::secrets::Secrets>,
+    client_secret: Option<Arc<secrets::SecretValue>>,
+    secrets: Arc<secrets::Secrets>,
     rec: tokio::sync::Mutex<Record>,
 }
 
@@ -949,7 +949,7 @@ impl Signed {
 
     /// `tool`'s sign-in, for a server instance: fails at once, with the command that signs
     /// in, when there is none (or it cannot be opened).
-    pub(crate) fn load(runner: &crate::Runner, tool: &Tool) -> Result<Signed, String> {
+    pub fn load(runner: &dyn crate::Wiring, tool: &Tool) -> Result<Signed, String> {
         let ToolKind::Remote {
             url,
             oauth: Some(cfg),
@@ -997,7 +997,7 @@ impl Signed {
     }
 
     /// The sentence of a sign-in that is over.
-    pub(crate) fn expired(&self) -> String {
+    pub fn expired(&self) -> String {
         format!(
             "the sign-in to {} has expired or was revoked (the server refused its token, and \
              it could not be refreshed): run `{}` to sign in again",
@@ -1006,7 +1006,7 @@ impl Signed {
     }
 
     /// `Authorization: Bearer …`, refreshed first when it is due.
-    pub(crate) async fn header(&self, client: &Client) -> Result<HeaderValue, String> {
+    pub async fn header(&self, client: &Client) -> Result<HeaderValue, String> {
         let (due, refreshable, expired) = {
             let r = self.rec.lock().await;
             let now = now();
@@ -1026,7 +1026,7 @@ impl Signed {
     }
 
     /// The server refused `used`: refreshes (unless another holder did already).
-    pub(crate) async fn refresh_after_refusal(
+    pub async fn refresh_after_refusal(
         &self,
         client: &Client,
         used: &HeaderValue,
@@ -1125,7 +1125,7 @@ impl Signed {
 
     /// The sentence of a `403`: a wider sign-in the server asks for (recorded, so the next
     /// `auth login` asks for it too), or one that signing in again cannot change.
-    pub(crate) fn forbidden(&self, c: &meta::Challenge) -> String {
+    pub fn forbidden(&self, c: &meta::Challenge) -> String {
         let wanted: Vec<String> = c
             .scope
             .as_deref()

@@ -3,7 +3,7 @@
 //!
 //! A server's `notifications/message` (logging) and `notifications/progress` during a call
 //! are content the server wrote, as its result is: they are collected here per call and
-//! carried inside that call's `result` ([`catalog::Content::notifications`]), so the gate
+//! carried inside that call's `result` (`catalog::Content::notifications`), so the gate
 //! labels, redacts and indexes them with it, and the front replays them to the client just
 //! before the result. The wire keeps its three answers (docs/spec.md §2.2).
 //!
@@ -59,7 +59,7 @@ pub const ELICITATION_REFUSED: &str = "boxmaker refuses a server's elicitation r
      \"What boxmaker refuses by design\")";
 
 /// The log message that follows a call's notifications when some were left out.
-pub(crate) fn left_out_note(n: usize) -> Value {
+pub fn left_out_note(n: usize) -> Value {
     json!({
         "method": "notifications/message",
         "params": {
@@ -127,14 +127,14 @@ impl std::io::Write for Bounded {
 
 /// The notifications of the calls in flight on one server, oldest call first.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Listener {
+pub struct Listener {
     open: Arc<Mutex<Vec<Open>>>,
     next: Arc<AtomicI64>,
 }
 
 impl Listener {
     /// Starts collecting for a call; the token is the progress token the call sends.
-    pub(crate) fn open(&self) -> Heard {
+    pub fn open(&self) -> Heard {
         // From 1: a token of 0 is false to a server written in Python or JavaScript, which
         // then sends no progress at all.
         let token = self.next.fetch_add(1, Ordering::Relaxed).saturating_add(1);
@@ -199,7 +199,7 @@ impl Listener {
 
 /// One call's collection; it stops when dropped.
 #[derive(Debug)]
-pub(crate) struct Heard {
+pub struct Heard {
     listener: Listener,
     token: i64,
 }
@@ -207,17 +207,17 @@ pub(crate) struct Heard {
 impl Heard {
     /// The progress token the call sends the server.
     #[cfg(test)]
-    pub(crate) fn token(&self) -> ProgressToken {
+    pub fn token(&self) -> ProgressToken {
         ProgressToken(NumberOrString::Number(self.token))
     }
 
     /// Marks a request's `_meta` with this call's progress token ([`TOKEN_MARK`]).
-    pub(crate) fn mark(&self, meta: &mut rmcp::model::RequestMetaObject) {
+    pub fn mark(&self, meta: &mut rmcp::model::RequestMetaObject) {
         meta.insert(TOKEN_MARK.to_string(), json!(self.token));
     }
 
     /// The notifications heard so far (taken), and how many were left out.
-    pub(crate) fn take(&self) -> (Vec<Value>, usize) {
+    pub fn take(&self) -> (Vec<Value>, usize) {
         let mut open = self
             .listener
             .open
@@ -247,7 +247,7 @@ impl Drop for Heard {
 
 /// Where a call's request carries its own progress token to [`Tap`], which puts it in place of
 /// rmcp's on the way out (the key never reaches the server).
-pub(crate) const TOKEN_MARK: &str = "io.boxmaker/progressToken";
+pub const TOKEN_MARK: &str = "io.boxmaker/progressToken";
 
 /// How many notifications [`Tap`] reads in a row before it lets rmcp's loop look at its
 /// other work.
@@ -257,19 +257,18 @@ const YIELD_EVERY: u32 = 64;
 /// `server/discover` at these, and falls back to the `initialize` handshake at
 /// [`LEGACY_VERSION`] when the server answers as a server of an earlier revision
 /// (docs/spec.md §3.9, "Both protocol eras").
-pub(crate) fn modern_versions() -> Vec<rmcp::model::ProtocolVersion> {
+pub fn modern_versions() -> Vec<rmcp::model::ProtocolVersion> {
     vec![rmcp::model::ProtocolVersion::V_2026_07_28]
 }
 
 /// The revision boxmaker's client names in `initialize` (the newest with a handshake).
-pub(crate) const LEGACY_VERSION: rmcp::model::ProtocolVersion =
-    rmcp::model::ProtocolVersion::V_2025_11_25;
+pub const LEGACY_VERSION: rmcp::model::ProtocolVersion = rmcp::model::ProtocolVersion::V_2025_11_25;
 
 /// Starts boxmaker's client on `transport` in whichever era the server speaks: rmcp's auto
 /// lifecycle, `server/discover` first, then `initialize` when the server is of an earlier
 /// revision (a 2026-07-28 server has no `initialize`; a server of 2025-11-25 or before has no
 /// `server/discover`).
-pub(crate) async fn connect<T, E, A>(
+pub async fn connect<T, E, A>(
     transport: T,
 ) -> Result<rmcp::service::RunningService<RoleClient, Handler>, rmcp::service::ClientInitializeError>
 where
@@ -289,17 +288,18 @@ where
 }
 
 /// Why [`connect_or_refused`] did not connect.
-pub(crate) enum Refused {
+#[derive(Debug)]
+pub enum Refused {
     /// The server answered `server/discover` with an HTTP error rather than a JSON-RPC one
     /// (a server of an earlier revision that refuses a request before `initialize`): try
     /// its handshake on a new transport.
     Discover(String),
-    /// Anything else, in the words [`super::within`] uses.
+    /// Anything else, in the words `runner::downstream::within` uses.
     Other(String),
 }
 
 /// [`connect`] within `timeout`, telling a refused `server/discover` apart.
-pub(crate) async fn connect_or_refused<T, E, A>(
+pub async fn connect_or_refused<T, E, A>(
     transport: T,
     timeout: std::time::Duration,
 ) -> Result<rmcp::service::RunningService<RoleClient, Handler>, Refused>
@@ -326,7 +326,7 @@ where
 
 /// Starts boxmaker's client on `transport` with the `initialize` handshake at
 /// [`LEGACY_VERSION`] alone.
-pub(crate) async fn initialize<T, E, A>(
+pub async fn initialize<T, E, A>(
     transport: T,
 ) -> Result<rmcp::service::RunningService<RoleClient, Handler>, rmcp::service::ClientInitializeError>
 where
@@ -343,17 +343,25 @@ where
 /// `notifications/message` only for a request that carries it. Every request boxmaker sends
 /// a server carries it at `debug`, so what a server logs while a call runs still comes back
 /// inside the call's result (docs/spec.md §5); a server of an earlier revision ignores it.
-pub(crate) const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// A client transport whose every incoming message [`Listener`] reads first, in order; the
 /// log messages and progress it keeps are not handed on.
-pub(crate) struct Tap<T> {
+pub struct Tap<T> {
     inner: T,
     listener: Listener,
 }
 
+impl<T> std::fmt::Debug for Tap<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tap")
+            .field("listener", &self.listener)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T> Tap<T> {
-    pub(crate) fn new(inner: T, listener: Listener) -> Self {
+    pub fn new(inner: T, listener: Listener) -> Self {
         Self { inner, listener }
     }
 }
@@ -420,7 +428,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
 /// boxmaker as a downstream server's client: it refuses the server's sampling and
 /// elicitation requests, with the reason.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Handler;
+pub struct Handler;
 
 impl ClientHandler for Handler {
     async fn create_message(
@@ -594,10 +602,10 @@ mod tests {
         input.push_str("{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n");
         let listener = Listener::default();
         let call = listener.open();
-        let lines = crate::downstream::transport::Lines::new(
+        let lines = crate::transport::Lines::new(
             std::io::Cursor::new(input.into_bytes()),
             tokio::io::sink(),
-            crate::downstream::transport::Reason::default(),
+            crate::transport::Reason::default(),
         );
         let mut tap = Tap::new(lines, listener.clone());
         let (first, second, end) = tokio::runtime::Builder::new_current_thread()

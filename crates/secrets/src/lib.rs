@@ -1,6 +1,16 @@
-//! Secrets, read by the runner and kept from the model (docs/spec.md §3.8).
+//! `secrets` — `[[secret]]` values, read by the runner and kept from the model
+//! (docs/spec.md §3.8).
 //!
-//! A `[[secret]]` says where a credential is (`config::secret`); this module reads it — a
+//! **Owns:** reading a secret (a variable of the runner's own environment, a private file, a
+//! command's output), holding its value ([`SecretValue`], zeroed when dropped, shown only by
+//! name), the runner's set of values read ([`Secrets`]) and their redaction from every
+//! answer, log line and stream ([`Redactor`], [`StreamRedactor`]).
+//!
+//! **Must never:** show a value in `Debug`, `Display` or an error, hand one to anything but
+//! the box or request that names it (that handing is the runner's), or be read by the gate
+//! or the front.
+//!
+//! A `[[secret]]` says where a credential is (`config::secret`); this crate reads it — a
 //! variable of the runner's own environment, a private file, or a command's output — only
 //! when a tool that names it needs it ([`Secrets::get`]), and keeps the value in a
 //! [`SecretValue`], which shows itself as `[secret NAME]` in `Debug` and `Display` (so no
@@ -9,7 +19,7 @@
 //! the discovery of a server that needs a secret in a process of its own.
 //!
 //! **Redaction.** Every answer the runner gives — a result's content (structured content
-//! included), a `failed` message, of every tool — passes [`Runner::redact`] in
+//! included), a `failed` message, of every tool — passes `Runner::redact` in
 //! `Runner::run_admitted`, the one place every call's answer goes through; what a running
 //! server says of its tools, and its stderr log, are redacted the same way. A [`Redactor`]
 //! replaces the exact value and its common encodings — standard and URL-safe base64 (with
@@ -22,6 +32,8 @@
 //! redacts anything (a secret that cannot be read here was handed to no box by this runner;
 //! one a box of an earlier runner was handed, and left in a mount, is still redacted once
 //! readable).
+
+#![forbid(unsafe_code)]
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
@@ -595,7 +607,7 @@ impl Redactor {
                 if fits {
                     out
                 } else {
-                    crate::run::failed(
+                    proto::run::failed(
                         "the answer carried secrets, and once they were redacted it no longer \
                          fit one frame; nothing of it is shown"
                             .into(),
@@ -604,7 +616,7 @@ impl Redactor {
             }
             ToolResponse::Failed { message } => match self.redact(&message) {
                 Cow::Borrowed(_) => ToolResponse::Failed { message },
-                Cow::Owned(m) => crate::run::failed(m),
+                Cow::Owned(m) => proto::run::failed(m),
             },
             other => other,
         }
@@ -652,7 +664,7 @@ impl StreamRedactor {
 }
 
 /// The secrets of one runner: read once each, when first needed.
-pub(crate) struct Secrets {
+pub struct Secrets {
     defs: Vec<Secret>,
     /// Whether this process may read secrets at all (not in a process that hosts a front).
     reads: bool,
@@ -678,7 +690,7 @@ impl std::fmt::Debug for Secrets {
 }
 
 impl Secrets {
-    pub(crate) fn new(defs: Vec<Secret>, reads: bool) -> Self {
+    pub fn new(defs: Vec<Secret>, reads: bool) -> Self {
         Self {
             defs,
             reads,
@@ -688,13 +700,13 @@ impl Secrets {
         }
     }
 
-    /// Whether this process reads secrets (see [`crate::Runner::without_secrets`]).
-    pub(crate) fn reads(&self) -> bool {
+    /// Whether this process reads secrets (see `runner::Runner::without_secrets`).
+    pub fn reads(&self) -> bool {
         self.reads
     }
 
     /// The value of the secret `name`, read now if it was not yet.
-    pub(crate) fn get(&self, name: &str) -> Result<Arc<SecretValue>, String> {
+    pub fn get(&self, name: &str) -> Result<Arc<SecretValue>, String> {
         if !self.reads {
             return Err(format!(
                 "secret {name:?} is not read in this process (it hosts a front); the runner \
@@ -724,7 +736,7 @@ impl Secrets {
     /// Adds `value` (a credential boxmaker obtained itself: an OAuth token) to what is
     /// redacted, as `[secret NAME]`. Kept for the runner's life: a token refreshed away may
     /// still be echoed.
-    pub(crate) fn remember(&self, name: &str, value: &str) {
+    pub fn remember(&self, name: &str, value: &str) {
         if value.is_empty() {
             return;
         }
@@ -753,7 +765,7 @@ impl Secrets {
 
     /// The redactor of every secret read so far (every one the config defines is tried once
     /// first; one that cannot be read here was handed to nothing by this runner).
-    pub(crate) fn redactor(&self) -> Arc<Redactor> {
+    pub fn redactor(&self) -> Arc<Redactor> {
         if !self.reads {
             return Arc::default();
         }
@@ -772,32 +784,6 @@ impl Secrets {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
-    }
-}
-
-impl crate::Runner {
-    /// Hands `tool`'s box its secrets: each as the variable the config names, read now if
-    /// it was not yet. Its failure says which secret and why, never a value.
-    pub(crate) fn hand_secrets(
-        &self,
-        tool: &config::Tool,
-        spec: &mut sandbox::Spec,
-    ) -> Result<(), String> {
-        for (var, name) in &tool.secrets {
-            let v = self.secrets().get(name)?;
-            spec.env.insert(var.clone(), v.expose().to_string());
-        }
-        Ok(())
-    }
-}
-
-/// Zeroes the copies of `tool`'s secrets in `spec`, once its box has them.
-pub(crate) fn scrub(tool: &config::Tool, spec: &mut sandbox::Spec) {
-    use zeroize::Zeroize;
-    for var in tool.secrets.keys() {
-        if let Some(v) = spec.env.get_mut(var) {
-            v.zeroize();
-        }
     }
 }
 

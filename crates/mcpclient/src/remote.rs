@@ -23,7 +23,7 @@
 //! - bounded: a JSON answer or one SSE event over [`MAX_MESSAGE`] ends the call; a stream
 //!   that never ends is cut by the call's timeout (the caller's);
 //! - the credential (`bearer`, `headers` naming a secret) is read by the runner
-//!   (`crate::secrets`) and held here as sensitive header values; a 401 is a `failed` that
+//!   (`secrets`) and held here as sensitive header values; a 401 is a `failed` that
 //!   says the server refused it.
 //!
 //! **Not yet:** the older HTTP+SSE transport (`transport = "sse"`): rmcp 3.11 has no client
@@ -53,11 +53,11 @@ use sse_stream::{Sse, SseStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use crate::downstream::transport::{Reason, set_reason};
-use crate::egress::{BoxCtx, Egress};
+use crate::transport::{Reason, set_reason};
+use egress::{BoxCtx, Egress};
 
 /// The largest message taken from a remote server, as from a stdio one.
-pub const MAX_MESSAGE: usize = super::transport::MAX_LINE;
+pub const MAX_MESSAGE: usize = crate::transport::MAX_LINE;
 /// How long a name may take to resolve and a connection to open (as the proxy's).
 const CONNECT: Duration = Duration::from_secs(10);
 /// Redirects followed for one request, at most.
@@ -65,14 +65,14 @@ const MAX_REDIRECTS: usize = 3;
 /// How long a connection to the server's URL is kept idle for the next request. Below the
 /// 5 s most servers close an idle connection at (Node's, uvicorn's), so that one rarely
 /// closes it under a request already sent.
-pub(crate) const KEEP_IDLE: Duration = Duration::from_secs(4);
+pub const KEEP_IDLE: Duration = Duration::from_secs(4);
 /// How long a request waits for the kept connection to finish its last answer before it
 /// opens another.
 const READY_WITHIN: Duration = Duration::from_millis(10);
 
 /// Never opens a broken event stream again (rmcp would, with a backoff).
 #[derive(Debug)]
-pub(crate) struct NoRetry;
+pub struct NoRetry;
 
 impl rmcp::transport::common::client_side_sse::SseRetryPolicy for NoRetry {
     fn retry(&self, _current_times: usize) -> Option<Duration> {
@@ -99,7 +99,17 @@ struct Target {
 
 /// The client of one remote server instance (one MCP session of one boxmaker session).
 #[derive(Clone)]
-pub(crate) struct Client(Arc<Inner>);
+pub struct Client(Arc<Inner>);
+
+/// Shows which server and host, never a header (they hold credentials).
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("tool", &self.0.tool.name)
+            .field("host", &self.0.url.host_text())
+            .finish_non_exhaustive()
+    }
+}
 
 struct Inner {
     egress: Arc<Egress>,
@@ -111,7 +121,7 @@ struct Inner {
     /// Which of them carry a secret (left off a request to another host).
     secret_headers: Vec<HeaderName>,
     /// A tool signed in to with OAuth: its token, refreshed before it expires.
-    oauth: Option<super::oauth::Signed>,
+    oauth: Option<crate::oauth::Signed>,
     tls: tokio_rustls::TlsConnector,
     reason: Reason,
     /// The tasks driving its connections: ended with it.
@@ -158,8 +168,8 @@ fn tls() -> Result<tokio_rustls::TlsConnector, String> {
 
 impl Client {
     /// The client of `tool` (a remote one) for `ctx`'s session, with its credentials read.
-    pub(crate) fn new(
-        runner: &crate::Runner,
+    pub fn new(
+        runner: &dyn crate::Wiring,
         tool: &Tool,
         ctx: BoxCtx,
         reason: Reason,
@@ -169,12 +179,12 @@ impl Client {
 
     /// The client of `tool` with no credential: for the sign-in (`boxmaker auth`), whose
     /// requests carry their own.
-    pub(crate) fn bare(runner: &crate::Runner, tool: &Tool, ctx: BoxCtx) -> Result<Self, String> {
+    pub fn bare(runner: &dyn crate::Wiring, tool: &Tool, ctx: BoxCtx) -> Result<Self, String> {
         Self::make(runner, tool, ctx, Reason::default(), false)
     }
 
     fn make(
-        runner: &crate::Runner,
+        runner: &dyn crate::Wiring,
         tool: &Tool,
         ctx: BoxCtx,
         reason: Reason,
@@ -192,7 +202,7 @@ impl Client {
         };
         // A tool that needs a sign-in and has none fails here, at once, saying how to sign in.
         let oauth = match oauth {
-            Some(_) if credentials => Some(super::oauth::Signed::load(runner, tool)?),
+            Some(_) if credentials => Some(crate::oauth::Signed::load(runner, tool)?),
             _ => None,
         };
         let mut out = Vec::new();
@@ -241,7 +251,7 @@ impl Client {
     }
 
     /// The URL rmcp is handed (it only passes it back).
-    pub(crate) fn uri(&self) -> String {
+    pub fn uri(&self) -> String {
         self.0.url.absolute()
     }
 
@@ -269,8 +279,7 @@ impl Client {
         let way = if t.url.tls { Way::Tunnel } else { Way::Request };
         let reach = DataClass::Public;
         let label = if signin {
-            crate::egress::Float::new(config::Label::PUBLIC, None)
-                .label(config::Label::PUBLIC, reach)
+            egress::Float::new(config::Label::PUBLIC, None).label(config::Label::PUBLIC, reach)
         } else {
             me.ctx.float.label(me.egress.floor(&me.ctx.session), reach)
         };
@@ -451,9 +460,9 @@ impl Client {
     }
 
     /// Sends one request, following a redirect within the rules; the response and the
-    /// target that answered it. (`super::probe` sends its look through it too.)
+    /// target that answered it. (`runner::downstream::probe` sends its look through it too.)
     #[allow(clippy::too_many_arguments)]
-    pub(super) async fn send(
+    pub async fn send(
         &self,
         method: Method,
         session: Option<&str>,
@@ -605,7 +614,7 @@ impl Client {
 
 /// What one sign-in request got back.
 #[derive(Debug)]
-pub(crate) struct Fetched {
+pub struct Fetched {
     pub status: StatusCode,
     pub headers: http::HeaderMap,
     pub body: Vec<u8>,
@@ -614,7 +623,7 @@ pub(crate) struct Fetched {
 /// Why a sign-in request failed: the sentence, and whether the egress rules refused it
 /// (then the rule that would clear it can be suggested).
 #[derive(Debug)]
-pub(crate) struct FetchError {
+pub struct FetchError {
     pub why: String,
     pub refused: bool,
 }
@@ -628,7 +637,7 @@ impl Client {
     /// connection of this tool's (at `public`: it carries nothing of a session), TLS
     /// verified, no redirect followed, the answer read to its end within [`FETCH_WITHIN`]
     /// and at most `max` bytes.
-    pub(crate) async fn fetch(
+    pub async fn fetch(
         &self,
         url: &RemoteUrl,
         method: Method,
@@ -694,12 +703,12 @@ impl Client {
     }
 
     /// The tool this client is for.
-    pub(crate) fn tool(&self) -> &Tool {
+    pub fn tool(&self) -> &Tool {
         &self.0.tool
     }
 
     /// The server's URL.
-    pub(crate) fn url(&self) -> &RemoteUrl {
+    pub fn url(&self) -> &RemoteUrl {
         &self.0.url
     }
 }
@@ -736,7 +745,7 @@ fn content_type(resp: &http::Response<hyper::body::Incoming>) -> String {
 
 /// A response's `WWW-Authenticate` challenge as it may be shown: visible ASCII and spaces
 /// only, at most `max` characters (empty when there is none).
-pub(super) fn shown_challenge(headers: &http::HeaderMap, max: usize) -> String {
+pub fn shown_challenge(headers: &http::HeaderMap, max: usize) -> String {
     headers
         .get(http::header::WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
@@ -952,7 +961,7 @@ impl StreamableHttpClient for Client {
                 .headers()
                 .get(http::header::WWW_AUTHENTICATE)
                 .and_then(|v| v.to_str().ok())
-                .and_then(super::oauth::meta::challenge)
+                .and_then(crate::oauth::meta::challenge)
                 .unwrap_or_default();
             let why = o.forbidden(&challenge);
             set_reason(&self.0.reason, why.clone());

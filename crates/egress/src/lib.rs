@@ -1,4 +1,16 @@
-//! The egress proxy (docs/spec.md §3.5, "Destinations"): a networked box's only way out.
+//! `egress` — the egress proxy (docs/spec.md §3.5, "Destinations"): a networked box's only
+//! way out, and the one decision every request boxmaker's own MCP client sends goes through.
+//!
+//! **Owns:** the proxy's listener loop (one per networked box), the reading of a hostile
+//! client's HTTP request head and TLS client hello, the decision of each destination at the
+//! call's label (`config::Config::clearance`, `clear_address`), the float of a box's label by
+//! what destinations answer ([`Float`]), the cutting of connections a rising label no longer
+//! clears, and the `egress` records reported to the gate.
+//!
+//! **Must never:** let a byte reach a destination before it is decided, connect to an address
+//! it did not check, write an answer's first byte to a box before the box's label has risen
+//! to it, decide policy beyond the config's egress rules, write the gate's state, or run a
+//! tool. It trusts the config and the runner that wires it in; nothing a box sends.
 //!
 //! ```text
 //!  box netns                         runner (host side)
@@ -38,6 +50,8 @@
 //! answer. A connection is not cut by its own answer (sending it back where it came from
 //! tells that destination nothing new). A box never floats above the lowest class of a mount
 //! it may write: a destination whose answers would take it there is refused.
+
+#![forbid(unsafe_code)]
 
 pub mod http;
 pub mod tls;
@@ -120,7 +134,7 @@ impl Float {
     }
 
     /// The label a connection of the box is decided at now.
-    pub(crate) fn label(&self, session: Label, reach: DataClass) -> CallLabel {
+    pub fn label(&self, session: Label, reach: DataClass) -> CallLabel {
         let (call, read) = *self.state.lock().unwrap_or_else(PoisonError::into_inner);
         CallLabel {
             session,
@@ -375,11 +389,13 @@ impl Egress {
         *self.sink.lock().unwrap_or_else(PoisonError::into_inner) = Some(sink);
     }
 
-    pub(crate) fn emit(&self, record: EgressRecord) {
+    pub fn emit(&self, record: EgressRecord) {
         self.event(RunnerAnswer::Egress { record });
     }
 
-    pub(crate) fn event(&self, event: RunnerAnswer) {
+    /// Send one event on the runner's channel to the gate (egress records, floats, box
+    /// starts), if a sink is set.
+    pub fn event(&self, event: RunnerAnswer) {
         let sink = self
             .sink
             .lock()
@@ -467,7 +483,7 @@ impl Egress {
     /// above it. Under the lock of the open connections, whether or not this rose anything:
     /// a second answer that finds the label already raised waits until the rise that raised
     /// it has cut.
-    pub(crate) fn answered(&self, ctx: &BoxCtx, conn: u64, returns: Label, dest: &str) {
+    pub fn answered(&self, ctx: &BoxCtx, conn: u64, returns: Label, dest: &str) {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         ctx.float.raise_read(returns);
         let rose = {
@@ -505,7 +521,7 @@ impl Egress {
         });
     }
 
-    pub(crate) fn floor(&self, session: &SessionId) -> Label {
+    pub fn floor(&self, session: &SessionId) -> Label {
         self.floors
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -528,11 +544,11 @@ impl Egress {
     }
 
     /// A connection number of this runner's, for a record.
-    pub(crate) fn next_conn(&self) -> u64 {
+    pub fn next_conn(&self) -> u64 {
         self.next_conn.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(crate) fn record(&self, ctx: &BoxCtx, conn: u64, host: &str, port: u16) -> EgressRecord {
+    pub fn record(&self, ctx: &BoxCtx, conn: u64, host: &str, port: u16) -> EgressRecord {
         EgressRecord {
             session: ctx.session.clone(),
             call: ctx.current_call(),
@@ -761,7 +777,7 @@ impl Egress {
     /// answers, and the addresses checked.
     /// The remote MCP client (`downstream::remote`) decides its connections here too: one
     /// rule for a box's and for the runner's own.
-    pub(crate) async fn decide(
+    pub async fn decide(
         &self,
         tool: Option<&config::Tool>,
         float: &Float,
@@ -886,10 +902,11 @@ fn cut_below(
 
 /// What [`Egress::decide`] allowed: the clearance of the rule that allows it, the label of
 /// what the destination answers, and the addresses checked.
-pub(crate) struct Decided {
-    pub(crate) clearance: DataClass,
-    pub(crate) returns: Label,
-    pub(crate) addrs: Vec<SocketAddr>,
+#[derive(Debug)]
+pub struct Decided {
+    pub clearance: DataClass,
+    pub returns: Label,
+    pub addrs: Vec<SocketAddr>,
 }
 
 /// Where a connection's answer floats the box's label to, once its first byte is about to
