@@ -789,6 +789,7 @@ fn deps_stamps(root: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
         "tests/py/venv",
         "tests/py/client-venv",
         "bench/agentdojo/venv",
+        "tests/mdbook/bin/mdbook",
     ]
     .iter()
     .map(|f| {
@@ -813,7 +814,7 @@ fn make_deps_again_installs_nothing_rewrites_nothing_and_never_runs_the_path_pyt
         &shims,
         &log,
         &[
-            "python3", "python", "pip", "pip3", "npm", "npx", "apt-get", "sudo",
+            "python3", "python", "pip", "pip3", "npm", "npx", "apt-get", "sudo", "cargo",
         ],
     );
     let git_status = || {
@@ -838,6 +839,7 @@ fn make_deps_again_installs_nothing_rewrites_nothing_and_never_runs_the_path_pyt
         .arg(format!("SYSTEM_PYTHON={}", shims.join("python3").display()))
         .arg(format!("NPM={}", shims.join("npm").display()))
         .arg(format!("APT_GET={}", shims.join("apt-get").display()))
+        .arg(format!("CARGO={}", shims.join("cargo").display()))
         .env("PATH", path)
         .env_remove("MAKEFLAGS")
         .output()
