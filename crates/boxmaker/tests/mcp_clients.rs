@@ -300,7 +300,7 @@ fn real_paths(word: &str, config: &Path) -> String {
 /// "Tested as far as this machine allows": the guide's Claude Desktop snippet, with the
 /// real binary and config put in, run exactly as written by the Python SDK's stdio client.
 #[test]
-fn test_readme_claude_desktop_snippet_runs_with_python_sdk() {
+fn test_guide_claude_desktop_snippet_runs_with_python_sdk() {
     let dir = config_dir("readme-snippet");
     let config = dir.join("boxmaker.toml");
     let (command, args) = claude_desktop_command();
@@ -331,7 +331,7 @@ fn test_readme_claude_desktop_snippet_runs_with_python_sdk() {
 /// The Claude Code and Codex snippets name the same command line as the Claude Desktop one
 /// (which the test above runs).
 #[test]
-fn test_readme_snippets_name_one_command_line() {
+fn test_guide_snippets_name_one_command_line() {
     let (command, args) = claude_desktop_command();
     let mut desktop = vec![command.clone()];
     desktop.extend(args.iter().cloned());
