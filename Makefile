@@ -2,9 +2,9 @@
 # and only when all of them passed.
 CARGO ?= cargo
 
-.PHONY: gate test fmt-check clippy bench fuzz fmt deps sysdeps efficacy efficacy-ci efficacy-ablation
+.PHONY: gate test fmt-check clippy guide bench fuzz fmt deps sysdeps efficacy efficacy-ci efficacy-ablation dist
 
-gate: fmt-check clippy test
+gate: fmt-check clippy guide test
 	@echo "gate: ok"
 
 # The real MCP clients the tests drive (crates/boxmaker/tests/mcp_clients.rs): the official
@@ -51,6 +51,9 @@ deps: sysdeps
 	@$(call venv,$(CLIENT_VENV),tests/py/client-requirements.txt)
 	@$(call venv,$(PY_VENV),tests/py/requirements.txt)
 	@$(call venv,$(AGENTDOJO_VENV),bench/agentdojo/requirements.txt)
+	@$(MDBOOK) --version 2>/dev/null | grep -qx 'mdbook v$(MDBOOK_VERSION)' \
+	  || $(CARGO) install mdbook --version $(MDBOOK_VERSION) --locked --debug --quiet \
+	       --no-default-features --features search --root $(MDBOOK_ROOT)
 	@echo "deps: ok"
 
 # $(call venv,DIR,REQUIREMENTS): DIR made afresh from the system python (--clear empties it
@@ -59,6 +62,24 @@ venv = [ $(1)/.installed -nt $(2) ] \
   || { $(SYSTEM_PYTHON) -m venv --clear $(1) \
        && $(1)/bin/python3 -m pip install --quiet --disable-pip-version-check -r $(2) \
        && touch $(1)/.installed; }
+
+# The user guide (docs/guide/, an mdBook), built into target/guide/; a page missing from
+# SUMMARY.md or an include that names no file fails it. Its examples are checked by
+# crates/boxmaker/tests/guide_examples.rs. mdBook comes from crates.io, pinned, installed by
+# `make deps` into tests/mdbook/ (Debian 12 packages none): a debug build without the
+# `serve` and `watch` features, which builds in about a minute on 2 cores and renders this
+# book in well under a second.
+MDBOOK_VERSION := 0.5.4
+MDBOOK_ROOT := tests/mdbook
+MDBOOK := $(MDBOOK_ROOT)/bin/mdbook
+guide:
+	@[ -x $(MDBOOK) ] || { echo "guide: no $(MDBOOK): run \`make deps\`" >&2; exit 1; }
+	$(MDBOOK) build docs/guide
+
+# The binary the project ships: the `dist` profile (fat LTO, one codegen unit; Cargo.toml),
+# at target/dist/boxmaker. `cargo build --release` is the quick build for trying it.
+dist:
+	$(CARGO) build --profile dist -p boxmaker
 
 # Every test binary runs, and every failure is reported (not only the first binary's).
 test:

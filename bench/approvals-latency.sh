@@ -1,21 +1,21 @@
 #!/bin/sh
 # Issue 16's promises (docs/performance.md, "Approvals: seen at once, listed at once"), on a
-# release build with the real clients the tests use:
+# dist (shipped) build with the real clients the tests use:
 #   - a call that asks is on the approvals page (headless Chromium) and in the agent's
 #     client (the Python SDK's elicitation callback) within 100 ms;
 #   - 10,000 pending approvals list on the page in under 1 s.
 #
 #   bench/approvals-latency.sh                 # 5 page runs and 3 client runs
 #   RUNS=10 bench/approvals-latency.sh
-#   SCREENSHOT=docs/approvals.png bench/approvals-latency.sh   # also the README's picture
+#   SCREENSHOT=docs/guide/src/approvals.png bench/approvals-latency.sh   # also the picture in the guide and the README
 #
 # Needs what `make deps` and .ci/run install (the Python SDK, Selenium, chromium,
 # chromium-driver).
 set -eu
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-cargo build --release -p boxmaker
-BIN="$CARGO_TARGET_DIR/release/boxmaker"
+cargo build --profile dist -p boxmaker
+BIN="$CARGO_TARGET_DIR/dist/boxmaker"
 RUNS="${RUNS:-5}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -16,7 +16,7 @@
 # perf works.
 #
 # Installs nothing: it checks for hyperfine and bwrap and says how to get them. Builds
-# release binaries with cargo. Results (markdown and JSON) go to a temporary directory whose
+# the shipped (`dist` profile) binaries with cargo. Results (markdown and JSON) go to a temporary directory whose
 # path is printed; a summary table with ratios is printed at the end.
 set -euo pipefail
 
@@ -34,11 +34,11 @@ if ((${#missing[@]})); then
     exit 2
 fi
 
-echo "box-startup: building release binaries..." >&2
-(cd "$here" && cargo build --release --quiet -p boxmaker && cargo build --release --quiet -p sandbox --example floor)
+echo "box-startup: building the dist binaries..." >&2
+(cd "$here" && cargo build --profile dist --quiet -p boxmaker && cargo build --profile dist --quiet -p sandbox --example floor)
 target="${CARGO_TARGET_DIR:-$here/target}"
-boxmaker="$target/release/boxmaker"
-floor="$target/release/examples/floor"
+boxmaker="$target/dist/boxmaker"
+floor="$target/dist/examples/floor"
 
 out="$(mktemp -d "${TMPDIR:-/tmp}/box-startup.XXXXXX")"
 "$boxmaker" init "$out/cfg" >/dev/null

@@ -28,7 +28,7 @@ themselves left out.
 
 Usage: tests/py/client-venv/bin/python3 bench/calls.py [N] [SECONDS]
   N calls per latency path (default 300), SECONDS per throughput path (default 5).
-  BOXMAKER_BIN=path uses that binary (default: target/release/boxmaker, built first);
+  BOXMAKER_BIN=path uses that binary (default: target/dist/boxmaker, built first);
   CALLS_ONLY=read_file/boxmaker,run/bwrap runs only those paths; N or SECONDS 0 skips
   latency or throughput.
 """
@@ -372,8 +372,8 @@ def throughput(path, sessions, d, seconds):
 async def main():
     bm = os.environ.get("BOXMAKER_BIN")
     if not bm:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "boxmaker"], cwd=ROOT, check=True)
-        bm = os.path.join(TARGET, "release", "boxmaker")
+        subprocess.run(["cargo", "build", "--profile", "dist", "-q", "-p", "boxmaker"], cwd=ROOT, check=True)
+        bm = os.path.join(TARGET, "dist", "boxmaker")
     sessions = [f"t{i}" for i in range(4)]
     results, rates = {}, {}
     with tempfile.TemporaryDirectory() as d:

@@ -16,7 +16,7 @@ transport (a new process) to the first result, with no server running yet:
   boxmaker mcp, warm discovery the discovery cache is in place: only box + server start
 
 Usage: tests/py/client-venv/bin/python3 bench/downstream-overhead.py [N] [W] [--direct-only]
-  (builds the release binary first unless --direct-only; needs `make deps`)
+  (builds the dist (shipped) binary first unless --direct-only; needs `make deps`)
 """
 import asyncio, os, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -38,8 +38,8 @@ from mcp.client.stdio import stdio_client
 
 
 def build():
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "boxmaker"], cwd=ROOT, check=True)
-    return os.path.join(TARGET, "release", "boxmaker")
+    subprocess.run(["cargo", "build", "--profile", "dist", "-q", "-p", "boxmaker"], cwd=ROOT, check=True)
+    return os.path.join(TARGET, "dist", "boxmaker")
 
 
 def stats(samples):

@@ -27,10 +27,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ -n "${BOXMAKER_BIN:-}" ]]; then
     boxmaker="$BOXMAKER_BIN"
 else
-    echo "egress: building the release binary..." >&2
-    (cd "$here" && cargo build --release --quiet -p boxmaker)
+    echo "egress: building the dist binary..." >&2
+    (cd "$here" && cargo build --profile dist --quiet -p boxmaker)
     target="${CARGO_TARGET_DIR:-$here/target}"
-    boxmaker="$target/release/boxmaker"
+    boxmaker="$target/dist/boxmaker"
 fi
 
 out="$(mktemp -d "${TMPDIR:-/tmp}/egress-bench.XXXXXX")"

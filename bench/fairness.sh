@@ -6,8 +6,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-cargo build -q --release -p boxmaker
-bin="$CARGO_TARGET_DIR/release/boxmaker"
+cargo build -q --profile dist -p boxmaker
+bin="$CARGO_TARGET_DIR/dist/boxmaker"
 dir=$(mktemp -d)
 trap 'kill $serve 2>/dev/null; rm -rf "$dir"' EXIT
 cat > "$dir/boxmaker.toml" <<'TOML'

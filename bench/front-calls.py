@@ -3,8 +3,8 @@
 process for hyperfine to time side by side (docs/performance.md, "Front: confined, alone").
 
 Usage: bench/front-calls.py TARGET_DIR N
-  TARGET_DIR  a cargo target dir with release/boxmaker and release/examples/instant_gate
-  (`cargo build --release -p boxmaker -p front --bins --examples`)
+  TARGET_DIR  a cargo target dir with dist/boxmaker and dist/examples/instant_gate
+  (`cargo build --profile dist -p boxmaker -p front --bins --examples`)
 
 Compare two builds (the per-call difference is the difference of the medians over N):
   hyperfine -N --runs 10 'python3 bench/front-calls.py A/target 1000' \\
@@ -17,8 +17,8 @@ from mcp.client.stdio import stdio_client
 
 
 async def main(target, n):
-    bm = os.path.join(target, "release", "boxmaker")
-    gate_bin = os.path.join(target, "release", "examples", "instant_gate")
+    bm = os.path.join(target, "dist", "boxmaker")
+    gate_bin = os.path.join(target, "dist", "examples", "instant_gate")
     with tempfile.TemporaryDirectory() as d:
         subprocess.run([bm, "init", d], check=True, stdout=subprocess.DEVNULL)
         state = os.path.join(d, ".boxmaker")

@@ -12,8 +12,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-cargo build --release -p boxmaker
-export BOXMAKER_BIN="$CARGO_TARGET_DIR/release/boxmaker"
+cargo build --profile dist -p boxmaker
+export BOXMAKER_BIN="$CARGO_TARGET_DIR/dist/boxmaker"
 bench() { cargo bench -q -p gate --bench call_path -- "$@"; }
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 bench floor inproc

@@ -10,7 +10,7 @@ Paths, each timed per call (p50, p99, mean), N calls after a warm-up:
   full, boxed   `boxmaker mcp` with the real gate and runner: read_file in a box
 
 Usage: tests/py/client-venv/bin/python3 bench/mcp-overhead.py [N]
-  (builds release binaries first; needs `make deps`, which makes that virtualenv)
+  (builds the dist (shipped) binaries first; needs `make deps`, which makes that virtualenv)
 """
 import asyncio, os, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 
 
 def build():
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "boxmaker", "-p", "front", "--bins", "--examples"],
+    subprocess.run(["cargo", "build", "--profile", "dist", "-q", "-p", "boxmaker", "-p", "front", "--bins", "--examples"],
                    cwd=ROOT, check=True)
 
 
@@ -52,7 +52,7 @@ async def time_mcp(command, args, tool, arguments, n, env=None):
 
 
 def setup(d):
-    bm = os.path.join(TARGET, "release", "boxmaker")
+    bm = os.path.join(TARGET, "dist", "boxmaker")
     subprocess.run([bm, "init", d], check=True, stdout=subprocess.DEVNULL)
     ws = os.path.join(d, ".boxmaker", "work", "bench")
     os.makedirs(ws, exist_ok=True)
@@ -63,7 +63,7 @@ def setup(d):
 
 async def main():
     build()
-    ex = os.path.join(TARGET, "release", "examples")
+    ex = os.path.join(TARGET, "dist", "examples")
     results = {}
     with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2:
         bm, cfg, path = setup(d1)

@@ -19,9 +19,10 @@
 //! `logging/setLevel`, multiple SSE streams and DNS-rebinding protection, and the resources
 //! and prompts scenarios (asked for through the gate under the server's own name, which a
 //! grant names); a server's sampling and elicitation requests are refused with boxmaker's
-//! sentence (README, "What boxmaker refuses by design"); completions and resource
-//! subscriptions are not served (docs/spec.md §5), so those scenarios fail with "method not
-//! found" — asserted, so the day they pass this test says the README must change. Then the Python SDK and the MCP inspector, as clients of the
+//! sentence (the guide, docs/guide/src/remote-servers.md, "What boxmaker refuses by
+//! design"); completions and resource subscriptions are not served (docs/spec.md §5), so
+//! those scenarios fail with "method not found" — asserted, so the day they pass this test
+//! says the guide must change. Then the Python SDK and the MCP inspector, as clients of the
 //! same front, call the remote tools with grants, labels and provenance in force
 //! (`tests/python/remote_tools_client.py`) — a server's notifications too: the credential a
 //! hostile server puts in a log or progress message arrives redacted, and an address it names
@@ -404,7 +405,7 @@ fn the_suites_server_scenarios_pass_through_boxmaker_and_no_output_holds_the_sec
         let c = &all[*s][0];
         assert_eq!(
             c["status"], "FAILURE",
-            "{s} passed: update the README's list: {c}"
+            "{s} passed: update the guide's list (docs/guide/src/remote-servers.md): {c}"
         );
         assert!(
             c["errorMessage"]

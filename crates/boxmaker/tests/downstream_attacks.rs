@@ -543,7 +543,7 @@ fn a_server_that_closes_stdout_is_failed_and_restarted() {
     assert_eq!(env.servers().len(), 1);
 }
 
-/// Promise (README: a server is stopped "when ... its connection breaks"): a server that
+/// Promise (the guide: a server is stopped "when ... its connection breaks"): a server that
 /// closes its stdout is noticed at once, not after `[box] timeout_seconds` (300 s by
 /// default). Today the box's init and its helper keep their own copies of the command's
 /// stdout, so the runner never reads end-of-file and waits for the timeout.

@@ -411,9 +411,9 @@ fn mcp_server_fetch_is_allowed_refused_and_cleared_as_the_config_says() {
     assert!(meta["call"].as_u64().is_some(), "{meta}");
 }
 
-/// The README's mcp-server-fetch tool, as it is written there (its venv mounted where the
+/// The guide's mcp-server-fetch tool, as it is written there (its venv mounted where the
 /// lab has it), and the same server without `--ignore-robots-txt`.
-const README_FETCH: &str = r#"
+const GUIDE_FETCH: &str = r#"
 [[tool]]
 name = "fetch"
 mcp = ["/opt/pyvenv/bin/python3", "-m", "mcp_server_fetch", "--ignore-robots-txt"]
@@ -429,12 +429,12 @@ untrusted = true
 mounts = ["pyvenv"]
 "#;
 
-/// Issue 21 item 9: what the README says a model sees when boxmaker refuses mcp-server-fetch
-/// is what it sees, with the config the README shows.
+/// Issue 21 item 9: what the guide says a model sees when boxmaker refuses mcp-server-fetch
+/// is what it sees, with the config the guide shows.
 #[test]
-fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
-    let lab = Lab::new("readme-fetch");
-    let cfg = lab.config("c", &format!("{BASE}{README_FETCH}"));
+fn the_guides_mcp_server_fetch_refusal_is_what_the_model_sees() {
+    let lab = Lab::new("guide-fetch");
+    let cfg = lab.config("c", &format!("{BASE}{GUIDE_FETCH}"));
     let mut c = lab.python_client(&cfg, "egress_fetch_urls.py");
     c.args([
         "fetch_fetch",
@@ -446,7 +446,7 @@ fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
         "robots_fetch",
         "http://example.com/",
     ])
-    .env("FETCH_SESSION", "mcp-readme");
+    .env("FETCH_SESSION", "mcp-guide");
     let r = run_to_end(c, &lab.dir, "egress_fetch_urls", DEADLINE);
     assert!(r.ok(), "{}", r.show());
     let seen: Vec<Value> = r
@@ -459,14 +459,14 @@ fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
         assert_eq!(s["is_error"], true, "{s}");
     }
     let text = |i: usize| seen[i]["text"].as_str().unwrap();
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let guide = std::fs::read_to_string(repo_root().join("docs/guide/src/egress.md")).unwrap();
     assert!(
-        readme.contains(
+        guide.contains(
             r#"mcp = ["/opt/mcp-py/bin/python3", "-m", "mcp_server_fetch", "--ignore-robots-txt"]"#
         ),
-        "the README's fetch tool is not the one this test runs"
+        "the guide's fetch tool is not the one this test runs"
     );
-    // HTTPS: the sentence, in the words the README shows, whole.
+    // HTTPS: the sentence, in the words the guide shows, whole.
     assert!(
         text(0).contains(
             "boxmaker refused example.com:443: it is not in the config's egress rules (an \
@@ -476,20 +476,20 @@ fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
         text(0)
     );
     // What the server said, then where its stderr is kept (which names the session and the
-    // state directory: the README shows it with those left out).
+    // state directory: the guide shows it with those left out).
     let (said, logged) = text(0)
         .split_once(" (the server's stderr: `boxmaker tools log fetch --session ")
         .unwrap_or((text(0), ""));
     assert!(
-        readme.contains(&format!(
+        guide.contains(&format!(
             "\n{said} (the server's stderr: `boxmaker tools log fetch --session mcp-…` \
              (…/logs/mcp-…/fetch.stderr))\n"
         )),
-        "the README does not show what the model sees:\n{}",
+        "the guide does not show what the model sees:\n{}",
         text(0)
     );
     assert!(logged.ends_with("/fetch.stderr))"), "{}", text(0));
-    // Plain HTTP: mcp-server-fetch shows only the status; the README says so, and where the
+    // Plain HTTP: mcp-server-fetch shows only the status; the guide says so, and where the
     // sentence is.
     let plain = "Failed to fetch http://example.com/ - status code 403";
     let said = |i: usize| {
@@ -498,7 +498,7 @@ fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
             .map_or(text(i), |(said, _)| said)
     };
     assert!(said(1).ends_with(plain), "{}", text(1));
-    assert!(readme.contains(plain), "the README does not say {plain:?}");
+    assert!(guide.contains(plain), "the guide does not say {plain:?}");
     let refused = lab.wait_egress(&cfg, "refused example.com:80", |r| {
         r["outcome"] == "refused" && r["host"] == "example.com" && r["port"] == 80
     });
@@ -510,11 +510,11 @@ fn the_readmes_mcp_server_fetch_refusal_is_what_the_model_sees() {
         "{refused}"
     );
     // Without --ignore-robots-txt its robots.txt check fails first and keeps no reason, as
-    // the README says.
+    // the guide says.
     for (i, words) in [(2, "due to a connection issue"), (3, "received status 403")] {
         assert!(text(i).contains(words), "{}", text(i));
         assert!(!text(i).contains("boxmaker refused"), "{}", text(i));
-        assert!(readme.contains(words), "the README does not say {words:?}");
+        assert!(guide.contains(words), "the guide does not say {words:?}");
     }
 }
 

@@ -1,10 +1,10 @@
 //! The person's own words, end to end (docs/spec.md §3.10), through the real binary.
 //!
-//! The worked example of the README: the person types "pay my rent, 1200 EUR, to GB29 …";
-//! the prompt reaches the gate; a mail (untrusted) asks to pay the attacker's IBAN instead.
-//! A `send_money` grant with `from = "trusted"` on the recipient pays the person's payee
-//! outright — the person's words changed the decision, and the audit record and
-//! `check --explain` say so — and holds the attacker's for a person.
+//! The worked example of the guide (docs/guide/src/intent.md): the person types "pay my
+//! rent, 1200 EUR, to GB29 …"; the prompt reaches the gate; a mail (untrusted) asks to pay
+//! the attacker's IBAN instead. A `send_money` grant with `from = "trusted"` on the
+//! recipient pays the person's payee outright — the person's words changed the decision, and
+//! the audit record and `check --explain` say so — and holds the attacker's for a person.
 //!
 //! And each way an attacker would try to speak for the person, each refused: a program in
 //! a box (as root and as a normal user), a call through boxmaker shaped like the hook, a

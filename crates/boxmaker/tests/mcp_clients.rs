@@ -1,7 +1,8 @@
 //! `boxmaker mcp` against real MCP clients that nobody here wrote (issue 6): the official
-//! Python SDK over stdio and over streamable HTTP, the MCP inspector's CLI, and the README's
-//! client snippets run as written. The clients are installed by `make deps` (`.ci/run` runs
-//! it); a missing client fails these tests with the command that installs it.
+//! Python SDK over stdio and over streamable HTTP, the MCP inspector's CLI, and the guide's
+//! client snippets (docs/guide/src/clients.md) run as written. The clients are installed by
+//! `make deps` (`.ci/run` runs it); a missing client fails these tests with the command that
+//! installs it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -250,30 +251,27 @@ fn test_inspector_cli_lists_and_calls_tools_protocol_era_auto() {
     inspector_lists_and_calls(&dir, &["--protocol-era", "auto"]);
 }
 
-/// The fenced block of `lang` that follows `marker` in README.md's "Use it from your MCP
-/// client" section.
-fn readme_block(marker: &str, lang: &str) -> String {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let section = readme
-        .split("\n## Use it from your MCP client\n")
-        .nth(1)
-        .expect("README.md has no \"## Use it from your MCP client\" section");
-    let section = section.split("\n## ").next().unwrap();
-    let after = section
+/// The fenced block of `lang` (its info string `lang` or `lang,ATTRIBUTES`) that follows
+/// `marker` on the guide's page "Use it from your MCP client" (docs/guide/src/clients.md).
+fn guide_block(marker: &str, lang: &str) -> String {
+    let page = std::fs::read_to_string(repo_root().join("docs/guide/src/clients.md")).unwrap();
+    let after = page
         .split(marker)
         .nth(1)
-        .unwrap_or_else(|| panic!("no {marker:?} in the README's client section"));
-    let fence = format!("```{lang}\n");
+        .unwrap_or_else(|| panic!("no {marker:?} on the guide's clients page"));
+    let fence = format!("```{lang}");
     let body = after
         .split(&fence)
         .nth(1)
+        .and_then(|b| b.split_once('\n'))
+        .map(|(_, b)| b)
         .unwrap_or_else(|| panic!("no ```{lang} block after {marker:?}"));
     body.split("\n```").next().unwrap().to_string()
 }
 
 /// The Claude Desktop snippet's command line: (command, args).
 fn claude_desktop_command() -> (String, Vec<String>) {
-    let snippet = readme_block("claude_desktop_config.json", "json");
+    let snippet = guide_block("claude_desktop_config.json", "json");
     let v: serde_json::Value = serde_json::from_str(&snippet)
         .unwrap_or_else(|e| panic!("the Claude Desktop snippet is not JSON: {e}\n{snippet}"));
     let server = &v["mcpServers"]["boxmaker"];
@@ -290,7 +288,7 @@ fn claude_desktop_command() -> (String, Vec<String>) {
     (command, args)
 }
 
-/// Replaces the README's placeholders, as a person following it would.
+/// Replaces the guide's placeholders, as a person following it would.
 fn real_paths(word: &str, config: &Path) -> String {
     match word {
         "/path/to/boxmaker" => BIN.to_string(),
@@ -299,10 +297,10 @@ fn real_paths(word: &str, config: &Path) -> String {
     }
 }
 
-/// "Tested as far as this machine allows": the README's Claude Desktop snippet, with the
+/// "Tested as far as this machine allows": the guide's Claude Desktop snippet, with the
 /// real binary and config put in, run exactly as written by the Python SDK's stdio client.
 #[test]
-fn test_readme_claude_desktop_snippet_runs_with_python_sdk() {
+fn test_guide_claude_desktop_snippet_runs_with_python_sdk() {
     let dir = config_dir("readme-snippet");
     let config = dir.join("boxmaker.toml");
     let (command, args) = claude_desktop_command();
@@ -333,12 +331,12 @@ fn test_readme_claude_desktop_snippet_runs_with_python_sdk() {
 /// The Claude Code and Codex snippets name the same command line as the Claude Desktop one
 /// (which the test above runs).
 #[test]
-fn test_readme_snippets_name_one_command_line() {
+fn test_guide_snippets_name_one_command_line() {
     let (command, args) = claude_desktop_command();
     let mut desktop = vec![command.clone()];
     desktop.extend(args.iter().cloned());
 
-    let code = readme_block("Claude Code:", "sh");
+    let code = guide_block("Claude Code:", "sh");
     let code = code.trim();
     let rest = code
         .strip_prefix("claude mcp add boxmaker -- ")
@@ -349,7 +347,7 @@ fn test_readme_snippets_name_one_command_line() {
         "Claude Code: {code}"
     );
 
-    let codex = readme_block("~/.codex/config.toml", "toml");
+    let codex = guide_block("~/.codex/config.toml", "toml");
     let mut lines = codex.lines().map(str::trim);
     assert_eq!(lines.next(), Some("[mcp_servers.boxmaker]"), "{codex}");
     let mut codex_command = None;

@@ -460,17 +460,20 @@ fn a_call_that_can_never_run_is_refused_before_anyone_is_asked() {
     let r = m.call("run", json!({"command": "ls"}));
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
     assert!(text_of(&r).contains("unknown field `command`"), "{r}");
-    // The README and the comments `init` writes list the arguments.
+    // The guide and the comments `init` writes list the arguments.
     let written = std::fs::read_to_string(&config).unwrap();
     assert!(
         written.contains(r#"run        {"argv": ["ls", "-l"]"#),
         "{written}"
     );
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let guide = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/guide/src/clients.md"
+    ))
+    .unwrap();
     assert!(
-        readme.contains(r#"{"argv": ["ls", "-l"]"#),
-        "README lists run's arguments"
+        guide.contains(r#"{"argv": ["ls", "-l"]"#),
+        "the guide lists run's arguments"
     );
 }
 
@@ -685,10 +688,13 @@ fn which(program: &str) -> bool {
 }
 
 #[test]
-fn the_readme_inspector_command_runs_as_written() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    // The version the README names is the one the tests pin (issue 21: an unversioned
+fn the_guides_inspector_command_runs_as_written() {
+    let guide = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/guide/src/clients.md"
+    ))
+    .unwrap();
+    // The version the guide names is the one the tests pin (issue 21: an unversioned
     // `npx` fetches 0.15 on Node 20, whose arguments differ).
     let pinned: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
@@ -701,17 +707,17 @@ fn the_readme_inspector_command_runs_as_written() {
     let version = pinned["dependencies"]["@modelcontextprotocol/inspector"]
         .as_str()
         .unwrap();
-    let line = readme
+    let line = guide
         .lines()
         .find(|l| l.starts_with("npx @modelcontextprotocol/inspector"))
-        .expect("the README shows the inspector's command line");
+        .expect("the guide shows the inspector's command line");
     assert!(
         line.starts_with(&format!(
             "npx @modelcontextprotocol/inspector@{version} --cli"
         )),
-        "the README's inspector line names another version than tests/node pins ({version}): {line}"
+        "the guide's inspector line names another version than tests/node pins ({version}): {line}"
     );
-    let dir = long_dir("readme-inspector", 0);
+    let dir = long_dir("guide-inspector", 0);
     let config = init(&dir, "");
     let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/node");
     let inspector = node.join("node_modules/.bin/inspector");
@@ -720,7 +726,7 @@ fn the_readme_inspector_command_runs_as_written() {
         "run `make deps` (no {})",
         inspector.display()
     );
-    // The README's words, with the paths put in.
+    // The guide's words, with the paths put in.
     let words: Vec<String> = line
         .split_whitespace()
         .skip(2)
@@ -783,6 +789,7 @@ fn deps_stamps(root: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
         "tests/py/venv",
         "tests/py/client-venv",
         "bench/agentdojo/venv",
+        "tests/mdbook/bin/mdbook",
     ]
     .iter()
     .map(|f| {
@@ -807,7 +814,7 @@ fn make_deps_again_installs_nothing_rewrites_nothing_and_never_runs_the_path_pyt
         &shims,
         &log,
         &[
-            "python3", "python", "pip", "pip3", "npm", "npx", "apt-get", "sudo",
+            "python3", "python", "pip", "pip3", "npm", "npx", "apt-get", "sudo", "cargo",
         ],
     );
     let git_status = || {
@@ -832,6 +839,7 @@ fn make_deps_again_installs_nothing_rewrites_nothing_and_never_runs_the_path_pyt
         .arg(format!("SYSTEM_PYTHON={}", shims.join("python3").display()))
         .arg(format!("NPM={}", shims.join("npm").display()))
         .arg(format!("APT_GET={}", shims.join("apt-get").display()))
+        .arg(format!("CARGO={}", shims.join("cargo").display()))
         .env("PATH", path)
         .env_remove("MAKEFLAGS")
         .output()

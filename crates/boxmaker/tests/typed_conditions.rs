@@ -1,5 +1,5 @@
 //! The real binary: typed conditions and closed grants (docs/spec.md §3.3 "Typed
-//! conditions"). The README's "mail only inside my domain" grant written with globs lets
+//! conditions"). The guide's "mail only inside my domain" grant written with globs lets
 //! through a list in one string, a header injected after CR LF and a bcc; written typed and
 //! closed, `boxmaker check --explain` says what it read and `boxmaker call` is refused
 //! before anything runs, while the honest mail reaches the runner.

@@ -224,27 +224,24 @@ fn test_bad_conditions_name_their_line() {
     assert!(m.contains("condition on /b"), "{m}");
 }
 
-/// The README's "mail only inside my domain" grant, as the README writes it (the first
-/// ```toml block under "## Argument conditions").
-fn readme_conditions_block() -> String {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
-    let section = readme
-        .split("\n## Argument conditions")
-        .nth(1)
-        .expect("the README has a section on argument conditions");
-    let block = section
+/// The guide's "mail only inside my domain" grant, as the guide writes it (the first
+/// ```toml block of docs/guide/src/conditions.md, "Argument conditions").
+fn guide_conditions_block() -> String {
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/conditions.md"),
+    )
+    .unwrap();
+    let block = page
         .split("```toml\n")
         .nth(1)
         .and_then(|b| b.split("```").next())
-        .expect("the section has a toml block");
+        .expect("the guide's conditions page has a toml block");
     block.to_owned()
 }
 
 #[test]
-fn the_readme_mail_grant_admits_no_list_no_header_injection_and_no_bcc() {
-    let c = ok(&readme_conditions_block());
+fn the_guides_mail_grant_admits_no_list_no_header_injection_and_no_bcc() {
+    let c = ok(&guide_conditions_block());
     let mail = |args: serde_json::Value| decide(&c, "mail_send_email", &args.to_string());
     assert_eq!(
         mail(serde_json::json!({"recipients": ["bob@acme.com"], "subject": "hi", "body": "x"})),

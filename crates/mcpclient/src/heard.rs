@@ -51,12 +51,12 @@ pub const MAX_NOTES_BYTES: usize = 1024 * 1024;
 
 /// What a server that asks the agent's model to sample is told.
 pub const SAMPLING_REFUSED: &str = "boxmaker refuses a server's sampling request by design: a \
-     tool's server may not prompt the agent's model (see the README, \"What boxmaker refuses \
-     by design\")";
+     tool's server may not prompt the agent's model (see the guide, \
+     docs/guide/src/remote-servers.md, \"What boxmaker refuses by design\")";
 /// What a server that asks the user a question is told.
 pub const ELICITATION_REFUSED: &str = "boxmaker refuses a server's elicitation request by \
-     design: a tool's server may not question the user through boxmaker (see the README, \
-     \"What boxmaker refuses by design\")";
+     design: a tool's server may not question the user through boxmaker (see the guide, \
+     docs/guide/src/remote-servers.md, \"What boxmaker refuses by design\")";
 
 /// The log message that follows a call's notifications when some were left out.
 pub fn left_out_note(n: usize) -> Value {

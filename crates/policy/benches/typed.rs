@@ -1,4 +1,4 @@
-//! `decide_call` on the README's "mail only inside my domain" grant: written with globs (as
+//! `decide_call` on the guide's "mail only inside my domain" grant: written with globs (as
 //! it was) and typed and closed (as it is), on the honest mail, the attacks the glob form
 //! let through, and a 2 KB body read for links (plain ASCII, which is scanned in place, and
 //! with a zero-width space, which is normalised first).

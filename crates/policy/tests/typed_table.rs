@@ -72,7 +72,7 @@ fn row(name: &'static str, grants: Vec<Grant>, args: &'static str, want: Decisio
     }
 }
 
-/// The README's mail grant, typed.
+/// The guide's mail grant, typed.
 fn mail() -> Grant {
     allow(vec![
         cond("/to/*", at_domain(&["acme.com"])),

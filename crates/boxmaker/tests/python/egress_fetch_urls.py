@@ -1,6 +1,6 @@
 """Calls `TOOL {"url": URL}` for each TOOL URL pair on the command line (mcp-server-fetch
 behind boxmaker, through the official Python MCP SDK) and prints one JSON line per call:
-{"tool", "url", "is_error", "text"} — exactly what a model is shown (issue 21: the README's
+{"tool", "url", "is_error", "text"} — exactly what a model is shown (issue 21: the guide's
 refusal example).
 
 Environment (set by crates/boxmaker/tests/egress.rs):

@@ -1,5 +1,5 @@
 """Runs exactly the stdio command line an MCP client config names (the Rust test takes it from
-the README's Claude Desktop snippet, with the real paths put in) with the official Python
+the guide's Claude Desktop snippet, with the real paths put in) with the official Python
 SDK's stdio client: initialize, tools/list, and one allowed call.
 
 BOXMAKER_SERVER: JSON {"command": "...", "args": [...]}, as in `mcpServers.boxmaker`.

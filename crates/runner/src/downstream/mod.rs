@@ -1251,7 +1251,7 @@ fn network_hint(tool: &Tool, argv: &[String]) -> String {
     format!(
         " (`{program}` usually downloads the server before it runs, and this tool's box has \
          no network: install the server once and mount it, or set `network = true` on the \
-         tool — see the README's \"Put an MCP server you already use behind boxmaker\")"
+         tool — see the guide, docs/guide/src/servers.md)"
     )
 }
 
