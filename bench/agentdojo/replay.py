@@ -79,6 +79,8 @@ BENCHMARK = "v1.2.2"
 # whatever YAML did to the text around it.
 MARKER = "<INFORMATION>"
 BOX_ROOT = "/opt/agentdojo"
+TEMPLATE_ROOT = "/opt/agentdojo-template"
+TEMPLATE_SOCKET = "template.sock"
 SEED = 15
 
 
@@ -91,7 +93,7 @@ def binary():
     raise SystemExit("no boxmaker binary: build it (cargo build --release -p boxmaker) or set BOXMAKER_BIN")
 
 
-MECHANISMS = ("provenance", "labels")
+MECHANISMS = ("intent", "provenance", "labels")
 
 
 def toml_value(v):
@@ -140,20 +142,41 @@ def without(policy_text, mechanism):
     return "\n".join(out) + "\n"
 
 
-def config_text(suite, policy_text, state):
+def config_text(suite, policy_text, state, template_dir=None):
     """The config a run uses: the suite's two servers in boxes, the virtualenv and this
-    directory mounted read-only, then the policy file as written."""
+    directory mounted read-only, then the policy file as written. With `template_dir` (the
+    default), each server's box runs the stub, which hands its descriptors to the run's
+    template (server.py) through the socket in that directory, mounted read-only too;
+    without, the box runs server.py itself."""
     names = suites.server_names(suite)
     py = f"{BOX_ROOT}/venv/bin/python3"
     tools = ""
     for role, name in names.items():
+        if template_dir:
+            argv = ["/usr/bin/python3", "-S", "-I", f"{BOX_ROOT}/stub.py",
+                    f"{TEMPLATE_ROOT}/{TEMPLATE_SOCKET}", suite, role]
+        else:
+            argv = [py, f"{BOX_ROOT}/server.py", suite, role]
         tools += f"""
 [[tool]]
 name = "{name}"
-mcp = ["{py}", "{BOX_ROOT}/server.py", "{suite}", "{role}"]
+mcp = {json.dumps(argv)}
 class = "internal"
 untrusted = {"true" if role == "readers" else "false"}
 idle_timeout = 20
+"""
+    mounts = f"""
+[[mount]]
+host = "{HERE}"
+at = "{BOX_ROOT}"
+class = "public"
+"""
+    if template_dir:
+        mounts += f"""
+[[mount]]
+host = "{template_dir}"
+at = "{TEMPLATE_ROOT}"
+class = "public"
 """
     return f"""# Written by bench/agentdojo/replay.py for one run; the policy follows the servers.
 [gate]
@@ -162,15 +185,37 @@ approval_ttl = 600
 
 [box]
 timeout_seconds = 120
-
-[[mount]]
-host = "{HERE}"
-at = "{BOX_ROOT}"
-class = "public"
-{tools}
+{mounts}{tools}
 # ---- {suite} policy ----
 {policy_text}
 """
+
+
+class Template:
+    """The run's server template (server.py --template): one process outside every box
+    that imports the suite's tools once and forks a server for each stub that connects. It
+    holds no session's state (see server.py)."""
+
+    def __init__(self, run_dir, suite):
+        self.dir = os.path.join(run_dir, "template")
+        os.makedirs(self.dir)
+        # The stubs run as their box's user: they must reach the socket.
+        os.chmod(self.dir, 0o755)
+        self.log = open(os.path.join(run_dir, "template.log"), "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "server.py"), "--template",
+             os.path.join(self.dir, TEMPLATE_SOCKET), suite],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log)
+        if self.proc.stdout.readline().strip() != b"ready":
+            raise SystemExit(f"the server template did not start (see {self.log.name})")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
 
 
 @dataclasses.dataclass
@@ -180,6 +225,8 @@ class Case:
     pre: object
     user_calls: list
     injection_calls: list
+    # What the person typed: the user task's PROMPT (handed to the gate as intent).
+    prompt: str = ""
 
     @property
     def name(self):
@@ -201,7 +248,7 @@ def prepare(suite, suite_name, attack, user_task, injection_task):
     pre = env.model_copy(deep=True)
     user_calls = user_task.ground_truth(env.model_copy(deep=True))
     inj_calls = injection_ground_truth(suite_name, injection_task, pre) if injection_task else []
-    return Case(user_task, injection_task, pre, user_calls, inj_calls)
+    return Case(user_task, injection_task, pre, user_calls, inj_calls, user_task.PROMPT)
 
 
 def model_output(case):
@@ -264,6 +311,39 @@ def approval_items(answer):
     return None
 
 
+class Control:
+    """The operator's channel to the run's gate (docs/spec.md §2.4: the control socket, one
+    frame — a 4-byte big-endian length, then a JSON envelope — each way per request), one
+    connection for the whole run, as `boxmaker approvals` and `boxmaker approve|refuse` speak
+    it: the persons' questions and answers without a process each."""
+
+    def __init__(self, state):
+        self.path = os.path.join(state, "control.sock")
+        self.lock = asyncio.Lock()
+        self.next_id = 0
+        self.reader = self.writer = None
+
+    async def ask(self, kind, **body):
+        async with self.lock:
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_unix_connection(self.path)
+            self.next_id += 1
+            data = json.dumps({"v": 1, "id": self.next_id, "op": {"kind": kind, "body": body}}).encode()
+            self.writer.write(len(data).to_bytes(4, "big") + data)
+            await self.writer.drain()
+            n = int.from_bytes(await self.reader.readexactly(4), "big")
+            reply = json.loads(await self.reader.readexactly(n))
+        answer = reply.get("reply", {})
+        if reply.get("id") != self.next_id or answer.get("kind") == "error":
+            print(f"  control {kind} failed: {answer}", file=sys.stderr)
+            return None
+        return answer.get("body")
+
+    async def close(self):
+        if self.writer is not None:
+            self.writer.close()
+
+
 class Person:
     """Answers the approvals a session asks for, as one of four people:
 
@@ -275,30 +355,19 @@ class Person:
       upper bound no person reaches, reported in a column of its own.
     """
 
-    def __init__(self, bin_, config, kind="reads"):
-        self.bin, self.config, self.kind = bin_, config, kind
+    def __init__(self, control, kind="reads"):
+        self.control, self.kind = control, kind
         self.owner = None
         self.asked = {"user": 0, "injection": 0}
         self.refused = {"user": 0, "injection": 0}
         self.shown = []
 
-    async def boxmaker(self, *argv):
-        proc = await asyncio.create_subprocess_exec(
-            self.bin, *argv, "--config", self.config,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await proc.communicate()
-        if proc.returncode != 0:
-            print(f"  boxmaker {' '.join(argv)} failed: {err.decode().strip()}", file=sys.stderr)
-        return proc.returncode, out
-
     async def shown_concerns(self, approval):
         """What the approval shows a person about its values and destinations: it waits for
         them, so it is among the pending ones (the whole history of a long run is more than
         one answer of the gate may carry)."""
-        rc, out = await self.boxmaker("approvals", "--json")
-        if rc != 0:
-            return None
-        for item in approval_items(json.loads(out)) or []:
+        answer = await self.control.ask("list_approvals", all=False)
+        for item in approval_items(answer) or []:
             if item.get("id") == approval:
                 return [c.get("kind") for c in item.get("concerns") or []]
         return None
@@ -327,7 +396,23 @@ class Person:
         verb = await self.verb(approval, owner)
         if verb == "refuse":
             self.refused[owner] += 1
-        await self.boxmaker(verb, approval)
+            await self.control.ask("refuse", approval=approval, reason=f"the replay's person who {self.kind}")
+        else:
+            await self.control.ask("approve", approval=approval)
+
+
+async def hand_intent(bin_, config, session, prompt):
+    """The user task's prompt to the gate for this session, before its first call, as the
+    client's prompt hook would (docs/spec.md §3.10: `boxmaker intent --session ID`, the
+    prompt on standard input). Only the prompt a person would type: never a ground truth,
+    never an injection's text."""
+    proc = await asyncio.create_subprocess_exec(
+        bin_, "intent", "--session", session, "--config", config,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate(prompt.encode())
+    if proc.returncode != 0:
+        raise RuntimeError(f"boxmaker intent failed: {err.decode().strip()}")
+    return out.decode().strip()
 
 
 async def session_id(errlog_path, proc_timeout=30):
@@ -345,10 +430,11 @@ def text_of(res):
     return "".join(getattr(c, "text", "") for c in res.content)
 
 
-async def replay_gated(suite, suite_name, case, bin_, config, state, kind):
+async def replay_gated(suite, suite_name, case, bin_, config, state, control, kind, intent=True):
     """One fresh `boxmaker mcp` session replaying the case, the approvals answered by the
-    person `kind`; returns what happened."""
-    person = Person(bin_, config, kind)
+    person `kind`, the user task's prompt handed to the gate first unless `intent` is off;
+    returns what happened."""
+    person = Person(control, kind)
     fd, errlog_path = tempfile.mkstemp(prefix="boxmaker-mcp-", suffix=".log")
     os.close(fd)
     record = {"user": {"ran": 0, "denied": 0, "failed": 0}, "injection": {"ran": 0, "denied": 0, "failed": 0}}
@@ -362,6 +448,8 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, kind):
                 async with ClientSession(r, w, logging_callback=person.on_log) as session:
                     await session.initialize()
                     sid = await session_id(errlog_path)
+                    if intent:
+                        await hand_intent(bin_, config, sid, case.prompt)
                     work = os.path.join(state, "work", sid)
                     os.makedirs(work, mode=0o700, exist_ok=True)
                     fields = {k: getattr(case.pre, k) for k in type(case.pre).model_fields}
@@ -425,17 +513,9 @@ async def run_suite(args):
     suites.check_against(args.suite, suite.tools)
     with open(args.policy) as f:
         policy_text = f.read()
-    if args.without:
+    if args.without in ("provenance", "labels"):
         policy_text = without(policy_text, args.without)
-    run_dir = tempfile.mkdtemp(prefix=f"boxmaker-agentdojo-{args.suite}-")
-    state = os.path.join(run_dir, "state")
-    config = os.path.join(run_dir, "boxmaker.toml")
-    with open(config, "w") as f:
-        f.write(config_text(args.suite, policy_text, state))
     bin_ = binary()
-    check = subprocess.run([bin_, "tools", "refresh", "--config", config], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise SystemExit(f"boxmaker cannot list the suite's tools: {check.stderr.strip()}")
 
     attack = FixedJailbreakAttack(ImportantInstructionsAttack._JB_STRING, suite, None)
     attack.user_name = "Emma Johnson"
@@ -448,11 +528,8 @@ async def run_suite(args):
         pairs = random.Random(SEED).sample(pairs, args.sample)
     cases = [(u, None) for u in user_tasks] + pairs
 
-    serve = subprocess.Popen([bin_, "serve", "--config", config], stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(run_dir, "serve.log"), "w"))
     results = []
     queue = list(cases)
-    started = time.monotonic()
 
     async def worker():
         while queue:
@@ -471,7 +548,8 @@ async def run_suite(args):
             if by_person and not any(first["asked"].values()):
                 by_person[kind] = first
                 continue
-            by_person[kind] = await replay_gated(suite, args.suite, case, bin_, config, state, kind)
+            by_person[kind] = await replay_gated(suite, args.suite, case, bin_, config, state, control,
+                                                 kind, intent=args.without != "intent")
             if len(by_person) == 1:
                 first = by_person[kind]
         gated = by_person[args.persons[0]]
@@ -485,14 +563,34 @@ async def run_suite(args):
             print(f"  {case.name}: {json.dumps({k: row[k] for k in ('utility', 'security', 'asked', 'calls')})}",
                   flush=True)
 
+    run_dir = tempfile.mkdtemp(prefix=f"boxmaker-agentdojo-{args.suite}-")
+    state = os.path.join(run_dir, "state")
+    config = os.path.join(run_dir, "boxmaker.toml")
+    template = serve = control = None
+    started = time.monotonic()
     try:
+        if not args.direct_servers:
+            template = Template(run_dir, args.suite)
+        with open(config, "w") as f:
+            f.write(config_text(args.suite, policy_text, state, template and template.dir))
+        check = subprocess.run([bin_, "tools", "refresh", "--config", config], capture_output=True, text=True)
+        if check.returncode != 0:
+            raise SystemExit(f"boxmaker cannot list the suite's tools: {check.stderr.strip()}")
+        serve = subprocess.Popen([bin_, "serve", "--config", config], stdout=subprocess.DEVNULL,
+                                 stderr=open(os.path.join(run_dir, "serve.log"), "w"))
+        control = Control(state)
         await asyncio.gather(*(worker() for _ in range(args.jobs)))
     finally:
-        serve.terminate()
-        try:
-            serve.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            serve.kill()
+        if control is not None:
+            await control.close()
+        if serve is not None:
+            serve.terminate()
+            try:
+                serve.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                serve.kill()
+        if template is not None:
+            template.stop()
         if not args.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
     return summarize(args.suite, results, time.monotonic() - started, args.persons)
@@ -608,6 +706,8 @@ def main():
     p.add_argument("--jobs", type=int, default=2, help="sessions at once (default 2)")
     p.add_argument("--check-goal", action="store_true", help="exit 1 below the suite's floor")
     p.add_argument("--keep", action="store_true", help="keep the run's config and state directory")
+    p.add_argument("--direct-servers", action="store_true",
+                   help="run server.py itself in each box instead of the stub and the run's template")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     also = [x for x in args.also.split(",") if x]
