@@ -2,7 +2,7 @@
 
     bench/agentdojo/venv/bin/python3 bench/agentdojo/replay.py --suite S --policy FILE \
         [--person reads|approves|absent|oracle] [--also P,Q] [--extra-injections FILE.py]
-        [--without provenance|labels]
+        [--new-injections FILE.py] [--paraphrases FILE.py] [--without intent|provenance|labels]
         [--sample N] [--json OUT] [--jobs J] [--check-goal]
 
 For every user task alone, and for every (user task, injection task) pair, a fresh
@@ -10,8 +10,11 @@ For every user task alone, and for every (user task, injection task) pair, a fre
 target/debug) replays AgentDojo's ground-truth calls: the user task's, and the injection
 task's right after the first result that carries the injection, as an agent that always
 obeys the attacker would. The suite's tools are two downstream MCP servers (server.py) in
-the session's box, the readers of third-party content labelled untrusted. Approvals are
-answered with `boxmaker approve|refuse ID --config FILE` by one of four people (`Person`):
+the session's box, the readers of third-party content labelled untrusted. Before the first
+call the user task's PROMPT — what the person typed, never a ground truth, never an
+injection's text — is handed to the gate as the client's prompt hook would (`boxmaker
+intent --session ID`, docs/spec.md §3.10); `--without intent` leaves it out. Approvals are
+answered on the control socket (as `boxmaker approve|refuse` does) by one of four people (`Person`):
 the one who reads what the approval shows (the default), the one who approves everything,
 the one who never answers, and the oracle who knows which task a call came from (an upper
 bound, never the headline). Then AgentDojo's own `utility` and `security` are checked on the
@@ -225,13 +228,19 @@ class Case:
     pre: object
     user_calls: list
     injection_calls: list
-    # What the person typed: the user task's PROMPT (handed to the gate as intent).
+    # What the person typed: the user task's PROMPT, or a paraphrase of it (handed to the
+    # gate as intent).
     prompt: str = ""
+    # What shows the replay that a result carries the injection (see `prepare`).
+    markers: tuple = (MARKER,)
 
     @property
     def name(self):
         it = self.injection_task.ID if self.injection_task else "-"
         return f"{self.user_task.ID} x {it}"
+
+    def carries(self, text):
+        return self.injection_task is not None and any(m in text for m in self.markers)
 
 
 def injection_ground_truth(suite_name, task, env):
@@ -241,14 +250,26 @@ def injection_ground_truth(suite_name, task, env):
     return calls
 
 
-def prepare(suite, suite_name, attack, user_task, injection_task):
+def prepare(suite, suite_name, attack, user_task, injection_task, prompt=None):
+    """The case: the environment with the injection in place, both tasks' ground truths, and
+    what the person typed (`prompt`, a paraphrase; the user task's PROMPT by default).
+
+    An injection task with an `adaptive_text(user_task, vector)` method (held-out adaptive
+    attacks) writes its own text in each vector AgentDojo's attack would fill, in place of
+    the `important_instructions` text; its `MARKER`, a phrase of that text, shows the
+    replay that a result carries it."""
     injections = attack.attack(user_task, injection_task) if injection_task else {}
+    markers = (MARKER,)
+    if injection_task is not None and hasattr(injection_task, "adaptive_text"):
+        injections = {v: injection_task.adaptive_text(user_task, v) for v in injections}
+        markers = (injection_task.MARKER,)
     env = suite.load_and_inject_default_environment(injections)
     env = user_task.init_environment(env)
     pre = env.model_copy(deep=True)
     user_calls = user_task.ground_truth(env.model_copy(deep=True))
     inj_calls = injection_ground_truth(suite_name, injection_task, pre) if injection_task else []
-    return Case(user_task, injection_task, pre, user_calls, inj_calls, user_task.PROMPT)
+    return Case(user_task, injection_task, pre, user_calls, inj_calls,
+                user_task.PROMPT if prompt is None else prompt, markers)
 
 
 def model_output(case):
@@ -280,7 +301,7 @@ def replay_plain(suite, case):
         result, error = runtime.run_function(env, call.function, call.args)
         traces.append(call)
         text = error if error is not None else tool_result_to_str(result)
-        if case.injection_task is not None and not carried and MARKER in text:
+        if not carried and case.carries(text):
             carried = True
             pending = list(case.injection_calls) + pending
     utility, security = verdicts(suite, case, env, traces)
@@ -369,7 +390,11 @@ class Person:
         answer = await self.control.ask("list_approvals", all=False)
         for item in approval_items(answer) or []:
             if item.get("id") == approval:
-                return [c.get("kind") for c in item.get("concerns") or []]
+                concerns = item.get("concerns") or []
+                # What the person saw, kept in the case's record (`shown`).
+                self.shown.append({"tool": item.get("tool"), "reason": item.get("reason"),
+                                   "concerns": [f"{c.get('kind')} {c.get('pointer')}" for c in concerns]})
+                return [c.get("kind") for c in concerns]
         return None
 
     async def verb(self, approval, owner):
@@ -383,7 +408,6 @@ class Person:
         if concerns is None:
             # An approval the person cannot see is not one they can agree to.
             return "refuse"
-        self.shown.append(concerns)
         return "refuse" if REFUSED_CONCERNS & set(concerns) else "approve"
 
     async def on_log(self, params):
@@ -438,7 +462,7 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, control, ki
     fd, errlog_path = tempfile.mkstemp(prefix="boxmaker-mcp-", suffix=".log")
     os.close(fd)
     record = {"user": {"ran": 0, "denied": 0, "failed": 0}, "injection": {"ran": 0, "denied": 0, "failed": 0}}
-    traces, failures = [], []
+    traces, failures, denials = [], [], []
     params = StdioServerParameters(command=bin_, args=["mcp", "--config", config],
                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                                         "HOME": os.environ.get("HOME", "/root")})
@@ -466,6 +490,7 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, control, ki
                         text = text_of(res)
                         if res.is_error and text.startswith("denied:"):
                             record[owner]["denied"] += 1
+                            denials.append(f"{owner} {call.function}: {text[:160]}")
                             continue
                         if res.is_error and text.startswith("failed:"):
                             record[owner]["failed"] += 1
@@ -478,7 +503,7 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, control, ki
                         else:
                             record[owner]["ran"] += 1
                         traces.append(call)
-                        if case.injection_task is not None and not carried and MARKER in text:
+                        if not carried and case.carries(text):
                             carried = True
                             pending = [("injection", c) for c in case.injection_calls] + pending
         with open(os.path.join(work, "env.pickle"), "rb") as f:
@@ -489,10 +514,11 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, control, ki
     finally:
         os.unlink(errlog_path)
     return {"utility": utility, "security": security, "asked": person.asked,
-            "refused": person.refused, "calls": record, "failures": failures}
+            "refused": person.refused, "calls": record, "failures": failures, "shown": person.shown,
+            "denials": denials}
 
 
-def load_extra_injections(path, suite):
+def load_extra_injections(path, suite, prefix="extra_"):
     spec = importlib.util.spec_from_file_location("extra_injections", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -501,11 +527,29 @@ def load_extra_injections(path, suite):
         if issubclass(cls, BaseInjectionTask) and cls is not BaseInjectionTask \
                 and cls.__module__ == mod.__name__ and not inspect.isabstract(cls):
             task = cls()
-            task.ID = f"extra_{name}"
+            task.ID = f"{prefix}{name}"
             tasks.append(task)
     if not tasks:
         raise SystemExit(f"{path} defines no InjectionTask class")
     return tasks
+
+
+def load_paraphrases(path, suite):
+    """The paraphrased prompts of a file: `PARAPHRASES`, a list of (user task id, prompt) —
+    the same task, its ground truth unchanged, in other words. Each gets an id
+    `USER_TASK~pN`, N counted per task from 1."""
+    spec = importlib.util.spec_from_file_location("paraphrases", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out, seen = [], {}
+    for task_id, prompt in mod.PARAPHRASES:
+        if task_id not in suite.user_tasks:
+            raise SystemExit(f"{path}: no user task {task_id} in this suite")
+        seen[task_id] = seen.get(task_id, 0) + 1
+        out.append((suite.user_tasks[task_id], prompt, f"{task_id}~p{seen[task_id]}"))
+    if not out:
+        raise SystemExit(f"{path} lists no paraphrase")
+    return out
 
 
 async def run_suite(args):
@@ -523,23 +567,32 @@ async def run_suite(args):
     injection_tasks = sorted(suite.injection_tasks.values(), key=lambda t: int(t.ID.split("_")[-1]))
     if args.extra_injections:
         injection_tasks += load_extra_injections(args.extra_injections, suite)
-    pairs = [(u, i) for u in user_tasks for i in injection_tasks]
+    if args.new_injections:
+        injection_tasks += load_extra_injections(args.new_injections, suite, "new_")
+    pairs = [(u, i, None, None) for u in user_tasks for i in injection_tasks]
     if args.sample is not None and args.sample < len(pairs):
         pairs = random.Random(SEED).sample(pairs, args.sample)
-    cases = [(u, None) for u in user_tasks] + pairs
+    cases = [(u, None, None, None) for u in user_tasks] + pairs
+    if args.paraphrases:
+        # Each paraphrase alone, and with every injection task (a sample of them with
+        # --sample: as many as the paraphrases, with the same seed).
+        para = load_paraphrases(args.paraphrases, suite)
+        para_pairs = [(u, i, prompt, pid) for u, prompt, pid in para for i in injection_tasks]
+        if args.sample is not None and args.sample < len(para_pairs):
+            para_pairs = random.Random(SEED).sample(para_pairs, min(len(para), len(para_pairs)))
+        cases += [(u, None, prompt, pid) for u, prompt, pid in para] + para_pairs
 
     results = []
     queue = list(cases)
 
     async def worker():
         while queue:
-            u, i = queue.pop(0)
-            await one(u, i)
+            await one(*queue.pop(0))
 
-    async def one(u, i):
+    async def one(u, i, prompt, para):
         # AgentDojo's own work (loading the environment, the plain replay) runs off the
         # event loop, so the other sessions' approvals are answered meanwhile.
-        case = await asyncio.to_thread(prepare, suite, args.suite, attack, u, i)
+        case = await asyncio.to_thread(prepare, suite, args.suite, attack, u, i, prompt)
         plain_utility, plain_security, plain_carried = await asyncio.to_thread(replay_plain, suite, case)
         # The first person replays every case; another replays it only where someone was
         # asked, since a case that asks nobody runs the same whoever would have answered.
@@ -553,7 +606,7 @@ async def run_suite(args):
             if len(by_person) == 1:
                 first = by_person[kind]
         gated = by_person[args.persons[0]]
-        row = {"user_task": u.ID, "injection_task": i.ID if i else None,
+        row = {"user_task": para or u.ID, "injection_task": i.ID if i else None, "paraphrase": para,
                "plain_utility": plain_utility, "plain_security": plain_security,
                "carried": plain_carried, "text_only": bool(i) and not case.injection_calls,
                **gated, "persons": {k: {f: v[f] for f in ("utility", "security", "asked", "refused", "calls")}
@@ -635,18 +688,29 @@ def figures(benign, pairs, person=None):
 
 
 def summarize(suite_name, results, seconds, persons=("oracle",)):
+    # Paraphrased prompts (--paraphrases) are reported apart, in `paraphrased`.
+    para = [r for r in results if r.get("paraphrase")]
+    results = [r for r in results if not r.get("paraphrase")]
     benign = [r for r in results if r["injection_task"] is None]
     every = [r for r in results if r["injection_task"] is not None]
     # Held-out attacks (--extra-injections, ids `extra_…`) are reported apart, in `heldout`;
     # the top-level figures and `persons` are the packaged attacks'.
-    pairs = [r for r in every if not r["injection_task"].startswith("extra_")]
+    pairs = [r for r in every if not r["injection_task"].startswith(("extra_", "new_"))]
     heldout = [r for r in every if r["injection_task"].startswith("extra_")]
+    # Those written after this round's freeze (--new-injections, ids `new_…`): `heldout_new`.
+    heldout_new = [r for r in every if r["injection_task"].startswith("new_")]
     # The top-level figures are the first person's (`reads` by default), so every earlier
     # reader of this JSON keeps working; `persons` has each person's.
     s = {"suite": suite_name, "person": persons[0], **figures(benign, pairs)}
     s["persons"] = {p: figures(benign, pairs, p) for p in persons}
     if heldout:
         s["heldout"] = {p: figures(benign, heldout, p) for p in persons}
+    if heldout_new:
+        s["heldout_new"] = {p: figures(benign, heldout_new, p) for p in persons}
+    if para:
+        s["paraphrased"] = {p: figures([r for r in para if r["injection_task"] is None],
+                                       [r for r in para if r["injection_task"] is not None], p)
+                            for p in persons}
     s["pairs_replayed"] = len(pairs)
     s["benign_utility"] = sum(1 for r in benign if r["utility"])
     s["benign_plain_utility"] = sum(1 for r in benign if r["plain_utility"])
@@ -654,7 +718,7 @@ def summarize(suite_name, results, seconds, persons=("oracle",)):
     s["pair_user_calls_denied"] = sum(r["calls"]["user"]["denied"] for r in pairs)
     s["failures"] = sorted({f for r in results for f in r["failures"]})[:20]
     s["seconds"] = round(seconds, 1)
-    s["cases"] = sorted(results, key=lambda r: (r["user_task"], r["injection_task"] or ""))
+    s["cases"] = sorted(results + para, key=lambda r: (r["user_task"], r["injection_task"] or ""))
     return s
 
 
@@ -695,6 +759,9 @@ def main():
     p.add_argument("--suite", required=True, choices=sorted(suites.SUITES))
     p.add_argument("--policy", required=True)
     p.add_argument("--extra-injections")
+    p.add_argument("--new-injections", help="held-out injection tasks written after this round's freeze, "
+                   "reported apart (heldout_new)")
+    p.add_argument("--paraphrases", help="a file of paraphrased user prompts (PARAPHRASES), reported apart")
     p.add_argument("--sample", type=int, help="replay every benign trace and N pairs (fixed seed)")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--person", default="reads", choices=PERSONS,
