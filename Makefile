@@ -81,6 +81,8 @@ efficacy:
 	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
 	    --person reads --also approves,absent,oracle \
 	    $$( [ -f bench/agentdojo/heldout/$$s.py ] && echo --extra-injections bench/agentdojo/heldout/$$s.py ) \
+	    $$( [ -f bench/agentdojo/heldout/$${s}_r3.py ] && echo --new-injections bench/agentdojo/heldout/$${s}_r3.py ) \
+	    $$( [ -f bench/agentdojo/paraphrases/$$s.py ] && echo --paraphrases bench/agentdojo/paraphrases/$$s.py ) \
 	    --json target/efficacy/$$s.json || exit 1; \
 	done
 	@python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s).json)
@@ -96,6 +98,8 @@ efficacy-ablation:
 	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
 	    --person reads --also approves --without $$m \
 	    $$( [ -f bench/agentdojo/heldout/$$s.py ] && echo --extra-injections bench/agentdojo/heldout/$$s.py ) \
+	    $$( [ -f bench/agentdojo/heldout/$${s}_r3.py ] && echo --new-injections bench/agentdojo/heldout/$${s}_r3.py ) \
+	    $$( [ -f bench/agentdojo/paraphrases/$$s.py ] && echo --paraphrases bench/agentdojo/paraphrases/$$s.py ) \
 	    --json target/efficacy/$$s-without-$$m.json || exit 1; \
 	done; done
 	@python3 bench/agentdojo/report.py $(foreach m,intent provenance labels,$(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s)-without-$(m).json))
