@@ -12,8 +12,8 @@ task's right after the first result that carries the injection, as an agent that
 obeys the attacker would. The suite's tools are two downstream MCP servers (server.py) in
 the session's box, the readers of third-party content labelled untrusted. Before the first
 call the user task's PROMPT — what the person typed, never a ground truth, never an
-injection's text — is handed to the gate as the client's prompt hook would (`boxmaker
-intent --session ID`, docs/spec.md §3.10); `--without intent` leaves it out. Approvals are
+injection's text — is handed to the gate as the client's prompt hook would (the control op
+`boxmaker intent --session ID` sends, docs/spec.md §3.10); `--without intent` leaves it out. Approvals are
 answered on the control socket (as `boxmaker approve|refuse` does) by one of four people (`Person`):
 the one who reads what the approval shows (the default), the one who approves everything,
 the one who never answers, and the oracle who knows which task a call came from (an upper
@@ -382,6 +382,8 @@ class Person:
         self.asked = {"user": 0, "injection": 0}
         self.refused = {"user": 0, "injection": 0}
         self.shown = []
+        # Every approval this person was asked, in order: (owner, concern kinds or None, verb).
+        self.decisions = []
 
     async def shown_concerns(self, approval):
         """What the approval shows a person about its values and destinations: it waits for
@@ -398,17 +400,11 @@ class Person:
         return None
 
     async def verb(self, approval, owner):
-        if self.kind == "approves":
-            return "approve"
-        if self.kind == "absent":
-            return "refuse"
-        if self.kind == "oracle":
-            return "approve" if owner == "user" else "refuse"
+        # Every person looks (what was shown is recorded, whoever decides).
         concerns = await self.shown_concerns(approval)
-        if concerns is None:
-            # An approval the person cannot see is not one they can agree to.
-            return "refuse"
-        return "refuse" if REFUSED_CONCERNS & set(concerns) else "approve"
+        verb = decide(self.kind, owner, concerns)
+        self.decisions.append((owner, concerns, verb))
+        return verb
 
     async def on_log(self, params):
         data = params.data if isinstance(params.data, dict) else {}
@@ -425,18 +421,30 @@ class Person:
             await self.control.ask("approve", approval=approval)
 
 
-async def hand_intent(bin_, config, session, prompt):
+def decide(kind, owner, concerns):
+    """What the person `kind` answers to an approval of `owner`'s call showing `concerns`
+    (their kinds; None: the approval could not be seen)."""
+    if kind == "approves":
+        return "approve"
+    if kind == "absent":
+        return "refuse"
+    if kind == "oracle":
+        return "approve" if owner == "user" else "refuse"
+    if concerns is None:
+        # An approval the person cannot see is not one they can agree to.
+        return "refuse"
+    return "refuse" if REFUSED_CONCERNS & set(concerns) else "approve"
+
+
+async def hand_intent(control, session, prompt):
     """The user task's prompt to the gate for this session, before its first call, as the
-    client's prompt hook would (docs/spec.md §3.10: `boxmaker intent --session ID`, the
-    prompt on standard input). Only the prompt a person would type: never a ground truth,
-    never an injection's text."""
-    proc = await asyncio.create_subprocess_exec(
-        bin_, "intent", "--session", session, "--config", config,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate(prompt.encode())
-    if proc.returncode != 0:
-        raise RuntimeError(f"boxmaker intent failed: {err.decode().strip()}")
-    return out.decode().strip()
+    client's prompt hook would (docs/spec.md §3.10): the control socket's `intent` op, the
+    one `boxmaker intent --session ID` sends (`via` `cli`), without a process per session.
+    Only the prompt a person would type: never a ground truth, never an injection's text."""
+    answer = await control.ask("intent", session=session, text=prompt, via="cli")
+    if answer is None or "prompt" not in answer:
+        raise RuntimeError(f"the gate took no intent for {session}: {answer}")
+    return answer
 
 
 async def session_id(errlog_path, proc_timeout=30):
@@ -473,7 +481,7 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, control, ki
                     await session.initialize()
                     sid = await session_id(errlog_path)
                     if intent:
-                        await hand_intent(bin_, config, sid, case.prompt)
+                        await hand_intent(control, sid, case.prompt)
                     work = os.path.join(state, "work", sid)
                     os.makedirs(work, mode=0o700, exist_ok=True)
                     fields = {k: getattr(case.pre, k) for k in type(case.pre).model_fields}
@@ -515,7 +523,7 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, control, ki
         os.unlink(errlog_path)
     return {"utility": utility, "security": security, "asked": person.asked,
             "refused": person.refused, "calls": record, "failures": failures, "shown": person.shown,
-            "denials": denials}
+            "denials": denials, "decisions": person.decisions}
 
 
 def load_extra_injections(path, suite, prefix="extra_"):
@@ -594,17 +602,19 @@ async def run_suite(args):
         # event loop, so the other sessions' approvals are answered meanwhile.
         case = await asyncio.to_thread(prepare, suite, args.suite, attack, u, i, prompt)
         plain_utility, plain_security, plain_carried = await asyncio.to_thread(replay_plain, suite, case)
-        # The first person replays every case; another replays it only where someone was
-        # asked, since a case that asks nobody runs the same whoever would have answered.
-        by_person = {}
+        # The first person replays every case. Another replays it only where it would answer
+        # some approval an earlier replay was asked otherwise than that replay's person did:
+        # the replay is deterministic, so the same answers to the same approvals (none, when
+        # nobody was asked) make the same session, approval by approval.
+        by_person, runs = {}, []
         for kind in args.persons:
-            if by_person and not any(first["asked"].values()):
-                by_person[kind] = first
+            same = next((r for r in runs if all(decide(kind, o, c) == v for o, c, v in r["decisions"])), None)
+            if same is not None:
+                by_person[kind] = same
                 continue
             by_person[kind] = await replay_gated(suite, args.suite, case, bin_, config, state, control,
                                                  kind, intent=args.without != "intent")
-            if len(by_person) == 1:
-                first = by_person[kind]
+            runs.append(by_person[kind])
         gated = by_person[args.persons[0]]
         row = {"user_task": para or u.ID, "injection_task": i.ID if i else None, "paraphrase": para,
                "plain_utility": plain_utility, "plain_security": plain_security,
