@@ -352,8 +352,13 @@ class Control:
             data = json.dumps({"v": 1, "id": self.next_id, "op": {"kind": kind, "body": body}}).encode()
             self.writer.write(len(data).to_bytes(4, "big") + data)
             await self.writer.drain()
-            n = int.from_bytes(await self.reader.readexactly(4), "big")
-            reply = json.loads(await self.reader.readexactly(n))
+            # A request whose asker was cancelled (its session ended while the person's
+            # answer was on the wire) leaves its reply behind: skip to this one's.
+            while True:
+                n = int.from_bytes(await self.reader.readexactly(4), "big")
+                reply = json.loads(await self.reader.readexactly(n))
+                if reply.get("id", 0) >= self.next_id:
+                    break
         answer = reply.get("reply", {})
         if reply.get("id") != self.next_id or answer.get("kind") == "error":
             print(f"  control {kind} failed: {answer}", file=sys.stderr)
