@@ -102,23 +102,28 @@ efficacy:
 	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
 	    --person reads --also approves,absent,oracle \
 	    $$( [ -f bench/agentdojo/heldout/$$s.py ] && echo --extra-injections bench/agentdojo/heldout/$$s.py ) \
+	    $$( [ -f bench/agentdojo/heldout/$${s}_r3.py ] && echo --new-injections bench/agentdojo/heldout/$${s}_r3.py ) \
+	    $$( [ -f bench/agentdojo/paraphrases/$$s.py ] && echo --paraphrases bench/agentdojo/paraphrases/$$s.py ) \
 	    --json target/efficacy/$$s.json || exit 1; \
 	done
 	@python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s).json)
 
-# What each mechanism contributes (docs/efficacy.md): the same full run with provenance, then
-# labels and clearances, switched off in every policy (replay.py --without).
+# What each mechanism contributes (docs/efficacy.md): the same full run with the person's
+# words (intent) not handed to the gate, then provenance, then labels and clearances,
+# switched off in every policy (replay.py --without).
 efficacy-ablation:
 	$(CARGO) build --release -p boxmaker
 	@mkdir -p target/efficacy
-	@for m in provenance labels; do for s in $(EFFICACY_SUITES); do \
+	@for m in intent provenance labels; do for s in $(EFFICACY_SUITES); do \
 	  BOXMAKER_BIN=$(CURDIR)/target/release/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
 	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
 	    --person reads --also approves --without $$m \
 	    $$( [ -f bench/agentdojo/heldout/$$s.py ] && echo --extra-injections bench/agentdojo/heldout/$$s.py ) \
+	    $$( [ -f bench/agentdojo/heldout/$${s}_r3.py ] && echo --new-injections bench/agentdojo/heldout/$${s}_r3.py ) \
+	    $$( [ -f bench/agentdojo/paraphrases/$$s.py ] && echo --paraphrases bench/agentdojo/paraphrases/$$s.py ) \
 	    --json target/efficacy/$$s-without-$$m.json || exit 1; \
 	done; done
-	@python3 bench/agentdojo/report.py $(foreach m,provenance labels,$(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s)-without-$(m).json))
+	@python3 bench/agentdojo/report.py $(foreach m,intent provenance labels,$(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s)-without-$(m).json))
 
 efficacy-ci:
 	$(CARGO) build -p boxmaker

@@ -2,7 +2,7 @@
 
     bench/agentdojo/venv/bin/python3 bench/agentdojo/replay.py --suite S --policy FILE \
         [--person reads|approves|absent|oracle] [--also P,Q] [--extra-injections FILE.py]
-        [--without provenance|labels]
+        [--new-injections FILE.py] [--paraphrases FILE.py] [--without intent|provenance|labels]
         [--sample N] [--json OUT] [--jobs J] [--check-goal]
 
 For every user task alone, and for every (user task, injection task) pair, a fresh
@@ -10,8 +10,11 @@ For every user task alone, and for every (user task, injection task) pair, a fre
 target/debug) replays AgentDojo's ground-truth calls: the user task's, and the injection
 task's right after the first result that carries the injection, as an agent that always
 obeys the attacker would. The suite's tools are two downstream MCP servers (server.py) in
-the session's box, the readers of third-party content labelled untrusted. Approvals are
-answered with `boxmaker approve|refuse ID --config FILE` by one of four people (`Person`):
+the session's box, the readers of third-party content labelled untrusted. Before the first
+call the user task's PROMPT — what the person typed, never a ground truth, never an
+injection's text — is handed to the gate as the client's prompt hook would (the control op
+`boxmaker intent --session ID` sends, docs/spec.md §3.10); `--without intent` leaves it out. Approvals are
+answered on the control socket (as `boxmaker approve|refuse` does) by one of four people (`Person`):
 the one who reads what the approval shows (the default), the one who approves everything,
 the one who never answers, and the oracle who knows which task a call came from (an upper
 bound, never the headline). Then AgentDojo's own `utility` and `security` are checked on the
@@ -79,6 +82,8 @@ BENCHMARK = "v1.2.2"
 # whatever YAML did to the text around it.
 MARKER = "<INFORMATION>"
 BOX_ROOT = "/opt/agentdojo"
+TEMPLATE_ROOT = "/opt/agentdojo-template"
+TEMPLATE_SOCKET = "template.sock"
 SEED = 15
 
 
@@ -91,7 +96,7 @@ def binary():
     raise SystemExit("no boxmaker binary: build it (cargo build --release -p boxmaker) or set BOXMAKER_BIN")
 
 
-MECHANISMS = ("provenance", "labels")
+MECHANISMS = ("intent", "provenance", "labels")
 
 
 def toml_value(v):
@@ -140,20 +145,41 @@ def without(policy_text, mechanism):
     return "\n".join(out) + "\n"
 
 
-def config_text(suite, policy_text, state):
+def config_text(suite, policy_text, state, template_dir=None):
     """The config a run uses: the suite's two servers in boxes, the virtualenv and this
-    directory mounted read-only, then the policy file as written."""
+    directory mounted read-only, then the policy file as written. With `template_dir` (the
+    default), each server's box runs the stub, which hands its descriptors to the run's
+    template (server.py) through the socket in that directory, mounted read-only too;
+    without, the box runs server.py itself."""
     names = suites.server_names(suite)
     py = f"{BOX_ROOT}/venv/bin/python3"
     tools = ""
     for role, name in names.items():
+        if template_dir:
+            argv = ["/usr/bin/python3", "-S", "-I", f"{BOX_ROOT}/stub.py",
+                    f"{TEMPLATE_ROOT}/{TEMPLATE_SOCKET}", suite, role]
+        else:
+            argv = [py, f"{BOX_ROOT}/server.py", suite, role]
         tools += f"""
 [[tool]]
 name = "{name}"
-mcp = ["{py}", "{BOX_ROOT}/server.py", "{suite}", "{role}"]
+mcp = {json.dumps(argv)}
 class = "internal"
 untrusted = {"true" if role == "readers" else "false"}
 idle_timeout = 20
+"""
+    mounts = f"""
+[[mount]]
+host = "{HERE}"
+at = "{BOX_ROOT}"
+class = "public"
+"""
+    if template_dir:
+        mounts += f"""
+[[mount]]
+host = "{template_dir}"
+at = "{TEMPLATE_ROOT}"
+class = "public"
 """
     return f"""# Written by bench/agentdojo/replay.py for one run; the policy follows the servers.
 [gate]
@@ -162,15 +188,37 @@ approval_ttl = 600
 
 [box]
 timeout_seconds = 120
-
-[[mount]]
-host = "{HERE}"
-at = "{BOX_ROOT}"
-class = "public"
-{tools}
+{mounts}{tools}
 # ---- {suite} policy ----
 {policy_text}
 """
+
+
+class Template:
+    """The run's server template (server.py --template): one process outside every box
+    that imports the suite's tools once and forks a server for each stub that connects. It
+    holds no session's state (see server.py)."""
+
+    def __init__(self, run_dir, suite):
+        self.dir = os.path.join(run_dir, "template")
+        os.makedirs(self.dir)
+        # The stubs run as their box's user: they must reach the socket.
+        os.chmod(self.dir, 0o755)
+        self.log = open(os.path.join(run_dir, "template.log"), "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "server.py"), "--template",
+             os.path.join(self.dir, TEMPLATE_SOCKET), suite],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log)
+        if self.proc.stdout.readline().strip() != b"ready":
+            raise SystemExit(f"the server template did not start (see {self.log.name})")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
 
 
 @dataclasses.dataclass
@@ -180,11 +228,19 @@ class Case:
     pre: object
     user_calls: list
     injection_calls: list
+    # What the person typed: the user task's PROMPT, or a paraphrase of it (handed to the
+    # gate as intent).
+    prompt: str = ""
+    # What shows the replay that a result carries the injection (see `prepare`).
+    markers: tuple = (MARKER,)
 
     @property
     def name(self):
         it = self.injection_task.ID if self.injection_task else "-"
         return f"{self.user_task.ID} x {it}"
+
+    def carries(self, text):
+        return self.injection_task is not None and any(m in text for m in self.markers)
 
 
 def injection_ground_truth(suite_name, task, env):
@@ -194,14 +250,26 @@ def injection_ground_truth(suite_name, task, env):
     return calls
 
 
-def prepare(suite, suite_name, attack, user_task, injection_task):
+def prepare(suite, suite_name, attack, user_task, injection_task, prompt=None):
+    """The case: the environment with the injection in place, both tasks' ground truths, and
+    what the person typed (`prompt`, a paraphrase; the user task's PROMPT by default).
+
+    An injection task with an `adaptive_text(user_task, vector)` method (held-out adaptive
+    attacks) writes its own text in each vector AgentDojo's attack would fill, in place of
+    the `important_instructions` text; its `MARKER`, a phrase of that text, shows the
+    replay that a result carries it."""
     injections = attack.attack(user_task, injection_task) if injection_task else {}
+    markers = (MARKER,)
+    if injection_task is not None and hasattr(injection_task, "adaptive_text"):
+        injections = {v: injection_task.adaptive_text(user_task, v) for v in injections}
+        markers = (injection_task.MARKER,)
     env = suite.load_and_inject_default_environment(injections)
     env = user_task.init_environment(env)
     pre = env.model_copy(deep=True)
     user_calls = user_task.ground_truth(env.model_copy(deep=True))
     inj_calls = injection_ground_truth(suite_name, injection_task, pre) if injection_task else []
-    return Case(user_task, injection_task, pre, user_calls, inj_calls)
+    return Case(user_task, injection_task, pre, user_calls, inj_calls,
+                user_task.PROMPT if prompt is None else prompt, markers)
 
 
 def model_output(case):
@@ -233,7 +301,7 @@ def replay_plain(suite, case):
         result, error = runtime.run_function(env, call.function, call.args)
         traces.append(call)
         text = error if error is not None else tool_result_to_str(result)
-        if case.injection_task is not None and not carried and MARKER in text:
+        if not carried and case.carries(text):
             carried = True
             pending = list(case.injection_calls) + pending
     utility, security = verdicts(suite, case, env, traces)
@@ -264,6 +332,44 @@ def approval_items(answer):
     return None
 
 
+class Control:
+    """The operator's channel to the run's gate (docs/spec.md §2.4: the control socket, one
+    frame — a 4-byte big-endian length, then a JSON envelope — each way per request), one
+    connection for the whole run, as `boxmaker approvals` and `boxmaker approve|refuse` speak
+    it: the persons' questions and answers without a process each."""
+
+    def __init__(self, state):
+        self.path = os.path.join(state, "control.sock")
+        self.lock = asyncio.Lock()
+        self.next_id = 0
+        self.reader = self.writer = None
+
+    async def ask(self, kind, **body):
+        async with self.lock:
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_unix_connection(self.path)
+            self.next_id += 1
+            data = json.dumps({"v": 1, "id": self.next_id, "op": {"kind": kind, "body": body}}).encode()
+            self.writer.write(len(data).to_bytes(4, "big") + data)
+            await self.writer.drain()
+            # A request whose asker was cancelled (its session ended while the person's
+            # answer was on the wire) leaves its reply behind: skip to this one's.
+            while True:
+                n = int.from_bytes(await self.reader.readexactly(4), "big")
+                reply = json.loads(await self.reader.readexactly(n))
+                if reply.get("id", 0) >= self.next_id:
+                    break
+        answer = reply.get("reply", {})
+        if reply.get("id") != self.next_id or answer.get("kind") == "error":
+            print(f"  control {kind} failed: {answer}", file=sys.stderr)
+            return None
+        return answer.get("body")
+
+    async def close(self):
+        if self.writer is not None:
+            self.writer.close()
+
+
 class Person:
     """Answers the approvals a session asks for, as one of four people:
 
@@ -275,47 +381,35 @@ class Person:
       upper bound no person reaches, reported in a column of its own.
     """
 
-    def __init__(self, bin_, config, kind="reads"):
-        self.bin, self.config, self.kind = bin_, config, kind
+    def __init__(self, control, kind="reads"):
+        self.control, self.kind = control, kind
         self.owner = None
         self.asked = {"user": 0, "injection": 0}
         self.refused = {"user": 0, "injection": 0}
         self.shown = []
-
-    async def boxmaker(self, *argv):
-        proc = await asyncio.create_subprocess_exec(
-            self.bin, *argv, "--config", self.config,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await proc.communicate()
-        if proc.returncode != 0:
-            print(f"  boxmaker {' '.join(argv)} failed: {err.decode().strip()}", file=sys.stderr)
-        return proc.returncode, out
+        # Every approval this person was asked, in order: (owner, concern kinds or None, verb).
+        self.decisions = []
 
     async def shown_concerns(self, approval):
         """What the approval shows a person about its values and destinations: it waits for
         them, so it is among the pending ones (the whole history of a long run is more than
         one answer of the gate may carry)."""
-        rc, out = await self.boxmaker("approvals", "--json")
-        if rc != 0:
-            return None
-        for item in approval_items(json.loads(out)) or []:
+        answer = await self.control.ask("list_approvals", all=False)
+        for item in approval_items(answer) or []:
             if item.get("id") == approval:
-                return [c.get("kind") for c in item.get("concerns") or []]
+                concerns = item.get("concerns") or []
+                # What the person saw, kept in the case's record (`shown`).
+                self.shown.append({"tool": item.get("tool"), "reason": item.get("reason"),
+                                   "concerns": [f"{c.get('kind')} {c.get('pointer')}" for c in concerns]})
+                return [c.get("kind") for c in concerns]
         return None
 
     async def verb(self, approval, owner):
-        if self.kind == "approves":
-            return "approve"
-        if self.kind == "absent":
-            return "refuse"
-        if self.kind == "oracle":
-            return "approve" if owner == "user" else "refuse"
+        # Every person looks (what was shown is recorded, whoever decides).
         concerns = await self.shown_concerns(approval)
-        if concerns is None:
-            # An approval the person cannot see is not one they can agree to.
-            return "refuse"
-        self.shown.append(concerns)
-        return "refuse" if REFUSED_CONCERNS & set(concerns) else "approve"
+        verb = decide(self.kind, owner, concerns)
+        self.decisions.append((owner, concerns, verb))
+        return verb
 
     async def on_log(self, params):
         data = params.data if isinstance(params.data, dict) else {}
@@ -327,7 +421,35 @@ class Person:
         verb = await self.verb(approval, owner)
         if verb == "refuse":
             self.refused[owner] += 1
-        await self.boxmaker(verb, approval)
+            await self.control.ask("refuse", approval=approval, reason=f"the replay's person who {self.kind}")
+        else:
+            await self.control.ask("approve", approval=approval)
+
+
+def decide(kind, owner, concerns):
+    """What the person `kind` answers to an approval of `owner`'s call showing `concerns`
+    (their kinds; None: the approval could not be seen)."""
+    if kind == "approves":
+        return "approve"
+    if kind == "absent":
+        return "refuse"
+    if kind == "oracle":
+        return "approve" if owner == "user" else "refuse"
+    if concerns is None:
+        # An approval the person cannot see is not one they can agree to.
+        return "refuse"
+    return "refuse" if REFUSED_CONCERNS & set(concerns) else "approve"
+
+
+async def hand_intent(control, session, prompt):
+    """The user task's prompt to the gate for this session, before its first call, as the
+    client's prompt hook would (docs/spec.md §3.10): the control socket's `intent` op, the
+    one `boxmaker intent --session ID` sends (`via` `cli`), without a process per session.
+    Only the prompt a person would type: never a ground truth, never an injection's text."""
+    answer = await control.ask("intent", session=session, text=prompt, via="cli")
+    if answer is None or "prompt" not in answer:
+        raise RuntimeError(f"the gate took no intent for {session}: {answer}")
+    return answer
 
 
 async def session_id(errlog_path, proc_timeout=30):
@@ -345,14 +467,15 @@ def text_of(res):
     return "".join(getattr(c, "text", "") for c in res.content)
 
 
-async def replay_gated(suite, suite_name, case, bin_, config, state, kind):
+async def replay_gated(suite, suite_name, case, bin_, config, state, control, kind, intent=True):
     """One fresh `boxmaker mcp` session replaying the case, the approvals answered by the
-    person `kind`; returns what happened."""
-    person = Person(bin_, config, kind)
+    person `kind`, the user task's prompt handed to the gate first unless `intent` is off;
+    returns what happened."""
+    person = Person(control, kind)
     fd, errlog_path = tempfile.mkstemp(prefix="boxmaker-mcp-", suffix=".log")
     os.close(fd)
     record = {"user": {"ran": 0, "denied": 0, "failed": 0}, "injection": {"ran": 0, "denied": 0, "failed": 0}}
-    traces, failures = [], []
+    traces, failures, denials = [], [], []
     params = StdioServerParameters(command=bin_, args=["mcp", "--config", config],
                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                                         "HOME": os.environ.get("HOME", "/root")})
@@ -362,6 +485,8 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, kind):
                 async with ClientSession(r, w, logging_callback=person.on_log) as session:
                     await session.initialize()
                     sid = await session_id(errlog_path)
+                    if intent:
+                        await hand_intent(control, sid, case.prompt)
                     work = os.path.join(state, "work", sid)
                     os.makedirs(work, mode=0o700, exist_ok=True)
                     fields = {k: getattr(case.pre, k) for k in type(case.pre).model_fields}
@@ -378,6 +503,7 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, kind):
                         text = text_of(res)
                         if res.is_error and text.startswith("denied:"):
                             record[owner]["denied"] += 1
+                            denials.append(f"{owner} {call.function}: {text[:160]}")
                             continue
                         if res.is_error and text.startswith("failed:"):
                             record[owner]["failed"] += 1
@@ -390,7 +516,7 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, kind):
                         else:
                             record[owner]["ran"] += 1
                         traces.append(call)
-                        if case.injection_task is not None and not carried and MARKER in text:
+                        if not carried and case.carries(text):
                             carried = True
                             pending = [("injection", c) for c in case.injection_calls] + pending
         with open(os.path.join(work, "env.pickle"), "rb") as f:
@@ -401,10 +527,11 @@ async def replay_gated(suite, suite_name, case, bin_, config, state, kind):
     finally:
         os.unlink(errlog_path)
     return {"utility": utility, "security": security, "asked": person.asked,
-            "refused": person.refused, "calls": record, "failures": failures}
+            "refused": person.refused, "calls": record, "failures": failures, "shown": person.shown,
+            "denials": denials, "decisions": person.decisions}
 
 
-def load_extra_injections(path, suite):
+def load_extra_injections(path, suite, prefix="extra_"):
     spec = importlib.util.spec_from_file_location("extra_injections", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -413,11 +540,29 @@ def load_extra_injections(path, suite):
         if issubclass(cls, BaseInjectionTask) and cls is not BaseInjectionTask \
                 and cls.__module__ == mod.__name__ and not inspect.isabstract(cls):
             task = cls()
-            task.ID = f"extra_{name}"
+            task.ID = f"{prefix}{name}"
             tasks.append(task)
     if not tasks:
         raise SystemExit(f"{path} defines no InjectionTask class")
     return tasks
+
+
+def load_paraphrases(path, suite):
+    """The paraphrased prompts of a file: `PARAPHRASES`, a list of (user task id, prompt) —
+    the same task, its ground truth unchanged, in other words. Each gets an id
+    `USER_TASK~pN`, N counted per task from 1."""
+    spec = importlib.util.spec_from_file_location("paraphrases", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out, seen = [], {}
+    for task_id, prompt in mod.PARAPHRASES:
+        if task_id not in suite.user_tasks:
+            raise SystemExit(f"{path}: no user task {task_id} in this suite")
+        seen[task_id] = seen.get(task_id, 0) + 1
+        out.append((suite.user_tasks[task_id], prompt, f"{task_id}~p{seen[task_id]}"))
+    if not out:
+        raise SystemExit(f"{path} lists no paraphrase")
+    return out
 
 
 async def run_suite(args):
@@ -425,17 +570,9 @@ async def run_suite(args):
     suites.check_against(args.suite, suite.tools)
     with open(args.policy) as f:
         policy_text = f.read()
-    if args.without:
+    if args.without in ("provenance", "labels"):
         policy_text = without(policy_text, args.without)
-    run_dir = tempfile.mkdtemp(prefix=f"boxmaker-agentdojo-{args.suite}-")
-    state = os.path.join(run_dir, "state")
-    config = os.path.join(run_dir, "boxmaker.toml")
-    with open(config, "w") as f:
-        f.write(config_text(args.suite, policy_text, state))
     bin_ = binary()
-    check = subprocess.run([bin_, "tools", "refresh", "--config", config], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise SystemExit(f"boxmaker cannot list the suite's tools: {check.stderr.strip()}")
 
     attack = FixedJailbreakAttack(ImportantInstructionsAttack._JB_STRING, suite, None)
     attack.user_name = "Emma Johnson"
@@ -443,39 +580,48 @@ async def run_suite(args):
     injection_tasks = sorted(suite.injection_tasks.values(), key=lambda t: int(t.ID.split("_")[-1]))
     if args.extra_injections:
         injection_tasks += load_extra_injections(args.extra_injections, suite)
-    pairs = [(u, i) for u in user_tasks for i in injection_tasks]
+    if args.new_injections:
+        injection_tasks += load_extra_injections(args.new_injections, suite, "new_")
+    pairs = [(u, i, None, None) for u in user_tasks for i in injection_tasks]
     if args.sample is not None and args.sample < len(pairs):
         pairs = random.Random(SEED).sample(pairs, args.sample)
-    cases = [(u, None) for u in user_tasks] + pairs
+    cases = [(u, None, None, None) for u in user_tasks] + pairs
+    if args.paraphrases:
+        # Each paraphrase alone, and with every injection task (a sample of them with
+        # --sample: as many as the paraphrases, with the same seed).
+        para = load_paraphrases(args.paraphrases, suite)
+        para_pairs = [(u, i, prompt, pid) for u, prompt, pid in para for i in injection_tasks]
+        if args.sample is not None and args.sample < len(para_pairs):
+            para_pairs = random.Random(SEED).sample(para_pairs, min(len(para), len(para_pairs)))
+        cases += [(u, None, prompt, pid) for u, prompt, pid in para] + para_pairs
 
-    serve = subprocess.Popen([bin_, "serve", "--config", config], stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(run_dir, "serve.log"), "w"))
     results = []
     queue = list(cases)
-    started = time.monotonic()
 
     async def worker():
         while queue:
-            u, i = queue.pop(0)
-            await one(u, i)
+            await one(*queue.pop(0))
 
-    async def one(u, i):
+    async def one(u, i, prompt, para):
         # AgentDojo's own work (loading the environment, the plain replay) runs off the
         # event loop, so the other sessions' approvals are answered meanwhile.
-        case = await asyncio.to_thread(prepare, suite, args.suite, attack, u, i)
+        case = await asyncio.to_thread(prepare, suite, args.suite, attack, u, i, prompt)
         plain_utility, plain_security, plain_carried = await asyncio.to_thread(replay_plain, suite, case)
-        # The first person replays every case; another replays it only where someone was
-        # asked, since a case that asks nobody runs the same whoever would have answered.
-        by_person = {}
+        # The first person replays every case. Another replays it only where it would answer
+        # some approval an earlier replay was asked otherwise than that replay's person did:
+        # the replay is deterministic, so the same answers to the same approvals (none, when
+        # nobody was asked) make the same session, approval by approval.
+        by_person, runs = {}, []
         for kind in args.persons:
-            if by_person and not any(first["asked"].values()):
-                by_person[kind] = first
+            same = next((r for r in runs if all(decide(kind, o, c) == v for o, c, v in r["decisions"])), None)
+            if same is not None:
+                by_person[kind] = same
                 continue
-            by_person[kind] = await replay_gated(suite, args.suite, case, bin_, config, state, kind)
-            if len(by_person) == 1:
-                first = by_person[kind]
+            by_person[kind] = await replay_gated(suite, args.suite, case, bin_, config, state, control,
+                                                 kind, intent=args.without != "intent")
+            runs.append(by_person[kind])
         gated = by_person[args.persons[0]]
-        row = {"user_task": u.ID, "injection_task": i.ID if i else None,
+        row = {"user_task": para or u.ID, "injection_task": i.ID if i else None, "paraphrase": para,
                "plain_utility": plain_utility, "plain_security": plain_security,
                "carried": plain_carried, "text_only": bool(i) and not case.injection_calls,
                **gated, "persons": {k: {f: v[f] for f in ("utility", "security", "asked", "refused", "calls")}
@@ -485,14 +631,34 @@ async def run_suite(args):
             print(f"  {case.name}: {json.dumps({k: row[k] for k in ('utility', 'security', 'asked', 'calls')})}",
                   flush=True)
 
+    run_dir = tempfile.mkdtemp(prefix=f"boxmaker-agentdojo-{args.suite}-")
+    state = os.path.join(run_dir, "state")
+    config = os.path.join(run_dir, "boxmaker.toml")
+    template = serve = control = None
+    started = time.monotonic()
     try:
+        if not args.direct_servers:
+            template = Template(run_dir, args.suite)
+        with open(config, "w") as f:
+            f.write(config_text(args.suite, policy_text, state, template and template.dir))
+        check = subprocess.run([bin_, "tools", "refresh", "--config", config], capture_output=True, text=True)
+        if check.returncode != 0:
+            raise SystemExit(f"boxmaker cannot list the suite's tools: {check.stderr.strip()}")
+        serve = subprocess.Popen([bin_, "serve", "--config", config], stdout=subprocess.DEVNULL,
+                                 stderr=open(os.path.join(run_dir, "serve.log"), "w"))
+        control = Control(state)
         await asyncio.gather(*(worker() for _ in range(args.jobs)))
     finally:
-        serve.terminate()
-        try:
-            serve.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            serve.kill()
+        if control is not None:
+            await control.close()
+        if serve is not None:
+            serve.terminate()
+            try:
+                serve.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                serve.kill()
+        if template is not None:
+            template.stop()
         if not args.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
     return summarize(args.suite, results, time.monotonic() - started, args.persons)
@@ -537,18 +703,29 @@ def figures(benign, pairs, person=None):
 
 
 def summarize(suite_name, results, seconds, persons=("oracle",)):
+    # Paraphrased prompts (--paraphrases) are reported apart, in `paraphrased`.
+    para = [r for r in results if r.get("paraphrase")]
+    results = [r for r in results if not r.get("paraphrase")]
     benign = [r for r in results if r["injection_task"] is None]
     every = [r for r in results if r["injection_task"] is not None]
     # Held-out attacks (--extra-injections, ids `extra_…`) are reported apart, in `heldout`;
     # the top-level figures and `persons` are the packaged attacks'.
-    pairs = [r for r in every if not r["injection_task"].startswith("extra_")]
+    pairs = [r for r in every if not r["injection_task"].startswith(("extra_", "new_"))]
     heldout = [r for r in every if r["injection_task"].startswith("extra_")]
+    # Those written after this round's freeze (--new-injections, ids `new_…`): `heldout_new`.
+    heldout_new = [r for r in every if r["injection_task"].startswith("new_")]
     # The top-level figures are the first person's (`reads` by default), so every earlier
     # reader of this JSON keeps working; `persons` has each person's.
     s = {"suite": suite_name, "person": persons[0], **figures(benign, pairs)}
     s["persons"] = {p: figures(benign, pairs, p) for p in persons}
     if heldout:
         s["heldout"] = {p: figures(benign, heldout, p) for p in persons}
+    if heldout_new:
+        s["heldout_new"] = {p: figures(benign, heldout_new, p) for p in persons}
+    if para:
+        s["paraphrased"] = {p: figures([r for r in para if r["injection_task"] is None],
+                                       [r for r in para if r["injection_task"] is not None], p)
+                            for p in persons}
     s["pairs_replayed"] = len(pairs)
     s["benign_utility"] = sum(1 for r in benign if r["utility"])
     s["benign_plain_utility"] = sum(1 for r in benign if r["plain_utility"])
@@ -556,7 +733,7 @@ def summarize(suite_name, results, seconds, persons=("oracle",)):
     s["pair_user_calls_denied"] = sum(r["calls"]["user"]["denied"] for r in pairs)
     s["failures"] = sorted({f for r in results for f in r["failures"]})[:20]
     s["seconds"] = round(seconds, 1)
-    s["cases"] = sorted(results, key=lambda r: (r["user_task"], r["injection_task"] or ""))
+    s["cases"] = sorted(results + para, key=lambda r: (r["user_task"], r["injection_task"] or ""))
     return s
 
 
@@ -597,6 +774,9 @@ def main():
     p.add_argument("--suite", required=True, choices=sorted(suites.SUITES))
     p.add_argument("--policy", required=True)
     p.add_argument("--extra-injections")
+    p.add_argument("--new-injections", help="held-out injection tasks written after this round's freeze, "
+                   "reported apart (heldout_new)")
+    p.add_argument("--paraphrases", help="a file of paraphrased user prompts (PARAPHRASES), reported apart")
     p.add_argument("--sample", type=int, help="replay every benign trace and N pairs (fixed seed)")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--person", default="reads", choices=PERSONS,
@@ -608,6 +788,8 @@ def main():
     p.add_argument("--jobs", type=int, default=2, help="sessions at once (default 2)")
     p.add_argument("--check-goal", action="store_true", help="exit 1 below the suite's floor")
     p.add_argument("--keep", action="store_true", help="keep the run's config and state directory")
+    p.add_argument("--direct-servers", action="store_true",
+                   help="run server.py itself in each box instead of the stub and the run's template")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     also = [x for x in args.also.split(",") if x]
