@@ -20,6 +20,7 @@
 //! `boxmaker auth login` does, for the person who ran it.
 
 pub mod callback;
+mod flow;
 pub mod meta;
 pub mod store;
 
@@ -385,16 +386,6 @@ async fn server_metadata(client: &Client, issuer: &str) -> Result<meta::Server, 
     })
 }
 
-/// 32 random bytes, base64url without padding.
-fn random_token() -> Result<String, OAuthError> {
-    use ring::rand::SecureRandom;
-    let mut b = [0u8; 32];
-    ring::rand::SystemRandom::new()
-        .fill(&mut b)
-        .map_err(|_| OAuthError::Runtime("no random bytes".into()))?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b))
-}
-
 /// The client boxmaker is at the authorization server.
 struct ClientId {
     id: String,
@@ -514,41 +505,20 @@ async fn client_id(
     })
 }
 
-/// ` (its error: invalid_grant)` from an OAuth error answer, or nothing.
-fn error_code(body: &[u8]) -> String {
-    serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("error")?.as_str().map(meta::shown))
-        .map(|e| format!(" (its error: {e})"))
-        .unwrap_or_default()
-}
+use flow::error_code;
 
-/// A token endpoint's answer.
-struct Tokens {
-    access: Zeroizing<String>,
-    refresh: Option<Zeroizing<String>>,
-    expires_in: Option<u64>,
-    scope: Option<String>,
-}
-
-/// Why a token request failed: the server refused the grant (it is over), or something else.
-enum TokenError {
-    Refused(String),
-    Other(String),
-}
-
-/// A request to the token endpoint (or the revocation endpoint, with `revoke`), the client
-/// authenticated as `method` says.
-async fn token_request(
+/// A request to the revocation endpoint (RFC 7009), the client authenticated as `method`
+/// says. By hand: `oauth2` refuses a revocation endpoint that is not `https://`, where the
+/// remote client's rules (plain HTTP to loopback or an address a rule names) decide.
+async fn revoke_request(
     client: &Client,
     endpoint: &str,
     id: &str,
     secret: Option<&str>,
     method: &str,
     mut params: Vec<(&str, String)>,
-) -> Result<crate::remote::Fetched, TokenError> {
-    let url = RemoteUrl::parse(endpoint)
-        .map_err(|why| TokenError::Other(format!("its endpoint {why}")))?;
+) -> Result<crate::remote::Fetched, String> {
+    let url = RemoteUrl::parse(endpoint).map_err(|why| format!("its endpoint {why}"))?;
     let mut headers = vec![
         (
             http::header::CONTENT_TYPE,
@@ -569,7 +539,7 @@ async fn token_request(
                 "Basic {}",
                 base64::engine::general_purpose::STANDARD.encode(pair.as_bytes())
             ))
-            .map_err(|_| TokenError::Other("the client's secret cannot go in a header".into()))?;
+            .map_err(|_| "the client's secret cannot go in a header".to_string())?;
             h.set_sensitive(true);
             headers.push((http::header::AUTHORIZATION, h));
         }
@@ -596,57 +566,7 @@ async fn token_request(
             meta::MAX_DOCUMENT,
         )
         .await
-        .map_err(|e| TokenError::Other(e.why))
-}
-
-/// Reads a token endpoint's answer.
-fn tokens(f: &crate::remote::Fetched) -> Result<Tokens, TokenError> {
-    if f.status == StatusCode::BAD_REQUEST || f.status == StatusCode::UNAUTHORIZED {
-        return Err(TokenError::Refused(format!(
-            "HTTP {}{}",
-            f.status,
-            error_code(&f.body)
-        )));
-    }
-    if !f.status.is_success() {
-        return Err(TokenError::Other(format!(
-            "the token endpoint answered HTTP {}{}",
-            f.status,
-            error_code(&f.body)
-        )));
-    }
-    let v: serde_json::Value = serde_json::from_slice(&f.body)
-        .map_err(|_| TokenError::Other("the token endpoint's answer is not JSON".into()))?;
-    let token = |k: &str| {
-        v.get(k)
-            .and_then(serde_json::Value::as_str)
-            .filter(|s| {
-                !s.is_empty() && s.len() <= 16 * 1024 && s.bytes().all(|b| b.is_ascii_graphic())
-            })
-            .map(|s| Zeroizing::new(s.to_string()))
-    };
-    let access = token("access_token").ok_or_else(|| {
-        TokenError::Other("the token endpoint's answer has no usable `access_token`".into())
-    })?;
-    let kind = v
-        .get("token_type")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or_default();
-    if !kind.eq_ignore_ascii_case("bearer") {
-        return Err(TokenError::Other(format!(
-            "the token endpoint gave a token of type {}, not Bearer",
-            meta::shown(kind)
-        )));
-    }
-    Ok(Tokens {
-        access,
-        refresh: token("refresh_token"),
-        expires_in: v.get("expires_in").and_then(serde_json::Value::as_u64),
-        scope: v
-            .get("scope")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_string),
-    })
+        .map_err(|e| e.why)
 }
 
 /// Signs in to `tool` (blocking): `on_url` is handed the URL the person opens. The tokens are
@@ -703,79 +623,76 @@ async fn login_async(
     let cb = callback::Callback::bind(cfg.redirect_port.unwrap_or(0)).await?;
     let redirect = cb.redirect_uri();
     let id = client_id(runner, &client, cfg, &server, &redirect, &scopes).await?;
-    let verifier = Zeroizing::new(random_token()?);
-    let challenge_s256 = {
-        use sha2::{Digest, Sha256};
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+    // PKCE (`S256`), the state and the authorization URL by the library; the URL names the
+    // server (RFC 8707 `resource`).
+    let bad_endpoint = |what: &str, e: String| OAuthError::Document {
+        what: ASM,
+        url: server.issuer.clone(),
+        why: format!("has {what} that is not a URL ({e})"),
     };
-    let state = random_token()?;
-    let mut authorize =
-        url::Url::parse(&server.authorization_endpoint).map_err(|e| OAuthError::Document {
-            what: ASM,
-            url: server.issuer.clone(),
-            why: format!("has an authorization endpoint that is not a URL ({e})"),
-        })?;
-    {
-        let mut q = authorize.query_pairs_mut();
-        q.append_pair("response_type", "code");
-        q.append_pair("client_id", &id.id);
-        q.append_pair("redirect_uri", &redirect);
-        q.append_pair("code_challenge", &challenge_s256);
-        q.append_pair("code_challenge_method", "S256");
-        q.append_pair("state", &state);
-        if !scopes.is_empty() {
-            q.append_pair("scope", &scopes.join(" "));
-        }
-        q.append_pair("resource", &resource.resource);
-    }
-    on_url(authorize.as_str());
-    let code = cb
-        .wait(&state, &server.issuer, server.iss_in_response, opts.wait)
-        .await?;
-    let got = token_request(
-        &client,
+    let oauth = flow::client(
         &server.token_endpoint,
         &id.id,
         id.secret.as_deref().map(String::as_str),
         &id.method,
-        vec![
-            ("grant_type", "authorization_code".into()),
-            ("code", code.0.to_string()),
-            ("redirect_uri", redirect.clone()),
-            ("code_verifier", verifier.to_string()),
-            ("resource", resource.resource.clone()),
-        ],
+    )
+    .map_err(|e| bad_endpoint("a token endpoint", e))?
+    .set_auth_uri(
+        oauth2::AuthUrl::new(server.authorization_endpoint.clone())
+            .map_err(|e| bad_endpoint("an authorization endpoint", e.to_string()))?,
+    )
+    .set_redirect_uri(
+        oauth2::RedirectUrl::new(redirect.clone())
+            .map_err(|e| OAuthError::Runtime(e.to_string()))?,
+    );
+    let (pkce, verifier) = oauth2::PkceCodeChallenge::new_random_sha256();
+    let (authorize, state) = oauth
+        .authorize_url(|| oauth2::CsrfToken::new_random_len(32))
+        .set_pkce_challenge(pkce)
+        .add_scopes(scopes.iter().map(|s| oauth2::Scope::new(s.clone())))
+        .add_extra_param("resource", resource.resource.clone())
+        .url();
+    on_url(authorize.as_str());
+    let code = cb
+        .wait(
+            state.secret(),
+            &server.issuer,
+            server.iss_in_response,
+            opts.wait,
+        )
+        .await?;
+    let via = flow::Via::new(&client);
+    let got = flow::send(
+        &via,
+        oauth
+            .exchange_code(oauth2::AuthorizationCode::new(code.0.to_string()))
+            .set_pkce_verifier(verifier)
+            .add_extra_param("resource", resource.resource.clone())
+            .request_async(&via),
     )
     .await;
-    let token_url = server.token_endpoint.clone();
     let fail = |why: String| OAuthError::Request {
         what: "token",
-        url: token_url.clone(),
+        url: server.token_endpoint.clone(),
         why,
     };
-    let t = match got.and_then(|f| tokens(&f)) {
+    let t = match got {
         Ok(t) => t,
-        Err(TokenError::Refused(why) | TokenError::Other(why)) => {
-            if let Ok(url) = RemoteUrl::parse(&server.token_endpoint)
-                && why.contains("boxmaker refused")
+        Err(flow::TokenError::Unreachable(e)) => {
+            if e.refused
+                && let Ok(url) = RemoteUrl::parse(&server.token_endpoint)
             {
-                return Err(failed(
-                    "its token endpoint",
-                    &url,
-                    FetchError { why, refused: true },
-                )
-                .await);
+                return Err(failed("its token endpoint", &url, e).await);
             }
+            return Err(fail(e.why));
+        }
+        Err(flow::TokenError::Refused(why) | flow::TokenError::Other(why)) => {
             return Err(fail(why));
         }
     };
     let at = now();
     let granted_scopes: Vec<String> = match &t.scope {
-        Some(s) => s
-            .split(' ')
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect(),
+        Some(s) => s.iter().filter(|s| !s.is_empty()).cloned().collect(),
         None => scopes.clone(),
     };
     let mut rec = Record::default();
@@ -890,7 +807,7 @@ async fn logout_async(runner: &dyn crate::Wiring, name: &str) -> Result<LoggedOu
         ];
         for (token, hint) in tokens {
             let Some(token) = token else { continue };
-            let got = token_request(
+            let got = revoke_request(
                 &client,
                 endpoint,
                 &r.client_id,
@@ -911,7 +828,7 @@ async fn logout_async(runner: &dyn crate::Wiring, name: &str) -> Result<LoggedOu
                         error_code(&f.body)
                     ));
                 }
-                Err(TokenError::Refused(w) | TokenError::Other(w)) => result = Err(w),
+                Err(w) => result = Err(w),
             }
         }
         revoked = Some(result);
@@ -1073,28 +990,34 @@ impl Signed {
             .client_secret
             .as_deref()
             .or(self.client_secret.as_ref().map(|s| s.expose()));
-        let got = token_request(
-            client,
+        let not_refreshed = |why: String| {
+            format!(
+                "the sign-in's token could not be refreshed: {why} (if it persists, run `{}`)",
+                self.fix
+            )
+        };
+        let oauth = flow::client(
             &disk.token_endpoint,
             &disk.client_id,
             secret,
             &disk.auth_method,
-            vec![
-                ("grant_type", "refresh_token".into()),
-                ("refresh_token", refresh),
-                ("resource", disk.resource.clone()),
-            ],
+        )
+        .map_err(not_refreshed)?;
+        let via = flow::Via::new(client);
+        let refresh = oauth2::RefreshToken::new(refresh);
+        let got = flow::send(
+            &via,
+            oauth
+                .exchange_refresh_token(&refresh)
+                .add_extra_param("resource", disk.resource.clone())
+                .request_async(&via),
         )
         .await;
-        let t = match got.and_then(|f| tokens(&f)) {
+        let t = match got {
             Ok(t) => t,
-            Err(TokenError::Refused(_)) => return Err(self.expired()),
-            Err(TokenError::Other(why)) => {
-                return Err(format!(
-                    "the sign-in's token could not be refreshed: {why} (if it persists, run `{}`)",
-                    self.fix
-                ));
-            }
+            Err(flow::TokenError::Refused(_)) => return Err(self.expired()),
+            Err(flow::TokenError::Unreachable(e)) => return Err(not_refreshed(e.why)),
+            Err(flow::TokenError::Other(why)) => return Err(not_refreshed(why)),
         };
         let mut next = disk.clone();
         next.access_token = t.access.to_string();
@@ -1104,11 +1027,7 @@ impl Signed {
         next.obtained_at = now;
         next.expires_at = t.expires_in.map(|e| now + e);
         if let Some(s) = &t.scope {
-            next.scopes = s
-                .split(' ')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect();
+            next.scopes = s.iter().filter(|s| !s.is_empty()).cloned().collect();
         }
         let marker = Self::marker(&self.tool);
         for v in [Some(&next.access_token), next.refresh_token.as_ref()]
