@@ -7,8 +7,9 @@
 //! eras ([`heard`]: `server/discover`, then `initialize`; sampling and elicitation refused);
 //! the remote client ([`remote`]: every request — MCP and sign-in alike — decided by the
 //! egress proxy's one decision, addresses checked, TLS verified, audited); the sign-in
-//! ([`oauth`]: metadata and challenge checks, registration, PKCE, the loopback callback, the
-//! sealed token store, refresh and revocation).
+//! ([`oauth`]: metadata and challenge checks, registration, the loopback callback, the
+//! sealed token store, revocation; PKCE, the token requests and refresh by the `oauth2`
+//! crate, whose only HTTP client is the remote client's `fetch`).
 //!
 //! **Must never:** reach the network except through [`egress::Egress::decide`], send a
 //! credential to any host but the server's own, trust what a server or its authorization

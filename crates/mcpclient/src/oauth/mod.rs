@@ -5,10 +5,12 @@
 //! boxmaker registers itself there (RFC 7591) where it may, else uses the client the config
 //! names; the person signs in through the authorization code flow with PKCE (`S256`) and a
 //! loopback redirect ([`callback`]); every token request names the server (RFC 8707
-//! `resource`). The tokens are sealed in the state directory ([`store`]).
+//! `resource`). The tokens are sealed in the state directory ([`store`]). PKCE, the state,
+//! the authorization URL and the token requests are the `oauth2` crate's (`flow`); the rest
+//! is boxmaker's, for the reasons ARCHITECTURE.md gives ("Signing in to remote servers").
 //!
-//! Every request the sign-in makes goes through the remote client's own connections
-//! (`remote::Client::fetch`): decided by the `[[egress]]` rules the tool may use, audited, TLS
+//! Every request the sign-in makes, the library's too, goes through the remote client's own
+//! connections (`remote::Client::fetch`): decided by the `[[egress]]` rules the tool may use, audited, TLS
 //! verified against the public roots, plain HTTP only to loopback or an address a rule names.
 //! An authorization server the rules do not clear is refused before any connection, and
 //! `boxmaker auth login` prints the rule that would clear it ([`Rule`]).
