@@ -20,8 +20,8 @@ use config::RemoteUrl;
 use http::StatusCode;
 use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse, BasicTokenType};
 use oauth2::{
-    AuthType, ClientId, ClientSecret, EndpointNotSet, EndpointSet, RequestTokenError,
-    TokenResponse, TokenUrl,
+    AuthType, ClientId, ClientSecret, CsrfToken, EndpointNotSet, EndpointSet, PkceCodeChallenge,
+    PkceCodeVerifier, RequestTokenError, Scope, TokenResponse, TokenUrl,
 };
 use zeroize::Zeroizing;
 
@@ -135,6 +135,30 @@ pub fn client(
         _ => c = c.set_auth_type(AuthType::RequestBody),
     }
     Ok(c)
+}
+
+/// The library's client of a sign-in: [`client`] with the authorization endpoint and the
+/// redirect set.
+pub type LoginClient =
+    BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+
+/// The URL the person opens: the authorization code flow with PKCE (`S256`, a 256-bit
+/// verifier), a 256-bit `state`, the scopes (none: no `scope`), and the server named by RFC
+/// 8707's `resource`. With the state the redirect must carry and the verifier the code's
+/// exchange sends.
+pub fn authorize(
+    c: &LoginClient,
+    scopes: &[String],
+    resource: &str,
+) -> (url::Url, CsrfToken, PkceCodeVerifier) {
+    let (pkce, verifier) = PkceCodeChallenge::new_random_sha256();
+    let (url, state) = c
+        .authorize_url(|| CsrfToken::new_random_len(32))
+        .set_pkce_challenge(pkce)
+        .add_scopes(scopes.iter().map(|s| Scope::new(s.clone())))
+        .add_extra_param("resource", resource.to_string())
+        .url();
+    (url, state, verifier)
 }
 
 /// A token endpoint's answer, checked.
@@ -266,6 +290,47 @@ mod tests {
                 .await;
             read(got, Some(StatusCode::from_u16(status).unwrap()))
         })
+    }
+
+    /// The authorization URL asks for the code with PKCE `S256` (the challenge is the
+    /// verifier's SHA-256), a fresh 256-bit state and verifier each time, and names the
+    /// server; the client's secret is never in it.
+    #[test]
+    fn the_authorization_url_carries_pkce_state_and_resource() {
+        use base64::Engine;
+        use sha2::Digest;
+        let c = client(
+            "https://as.example/token",
+            "boxmaker",
+            Some("s3cret"),
+            "client_secret_post",
+        )
+        .unwrap()
+        .set_auth_uri(oauth2::AuthUrl::new("https://as.example/authorize?x=1".into()).unwrap())
+        .set_redirect_uri(oauth2::RedirectUrl::new("http://127.0.0.1:9/callback".into()).unwrap());
+        let resource = "https://mcp.example.com/mcp";
+        let (url, state, verifier) =
+            authorize(&c, &["mcp".into(), "offline_access".into()], resource);
+        let q: std::collections::HashMap<String, String> = url.query_pairs().into_owned().collect();
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        assert_eq!(q["response_type"], "code");
+        assert_eq!(q["client_id"], "boxmaker");
+        assert_eq!(q["redirect_uri"], "http://127.0.0.1:9/callback");
+        assert_eq!(q["code_challenge_method"], "S256");
+        assert_eq!(
+            q["code_challenge"],
+            b64.encode(sha2::Sha256::digest(verifier.secret().as_bytes()))
+        );
+        assert_eq!(b64.decode(verifier.secret()).unwrap().len(), 32);
+        assert_eq!(q["state"], *state.secret());
+        assert_eq!(b64.decode(state.secret()).unwrap().len(), 32);
+        assert_eq!(q["scope"], "mcp offline_access");
+        assert_eq!(q["resource"], resource);
+        assert_eq!(q["x"], "1");
+        assert!(!url.as_str().contains("s3cret"));
+        let (again, state2, verifier2) = authorize(&c, &[], resource);
+        assert!(state2.secret() != state.secret() && verifier2.secret() != verifier.secret());
+        assert!(!again.query_pairs().any(|(k, _)| k == "scope"));
     }
 
     const JSON: Option<&str> = Some("application/json; charset=utf-8");

@@ -647,13 +647,7 @@ async fn login_async(
         oauth2::RedirectUrl::new(redirect.clone())
             .map_err(|e| OAuthError::Runtime(e.to_string()))?,
     );
-    let (pkce, verifier) = oauth2::PkceCodeChallenge::new_random_sha256();
-    let (authorize, state) = oauth
-        .authorize_url(|| oauth2::CsrfToken::new_random_len(32))
-        .set_pkce_challenge(pkce)
-        .add_scopes(scopes.iter().map(|s| oauth2::Scope::new(s.clone())))
-        .add_extra_param("resource", resource.resource.clone())
-        .url();
+    let (authorize, state, verifier) = flow::authorize(&oauth, &scopes, &resource.resource);
     on_url(authorize.as_str());
     let code = cb
         .wait(
