@@ -169,6 +169,14 @@ pub struct Tokens {
     pub scope: Option<Vec<String>>,
 }
 
+impl Tokens {
+    /// When the access token expires, `now` the time it was given (a server's `expires_in`
+    /// near `u64::MAX` saturates: never a wrap to the past, nor a panic).
+    pub fn expires_at(&self, now: u64) -> Option<u64> {
+        self.expires_in.map(|e| now.saturating_add(e))
+    }
+}
+
 /// Why a token request failed: the server refused the grant (it is over), the egress rules
 /// refused the request, or something else.
 pub enum TokenError {
@@ -331,6 +339,19 @@ mod tests {
         let (again, state2, verifier2) = authorize(&c, &[], resource);
         assert!(state2.secret() != state.secret() && verifier2.secret() != verifier.secret());
         assert!(!again.query_pairs().any(|(k, _)| k == "scope"));
+    }
+
+    /// Attack: a lifetime at the edge of `u64` neither panics nor wraps to an expired token.
+    #[test]
+    fn an_endless_token_lifetime_does_not_overflow() {
+        let t = answer(
+            200,
+            JSON,
+            r#"{"access_token":"a","token_type":"Bearer","expires_in":18446744073709551615}"#,
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(t.expires_at(1_700_000_000), Some(u64::MAX));
     }
 
     const JSON: Option<&str> = Some("application/json; charset=utf-8");

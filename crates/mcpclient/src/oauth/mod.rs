@@ -10,8 +10,9 @@
 //! is boxmaker's, for the reasons ARCHITECTURE.md gives ("Signing in to remote servers").
 //!
 //! Every request the sign-in makes, the library's too, goes through the remote client's own
-//! connections (`remote::Client::fetch`): decided by the `[[egress]]` rules the tool may use, audited, TLS
-//! verified against the public roots, plain HTTP only to loopback or an address a rule names.
+//! connections (`remote::Client::fetch`): decided by the `[[egress]]` rules the tool may
+//! use, audited, TLS verified against the public roots, plain HTTP only to loopback or an
+//! address a rule names.
 //! An authorization server the rules do not clear is refused before any connection, and
 //! `boxmaker auth login` prints the rule that would clear it ([`Rule`]).
 //!
@@ -36,6 +37,7 @@ use http::{HeaderValue, Method, StatusCode};
 use zeroize::Zeroizing;
 
 use crate::remote::{Client, FetchError};
+use flow::error_code;
 pub use store::{Record, Store, StoreError};
 
 /// What `boxmaker auth login` asks for beyond the config.
@@ -507,8 +509,6 @@ async fn client_id(
     })
 }
 
-use flow::error_code;
-
 /// A request to the revocation endpoint (RFC 7009), the client authenticated as `method`
 /// says. By hand: `oauth2` refuses a revocation endpoint that is not `https://`, where the
 /// remote client's rules (plain HTTP to loopback or an address a rule names) decide.
@@ -707,7 +707,7 @@ async fn login_async(
     rec.auth_method = id.method.clone();
     rec.access_token = t.access.to_string();
     rec.refresh_token = t.refresh.as_ref().map(|r| r.to_string());
-    rec.expires_at = t.expires_in.map(|e| at + e);
+    rec.expires_at = t.expires_at(at);
     rec.obtained_at = at;
     rec.scopes = granted_scopes.clone();
     {
@@ -1021,7 +1021,7 @@ impl Signed {
             next.refresh_token = Some(r.to_string());
         }
         next.obtained_at = now;
-        next.expires_at = t.expires_in.map(|e| now + e);
+        next.expires_at = t.expires_at(now);
         if let Some(s) = &t.scope {
             next.scopes = s.iter().filter(|s| !s.is_empty()).cloned().collect();
         }
