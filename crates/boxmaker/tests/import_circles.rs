@@ -320,9 +320,10 @@ const KNOWN: &[(&str, &[&str], &str)] = &[
     ),
     (
         "mcpclient",
-        &["oauth", "remote"],
+        &["oauth", "oauth::flow", "remote"],
         "a sign-in's requests go through the remote client (every request one egress \
-         decision), and the remote client carries the sign-in of the server it talks to",
+         decision; the oauth2 crate's requests too, through flow's Via), and the remote \
+         client carries the sign-in of the server it talks to",
     ),
     (
         "policy",
