@@ -322,8 +322,8 @@ impl Ctx<'_> {
                 {
                     return self.err(
                         url.span(),
-                        "`[gate] store` carries a password; give it in PGPASSWORD (or a \
-                         password file), never in the config",
+                        "`[gate] store` carries a password; give it in the gate's environment \
+                         as PGPASSWORD, never in the config",
                     );
                 }
                 Some(url.into_inner())

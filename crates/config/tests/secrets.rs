@@ -326,3 +326,27 @@ fn a_remote_tool_is_refused_what_it_cannot_have() {
     );
     assert!(msg.contains("only for a remote tool"), "{msg}");
 }
+
+/// The store's password is never in the config (docs/spec.md §6, "The store"): a URL with
+/// `user:password@` or a `password=` parameter is refused at load, in one sentence that
+/// says where it goes instead, and without repeating the password.
+#[test]
+fn a_store_url_carrying_a_password_is_refused() {
+    for url in [
+        "postgres://boxmaker:hunter2@db.internal/boxmaker",
+        "postgresql://boxmaker@db.internal/boxmaker?sslmode=require&password=hunter2",
+    ] {
+        let text = format!("[gate]\nstore = \"{url}\"\n");
+        let msg = bad(&text, 2);
+        assert!(msg.contains("PGPASSWORD"), "{msg}");
+        assert!(
+            !msg.contains("hunter2"),
+            "the error repeats the password: {msg}"
+        );
+    }
+    let c = ok("[gate]\nstore = \"postgres://boxmaker@db.internal/boxmaker?sslmode=require\"\n");
+    assert_eq!(
+        c.gate.store.as_deref(),
+        Some("postgres://boxmaker@db.internal/boxmaker?sslmode=require")
+    );
+}

@@ -184,7 +184,7 @@ impl DbRow<'_> {
 }
 
 /// Where a PostgreSQL store connects, and how (never a password: that comes from
-/// `PGPASSWORD` or a `[[secret]]`, at connect time).
+/// `PGPASSWORD`, at connect time).
 #[derive(Clone)]
 pub struct PgTarget {
     pub config: postgres::Config,
