@@ -14,7 +14,11 @@
 //!   pending approval) is never interleaved with another replica's;
 //! - **durability.** SQLite: WAL with `synchronous=FULL` (a count-only batch may relax it
 //!   for one commit). PostgreSQL: the server's `synchronous_commit` (on by default): a
-//!   `COMMIT` that returned is in the server's WAL on disk; nothing is ever relaxed;
+//!   `COMMIT` that returned is in the server's WAL on disk; the same count-only batch is
+//!   relaxed the same way, `SET LOCAL synchronous_commit = off` for its one transaction
+//!   (its commit is seen by every replica at once, but a crash of the server within
+//!   moments of it may lose it, as a power cut may lose SQLite's `NORMAL` commit: only
+//!   writes whose loss makes the gate refuse more are ever relaxed);
 //! - **the schema version**: `PRAGMA user_version`, or the one row of `boxmaker_schema`;
 //! - **a lost connection** (PostgreSQL restarted, the network cut): the statement fails,
 //!   the caller fails closed, and the next use connects again (once; its failure is the
@@ -265,6 +269,9 @@ pub struct PgConn {
     /// Inside a transaction: a lost connection is then the transaction's failure, never a
     /// silent reconnect half-way through it.
     in_tx: bool,
+    /// The next write transactions commit without waiting for the WAL's flush
+    /// ([`Db::set_sync`]).
+    relaxed: bool,
 }
 
 impl PgConn {
@@ -275,6 +282,7 @@ impl PgConn {
             client: Some(client),
             stmts: HashMap::new(),
             in_tx: false,
+            relaxed: false,
         })
     }
 
@@ -511,8 +519,13 @@ impl Db {
             Db::Lite(conn) => conn.execute_batch("BEGIN IMMEDIATE")?,
             Db::Pg(c) => {
                 let mut c = c.borrow_mut();
+                let relax = if c.relaxed {
+                    "SET LOCAL synchronous_commit = off; "
+                } else {
+                    ""
+                };
                 c.batch(&format!(
-                    "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+                    "BEGIN; {relax}SELECT pg_advisory_xact_lock({WRITE_LOCK})"
                 ))?;
                 c.in_tx = true;
             }
@@ -546,14 +559,18 @@ impl Db {
         matches!(self, Db::Pg(_))
     }
 
-    /// SQLite's `synchronous` for the next commits (`FULL` or `NORMAL`); PostgreSQL's
-    /// commits are never relaxed.
+    /// How the next commits are synced: SQLite's `synchronous` (`FULL` or `NORMAL`);
+    /// PostgreSQL's `synchronous_commit` for each write transaction begun until it is set
+    /// back (`on`, the server's own setting, or `off`).
     pub fn set_sync(&self, full: bool) -> Result<(), DbError> {
         match self {
             Db::Lite(conn) => {
                 Ok(conn.pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })?)
             }
-            Db::Pg(_) => Ok(()),
+            Db::Pg(c) => {
+                c.borrow_mut().relaxed = !full;
+                Ok(())
+            }
         }
     }
 
@@ -601,6 +618,30 @@ impl Drop for Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A count-only commit is relaxed for its own transaction only: the next write
+    /// transaction, and every read outside one, waits for the WAL's flush again.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn a_relaxed_commit_is_relaxed_for_its_own_transaction_only() {
+        let pg = testkit::pg::Pg::start();
+        let target = PgTarget::from_url(&pg.database("relax")).unwrap();
+        let db = Db::Pg(Box::new(RefCell::new(PgConn::connect(target).unwrap())));
+        let setting = |db: &Db| -> String {
+            db.value("SELECT current_setting('synchronous_commit')", &[])
+                .unwrap()
+        };
+        assert_eq!(setting(&db), "on");
+        db.set_sync(false).unwrap();
+        let tx = db.begin_write().unwrap();
+        assert_eq!(setting(&tx), "off");
+        tx.commit().unwrap();
+        assert_eq!(setting(&db), "on", "SET LOCAL outlived its transaction");
+        db.set_sync(true).unwrap();
+        let tx = db.begin_write().unwrap();
+        assert_eq!(setting(&tx), "on");
+        drop(tx);
+    }
 
     #[test]
     fn placeholders_are_numbered_outside_quotes() {
