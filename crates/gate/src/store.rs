@@ -1306,7 +1306,11 @@ impl Store {
     /// value it cannot place as untrusted). The commit is a full sync when the taint rises
     /// or when losing the write could let a value pass that should not (a new untrusted or
     /// passed-in value, the full mark); a batch that only adds what is trusted (losing it
-    /// only refuses more) is committed as a count-only batch.
+    /// only refuses more) is committed as a count-only batch. On a PostgreSQL store the
+    /// choice is made before the fleet's write lock, from reads another replica may
+    /// overtake; it stays sound, because a taint only rises and an untrusted mark only
+    /// sticks: whatever another replica commits in between, a batch judged count-only
+    /// still raises nothing and carries only trusted sightings (docs/spec.md §6).
     pub fn raise_and_record(
         &mut self,
         raises: &[TaintRaise],

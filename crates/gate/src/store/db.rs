@@ -643,6 +643,25 @@ mod tests {
         drop(tx);
     }
 
+    /// A password never comes from the store's URL, in any form the driver reads one:
+    /// whatever the config's own check misses (a percent-encoded key) is refused here, at
+    /// connect time, without the password in the error.
+    #[test]
+    fn a_url_carrying_a_password_in_any_form_is_refused() {
+        for url in [
+            "postgres://u:hunter2@db.internal/b",
+            "postgres://u@db.internal/b?password=hunter2",
+            "postgres://u@db.internal/b?pass%77ord=hunter2",
+            "postgres://u:@db.internal/b?pass%77ord=hunter2",
+        ] {
+            match PgTarget::from_url(url) {
+                Ok(t) => panic!("{url} was taken, as {}", t.shown),
+                Err(e) => assert!(!e.contains("hunter2"), "{url}: {e}"),
+            }
+        }
+        assert!(PgTarget::from_url("postgres://u@db.internal/b?sslmode=require").is_ok());
+    }
+
     #[test]
     fn placeholders_are_numbered_outside_quotes() {
         assert_eq!(
