@@ -266,3 +266,162 @@ fn a_replica_killed_mid_call_loses_nothing_acknowledged_and_runs_nothing_twice()
     assert!(!stdout(&tail).contains("\"result\""), "{}", stdout(&tail));
     assert!(stdout(&tail).contains("approval"), "{}", stdout(&tail));
 }
+
+/// What one conversation of the load run did: a confidential read on one replica, then the
+/// public sink on the other.
+struct Turn {
+    session: String,
+    /// When its read began, from the run's start.
+    at: Duration,
+    read: Output,
+    share: Output,
+}
+
+/// A call that did not succeed says why: a denial, or the store it could not use.
+fn refused_with_a_reason(out: &Output) -> bool {
+    let err = stderr(out);
+    out.status.code() != Some(0)
+        && (err.contains("denied:") || err.contains("PostgreSQL") || err.contains("state database"))
+}
+
+/// A load run across two kept replicas (conversations in six threads, each a confidential
+/// read on one replica and the public sink on the other) with PostgreSQL crashed
+/// (`immediate`) and started again under it: every call either succeeds or says why; no
+/// read whose content was withheld leaked it, no sink ran after its conversation's
+/// acknowledged read (no decision on a stale taint), and after the restart every
+/// acknowledged read's taint is there on both replicas (nothing acknowledged was lost);
+/// both audit chains verify.
+#[test]
+fn a_load_across_two_replicas_survives_postgres_restarting_under_it() {
+    let pg = Pg::start();
+    let url = pg.database("fleet");
+    let replicas = [replica(Some(&url)), replica(Some(&url))];
+    let mut serves: Vec<Child> = replicas
+        .iter()
+        .map(|r| testkit::quiet_serve(BIN, r.config()))
+        .collect();
+    for r in &replicas {
+        testkit::wait_for_path(&r.path("state/agent.sock"), Duration::from_secs(30));
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let started = std::time::Instant::now();
+    let (mut down, mut up) = (Duration::ZERO, Duration::ZERO);
+    let turns: Vec<Turn> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..6)
+            .map(|t| {
+                let (replicas, stop, started) = (&replicas, &stop, &started);
+                scope.spawn(move || {
+                    let mut turns = Vec::new();
+                    let mut i = 0;
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        let session = format!("load-{t}-{i}");
+                        let at = started.elapsed();
+                        let (a, b) = (&replicas[(t + i) % 2], &replicas[(t + i + 1) % 2]);
+                        let read = call(a, &session, "read_file", READ);
+                        let share = call(b, &session, "share", SHARE);
+                        turns.push(Turn {
+                            session,
+                            at,
+                            read,
+                            share,
+                        });
+                        i += 1;
+                    }
+                    turns
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs(3));
+        pg.stop_server(false);
+        down = started.elapsed();
+        std::thread::sleep(Duration::from_secs(2));
+        pg.start_server();
+        up = started.elapsed();
+        std::thread::sleep(Duration::from_secs(4));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let took = started.elapsed();
+    let acknowledged: Vec<&Turn> = turns
+        .iter()
+        .filter(|t| t.read.status.code() == Some(0))
+        .collect();
+    let cut = turns
+        .iter()
+        .filter(|t| t.read.status.code() != Some(0))
+        .count();
+    eprintln!(
+        "{} conversations ({} calls) in {took:.1?}, the store down from {down:.1?} to {up:.1?}: \
+         {} reads acknowledged, {cut} refused",
+        turns.len(),
+        turns.len() * 2,
+        acknowledged.len(),
+    );
+    // The run spanned the restart: reads refused while the store was down, and
+    // acknowledged before and after it.
+    let (before, during, after) = (
+        turns.iter().filter(|t| t.at < down),
+        turns
+            .iter()
+            .filter(|t| t.at > down && t.at + Duration::from_millis(100) < up),
+        turns.iter().filter(|t| t.at > up),
+    );
+    assert!(before.filter(|t| t.read.status.success()).count() > 0);
+    assert!(during.filter(|t| !t.read.status.success()).count() > 0);
+    assert!(after.filter(|t| t.read.status.success()).count() > 0);
+    for t in &turns {
+        for out in [&t.read, &t.share] {
+            assert!(
+                out.status.code() == Some(0) || refused_with_a_reason(out),
+                "{}: exit {:?} without a reason: {}",
+                t.session,
+                out.status.code(),
+                stderr(out)
+            );
+        }
+        // A read that was not acknowledged released nothing.
+        if t.read.status.code() != Some(0) {
+            assert!(!stdout(&t.read).contains("secret"), "{}", t.session);
+        }
+        // No sink after an acknowledged read: the other replica read the taint committed
+        // before the read's answer left.
+        if t.read.status.code() == Some(0) {
+            assert_ne!(
+                t.share.status.code(),
+                Some(0),
+                "{}: the sink ran after the read was answered",
+                t.session
+            );
+        }
+    }
+    // After the restart every acknowledged read's taint is in the store, for both replicas.
+    for t in &acknowledged {
+        for r in &replicas {
+            let out = call(r, &t.session, "share", SHARE);
+            assert_eq!(
+                out.status.code(),
+                Some(3),
+                "{}: {}",
+                t.session,
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains("denied: taint_too_high"),
+                "{}: {}",
+                t.session,
+                stderr(&out)
+            );
+        }
+    }
+    for s in &mut serves {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    for r in &replicas {
+        let v = r.run(&["audit", "verify"]);
+        assert!(v.status.success(), "{}", stderr(&v));
+    }
+}

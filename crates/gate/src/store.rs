@@ -1271,7 +1271,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<StoredTaint, StoreError> {
         let tx = self.write("raise a session's taint")?;
-        let new = raise_in(&tx, session, class, untrusted, now)?;
+        let (new, _) = raise_in(&tx, session, class, untrusted, now)?;
         tx.commit().map_err(sql("commit a session's taint"))?;
         Ok(new)
     }
@@ -1279,7 +1279,8 @@ impl Store {
     /// Group commit: several raises (the same session may appear more than once) in one
     /// transaction, so one sync pays for all. Returns each raise's resulting taint, in
     /// order. Every taint is durable when it returns `Ok`; none is written when it returns
-    /// `Err`.
+    /// `Err` (on PostgreSQL a raise that raises nothing may have counted its result by
+    /// then: a count, never a label).
     ///
     /// A batch that raises no recorded session's taint (each label at or below the taint it
     /// already has) changes only the results count and the time of the last result: it is
@@ -1306,11 +1307,16 @@ impl Store {
     /// value it cannot place as untrusted). The commit is a full sync when the taint rises
     /// or when losing the write could let a value pass that should not (a new untrusted or
     /// passed-in value, the full mark); a batch that only adds what is trusted (losing it
-    /// only refuses more) is committed as a count-only batch. On a PostgreSQL store the
-    /// choice is made before the fleet's write lock, from reads another replica may
-    /// overtake; it stays sound, because a taint only rises and an untrusted mark only
-    /// sticks: whatever another replica commits in between, a batch judged count-only
-    /// still raises nothing and carries only trusted sightings (docs/spec.md §6).
+    /// only refuses more) is committed as a count-only batch.
+    ///
+    /// Where the choice is made: SQLite cannot change `synchronous` inside a transaction,
+    /// so there it is made before the write lock, from reads another process may overtake;
+    /// that stays sound, because a taint only rises and an untrusted mark only sticks:
+    /// whatever another writer commits in between, a batch judged count-only still raises
+    /// nothing and carries only trusted sightings. On PostgreSQL it is made under the
+    /// fleet's write lock, from what the transaction itself read and wrote, and sent with
+    /// the `COMMIT` (`SET LOCAL synchronous_commit = off`): no reads before the lock, so a
+    /// call costs three round trips there (docs/spec.md §6).
     pub fn raise_and_record(
         &mut self,
         raises: &[TaintRaise],
@@ -1318,6 +1324,34 @@ impl Store {
         limit: u64,
         now: Timestamp,
     ) -> Result<Vec<StoredTaint>, StoreError> {
+        if self.conn.is_shared() && !raises.is_empty() {
+            // A raise that raises nothing, in a batch that records nothing, is one
+            // statement on its own (`count_only`); the rest one transaction under the
+            // fleet's write lock.
+            let mut out: Vec<Option<StoredTaint>> = vec![None; raises.len()];
+            if sightings.is_empty() {
+                for (slot, r) in out.iter_mut().zip(raises) {
+                    *slot = count_only(&self.conn, r, now)?;
+                }
+            }
+            if out.iter().any(Option::is_none) {
+                let tx = self.write("raise sessions' taint")?;
+                let mut rises = false;
+                for (slot, r) in out.iter_mut().zip(raises) {
+                    if slot.is_none() {
+                        let (taint, rose) = raise_in(&tx, &r.session, r.class, r.untrusted, now)?;
+                        rises |= rose;
+                        *slot = Some(taint);
+                    }
+                }
+                for s in sightings {
+                    rises |= record_in(&tx, s, limit)?;
+                }
+                tx.commit_synced(rises)
+                    .map_err(sql("commit sessions' taint"))?;
+            }
+            return Ok(out.into_iter().flatten().collect());
+        }
         let mut rises = false;
         for r in raises {
             rises |= match read_taint(&self.conn, &r.session)? {
@@ -1328,7 +1362,7 @@ impl Store {
         }
         let mut writes = false;
         for s in sightings {
-            let (any, matters) = plan(&self.conn, s, limit)?;
+            let (any, matters) = plan(self, s, limit)?;
             writes |= any;
             rises |= matters;
         }
@@ -1361,7 +1395,7 @@ impl Store {
         let tx = self.write("raise sessions' taint")?;
         let out = raises
             .iter()
-            .map(|r| raise_in(&tx, &r.session, r.class, r.untrusted, now))
+            .map(|r| raise_in(&tx, &r.session, r.class, r.untrusted, now).map(|(t, _)| t))
             .collect::<Result<Vec<_>, _>>()?;
         for s in sightings {
             record_in(&tx, s, limit)?;
@@ -1413,6 +1447,68 @@ impl Store {
         value: &str,
     ) -> Result<Option<ProvenanceRow>, StoreError> {
         read_provenance(&self.conn, session, value)
+    }
+
+    /// [`Store::provenance`] and [`Store::provenance_size`] in one statement (a decision
+    /// asks both of a value the index does not hold): one round trip on PostgreSQL.
+    pub fn provenance_sized(
+        &self,
+        session: &SessionId,
+        value: &str,
+    ) -> Result<(Option<ProvenanceRow>, IndexSize), StoreError> {
+        type Sized = (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+        );
+        let (kind, seen, tool, call, argued, count, full): Sized = self
+            .conn
+            .query_opt(
+                "SELECT p.kind, p.seen, p.tool, p.call, p.argued, z.count, z.\"full\"
+                 FROM (SELECT CAST(?1 AS TEXT) AS session, CAST(?2 AS TEXT) AS value) k
+                 LEFT JOIN provenance p ON p.session = k.session AND p.value = k.value
+                 LEFT JOIN provenance_sessions z ON z.session = k.session",
+                p![session.as_str(), value],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                    ))
+                },
+            )
+            .map_err(sql("read a session's provenance index"))?
+            .ok_or(StoreError::Sql {
+                op: "read a session's provenance index",
+                source: DbError::NoRow,
+            })?;
+        let row = match (kind, seen, tool, call, argued) {
+            (Some(kind), Some(seen), Some(tool), Some(call), Some(argued)) => {
+                Some(provenance_row(kind, seen, tool, call, argued)?)
+            }
+            (None, None, None, None, None) => None,
+            _ => {
+                return Err(StoreError::Corrupt {
+                    what: "a provenance row with empty columns".into(),
+                });
+            }
+        };
+        let size = match (count, full) {
+            (Some(count), Some(full)) => IndexSize {
+                count: count_from_sql(count)?,
+                full: full != 0,
+            },
+            _ => IndexSize::default(),
+        };
+        Ok((row, size))
     }
 
     /// How many values the session's provenance index holds, and whether it filled.
@@ -1867,6 +1963,37 @@ impl Store {
             })
     }
 
+    /// [`Store::taint`] and [`Store::grants_stamp`] in one statement: what a replica reads
+    /// before each decision (one round trip on PostgreSQL).
+    pub fn taint_and_grants_stamp(
+        &self,
+        session: &SessionId,
+    ) -> Result<(StoredTaint, (i64, i64)), StoreError> {
+        type Row = (Option<String>, Option<i64>, i64, i64);
+        let (class, untrusted, top, revoked): Row = self
+            .conn
+            .query_opt(
+                "SELECT (SELECT class FROM sessions WHERE id = ?1),
+                        (SELECT untrusted FROM sessions WHERE id = ?1),
+                        COALESCE(MAX(id), 0), COUNT(revoked) FROM grants",
+                p![session.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .map_err(sql("read a session's taint"))?
+            .ok_or(StoreError::Sql {
+                op: "read a session's taint",
+                source: DbError::NoRow,
+            })?;
+        let taint = match (class, untrusted) {
+            (Some(class), Some(untrusted)) => StoredTaint {
+                class: class_from_sql(&class)?,
+                untrusted: untrusted != 0,
+            },
+            _ => StoredTaint::START,
+        };
+        Ok((taint, (top, revoked)))
+    }
+
     /// Every run-time grant ever added, revoked ones too, by id.
     pub fn all_grants(&self) -> Result<Vec<GrantRow>, StoreError> {
         self.list_grants("")
@@ -1916,24 +2043,32 @@ fn read_provenance(
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )
         .map_err(sql("read a session's provenance index"))?;
-    row.map(|(kind, seen, tool, call, argued)| {
-        let corrupt = |what: &str| StoreError::Corrupt {
-            what: format!("a provenance {what}"),
-        };
-        Ok(ProvenanceRow {
-            kind: policy::values::Kind::from_name(&kind).ok_or_else(|| corrupt("kind"))?,
-            seen: match seen.as_str() {
-                "trusted" => SeenAs::Trusted,
-                "untrusted" => SeenAs::Untrusted,
-                "none" => SeenAs::None,
-                _ => return Err(corrupt("sighting")),
-            },
-            tool,
-            call: call_from_sql(call),
-            argued: argued != 0,
-        })
+    row.map(|(kind, seen, tool, call, argued)| provenance_row(kind, seen, tool, call, argued))
+        .transpose()
+}
+
+fn provenance_row(
+    kind: String,
+    seen: String,
+    tool: String,
+    call: i64,
+    argued: i64,
+) -> Result<ProvenanceRow, StoreError> {
+    let corrupt = |what: &str| StoreError::Corrupt {
+        what: format!("a provenance {what}"),
+    };
+    Ok(ProvenanceRow {
+        kind: policy::values::Kind::from_name(&kind).ok_or_else(|| corrupt("kind"))?,
+        seen: match seen.as_str() {
+            "trusted" => SeenAs::Trusted,
+            "untrusted" => SeenAs::Untrusted,
+            "none" => SeenAs::None,
+            _ => return Err(corrupt("sighting")),
+        },
+        tool,
+        call: call_from_sql(call),
+        argued: argued != 0,
     })
-    .transpose()
 }
 
 fn read_size(conn: &Db, session: &SessionId) -> Result<IndexSize, StoreError> {
@@ -2015,16 +2150,30 @@ impl Change {
 }
 
 /// Whether `s` writes anything, and whether losing that write could fail open.
-fn plan(conn: &Db, s: &Sightings, limit: u64) -> Result<(bool, bool), StoreError> {
-    let size = read_size(conn, &s.session)?;
+fn plan(store: &Store, s: &Sightings, limit: u64) -> Result<(bool, bool), StoreError> {
+    // Each value's row with the index's size, one statement a value; counted from the
+    // first size read. Outside the write lock, like every read here: a row and the size
+    // only grow (but for a reset, which waits for the session's calls), so what this
+    // judges nothing to write stays so, and what is written is judged again under the
+    // lock (`record_in`).
+    let mut rows = Vec::with_capacity(s.values.len());
+    let mut size = None;
+    for v in &s.values {
+        let (row, at) = store.provenance_sized(&s.session, &v.text)?;
+        size.get_or_insert(at);
+        rows.push(row);
+    }
+    let size = match size {
+        Some(size) => size,
+        None => read_size(&store.conn, &s.session)?,
+    };
     let mut count = size.count;
     let (mut any, mut matters) = (false, false);
     if s.overflow && !size.full {
         any = true;
         matters = true;
     }
-    for v in &s.values {
-        let existing = read_provenance(conn, &s.session, &v.text)?;
+    for existing in rows {
         let change = Change::of(existing.as_ref(), s.sighting);
         if let Change::Insert { .. } = change {
             if count >= limit {
@@ -2042,17 +2191,22 @@ fn plan(conn: &Db, s: &Sightings, limit: u64) -> Result<(bool, bool), StoreError
     Ok((any, matters))
 }
 
-/// One session's sightings inside the caller's write transaction.
-fn record_in(tx: &Db, s: &Sightings, limit: u64) -> Result<(), StoreError> {
+/// One session's sightings inside the caller's write transaction; whether losing what it
+/// wrote could fail open (the rule of [`plan`], judged here under the write lock).
+fn record_in(tx: &Db, s: &Sightings, limit: u64) -> Result<bool, StoreError> {
     let size = read_size(tx, &s.session)?;
     let (mut count, mut full) = (size.count, size.full || s.overflow);
     let call = call_to_sql(s.call);
+    let mut matters = full && !size.full;
     for v in &s.values {
         let existing = read_provenance(tx, &s.session, &v.text)?;
-        let done = match Change::of(existing.as_ref(), s.sighting) {
+        let change = Change::of(existing.as_ref(), s.sighting);
+        matters |= change.fails_open_if_lost();
+        let done = match change {
             Change::Nothing => Ok(0),
             Change::Insert { seen, argued } => {
                 if count >= limit {
+                    matters |= !size.full;
                     full = true;
                     continue;
                 }
@@ -2096,7 +2250,62 @@ fn record_in(tx: &Db, s: &Sightings, limit: u64) -> Result<(), StoreError> {
         )
         .map_err(sql("write the size of a session's provenance index"))?;
     }
-    Ok(())
+    Ok(matters)
+}
+
+/// On PostgreSQL, a raise that raises nothing as one statement, outside any write
+/// transaction: the result is counted only where the session's row already holds the
+/// raise's label or above (PostgreSQL takes the row's lock and checks the condition again on
+/// its newest version, so a concurrent raise or reset is before it or after it, never
+/// half-seen), committed without waiting for the WAL's flush (`set_config(…, true)` is the
+/// `SET LOCAL` of the statement's own transaction), and the taint it found returned. `None`
+/// when it counted nothing — a new session, or a label the row does not hold: that raise
+/// then goes through [`raise_in`] under the fleet's write lock. No fleet lock is needed
+/// here: nothing is read and then written; a taint only rises, so a row that held the
+/// label when the statement ran still did when it committed.
+fn count_only(
+    conn: &Db,
+    r: &TaintRaise,
+    now: Timestamp,
+) -> Result<Option<StoredTaint>, StoreError> {
+    const CLASSES: [DataClass; 4] = [
+        DataClass::Public,
+        DataClass::Internal,
+        DataClass::Confidential,
+        DataClass::Secret,
+    ];
+    // The classes at or above the label, as literals of the store's own names (never a
+    // value from outside), so one prepared statement a label.
+    let held = CLASSES
+        .iter()
+        .filter(|c| **c >= r.class)
+        .map(|c| format!("'{}'", c.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let untrusted = if r.untrusted {
+        " AND untrusted = 1"
+    } else {
+        ""
+    };
+    let row: Option<(String, i64)> = conn
+        .query_opt(
+            &format!(
+                "UPDATE sessions SET updated = ?2, results = results + 1
+                 FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
+                 WHERE id = ?1 AND class IN ({held}){untrusted}
+                 RETURNING class, untrusted"
+            ),
+            p![r.session.as_str(), ts_to_sql(now)],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .map_err(sql("count a session's result"))?;
+    row.map(|(class, untrusted)| {
+        Ok(StoredTaint {
+            class: class_from_sql(&class)?,
+            untrusted: untrusted != 0,
+        })
+    })
+    .transpose()
 }
 
 /// One raise inside the caller's write transaction.
@@ -2106,27 +2315,47 @@ fn raise_in(
     class: DataClass,
     untrusted: bool,
     now: Timestamp,
-) -> Result<StoredTaint, StoreError> {
-    let old = read_taint(tx, session)?;
-    let new = old.unwrap_or(StoredTaint::START).raised(class, untrusted);
-    let sql_text = if old.is_none() {
-        "INSERT INTO sessions (id, class, untrusted, created, updated, results)
-         VALUES (?1, ?2, ?3, ?4, ?4, 1)"
-    } else {
-        "UPDATE sessions SET class = ?2, untrusted = ?3, updated = ?4,
-         results = results + 1 WHERE id = ?1"
+) -> Result<(StoredTaint, bool), StoreError> {
+    // The result counted and the taint read under the write lock in one statement (the
+    // count and time change; the label is what it was), then the label raised only if it
+    // rises: a call whose answer raises nothing is one round trip on PostgreSQL.
+    let row: Option<(String, i64)> = tx
+        .query_opt(
+            "UPDATE sessions SET updated = ?2, results = results + 1 WHERE id = ?1
+             RETURNING class, untrusted",
+            p![session.as_str(), ts_to_sql(now)],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(sql("write a session's taint"))?;
+    let Some((old_class, old_untrusted)) = row else {
+        // A new session's row, written durably whatever its label.
+        let new = StoredTaint::START.raised(class, untrusted);
+        tx.execute(
+            "INSERT INTO sessions (id, class, untrusted, created, updated, results)
+             VALUES (?1, ?2, ?3, ?4, ?4, 1)",
+            p![
+                session.as_str(),
+                new.class.as_str(),
+                new.untrusted,
+                ts_to_sql(now)
+            ],
+        )
+        .map_err(sql("write a session's taint"))?;
+        return Ok((new, true));
     };
-    tx.execute(
-        sql_text,
-        p![
-            session.as_str(),
-            new.class.as_str(),
-            new.untrusted,
-            ts_to_sql(now)
-        ],
-    )
-    .map_err(sql("write a session's taint"))?;
-    Ok(new)
+    let old = StoredTaint {
+        class: class_from_sql(&old_class)?,
+        untrusted: old_untrusted != 0,
+    };
+    let new = old.raised(class, untrusted);
+    if new != old {
+        tx.execute(
+            "UPDATE sessions SET class = ?2, untrusted = ?3 WHERE id = ?1",
+            p![session.as_str(), new.class.as_str(), new.untrusted],
+        )
+        .map_err(sql("write a session's taint"))?;
+    }
+    Ok((new, new != old))
 }
 
 fn check_not_newer(path: &Path, found: i64) -> Result<(), StoreError> {
@@ -2210,6 +2439,41 @@ mod tests {
             expires: Timestamp(expires),
             files: Vec::new(),
         }
+    }
+
+    /// On PostgreSQL a raise that raises nothing is one statement committed relaxed: the
+    /// count is there for another replica at once, and the connection's own setting is the
+    /// server's again for whatever it runs next.
+    #[test]
+    fn a_count_only_raise_on_postgres_is_seen_at_once_and_relaxes_nothing_after_it() {
+        let pg = testkit::pg::Pg::start();
+        let target = PgTarget::from_url(&pg.database("counts")).unwrap();
+        let mut store = Store::open_shared(&target).unwrap();
+        let other = Store::open_shared(&target).unwrap();
+        let s = SessionId::new("s").unwrap();
+        let raise = |class| TaintRaise {
+            session: s.clone(),
+            class,
+            untrusted: false,
+        };
+        store
+            .raise_taints(&[raise(DataClass::Confidential)], Timestamp(1))
+            .unwrap();
+        let out = store
+            .raise_taints(
+                &[raise(DataClass::Public), raise(DataClass::Internal)],
+                Timestamp(2),
+            )
+            .unwrap();
+        assert_eq!(out[0].class, DataClass::Confidential);
+        assert_eq!(out[1].class, DataClass::Confidential);
+        let setting: String = store
+            .conn
+            .value("SELECT current_setting('synchronous_commit')", &[])
+            .unwrap();
+        assert_eq!(setting, "on", "the relaxed commit outlived its statement");
+        let row = other.session(&s).unwrap().unwrap();
+        assert_eq!((row.results, row.updated), (3, Timestamp(2)));
     }
 
     #[test]

@@ -439,6 +439,101 @@ macro_rules! store_tests {
         }
 
         #[test]
+        fn a_raise_that_raises_nothing_counts_and_one_that_rises_still_rises() {
+            let dir = tempfile::tempdir().unwrap();
+            let mut store = open(dir.path()).unwrap();
+            let r = |class, untrusted| TaintRaise {
+                session: sid("q"),
+                class,
+                untrusted,
+            };
+            let t = |class, untrusted| StoredTaint { class, untrusted };
+            let raise = |store: &mut Store, class, untrusted| {
+                store
+                    .raise_taints(&[r(class, untrusted)], Timestamp(5))
+                    .unwrap()[0]
+            };
+            assert_eq!(
+                raise(&mut store, DataClass::Confidential, false),
+                t(DataClass::Confidential, false)
+            );
+            // At or below what the session holds: counted, the taint as it was.
+            for class in [
+                DataClass::Public,
+                DataClass::Internal,
+                DataClass::Confidential,
+            ] {
+                assert_eq!(
+                    raise(&mut store, class, false),
+                    t(DataClass::Confidential, false)
+                );
+            }
+            // Below in class but untrusted, then above in class: each rises.
+            assert_eq!(
+                raise(&mut store, DataClass::Public, true),
+                t(DataClass::Confidential, true)
+            );
+            assert_eq!(
+                raise(&mut store, DataClass::Secret, false),
+                t(DataClass::Secret, true)
+            );
+            assert_eq!(
+                raise(&mut store, DataClass::Secret, true),
+                t(DataClass::Secret, true)
+            );
+            drop(store);
+            let store = open(dir.path()).unwrap();
+            assert_eq!(store.taint(&sid("q")).unwrap(), t(DataClass::Secret, true));
+            assert_eq!(store.session(&sid("q")).unwrap().unwrap().results, 7);
+        }
+
+        #[test]
+        fn batches_from_two_handles_at_once_lose_no_raise_and_no_count() {
+            let dir = tempfile::tempdir().unwrap();
+            open(dir.path()).unwrap();
+            const N: usize = 60;
+            // Each handle raises every session twice a batch: once with its label, once
+            // with one at or below it (a count-only raise once the first has committed).
+            let spawn = |first: (DataClass, bool), then: (DataClass, bool)| {
+                let path = dir.path().to_path_buf();
+                std::thread::spawn(move || {
+                    let mut store = open(&path).unwrap();
+                    for i in 0..N {
+                        let s = sid(&format!("c{i}"));
+                        let r = |(class, untrusted): (DataClass, bool)| TaintRaise {
+                            session: s.clone(),
+                            class,
+                            untrusted,
+                        };
+                        store
+                            .raise_taints(&[r(first), r(then)], Timestamp(1))
+                            .unwrap();
+                        store.raise_taints(&[r(then)], Timestamp(2)).unwrap();
+                    }
+                })
+            };
+            let a = spawn((DataClass::Confidential, false), (DataClass::Public, false));
+            let b = spawn((DataClass::Internal, true), (DataClass::Public, true));
+            a.join().unwrap();
+            b.join().unwrap();
+            let store = open(dir.path()).unwrap();
+            let rows = store.sessions().unwrap();
+            assert_eq!(rows.len(), N);
+            for row in rows {
+                assert_eq!(
+                    row.taint,
+                    StoredTaint {
+                        class: DataClass::Confidential,
+                        untrusted: true
+                    },
+                    "{}",
+                    row.session
+                );
+                assert_eq!(row.results, 6, "{}", row.session);
+            }
+        }
+
+        #[test]
         fn a_remembered_grant_is_written_with_its_decision_or_not_at_all() {
             let dir = tempfile::tempdir().unwrap();
             let mut store = open(dir.path()).unwrap();

@@ -218,9 +218,9 @@ impl Gate {
         // It runs only what the person approved: the files as they were shown.
         let files = used.map_err(before("use the approval"))?.files;
         let taint = self
-            .taint(&req.session)
+            .decision_taint(&req.session)
             .map_err(before("read the session's taint"))?;
-        let grants = self.grants().map_err(before("build the grants"))?;
+        let grants = self.cached_grants().map_err(before("build the grants"))?;
         let reach = self.config.call_reach(&req.tool);
         let at = at_reach(taint, reach);
         let decision = policy::decide_call_in(

@@ -596,8 +596,20 @@ impl Gate {
         self.append_audit([(time, event)]).map(|_| ())
     }
 
-    fn taint(&self, session: &SessionId) -> Result<Taint, StoreError> {
-        let t = lock(&self.store).taint(session)?;
+    /// The session's taint as a decision reads it: on a shared store in the same
+    /// statement as the grants stamp, whose move drops the grant caches (what
+    /// [`Gate::follow_fleet_grants`] does), so [`Gate::cached_grants`] after it decides by
+    /// the fleet's grants as they were with that taint.
+    fn decision_taint(&self, session: &SessionId) -> Result<Taint, GateError> {
+        let (t, stamp) = {
+            let store = lock(&self.store);
+            if !store.is_shared() {
+                let t = store.taint(session)?;
+                return Ok(Taint::new(t.class, t.untrusted));
+            }
+            store.taint_and_grants_stamp(session)?
+        };
+        self.saw_grants_stamp(stamp);
         Ok(Taint::new(t.class, t.untrusted))
     }
 
@@ -606,6 +618,12 @@ impl Gate {
     /// (`remember.rs`) and are never grants for a whole tool.
     pub fn grants(&self) -> Result<Arc<Grants>, GateError> {
         self.follow_fleet_grants()?;
+        self.cached_grants()
+    }
+
+    /// [`Gate::grants`] without reading the fleet's grants stamp: only right after
+    /// [`Gate::decision_taint`] read it.
+    fn cached_grants(&self) -> Result<Arc<Grants>, GateError> {
         let mut cache = lock(&self.grants);
         if let Some(g) = cache.as_ref() {
             return Ok(Arc::clone(g));
@@ -631,12 +649,16 @@ impl Gate {
             }
             store.grants_stamp()?
         };
+        self.saw_grants_stamp(stamp);
+        Ok(())
+    }
+
+    fn saw_grants_stamp(&self, stamp: (i64, i64)) {
         let mut seen = lock(&self.grants_seen);
         if *seen != Some(stamp) {
             self.invalidate_grants();
             *seen = Some(stamp);
         }
-        Ok(())
     }
 
     fn invalidate_grants(&self) {
@@ -840,10 +862,10 @@ impl Gate {
         );
         let reach = self.config.call_reach(&req.tool);
         let decided = self
-            .taint(&req.session)
+            .decision_taint(&req.session)
             .map_err(before("read the session's taint"))
             .and_then(|taint| {
-                let grants = self.grants().map_err(before("build the grants"))?;
+                let grants = self.cached_grants().map_err(before("build the grants"))?;
                 // Step 4 at max(taint, reach) for code boxmaker does not control.
                 let at = at_reach(taint, reach);
                 let mut decision = policy::decide_call_in(

@@ -95,8 +95,8 @@ impl Context for SessionIndex<'_> {
                 .tool(&value.text)
                 .map(|tool| Seen::Described(tool.to_owned()))
         };
-        match store.provenance(self.session, &value.text) {
-            Ok(Some(row)) => match row.seen {
+        match store.provenance_sized(self.session, &value.text) {
+            Ok((Some(row), _)) => match row.seen {
                 // A server's own words named it before any answer could (its definition
                 // is shown in `tools/list`): untrusted sticks over a later trusted answer
                 // too — that answer may be the named value come back (docs/spec.md §3.7).
@@ -104,9 +104,10 @@ impl Context for SessionIndex<'_> {
                 SeenAs::Untrusted => Seen::Untrusted(at(row.tool, row.call)),
                 SeenAs::None => described().unwrap_or(Seen::Unseen),
             },
-            Ok(None) => described().unwrap_or_else(|| match store.provenance_size(self.session) {
-                Ok(size) if !size.full => Seen::Unseen,
-                _ => Seen::Unplaced,
+            Ok((None, size)) => described().unwrap_or(if size.full {
+                Seen::Unplaced
+            } else {
+                Seen::Unseen
             }),
             // An index that cannot be read places nothing: fail closed.
             Err(_) => Seen::Unplaced,

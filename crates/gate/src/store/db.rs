@@ -580,6 +580,11 @@ impl Db {
             Db::Pg(c) => {
                 let mut c = c.borrow_mut();
                 let r = c.batch(sql);
+                if r.is_err() && c.client.as_ref().is_some_and(|k| !k.is_closed()) {
+                    // A batch cut short before its `COMMIT` would leave the connection in
+                    // the transaction: end it (outside one, a `ROLLBACK` only warns).
+                    let _ = c.batch("ROLLBACK");
+                }
                 c.in_tx = false;
                 Ok(r?)
             }
@@ -604,6 +609,19 @@ impl Tx<'_> {
     pub fn commit(mut self) -> Result<(), DbError> {
         self.done = true;
         self.db.end("COMMIT")
+    }
+
+    /// Commits, waiting for the WAL's flush only when `full` (PostgreSQL: `SET LOCAL
+    /// synchronous_commit = off` sent with the `COMMIT`, for this transaction alone, chosen
+    /// from what it wrote under the write lock). SQLite cannot change its `synchronous`
+    /// inside a transaction: there the choice is [`Db::set_sync`] before it begins, and
+    /// this is [`Tx::commit`].
+    pub fn commit_synced(mut self, full: bool) -> Result<(), DbError> {
+        self.done = true;
+        match self.db {
+            Db::Pg(_) if !full => self.db.end("SET LOCAL synchronous_commit = off; COMMIT"),
+            _ => self.db.end("COMMIT"),
+        }
     }
 }
 
