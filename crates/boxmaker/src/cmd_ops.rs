@@ -170,6 +170,20 @@ enum AuditCommand {
         /// default: the public half of `[audit] key`.
         #[arg(long, value_name = "HEX")]
         key: Option<String>,
+        /// A file of fleet checkpoints (`audit fleet --to`): each is checked, each must
+        /// follow the one before, and this replica's log must extend its head in every one.
+        #[arg(long, value_name = "FILE")]
+        fleet: Option<PathBuf>,
+    },
+    /// On a replica of a fleet (`[gate] store`): gather every replica's latest signed
+    /// checkpoint from the store, check each against its key and against the last fleet
+    /// checkpoint in FILE, and append one fleet checkpoint over them all, signed by this
+    /// replica's audit key. Keep FILE outside the database (exit 1 if the store's heads do
+    /// not hold).
+    Fleet {
+        /// The fleet checkpoints' file (appended to, made `0600` when missing).
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
     },
     /// Print the gate's latest signed checkpoint and the public key that checks it.
     Checkpoint,
@@ -570,7 +584,12 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
     let answer = match &args.command {
         AuditCommand::Checkpoint => return audit_checkpoint(&cfg, args.common.json),
         AuditCommand::NewChain { reason } => return audit_new_chain(&cfg, reason),
-        AuditCommand::Verify { checkpoint, key } => audit_verify(&cfg, &path, checkpoint, key)?,
+        AuditCommand::Fleet { to } => return audit_fleet(&cfg, to),
+        AuditCommand::Verify {
+            checkpoint,
+            key,
+            fleet,
+        } => audit_verify(&cfg, &path, checkpoint, key, fleet.as_deref())?,
         &AuditCommand::Tail { n } => {
             let n = usize::try_from(n).unwrap_or(usize::MAX);
             let records =
@@ -630,6 +649,7 @@ fn audit_verify(
     path: &std::path::Path,
     files: &[PathBuf],
     key: &Option<String>,
+    fleet: Option<&std::path::Path>,
 ) -> Result<ControlAnswer, CliError> {
     use gate::anchor::{self, AnchorError};
     let local = |e: String| CliError::Local(e);
@@ -654,9 +674,31 @@ fn audit_verify(
         }
         given
     };
+    let mut given = given;
+    let mut fleet_note = None;
+    if let Some(file) = fleet {
+        let Some(own) = key.as_ref() else {
+            return Err(local(format!(
+                "--fleet needs this replica's public key to find its heads: {}",
+                why_no_key.as_deref().unwrap_or("pass --key")
+            )));
+        };
+        let (heads, checkpoints) = fleet_heads(file, own)?;
+        fleet_note = Some(format!(
+            "; {} fleet checkpoints in {} hold and follow one another, {} of them with this \
+             replica's head",
+            checkpoints,
+            file.display(),
+            heads.len()
+        ));
+        given.extend(heads);
+    }
     match anchor::verify(path, &given, key.as_ref()) {
         Ok(ok) => {
             let mut detail = format!("last hash {}", ok.last_hash);
+            if let Some(note) = &fleet_note {
+                detail.push_str(note);
+            }
             if let Some(chain) = &ok.chain {
                 detail.push_str(&format!(
                     "; a new chain, started {} by `audit new-chain` (the log before it is kept \
@@ -730,6 +772,114 @@ fn audit_verify(
             None => Err(local(e.to_string())),
         },
     }
+}
+
+/// The fleet checkpoints of `file`, each checked and following the one before; the heads
+/// in them signed by `own` (this replica's), as checkpoints its log must extend.
+fn fleet_heads(
+    file: &std::path::Path,
+    own: &gate::anchor::PublicKey,
+) -> Result<(Vec<gate::anchor::Given>, usize), CliError> {
+    use gate::anchor::fleet;
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        CliError::Local(format!(
+            "could not read the fleet checkpoints {}: {e}",
+            file.display()
+        ))
+    })?;
+    let all = fleet::read_all(&text, &file.display().to_string())
+        .map_err(|e| CliError::Local(e.to_string()))?;
+    let heads = all
+        .iter()
+        .flat_map(|(line, fc)| {
+            fc.heads
+                .iter()
+                .filter(|h| own.signed(&h.checkpoint))
+                .map(move |h| gate::anchor::Given {
+                    origin: format!(
+                        "this replica's head in the fleet checkpoint on line {line} of {}",
+                        file.display()
+                    ),
+                    checkpoint: h.checkpoint.clone(),
+                })
+        })
+        .collect();
+    Ok((heads, all.len()))
+}
+
+/// `audit fleet --to FILE` (docs/spec.md §6, "The audit trail of a fleet").
+fn audit_fleet(cfg: &config::Config, to: &std::path::Path) -> Result<u8, CliError> {
+    use gate::anchor::{AuditKey, fleet};
+    let local = |e: String| CliError::Local(e);
+    if cfg.gate.store.is_none() {
+        return Err(CliError::Usage(
+            "`audit fleet` gathers a fleet's replicas from their shared store: this config \
+             has no `[gate] store`"
+                .into(),
+        ));
+    }
+    let store = gate::store::Store::open_configured(&cfg.gate).map_err(|e| local(e.to_string()))?;
+    let rows = store.audit_heads().map_err(|e| local(e.to_string()))?;
+    let before = match std::fs::read_to_string(to) {
+        Ok(text) => fleet::read_all(&text, &to.display().to_string())
+            .map_err(|e| local(e.to_string()))?
+            .pop()
+            .map(|(_, fc)| fc),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(local(format!(
+                "could not read the fleet checkpoints {}: {e}",
+                to.display()
+            )));
+        }
+    };
+    let checked = fleet::gather(&rows).and_then(|heads| {
+        if let Some(before) = &before {
+            fleet::follows(before, &heads)?;
+        }
+        Ok(heads)
+    });
+    let heads = match checked {
+        Ok(heads) => heads,
+        Err(e) => {
+            errln!("fleet checkpoint refused: {e}");
+            return Ok(1);
+        }
+    };
+    if heads.is_empty() {
+        return Err(local(
+            "no replica has published a checkpoint in the store yet: a replica publishes each \
+             one it signs (every `[audit] checkpoint_every` records, every `checkpoint_secs`, \
+             and when it stops)"
+                .into(),
+        ));
+    }
+    let key = AuditKey::load(&cfg.audit.key).map_err(|e| local(e.to_string()))?;
+    let now = proto::Timestamp(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    );
+    let fc = fleet::FleetCheckpoint::sign(&key, now, heads);
+    gate::anchor::witness::append_line(to, &fc.to_line())
+        .map_err(|why| local(format!("could not append to {}: {why}", to.display())))?;
+    let list = fc
+        .heads
+        .iter()
+        .map(|h| {
+            format!(
+                "{} at {} records",
+                h.checkpoint.key_id, h.checkpoint.tree_size
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    outln!(
+        "fleet checkpoint of {} replicas ({list}) appended to {}",
+        fc.heads.len(),
+        to.display()
+    );
+    Ok(0)
 }
 
 /// `audit new-chain` (docs/spec.md §6, "A new chain"): with the gate's lock held, so no gate

@@ -18,6 +18,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 /// One replica: a lab of its own (state directory, audit log, key), the shared store when
 /// `store` is given.
 fn replica(store: Option<&str>) -> Lab {
+    replica_with(store, "")
+}
+
+/// [`replica`] with `extra` at the end of its config (a section of its own).
+fn replica_with(store: Option<&str>, extra: &str) -> Lab {
     let lab = Lab::temp(BIN);
     lab.write("notes/plan.txt", "secret\n");
     let store = store.map_or(String::new(), |u| format!("store = \"{u}\"\n"));
@@ -57,7 +62,7 @@ effect = "ask"
 tool = "share"
 effect = "allow"
 max_class = "public"
-"#
+{extra}"#
     ));
     lab
 }
@@ -424,4 +429,159 @@ fn a_load_across_two_replicas_survives_postgres_restarting_under_it() {
         let v = r.run(&["audit", "verify"]);
         assert!(v.status.success(), "{}", stderr(&v));
     }
+}
+
+/// Polls `psql` until `sql` answers `want` (30 s at most).
+fn wait_for_rows(pg: &Pg, db: &str, sql: &str, want: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = pg.psql(db, sql);
+        if got.trim() == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{sql}: {got:?}, not {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// One audit trail for the fleet: each replica publishes its signed checkpoints in the
+/// store, `audit fleet` binds them in one fleet checkpoint kept outside the database, and
+/// each replica's log is verified against its head in it. The database administrator's
+/// hand — a head rolled back, hidden, or rewritten — is refused, naming the replica; a
+/// replica's log cut behind the fleet's back (its own latest checkpoint removed too, so
+/// nothing on the replica shows it) is found by `audit verify --fleet`.
+#[test]
+fn one_fleet_checkpoint_binds_every_replica_and_the_store_cannot_rewrite_a_head() {
+    let pg = Pg::start();
+    let url = pg.database("fleet");
+    let extra = "\n[audit]\ncheckpoint_every = 2\n";
+    let (r1, r2) = (
+        replica_with(Some(&url), extra),
+        replica_with(Some(&url), extra),
+    );
+    for r in [&r1, &r2] {
+        for _ in 0..2 {
+            let out = call(r, "s1", "read_file", READ);
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        }
+    }
+    let heads = "SELECT count(*) FROM audit_heads";
+    wait_for_rows(&pg, "fleet", heads, "2");
+    let file = r1.path("fleet.checkpoints");
+    let file_arg = file.to_str().unwrap();
+    let gather = |r: &Lab| r.run(&["audit", "fleet", "--to", file_arg]);
+    let out = gather(&r1);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("fleet checkpoint of 2 replicas"),
+        "{}",
+        stdout(&out)
+    );
+    for r in [&r1, &r2] {
+        let v = r.run(&["audit", "verify", "--fleet", file_arg]);
+        assert!(v.status.success(), "{}", stderr(&v));
+        assert!(stdout(&v).contains("1 fleet checkpoints"), "{}", stdout(&v));
+    }
+    // Replica 1's head as the first fleet checkpoint has it; then it grows.
+    let id1 = pg.psql(
+        "fleet",
+        "SELECT key_id FROM audit_heads ORDER BY tree_size DESC, key_id LIMIT 1",
+    );
+    let id1 = id1.trim().to_string();
+    let old_line = pg.psql(
+        "fleet",
+        &format!("SELECT line FROM audit_heads WHERE key_id = '{id1}'"),
+    );
+    let grown = if r1.run(&["audit", "checkpoint"]).status.success()
+        && stdout(&r1.run(&["audit", "checkpoint"])).contains(&id1)
+    {
+        &r1
+    } else {
+        &r2
+    };
+    let size = |id: &str| {
+        pg.psql(
+            "fleet",
+            &format!("SELECT tree_size FROM audit_heads WHERE key_id = '{id}'"),
+        )
+        .trim()
+        .parse::<u64>()
+        .unwrap()
+    };
+    let before = size(&id1);
+    for _ in 0..3 {
+        assert_eq!(call(grown, "s2", "read_file", READ).status.code(), Some(0));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while size(&id1) <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new head published"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = gather(&r2);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The administrator hands back the older head: refused, and the file is untouched.
+    let lines = |f: &std::path::Path| std::fs::read_to_string(f).unwrap().lines().count();
+    assert_eq!(lines(&file), 2);
+    let sql_text = |t: &str| t.trim().replace('\'', "''");
+    pg.psql(
+        "fleet",
+        &format!(
+            "UPDATE audit_heads SET line = '{}', tree_size = {before} WHERE key_id = '{id1}'",
+            sql_text(&old_line)
+        ),
+    );
+    let out = gather(&r1);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains(&format!("replica {id1}"))
+            && stderr(&out).contains("store was changed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(lines(&file), 2);
+    // A head rewritten in place (its size raised): its signature fails.
+    pg.psql(
+        "fleet",
+        &format!(
+            "UPDATE audit_heads SET line = replace(line, '\"tree_size\":{before},',              '\"tree_size\":999,') WHERE key_id = '{id1}'"
+        ),
+    );
+    let out = gather(&r1);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("not one its key signed"),
+        "{}",
+        stderr(&out)
+    );
+    // A replica hidden.
+    pg.psql(
+        "fleet",
+        &format!("DELETE FROM audit_heads WHERE key_id = '{id1}'"),
+    );
+    let out = gather(&r1);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("not in the store"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(lines(&file), 2);
+    // The other replica's log cut behind the fleet's back, with its latest checkpoint: on
+    // its own it still verifies (its chain holds); against the fleet it does not.
+    let other = if std::ptr::eq(grown, &r1) { &r2 } else { &r1 };
+    let log = other.path("state/audit.log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let kept: String = text.lines().take(1).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&log, kept).unwrap();
+    let _ = std::fs::remove_file(other.path("state/audit.checkpoint"));
+    let alone = other.run(&["audit", "verify"]);
+    assert!(alone.status.success(), "{}", stderr(&alone));
+    let fleet = other.run(&["audit", "verify", "--fleet", file_arg]);
+    assert!(!fleet.status.success(), "{}", stdout(&fleet));
 }

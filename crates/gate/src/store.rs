@@ -184,6 +184,16 @@ pub const MIGRATIONS: &[&str] = &[
         prompt  INTEGER NOT NULL,
         PRIMARY KEY (session, value)
     ) STRICT, WITHOUT ROWID;",
+    // v6: each replica's latest signed audit checkpoint, which a fleet checkpoint gathers
+    // (docs/spec.md §6, "The audit trail of a fleet"). Kept on SQLite too, so both lists
+    // stay version for version; one gate on SQLite never writes it.
+    "CREATE TABLE audit_heads (
+        key_id     TEXT PRIMARY KEY,
+        public_key TEXT NOT NULL,
+        tree_size  INTEGER NOT NULL,
+        line       TEXT NOT NULL,
+        updated    INTEGER NOT NULL
+    ) STRICT;",
 ];
 
 /// The same schema in PostgreSQL's dialect, version for version: `BIGINT` for SQLite's
@@ -291,6 +301,14 @@ pub const PG_MIGRATIONS: &[&str] = &[
         call    BIGINT NOT NULL,
         prompt  BIGINT NOT NULL,
         PRIMARY KEY (session, value)
+    );",
+    // v6
+    "CREATE TABLE audit_heads (
+        key_id     TEXT PRIMARY KEY,
+        public_key TEXT NOT NULL,
+        tree_size  BIGINT NOT NULL,
+        line       TEXT NOT NULL,
+        updated    BIGINT NOT NULL
     );",
 ];
 
@@ -1992,6 +2010,47 @@ impl Store {
             _ => StoredTaint::START,
         };
         Ok((taint, (top, revoked)))
+    }
+
+    /// Publishes a replica's latest signed audit checkpoint (its line, as a witness keeps
+    /// it) under its key, for a fleet checkpoint to gather: the newest delivered replaces
+    /// the one before. The store does not vouch for it — the signature does, and the fleet
+    /// checkpoint checks it ([`Store::audit_heads`]).
+    pub fn publish_audit_head(
+        &mut self,
+        key_id: &str,
+        public_key: &str,
+        tree_size: u64,
+        line: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let tx = self.write("publish an audit checkpoint")?;
+        tx.execute(
+            "INSERT INTO audit_heads (key_id, public_key, tree_size, line, updated)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (key_id) DO UPDATE SET public_key = excluded.public_key,
+               tree_size = excluded.tree_size, line = excluded.line, updated = excluded.updated",
+            p![
+                key_id,
+                public_key,
+                i64::try_from(tree_size).unwrap_or(i64::MAX),
+                line,
+                ts_to_sql(now)
+            ],
+        )
+        .map_err(sql("publish an audit checkpoint"))?;
+        tx.commit().map_err(sql("commit an audit checkpoint"))
+    }
+
+    /// Every replica's published audit checkpoint: `(key id, public key, line)`, by key id.
+    pub fn audit_heads(&self) -> Result<Vec<(String, String, String)>, StoreError> {
+        self.conn
+            .query(
+                "SELECT key_id, public_key, line FROM audit_heads ORDER BY key_id",
+                &[],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(sql("read the replicas' audit checkpoints"))
     }
 
     /// Every run-time grant ever added, revoked ones too, by id.

@@ -204,6 +204,34 @@ impl Pg {
         )
     }
 
+    /// Runs `sql` in database `name` as the cluster's user (a database administrator's
+    /// hand, for a test); its rows, `|`-separated, one a line.
+    pub fn psql(&self, name: &str, sql: &str) -> String {
+        let out = self
+            .cmd("psql")
+            .arg("-h")
+            .arg(self.socket_dir())
+            .args([
+                "-U",
+                USER,
+                "-d",
+                name,
+                "-At",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "psql failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// The server's log.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()

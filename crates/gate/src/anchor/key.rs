@@ -78,6 +78,13 @@ impl PublicKey {
         KeyId(id)
     }
 
+    /// Whether `signature` is this key's over `message` (strictly, RFC 8032).
+    pub fn verifies(&self, message: &[u8], signature: &Signature) -> bool {
+        self.0
+            .verify_strict(message, &ed25519_dalek::Signature::from_bytes(&signature.0))
+            .is_ok()
+    }
+
     /// Whether `cp` was signed by this key: its key id is this key's, and its signature
     /// verifies (strictly, RFC 8032) over [`Checkpoint::message`].
     pub fn signed(&self, cp: &Checkpoint) -> bool {
@@ -186,6 +193,11 @@ impl AuditKey {
     /// Its public half.
     pub fn public(&self) -> &PublicKey {
         &self.public
+    }
+
+    /// Signs `message` (a fleet checkpoint's bytes, `fleet.rs`).
+    pub fn sign_message(&self, message: &[u8]) -> Signature {
+        Signature(self.signing.sign(message).to_bytes())
     }
 
     /// Signs `head` as of `time`.

@@ -49,6 +49,7 @@
 
 pub mod chain;
 pub mod checkpoint;
+pub mod fleet;
 pub mod key;
 pub mod tree;
 mod verify;

@@ -44,6 +44,17 @@ pub enum Witness {
     Command(Vec<String>),
     /// A native journal message on this socket, when the socket exists.
     Journal(PathBuf),
+    /// A replica of a fleet: each checkpoint published in the shared store (`audit_heads`,
+    /// under the replica's key), where a fleet checkpoint gathers every replica's latest
+    /// (`boxmaker audit fleet`). Not a witness a database administrator cannot touch — the
+    /// fleet checkpoint, kept outside the database, is; the store only carries the signed
+    /// line there.
+    Fleet {
+        /// The store's URL (`[gate] store`).
+        store: String,
+        /// The replica's public key (64 hex digits), which checks the line.
+        public_key: String,
+    },
 }
 
 /// A witness took the checkpoint, or there was none to take it.
@@ -76,6 +87,7 @@ impl Witness {
             Witness::File(p) => format!("file {}", p.display()),
             Witness::Command(argv) => format!("command {}", argv.join(" ")),
             Witness::Journal(_) => "journal".into(),
+            Witness::Fleet { .. } => "the fleet's store".into(),
         }
     }
 
@@ -88,13 +100,28 @@ impl Witness {
                 run_command(argv, &line, COMMAND_TIMEOUT).map(|()| Delivered::Taken)
             }
             Witness::Journal(socket) => journal(socket, cp, &line),
+            Witness::Fleet { store, public_key } => {
+                let target = crate::store::PgTarget::from_url(store)?;
+                crate::store::Store::open_shared(&target)
+                    .and_then(|mut s| {
+                        s.publish_audit_head(
+                            &cp.key_id.to_hex(),
+                            public_key,
+                            cp.tree_size,
+                            &line,
+                            cp.time,
+                        )
+                    })
+                    .map(|()| Delivered::Taken)
+                    .map_err(|e| e.to_string())
+            }
         }
     }
 }
 
 /// Appends `line` to the witness file, made `0600` when missing, never through a link at
 /// its name (its directory is the operator's, as they named it).
-fn append_line(path: &Path, line: &str) -> Result<(), String> {
+pub fn append_line(path: &Path, line: &str) -> Result<(), String> {
     let (dir, name) = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
         (Some(d), Some(n)) => (
             if d.as_os_str().is_empty() {

@@ -445,7 +445,15 @@ impl Gate {
                 key: anchor.key.public().id().to_hex(),
             });
         }
-        let witnesses = anchor.witnesses.clone();
+        let mut witnesses = anchor.witnesses.clone();
+        // A replica of a fleet also publishes each checkpoint in the shared store, where a
+        // fleet checkpoint gathers them (docs/spec.md §6, "The audit trail of a fleet").
+        if let Some(url) = &config.gate.store {
+            witnesses.push(crate::anchor::Witness::Fleet {
+                store: url.clone(),
+                public_key: anchor.key.public().to_hex(),
+            });
+        }
         let gate = Arc::new_cyclic(|me| Gate {
             config,
             store: Mutex::new(store),
