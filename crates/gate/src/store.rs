@@ -496,6 +496,16 @@ pub struct Sightings {
     pub overflow: bool,
 }
 
+/// What a decision reads ([`Store::decision_read`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecisionRead {
+    pub taint: StoredTaint,
+    /// The run-time grants' stamp (highest id, number revoked).
+    pub grants_stamp: (i64, i64),
+    /// Whether the call's arguments' sightings would write anything to the index.
+    pub argued_writes: bool,
+}
+
 /// How a value stands in a session's provenance index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SeenAs {
@@ -1981,21 +1991,72 @@ impl Store {
             })
     }
 
-    /// [`Store::taint`] and [`Store::grants_stamp`] in one statement: what a replica reads
-    /// before each decision (one round trip on PostgreSQL).
-    pub fn taint_and_grants_stamp(
+    /// What a decision reads, in one statement on PostgreSQL: the session's taint, the
+    /// grants stamp ([`Store::grants_stamp`]), and whether the call's arguments' sightings
+    /// (`argued`, bounded at `limit` values a session) would write anything to the index —
+    /// the rule of [`Store::raise_and_record`], judged from the rows as they are now. A
+    /// row and the index's size only grow (but for a reset, which waits for the session's
+    /// calls), so sightings judged to write nothing still write nothing when the call is
+    /// committed; anything else is judged again under the write lock.
+    pub fn decision_read(
         &self,
         session: &SessionId,
-    ) -> Result<(StoredTaint, (i64, i64)), StoreError> {
-        type Row = (Option<String>, Option<i64>, i64, i64);
-        let (class, untrusted, top, revoked): Row = self
+        argued: Option<&Sightings>,
+        limit: u64,
+    ) -> Result<DecisionRead, StoreError> {
+        if !self.conn.is_shared() {
+            let taint = self.taint(session)?;
+            let grants_stamp = self.grants_stamp()?;
+            let argued_writes = match argued {
+                Some(s) => plan(self, s, limit)?.0,
+                None => false,
+            };
+            return Ok(DecisionRead {
+                taint,
+                grants_stamp,
+                argued_writes,
+            });
+        }
+        let values: Vec<&str> = argued
+            .map(|s| s.values.iter().map(|v| v.text.as_str()).collect())
+            .unwrap_or_default();
+        let values = serde_json::to_string(&values).map_err(|e| StoreError::Corrupt {
+            what: format!("the call's values as JSON: {e}"),
+        })?;
+        type Row = (
+            Option<String>,
+            Option<i64>,
+            i64,
+            i64,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+        );
+        let (class, untrusted, top, revoked, count, full, rows): Row = self
             .conn
             .query_opt(
                 "SELECT (SELECT class FROM sessions WHERE id = ?1),
                         (SELECT untrusted FROM sessions WHERE id = ?1),
-                        COALESCE(MAX(id), 0), COUNT(revoked) FROM grants",
-                p![session.as_str()],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                        (SELECT COALESCE(MAX(id), 0) FROM grants),
+                        (SELECT COUNT(revoked) FROM grants),
+                        (SELECT count FROM provenance_sessions WHERE session = ?1),
+                        (SELECT \"full\" FROM provenance_sessions WHERE session = ?1),
+                        (SELECT CAST(json_agg(json_build_array(value, kind, seen, tool, call,
+                                                               argued)) AS TEXT)
+                           FROM provenance WHERE session = ?1
+                            AND value IN (SELECT json_array_elements_text(CAST(CAST(?2 AS TEXT) AS json))))",
+                p![session.as_str(), values],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                    ))
+                },
             )
             .map_err(sql("read a session's taint"))?
             .ok_or(StoreError::Sql {
@@ -2009,7 +2070,40 @@ impl Store {
             },
             _ => StoredTaint::START,
         };
-        Ok((taint, (top, revoked)))
+        let argued_writes = match argued {
+            None => false,
+            Some(s) => {
+                type Found = (String, String, String, String, i64, i64);
+                let found: Vec<Found> = match rows {
+                    None => Vec::new(),
+                    Some(text) => serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+                        what: format!("a provenance row read as JSON: {e}"),
+                    })?,
+                };
+                let mut held = std::collections::HashMap::with_capacity(found.len());
+                for (value, kind, seen, tool, call, argued) in found {
+                    held.insert(value, provenance_row(kind, seen, tool, call, argued)?);
+                }
+                let rows: Vec<Option<ProvenanceRow>> = s
+                    .values
+                    .iter()
+                    .map(|v| held.get(&v.text).cloned())
+                    .collect();
+                let size = match (count, full) {
+                    (Some(count), Some(full)) => IndexSize {
+                        count: count_from_sql(count)?,
+                        full: full != 0,
+                    },
+                    _ => IndexSize::default(),
+                };
+                judge(&rows, size, s, limit).0
+            }
+        };
+        Ok(DecisionRead {
+            taint,
+            grants_stamp: (top, revoked),
+            argued_writes,
+        })
     }
 
     /// Publishes a replica's latest signed audit checkpoint (its line, as a witness keeps
@@ -2226,6 +2320,17 @@ fn plan(store: &Store, s: &Sightings, limit: u64) -> Result<(bool, bool), StoreE
         Some(size) => size,
         None => read_size(&store.conn, &s.session)?,
     };
+    Ok(judge(&rows, size, s, limit))
+}
+
+/// [`plan`]'s rule over rows already read (`rows[i]` what the index holds of
+/// `s.values[i]`), and the index's size.
+fn judge(
+    rows: &[Option<ProvenanceRow>],
+    size: IndexSize,
+    s: &Sightings,
+    limit: u64,
+) -> (bool, bool) {
     let mut count = size.count;
     let (mut any, mut matters) = (false, false);
     if s.overflow && !size.full {
@@ -2247,7 +2352,7 @@ fn plan(store: &Store, s: &Sightings, limit: u64) -> Result<(bool, bool), StoreE
         any |= change != Change::Nothing;
         matters |= change.fails_open_if_lost();
     }
-    Ok((any, matters))
+    (any, matters)
 }
 
 /// One session's sightings inside the caller's write transaction; whether losing what it

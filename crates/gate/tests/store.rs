@@ -6,8 +6,8 @@
 //! replicas writing at once.
 
 use gate::store::{
-    ApprovalFilter, ApprovalReason, ApprovalState, Decision, Effect, NewApproval, NewGrant, Store,
-    StoreError, StoredTaint, TaintRaise,
+    ApprovalFilter, ApprovalReason, ApprovalState, Decision, Effect, NewApproval, NewGrant,
+    Sighting, Sightings, Store, StoreError, StoredTaint, TaintRaise,
 };
 use std::path::Path;
 
@@ -531,6 +531,68 @@ macro_rules! store_tests {
                 );
                 assert_eq!(row.results, 6, "{}", row.session);
             }
+        }
+
+        #[test]
+        fn a_decisions_read_judges_the_arguments_as_their_commit_would() {
+            let dir = tempfile::tempdir().unwrap();
+            let mut store = open(dir.path()).unwrap();
+            let s = sid("d");
+            let seen = |sighting, values: &[&str]| Sightings {
+                session: s.clone(),
+                tool: "t".into(),
+                call: CallId(1),
+                sighting,
+                values: values
+                    .iter()
+                    .map(|v| policy::values::Ident {
+                        kind: policy::values::Kind::Email,
+                        text: (*v).to_string(),
+                    })
+                    .collect(),
+                overflow: false,
+            };
+            let writes = |store: &Store, values: &[&str]| {
+                store
+                    .decision_read(&s, Some(&seen(Sighting::Argued, values)), 5)
+                    .unwrap()
+                    .argued_writes
+            };
+            let record = |store: &mut Store, sighting, values: &[&str]| {
+                store
+                    .raise_and_record(&[], &[seen(sighting, values)], 5, Timestamp(1))
+                    .unwrap();
+            };
+            // Nothing held: each value would be written.
+            assert!(writes(&store, &["a@x.org", "b'\"\\@x.org"]));
+            record(&mut store, Sighting::Argued, &["a@x.org", "b'\"\\@x.org"]);
+            assert!(!writes(&store, &["a@x.org", "b'\"\\@x.org"]));
+            assert!(writes(&store, &["a@x.org", "c@x.org"]));
+            // Trusted first: passing it in writes nothing more.
+            record(&mut store, Sighting::Trusted, &["t@x.org"]);
+            assert!(!writes(&store, &["t@x.org"]));
+            // Seen untrusted, never passed in: passing it in is written (the echo guard).
+            record(&mut store, Sighting::Untrusted, &["u@x.org"]);
+            assert!(writes(&store, &["u@x.org"]));
+            // Four held; a fifth fills the index, a sixth is not held and marks it full,
+            // once.
+            assert!(writes(&store, &["z@x.org"]));
+            record(&mut store, Sighting::Argued, &["z@x.org"]);
+            assert!(!writes(&store, &["z@x.org"]));
+            assert!(writes(&store, &["y@x.org"]));
+            record(&mut store, Sighting::Argued, &["y@x.org"]);
+            assert!(store.provenance_size(&s).unwrap().full);
+            assert!(!writes(&store, &["y@x.org"]));
+            // And the taint and the grants stamp, as read alone.
+            store
+                .raise_taint(&s, DataClass::Confidential, true, Timestamp(2))
+                .unwrap();
+            let read = store.decision_read(&s, None, 5).unwrap();
+            assert_eq!(read.taint, store.taint(&s).unwrap());
+            assert_eq!(read.grants_stamp, store.grants_stamp().unwrap());
+            assert!(!read.argued_writes);
+            let fresh = store.decision_read(&sid("nobody"), None, 5).unwrap();
+            assert_eq!(fresh.taint, StoredTaint::START);
         }
 
         #[test]

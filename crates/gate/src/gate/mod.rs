@@ -609,16 +609,30 @@ impl Gate {
     /// [`Gate::follow_fleet_grants`] does), so [`Gate::cached_grants`] after it decides by
     /// the fleet's grants as they were with that taint.
     fn decision_taint(&self, session: &SessionId) -> Result<Taint, GateError> {
-        let (t, stamp) = {
+        self.decision_read(session, None).map(|(taint, _)| taint)
+    }
+
+    /// [`Gate::decision_taint`], and whether the call's arguments' sightings (`argued`)
+    /// would write anything to the index — on a shared store all in one statement
+    /// ([`Store::decision_read`]), so a call whose values the index already holds as
+    /// passed in costs no statement for them. On SQLite the sightings are always handed to
+    /// the commit, which judges them there (in-process).
+    fn decision_read(
+        &self,
+        session: &SessionId,
+        argued: Option<&Sightings>,
+    ) -> Result<(Taint, bool), GateError> {
+        let read = {
             let store = lock(&self.store);
             if !store.is_shared() {
                 let t = store.taint(session)?;
-                return Ok(Taint::new(t.class, t.untrusted));
+                return Ok((Taint::new(t.class, t.untrusted), argued.is_some()));
             }
-            store.taint_and_grants_stamp(session)?
+            store.decision_read(session, argued, self.config.gate.max_provenance_values)?
         };
-        self.saw_grants_stamp(stamp);
-        Ok(Taint::new(t.class, t.untrusted))
+        self.saw_grants_stamp(read.grants_stamp);
+        let t = read.taint;
+        Ok((Taint::new(t.class, t.untrusted), read.argued_writes))
     }
 
     /// The effective grants: the config's, then the run-time ones not revoked — except the
@@ -869,10 +883,11 @@ impl Gate {
             self.config.gate.log_arguments,
         );
         let reach = self.config.call_reach(&req.tool);
+        let argued = provenance::argued(req, args);
         let decided = self
-            .decision_taint(&req.session)
+            .decision_read(&req.session, argued.as_ref())
             .map_err(before("read the session's taint"))
-            .and_then(|taint| {
+            .and_then(|(taint, argued_writes)| {
                 let grants = self.cached_grants().map_err(before("build the grants"))?;
                 // Step 4 at max(taint, reach) for code boxmaker does not control.
                 let at = at_reach(taint, reach);
@@ -898,9 +913,17 @@ impl Gate {
                         decision = Decision::Allow;
                     }
                 }
-                Ok((taint, at, grants, decision, remembered, files))
+                Ok((
+                    taint,
+                    at,
+                    grants,
+                    decision,
+                    remembered,
+                    files,
+                    argued_writes,
+                ))
             });
-        let (taint, at, grants, decision, remembered, mut files) = match decided {
+        let (taint, at, grants, decision, remembered, mut files, argued_writes) = match decided {
             Ok(d) => d,
             Err(e) => {
                 // Still log that the request came; the call does not run either way.
@@ -960,7 +983,7 @@ impl Gate {
         let (raise, sightings) = match (decision, &bad) {
             (Decision::Allow, None) => (
                 reach_raise(req, taint, reach, own_untrusted),
-                provenance::argued(req, args),
+                argued.filter(|_| argued_writes),
             ),
             _ => (None, None),
         };
