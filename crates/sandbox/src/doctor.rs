@@ -75,50 +75,77 @@ fn address_space_note(cgroup: bool, bounded: bool) -> String {
     }
 }
 
+/// A namespace probe, run in a forked child: `f` returns 0, an errno of its `unshare`, or
+/// [`sys::PROBE_STEP_FAILED`] plus the errno of `step`, the call a box then makes in it.
+fn ns_check(name: &'static str, f: impl FnOnce() -> libc::c_int, what: &str, step: &str) -> Check {
+    let (enforced, detail) = match sys::probe_in_child(f) {
+        Ok(0) => (true, what.to_owned()),
+        Ok(e) if e > sys::PROBE_STEP_FAILED => (
+            false,
+            format!(
+                "{step} failed: {} (the namespace was made, but a box could not start in it: \
+                 docs/deploy.md lists the container settings it needs)",
+                strerror(e - sys::PROBE_STEP_FAILED)
+            ),
+        ),
+        Ok(e) => (false, format!("unshare failed: {}", strerror(e))),
+        Err(e) => (false, e.to_string()),
+    };
+    Check {
+        name,
+        enforced,
+        required: true,
+        detail,
+    }
+}
+
 /// Probes the machine. `require` says which optional protections count as required.
 pub fn doctor(require: &Requirements) -> DoctorReport {
     let mut checks = Vec::new();
-    let mut probe = |name: &'static str, flags: libc::c_int, what: &str| {
-        let (enforced, detail) = match sys::probe_in_child(|| sys::unshare_errno(flags)) {
-            Ok(0) => (true, what.to_owned()),
-            Ok(e) => (false, format!("unshare failed: {}", strerror(e))),
-            Err(e) => (false, e.to_string()),
-        };
-        checks.push(Check {
-            name,
-            enforced,
-            required: true,
-            detail,
-        });
-    };
     let user = libc::CLONE_NEWUSER;
-    probe("user namespace", user, "unprivileged user namespaces work");
-    probe(
+    let unshare = |flags: libc::c_int| move || sys::unshare_errno(flags);
+    checks.push(ns_check(
+        "user namespace",
+        unshare(user),
+        "unprivileged user namespaces work",
+        "unshare",
+    ));
+    checks.push(ns_check(
         "mount namespace",
-        user | libc::CLONE_NEWNS,
+        unshare(user | libc::CLONE_NEWNS),
         "private mount table, pivot_root",
-    );
-    probe(
+        "unshare",
+    ));
+    checks.push(ns_check(
         "pid namespace",
-        user | libc::CLONE_NEWPID,
-        "box sees only its own processes",
-    );
-    probe(
+        sys::proc_errno,
+        "box sees only its own processes (its own /proc mounted)",
+        "mounting a fresh /proc in it",
+    ));
+    checks.push(ns_check(
         "ipc namespace",
-        user | libc::CLONE_NEWIPC,
+        unshare(user | libc::CLONE_NEWIPC),
         "private SysV IPC and message queues",
-    );
-    probe("uts namespace", user | libc::CLONE_NEWUTS, "own hostname");
-    probe(
+        "unshare",
+    ));
+    checks.push(ns_check(
+        "uts namespace",
+        sys::uts_errno,
+        "own hostname",
+        "sethostname in it",
+    ));
+    checks.push(ns_check(
         "network namespace",
-        user | libc::CLONE_NEWNET,
+        unshare(user | libc::CLONE_NEWNET),
         "only lo; a network = true box too, its way out only boxmaker's egress proxy",
-    );
-    probe(
+        "unshare",
+    ));
+    checks.push(ns_check(
         "cgroup namespace",
-        user | libc::CLONE_NEWCGROUP,
+        unshare(user | libc::CLONE_NEWCGROUP),
         "own view of /proc/self/cgroup",
-    );
+        "unshare",
+    ));
 
     let (enforced, detail) = if sys::geteuid() == 0 {
         (

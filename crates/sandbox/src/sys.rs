@@ -770,6 +770,89 @@ pub(crate) fn unshare_errno(flags: libc::c_int) -> libc::c_int {
     }
 }
 
+/// What a namespace probe's child reports when its namespaces were made but the step a box
+/// takes in them failed: this plus that step's errno (a code, not an errno, above it).
+pub(crate) const PROBE_STEP_FAILED: libc::c_int = 150;
+
+fn step_failed(errno: libc::c_int) -> libc::c_int {
+    (PROBE_STEP_FAILED + errno).min(254)
+}
+
+/// `doctor`'s UTS probe, for a forked child: new user and UTS namespaces, then the
+/// `sethostname` a box makes there. A container engine's seccomp profile may allow the
+/// `unshare` and refuse the `sethostname`, and a box then cannot start: probing the
+/// `unshare` alone said it could. 0, an errno of `unshare`, or [`PROBE_STEP_FAILED`] plus
+/// the errno of `sethostname`.
+pub(crate) fn uts_errno() -> libc::c_int {
+    let e = unshare_errno(libc::CLONE_NEWUSER | libc::CLONE_NEWUTS);
+    if e != 0 {
+        return e;
+    }
+    let name = b"box";
+    // SAFETY: a pointer and the length of a live byte string; async-signal-safe.
+    if unsafe { libc::sethostname(name.as_ptr().cast(), name.len()) } == -1 {
+        step_failed(errno())
+    } else {
+        0
+    }
+}
+
+/// `doctor`'s pid probe, for a forked child: new user, mount and pid namespaces, then, in
+/// the new pid namespace's first process, a fresh `proc` mounted as a box mounts one. The
+/// kernel refuses that mount to an unprivileged user where the `/proc` it sees is partly
+/// covered (a container engine's masked paths), and a box then cannot start. 0, an errno of
+/// `unshare` or `fork`, or [`PROBE_STEP_FAILED`] plus the errno of the mount.
+pub(crate) fn proc_errno() -> libc::c_int {
+    let e = unshare_errno(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID);
+    if e != 0 {
+        return e;
+    }
+    // SAFETY: this probe runs in a forked, single-threaded child; the grandchild makes only
+    // raw system calls and then `_exit`s.
+    let pid = unsafe { libc::fork() };
+    if pid == -1 {
+        return errno();
+    }
+    if pid == 0 {
+        // SAFETY: raw calls on static C strings and null pointers the calls accept;
+        // async-signal-safe. The mounts are in this probe's own mount namespace, made
+        // private first, and end with it.
+        let code = unsafe {
+            let private = libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) == 0;
+            if private
+                && libc::mount(
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    std::ptr::null(),
+                ) == 0
+            {
+                0
+            } else {
+                step_failed(errno())
+            }
+        };
+        exit_now(code);
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child, into a live integer.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } == -1 {
+        return errno();
+    }
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        255
+    }
+}
+
 /// Raw `prctl(PR_SET_NO_NEW_PRIVS)` + check, returning 0 on success, for probes.
 pub(crate) fn nnp_errno() -> libc::c_int {
     // SAFETY: integer arguments; async-signal-safe.
