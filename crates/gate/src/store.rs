@@ -1358,8 +1358,16 @@ impl Store {
             // fleet's write lock.
             let mut out: Vec<Option<StoredTaint>> = vec![None; raises.len()];
             if sightings.is_empty() {
+                // Once a session's raise goes through the lock, so do its later ones in the
+                // batch: each answer's taint is then the one after every raise before it.
+                let mut locked: Vec<&SessionId> = Vec::new();
                 for (slot, r) in out.iter_mut().zip(raises) {
-                    *slot = count_only(&self.conn, r, now)?;
+                    if !locked.contains(&&r.session) {
+                        *slot = count_only(&self.conn, r, now)?;
+                    }
+                    if slot.is_none() {
+                        locked.push(&r.session);
+                    }
                 }
             }
             if out.iter().any(Option::is_none) {
@@ -1435,7 +1443,9 @@ impl Store {
     /// An operator's reset: the session's taint goes back to `(public, false)`.
     ///
     /// Returns the taint it had, or `None` (and changes nothing) if the gate has never
-    /// recorded the session. The caller audits the reset.
+    /// recorded anything of the session. A session known only from the person's prompts
+    /// (no call yet) had `(public, false)`: its prompts are cleared and it is recorded as
+    /// reset. The caller audits the reset.
     pub fn reset_session(
         &mut self,
         session: &SessionId,
@@ -1444,17 +1454,32 @@ impl Store {
         let tx = self.write("reset a session")?;
         // The provenance index goes with the taint (docs/spec.md §3.7), and so does what
         // the person's prompts made trusted (§3.10).
+        let mut cleared = 0;
         for table in ["provenance", "provenance_sessions"]
             .into_iter()
             .chain(intent::TABLES)
         {
-            tx.execute(
-                &format!("DELETE FROM {table} WHERE session = ?1"),
-                p![session.as_str()],
-            )
-            .map_err(sql("clear a session's provenance index"))?;
+            cleared += tx
+                .execute(
+                    &format!("DELETE FROM {table} WHERE session = ?1"),
+                    p![session.as_str()],
+                )
+                .map_err(sql("clear a session's provenance index"))?;
         }
         let Some(before) = read_taint(&tx, session)? else {
+            if cleared > 0 {
+                // A session the gate knows only from what it was told (the person's
+                // prompts, before any call): cleared, and from now on a session of the
+                // store's, reset once, so the reset is answered and audited like any other.
+                tx.execute(
+                    "INSERT INTO sessions (id, class, untrusted, created, updated, results, resets)
+                     VALUES (?1, 'public', 0, ?2, ?2, 0, 1)",
+                    p![session.as_str(), ts_to_sql(now)],
+                )
+                .map_err(sql("reset a session"))?;
+                tx.commit().map_err(sql("commit a session reset"))?;
+                return Ok(Some(StoredTaint::START));
+            }
             tx.commit().map_err(sql("commit a session reset"))?;
             return Ok(None);
         };

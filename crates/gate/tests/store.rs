@@ -481,10 +481,41 @@ macro_rules! store_tests {
                 raise(&mut store, DataClass::Secret, true),
                 t(DataClass::Secret, true)
             );
+            // In one batch, a raise after one that rises answers the taint after both.
+            let out = store
+                .raise_taints(
+                    &[TaintRaise {
+                        session: sid("o"),
+                        class: DataClass::Internal,
+                        untrusted: false,
+                    }],
+                    Timestamp(6),
+                )
+                .unwrap();
+            assert_eq!(out, [t(DataClass::Internal, false)]);
+            let o = |class| TaintRaise {
+                session: sid("o"),
+                class,
+                untrusted: false,
+            };
+            let out = store
+                .raise_taints(
+                    &[o(DataClass::Confidential), o(DataClass::Public)],
+                    Timestamp(7),
+                )
+                .unwrap();
+            assert_eq!(
+                out,
+                [
+                    t(DataClass::Confidential, false),
+                    t(DataClass::Confidential, false)
+                ]
+            );
             drop(store);
             let store = open(dir.path()).unwrap();
             assert_eq!(store.taint(&sid("q")).unwrap(), t(DataClass::Secret, true));
             assert_eq!(store.session(&sid("q")).unwrap().unwrap().results, 7);
+            assert_eq!(store.session(&sid("o")).unwrap().unwrap().results, 3);
         }
 
         #[test]

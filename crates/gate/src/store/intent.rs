@@ -398,6 +398,29 @@ mod tests {
         assert_eq!(again.prompt, 1, "numbered from 1 again");
     }
 
+    /// A session the gate knows only from the person's prompts (no call yet) is reset like
+    /// any other: its prompts cleared, and the reset answered, not `not found`.
+    #[test]
+    fn a_session_known_only_from_its_prompts_is_reset_and_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path()).unwrap();
+        let a = SessionId::new("prompt-only").unwrap();
+        s.add_intent(&a, &prompt(), &[id("A")], &[], LIMITS)
+            .unwrap();
+        assert!(s.session(&a).unwrap().is_none());
+        let before = s.reset_session(&a, Timestamp(2)).unwrap();
+        assert_eq!(before, Some(crate::store::StoredTaint::START));
+        assert!(s.intent_value(&a, "A").unwrap().is_none());
+        let row = s.session(&a).unwrap().unwrap();
+        assert_eq!(
+            (row.taint, row.results, row.resets),
+            (crate::store::StoredTaint::START, 0, 1)
+        );
+        // A session of which nothing is known is still not found.
+        let nobody = SessionId::new("nobody").unwrap();
+        assert_eq!(s.reset_session(&nobody, Timestamp(3)).unwrap(), None);
+    }
+
     #[test]
     fn sourced_values_are_bounded_and_keep_their_first_source() {
         let (_d, mut s) = store();
