@@ -60,7 +60,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) mod db;
 mod intent;
 pub use db::PgTarget;
-use db::{Db, DbError, DbRow, Tx, p};
+use db::{Col, Db, DbError, DbRow, Tx, p};
 pub use intent::{IntentAdded, IntentLimits, IntentPrompt, IntentVia, Sourced};
 
 /// The database's file name inside the state directory.
@@ -848,10 +848,7 @@ impl RawSession {
     fn convert(self) -> Result<SessionRow, StoreError> {
         Ok(SessionRow {
             session: session_from_sql(self.0)?,
-            taint: StoredTaint {
-                class: class_from_sql(&self.1)?,
-                untrusted: self.2 != 0,
-            },
+            taint: taint_from_sql(&self.1, self.2)?,
             created: ts_from_sql(self.3)?,
             updated: ts_from_sql(self.4)?,
             results: count_from_sql(self.5)?,
@@ -1526,17 +1523,7 @@ impl Store {
                  LEFT JOIN provenance p ON p.session = k.session AND p.value = k.value
                  LEFT JOIN provenance_sessions z ON z.session = k.session",
                 p![session.as_str(), value],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                    ))
-                },
+                seven,
             )
             .map_err(sql("read a session's provenance index"))?
             .ok_or(StoreError::Sql {
@@ -1554,14 +1541,7 @@ impl Store {
                 });
             }
         };
-        let size = match (count, full) {
-            (Some(count), Some(full)) => IndexSize {
-                count: count_from_sql(count)?,
-                full: full != 0,
-            },
-            _ => IndexSize::default(),
-        };
-        Ok((row, size))
+        Ok((row, size_from_sql(count.zip(full))?))
     }
 
     /// How many values the session's provenance index holds, and whether it filled.
@@ -1728,10 +1708,7 @@ impl Store {
             .map(|(raw, class, untrusted)| {
                 let taint = match class {
                     None => StoredTaint::START,
-                    Some(c) => StoredTaint {
-                        class: class_from_sql(&c)?,
-                        untrusted: untrusted.unwrap_or(0) != 0,
-                    },
+                    Some(c) => taint_from_sql(&c, untrusted.unwrap_or(0))?,
                 };
                 Ok((raw.convert()?, taint))
             })
@@ -2071,17 +2048,7 @@ impl Store {
                            FROM provenance WHERE session = ?1
                             AND value IN (SELECT json_array_elements_text(CAST(CAST(?2 AS TEXT) AS json))))",
                 p![session.as_str(), values],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                    ))
-                },
+                seven,
             )
             .map_err(sql("read a session's taint"))?
             .ok_or(StoreError::Sql {
@@ -2089,10 +2056,7 @@ impl Store {
                 source: DbError::NoRow,
             })?;
         let taint = match (class, untrusted) {
-            (Some(class), Some(untrusted)) => StoredTaint {
-                class: class_from_sql(&class)?,
-                untrusted: untrusted != 0,
-            },
+            (Some(class), Some(untrusted)) => taint_from_sql(&class, untrusted)?,
             _ => StoredTaint::START,
         };
         let argued_writes = match argued {
@@ -2114,14 +2078,7 @@ impl Store {
                     .iter()
                     .map(|v| held.get(&v.text).cloned())
                     .collect();
-                let size = match (count, full) {
-                    (Some(count), Some(full)) => IndexSize {
-                        count: count_from_sql(count)?,
-                        full: full != 0,
-                    },
-                    _ => IndexSize::default(),
-                };
-                judge(&rows, size, s, limit).0
+                judge(&rows, size_from_sql(count.zip(full))?, s, limit).0
             }
         };
         Ok(DecisionRead {
@@ -2199,13 +2156,43 @@ fn read_taint(conn: &Db, session: &SessionId) -> Result<Option<StoredTaint>, Sto
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .map_err(sql("read a session's taint"))?;
-    row.map(|(class, untrusted)| {
-        Ok(StoredTaint {
-            class: class_from_sql(&class)?,
-            untrusted: untrusted != 0,
-        })
+    row.map(|(class, untrusted)| taint_from_sql(&class, untrusted))
+        .transpose()
+}
+
+/// A session's taint from its two columns.
+fn taint_from_sql(class: &str, untrusted: i64) -> Result<StoredTaint, StoreError> {
+    Ok(StoredTaint {
+        class: class_from_sql(class)?,
+        untrusted: untrusted != 0,
     })
-    .transpose()
+}
+
+/// A provenance index's size from its two columns, if the session has a row (none: empty).
+fn size_from_sql(row: Option<(i64, i64)>) -> Result<IndexSize, StoreError> {
+    Ok(match row {
+        Some((count, full)) => IndexSize {
+            count: count_from_sql(count)?,
+            full: full != 0,
+        },
+        None => IndexSize::default(),
+    })
+}
+
+/// The first seven columns of a row, each read as its type.
+#[allow(clippy::type_complexity)]
+fn seven<A: Col, B: Col, C: Col, D: Col, E: Col, F: Col, G: Col>(
+    r: &DbRow<'_>,
+) -> Result<(A, B, C, D, E, F, G), DbError> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
 }
 
 fn read_provenance(
@@ -2257,13 +2244,7 @@ fn read_size(conn: &Db, session: &SessionId) -> Result<IndexSize, StoreError> {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .map_err(sql("read the size of a session's provenance index"))?;
-    Ok(match row {
-        Some((count, full)) => IndexSize {
-            count: count_from_sql(count)?,
-            full: full != 0,
-        },
-        None => IndexSize::default(),
-    })
+    size_from_sql(row)
 }
 
 /// What one sighting does to one value already in the index (or not).
@@ -2488,13 +2469,8 @@ fn count_only(
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .map_err(sql("count a session's result"))?;
-    row.map(|(class, untrusted)| {
-        Ok(StoredTaint {
-            class: class_from_sql(&class)?,
-            untrusted: untrusted != 0,
-        })
-    })
-    .transpose()
+    row.map(|(class, untrusted)| taint_from_sql(&class, untrusted))
+        .transpose()
 }
 
 /// One raise inside the caller's write transaction.
@@ -2532,10 +2508,7 @@ fn raise_in(
         .map_err(sql("write a session's taint"))?;
         return Ok((new, true));
     };
-    let old = StoredTaint {
-        class: class_from_sql(&old_class)?,
-        untrusted: old_untrusted != 0,
-    };
+    let old = taint_from_sql(&old_class, old_untrusted)?;
     let new = old.raised(class, untrusted);
     if new != old {
         tx.execute(
