@@ -94,18 +94,13 @@ AGENTDOJO_VENV := bench/agentdojo/venv
 EFFICACY_SUITES := workspace slack banking travel
 EFFICACY_JOBS ?= 2
 EFFICACY_SAMPLE ?= 12
+# The suites run side by side, EFFICACY_JOBS sessions each (bench/agentdojo/suites.sh).
+EFFICACY_SUITES_SH := SUITES="$(EFFICACY_SUITES)" PYTHON=$(AGENTDOJO_VENV)/bin/python3 sh bench/agentdojo/suites.sh
+EFFICACY_RUN := BOXMAKER_BIN=$(CURDIR)/target/release/boxmaker $(EFFICACY_SUITES_SH)
 efficacy:
 	$(CARGO) build --release -p boxmaker
-	@mkdir -p target/efficacy
-	@for s in $(EFFICACY_SUITES); do \
-	  BOXMAKER_BIN=$(CURDIR)/target/release/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
-	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
-	    --person reads --also approves,absent,oracle \
-	    $$( [ -f bench/agentdojo/heldout/$$s.py ] && echo --extra-injections bench/agentdojo/heldout/$$s.py ) \
-	    $$( [ -f bench/agentdojo/heldout/$${s}_r3.py ] && echo --new-injections bench/agentdojo/heldout/$${s}_r3.py ) \
-	    $$( [ -f bench/agentdojo/paraphrases/$$s.py ] && echo --paraphrases bench/agentdojo/paraphrases/$$s.py ) \
-	    --json target/efficacy/$$s.json || exit 1; \
-	done
+	@$(EFFICACY_RUN) target/efficacy "" yes --jobs $(EFFICACY_JOBS) \
+	  --person reads --also approves,absent,oracle
 	@python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s).json)
 
 # What each mechanism contributes (docs/efficacy.md): the same full run with the person's
@@ -113,26 +108,16 @@ efficacy:
 # switched off in every policy (replay.py --without).
 efficacy-ablation:
 	$(CARGO) build --release -p boxmaker
-	@mkdir -p target/efficacy
-	@for m in intent provenance labels; do for s in $(EFFICACY_SUITES); do \
-	  BOXMAKER_BIN=$(CURDIR)/target/release/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
-	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
-	    --person reads --also approves --without $$m \
-	    $$( [ -f bench/agentdojo/heldout/$$s.py ] && echo --extra-injections bench/agentdojo/heldout/$$s.py ) \
-	    $$( [ -f bench/agentdojo/heldout/$${s}_r3.py ] && echo --new-injections bench/agentdojo/heldout/$${s}_r3.py ) \
-	    $$( [ -f bench/agentdojo/paraphrases/$$s.py ] && echo --paraphrases bench/agentdojo/paraphrases/$$s.py ) \
-	    --json target/efficacy/$$s-without-$$m.json || exit 1; \
-	done; done
+	@for m in intent provenance labels; do \
+	  $(EFFICACY_RUN) target/efficacy -without-$$m yes --jobs $(EFFICACY_JOBS) \
+	    --person reads --also approves --without $$m || exit 1; \
+	done
 	@python3 bench/agentdojo/report.py $(foreach m,intent provenance labels,$(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s)-without-$(m).json))
 
 efficacy-ci:
 	$(CARGO) build -p boxmaker
-	@mkdir -p target/efficacy-ci
-	@fail=0; for s in $(EFFICACY_SUITES); do \
-	  BOXMAKER_BIN=$(CURDIR)/target/debug/boxmaker $(AGENTDOJO_VENV)/bin/python3 bench/agentdojo/replay.py \
-	    --suite $$s --policy bench/agentdojo/policies/$$s.toml --jobs $(EFFICACY_JOBS) \
-	    --sample $(EFFICACY_SAMPLE) --check-goal --json target/efficacy-ci/$$s.json || fail=1; \
-	done; \
+	@fail=0; BOXMAKER_BIN=$(CURDIR)/target/debug/boxmaker $(EFFICACY_SUITES_SH) target/efficacy-ci "" no \
+	  --jobs $(EFFICACY_JOBS) --sample $(EFFICACY_SAMPLE) --check-goal || fail=1; \
 	python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy-ci/$(s).json); \
 	[ $$fail = 0 ] && echo "efficacy-ci: ok"
 
