@@ -55,18 +55,25 @@ def shape():
                 fail(f"{f}: a document has no {key}")
         if d["kind"] != "Namespace" and d["metadata"].get("namespace") != "boxmaker":
             fail(f"{f}: {d['kind']}/{d['metadata']['name']} is not in namespace boxmaker")
-    dep = kinds.get(("Deployment", "boxmaker"))
+    dep = kinds.get(("StatefulSet", "boxmaker"))
     if not dep:
-        fail("no Deployment boxmaker")
+        fail("no StatefulSet boxmaker")
         return
     pod = dep["spec"]["template"]["spec"]
     if dep["spec"]["selector"]["matchLabels"].items() - dep["spec"]["template"]["metadata"]["labels"].items():
-        fail("the Deployment's selector does not match its pods' labels")
+        fail("the StatefulSet's selector does not match its pods' labels")
+    if ("Service", dep["spec"].get("serviceName")) not in kinds:
+        fail(f"the StatefulSet's serviceName {dep['spec'].get('serviceName')} names no Service")
+    # A replica's audit chain and its key live in its state directory: a volume that dies
+    # with the pod loses the records.
+    claims = {c["metadata"]["name"] for c in dep["spec"].get("volumeClaimTemplates", [])}
+    if "state" not in claims:
+        fail("the replicas' state is not a volume claim of each replica's own: a rescheduled pod loses its audit chain")
     if pod.get("hostUsers") is not False:
         fail("the replicas' pods do not run in a user namespace of their own (hostUsers: false)")
     if pod["securityContext"].get("seccompProfile", {}).get("type") != "Localhost":
         fail("the replicas' pods do not use the Localhost seccomp profile")
-    volumes = {v["name"] for v in pod["volumes"]}
+    volumes = {v["name"] for v in pod["volumes"]} | claims
     for c in pod.get("initContainers", []) + pod["containers"]:
         sc = c.get("securityContext", {})
         if sc.get("allowPrivilegeEscalation") is not False:
@@ -127,6 +134,23 @@ def compose(schema_path):
                     fail(f"compose.yaml: {name} lacks security_opt {want}")
             if s.get("cap_drop") != ["ALL"]:
                 fail(f"compose.yaml: {name} does not drop every capability")
+            # The state directory (audit chain, audit key) must outlive the container.
+            mounts = [v.split(":") for v in s.get("volumes", []) if isinstance(v, str)]
+            if not any(len(m) > 1 and m[1] == "/var/lib/boxmaker" and m[0] in doc.get("volumes", {})
+                       for m in mounts):
+                fail(f"compose.yaml: {name}'s /var/lib/boxmaker is not a named volume: a restart loses its audit chain")
+            # A folded command line indented further than the others keeps its line break,
+            # and the shell then runs it as a command of its own.
+            for line in s.get("command", []):
+                if "\n" in line:
+                    fail(f"compose.yaml: {name}'s command has a line break inside: {line!r}")
+            if s.get("configs"):
+                fail(f"compose.yaml: {name} takes its config by `configs:`, which podman-compose does not implement (bind-mount it)")
+            # Compose outside Swarm and podman-compose honour neither a file secret's uid
+            # and mode nor `configs` the same way: the Compose file uses neither.
+            for sec in s.get("secrets", []):
+                if isinstance(sec, dict) and ({"uid", "gid", "mode"} & sec.keys()):
+                    fail(f"compose.yaml: {name}'s secret {sec['source']} sets uid, gid or mode, which Compose ignores for a file")
 
 
 def seccomp():

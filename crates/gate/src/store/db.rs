@@ -58,12 +58,30 @@ pub enum DbError {
     Closed,
 }
 
-/// A PostgreSQL error as one sentence: the server's own message where it sent one.
+/// A PostgreSQL error as one sentence: the server's own message where it sent one, else the
+/// driver's with its causes (the driver's own text stops at "error connecting to server" or
+/// "invalid configuration", which says nothing a person can act on).
 fn pg_text(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
         None if e.is_closed() => "the connection to PostgreSQL is closed".to_string(),
-        None => e.to_string(),
+        None => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                let said = c.to_string();
+                if said == "password missing" {
+                    text.push_str(
+                        ": the server asks for a password and none was given (set PGPASSWORD)",
+                    );
+                } else {
+                    text.push_str(": ");
+                    text.push_str(&said);
+                }
+                cause = c.source();
+            }
+            text
+        }
     }
 }
 
@@ -659,6 +677,21 @@ mod tests {
         let tx = db.begin_write().unwrap();
         assert_eq!(setting(&tx), "on");
         drop(tx);
+    }
+
+    /// A connection that fails says why, not only the driver's "error connecting to
+    /// server".
+    #[test]
+    fn a_store_that_cannot_be_reached_says_why() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let url = format!("postgres://u@/b?host={}", dir.path().join("none").display());
+        let target = PgTarget::from_url(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        let e = match PgConn::connect(target) {
+            Ok(_) => panic!("connected to a socket that does not exist"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.starts_with("error connecting to server: "), "{e}");
+        assert!(e.contains("No such file or directory"), "{e}");
     }
 
     /// A password never comes from the store's URL, in any form the driver reads one:
