@@ -75,7 +75,6 @@ fi
 # The Compose file and what it names, as a newcomer would lay them out (its own top says how).
 mkdir -p "$work/deploy/secrets"
 cp "$here/compose.yaml" "$here/boxmaker.toml" "$here/seccomp-boxmaker.json" "$work/deploy/"
-openssl rand -hex 32 > "$work/deploy/secrets/http.key"
 openssl rand -hex 24 > "$work/deploy/secrets/postgres-password"
 chmod 0400 "$work/deploy/secrets/"*
 chown 10001:10001 "$work/deploy/secrets/"*

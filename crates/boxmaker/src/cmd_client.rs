@@ -190,8 +190,10 @@ impl Client {
     /// `~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR/settings.json` when set) for the
     /// user, `.claude/settings.json` for the project (code.claude.com/docs/en/settings and
     /// …/hooks: `hooks.UserPromptSubmit`, a list of `{"hooks": [{"type": "command",
-    /// "command"}]}`). Codex's hooks have no prompt event boxmaker can rely on; Cursor's, VS
-    /// Code's and Claude Desktop's none either: `boxmaker intent --session` is for them.
+    /// "command"}]}`). Codex's `UserPromptSubmit` also fires for the prompts Codex writes to
+    /// its subagents, with nothing to tell them from the person's (docs/spec.md §3.10), so
+    /// none is installed there; Cursor, VS Code and Claude Desktop have no prompt hook:
+    /// `boxmaker intent --session` is for them.
     fn hook_file(self, scope: Scope) -> Result<Option<PathBuf>, CliError> {
         if self != Client::ClaudeCode {
             return Ok(None);
