@@ -833,14 +833,9 @@ struct RawSession(String, String, i64, i64, i64, i64, i64);
 const SESSION_COLS: &str = "id, class, untrusted, created, updated, results, resets";
 
 fn raw_session(r: &DbRow<'_>) -> Result<RawSession, DbError> {
+    let (id, class, untrusted, created, updated, results, resets) = seven(r)?;
     Ok(RawSession(
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
+        id, class, untrusted, created, updated, results, resets,
     ))
 }
 
