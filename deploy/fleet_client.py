@@ -58,7 +58,25 @@ async def conversation(url: str, body):
                 return await body(session)
 
 
+async def cut() -> None:
+    """Replica 2 cut from the store: a call there fails closed, saying why, in bounded time."""
+
+    async def one_call(session):
+        started = asyncio.get_running_loop().time()
+        res = await session.call_tool("list_dir", {"path": "/"})
+        text = "".join(getattr(c, "text", "") for c in res.content)
+        return res.is_error, text, asyncio.get_running_loop().time() - started
+
+    is_error, text, took = await conversation(URL2, one_call)
+    check(is_error and "state database" in text,
+          f"cut from the store, replica 2 refused the call in {took:.0f} s: {text.strip()[:200]!r}")
+    check(took < 60, f"and did not wait on the kernel's retransmissions ({took:.0f} s)")
+
+
 async def main() -> None:
+    if len(sys.argv) > 6 and sys.argv[6] == "cut":
+        await cut()
+        return
     conversation_id = "mcp-" + TOKEN.split(".")[0]
 
     async def tools(session):

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs deploy/compose.yaml as it is — two replicas and PostgreSQL — with podman-compose, and
 # checks the fleet it makes: a conversation spread over both replicas (deploy/fleet_client.py),
-# then replica 1 restarted, its audit chain kept and the fleet's checkpoint still agreeing.
+# then replica 1 restarted, its audit chain kept and the fleet's checkpoint still agreeing,
+# then PostgreSQL cut off the network (a call refused in bounded time, saying why) and back.
 #
 #   deploy/podman-fleet.sh BINARY [BASE_IMAGE]
 #
@@ -154,4 +155,19 @@ converse
 fleet_checkpoint
 out=$(inside $r1 boxmaker audit verify --fleet /var/lib/boxmaker/fleet.checkpoints --config $config)
 echo "ok   replica 1's chain (it had $records_before before the restart): $out"
+
+# PostgreSQL taken off the network: the replicas' packets to it are dropped, nothing
+# answers or resets, and the server can enforce no timeout of its own.
+echo "PostgreSQL cut off the network"
+token=$(inside $r1 boxmaker token --config $config | grep -oE '[0-9a-f]{16}\.[0-9a-f]{32}' | head -1)
+podman network disconnect ${project}_default ${project}_postgres_1
+"$python" "$here/fleet_client.py" http://127.0.0.1:8080/mcp http://127.0.0.1:8090/mcp \
+    "$token" "podman exec $r1" "podman exec $r2" cut
+podman network connect --alias postgres ${project}_default ${project}_postgres_1
+echo "PostgreSQL back on the network"
+for _ in $(seq 1 30); do
+    inside $r2 boxmaker token --config $config >/dev/null 2>&1 && break
+    sleep 1
+done
+converse
 echo "fleet: ok"
