@@ -1,7 +1,7 @@
 """A conversation spread over the two replicas of deploy/compose.yaml, as a client behind a
 load balancer would make it (deploy/podman-fleet.sh runs it; the official Python MCP SDK).
 
-    python3 fleet_client.py URL1 URL2 TOKEN EXEC1 EXEC2
+    python3 fleet_client.py URL1 URL2 TOKEN EXEC1 EXEC2 [cut]
 
 URL1, URL2: the replicas' MCP endpoints; TOKEN: a conversation credential minted by replica
 1; EXEC1, EXEC2: a command prefix that runs `boxmaker` in each replica's container (`podman
@@ -13,6 +13,9 @@ exec NAME`). Checks, each or exit 1:
   either replica;
 - the conversation's taint, raised by that answer on replica 1, is what replica 2's
   `boxmaker sessions` shows.
+
+With `cut` (PostgreSQL taken off the network by the caller) it checks only that a call on
+replica 2 is refused, saying the state database could not be read, within a minute.
 """
 
 import asyncio
