@@ -214,6 +214,53 @@ fn a_replica_cut_from_its_store_decides_nothing_and_loses_nothing() {
     let _ = serve.wait();
 }
 
+/// A store that holds its connections open and answers nothing (PostgreSQL paused, as
+/// `docker pause` does, or wedged): the kernel still acknowledges every packet, so neither
+/// the server's statement timeout nor TCP's can fire. The replica gives up within its
+/// deadline and refuses, saying why — never a call held for as long as the server sleeps —
+/// and once the server answers again the taint acknowledged before is there.
+#[test]
+fn a_replica_whose_store_is_paused_refuses_in_bounded_time() {
+    let pg = Pg::start();
+    let url = pg.database("fleet");
+    let r1 = replica(Some(&url));
+    let mut serve = testkit::quiet_serve(BIN, r1.config());
+    testkit::wait_for_path(&r1.path("state/agent.sock"), Duration::from_secs(30));
+    let read = call(&r1, "s1", "read_file", READ);
+    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    pg.pause();
+    let started = std::time::Instant::now();
+    let child = Command::new(BIN)
+        .args(["call", "--config"])
+        .arg(r1.config())
+        .args(["--session", "s1", "share", SHARE])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The deadline is 15 s (docs/spec.md §6, "Fail closed"); a hung call fails here at 60.
+    let out = std::panic::catch_unwind(|| wait_with_timeout(child, Duration::from_secs(60)));
+    let took = started.elapsed();
+    pg.resume();
+    let out = out.unwrap_or_else(|_| panic!("a call on a paused store was still held at 60 s"));
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("PostgreSQL did not answer within 15 s"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(took < Duration::from_secs(40), "took {took:?}");
+    let out = call(&r1, "s1", "share", SHARE);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("denied: taint_too_high"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
 #[test]
 fn a_replica_that_cannot_reach_its_store_does_not_start() {
     let pg = Pg::start();

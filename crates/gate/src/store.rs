@@ -1132,7 +1132,7 @@ impl Store {
             // Two replicas creating the table at the same instant: one loses the race on
             // the catalog; the table is there.
             DbError::Pg(ref pg)
-                if pg.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) =>
+                if pg.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) =>
             {
                 Ok(())
             }

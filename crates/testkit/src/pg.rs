@@ -179,6 +179,58 @@ impl Pg {
             .status();
     }
 
+    /// Freezes the whole server (`SIGSTOP` to the postmaster and every process under it):
+    /// it holds every connection open and its kernel still acknowledges what is sent to
+    /// it, but nothing answers — a server paused (`docker pause`) or wedged. Until
+    /// [`Pg::resume`]; dropping the cluster resumes it first.
+    pub fn pause(&self) {
+        assert!(self.signal("STOP"), "could not pause PostgreSQL");
+    }
+
+    /// Lets a [`Pg::pause`]d server run again.
+    pub fn resume(&self) {
+        assert!(self.signal("CONT"), "could not resume PostgreSQL");
+    }
+
+    /// Sends `sig` to the server's processes; whether that worked (a stopped server has
+    /// none, and that is fine).
+    fn signal(&self, sig: &str) -> bool {
+        let Some(root) = std::fs::read_to_string(self.data().join("postmaster.pid"))
+            .ok()
+            .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<u32>().ok()))
+        else {
+            return true;
+        };
+        // The postmaster first (so it starts no process after the walk), then what is under
+        // it, found through /proc.
+        let mut pids = vec![root];
+        let mut i = 0;
+        while i < pids.len() {
+            let parent = pids[i];
+            for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                // `pid (comm) state ppid …`; comm may hold spaces, so read after its `)`.
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                    .and_then(|p| p.parse::<u32>().ok());
+                if ppid == Some(parent) && !pids.contains(&pid) {
+                    pids.push(pid);
+                }
+            }
+            i += 1;
+        }
+        Command::new("kill")
+            .arg(format!("-{sig}"))
+            .args(pids.iter().map(u32::to_string))
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
     /// A new database (its own name), and its URL.
     pub fn database(&self, name: &str) -> String {
         let out = self
@@ -245,6 +297,8 @@ impl Pg {
 
 impl Drop for Pg {
     fn drop(&mut self) {
+        // A paused server would not hear the stop.
+        let _ = self.signal("CONT");
         self.stop_server(false);
     }
 }

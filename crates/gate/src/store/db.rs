@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
-use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 /// The key of the advisory lock every PostgreSQL write transaction takes ("boxmakr" in
 /// ASCII): one writer at a time across the fleet, as SQLite's `BEGIN IMMEDIATE` is on one
@@ -42,6 +42,13 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one statement may run on PostgreSQL (a lock wait included) before it fails: a
 /// replica whose store stalls decides nothing rather than holding every call.
 pub const STATEMENT_TIMEOUT_MS: u64 = 10_000;
+
+/// How long a replica waits for PostgreSQL to answer — connecting, or one statement — before
+/// it gives the connection up and fails closed. The server's own `statement_timeout` (above)
+/// ends a slow statement first and says why; this is for a server that answers nothing at
+/// all (paused, wedged, its machine frozen) while its kernel still acknowledges every
+/// packet, which neither the statement timeout nor `TCP_USER_TIMEOUT` can catch.
+pub const DEADLINE: Duration = Duration::from_secs(15);
 
 /// How long what a replica sent over TCP may stay unacknowledged before the connection is
 /// given up (`TCP_USER_TIMEOUT`), and how soon an idle one (the approvals' `LISTEN`) is
@@ -59,19 +66,26 @@ pub enum DbError {
     #[error(transparent)]
     Lite(#[from] rusqlite::Error),
     #[error("{}", pg_text(.0))]
-    Pg(#[from] postgres::Error),
+    Pg(#[from] tokio_postgres::Error),
     #[error("column {index} holds {found}, not the type the store reads there")]
     Column { index: usize, found: String },
     #[error("the query found no row")]
     NoRow,
     #[error("the connection to PostgreSQL is closed")]
     Closed,
+    #[error("could not start the PostgreSQL client's runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error(
+        "PostgreSQL did not answer within {} s, so the connection was given up (is the server paused, wedged or overloaded?)",
+        .after.as_secs()
+    )]
+    Deadline { after: Duration },
 }
 
 /// A PostgreSQL error as one sentence: the server's own message where it sent one, else the
 /// driver's with its causes (the driver's own text stops at "error connecting to server" or
 /// "invalid configuration", which says nothing a person can act on).
-fn pg_text(e: &postgres::Error) -> String {
+fn pg_text(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
         None if e.is_closed() => "the connection to PostgreSQL is closed".to_string(),
@@ -165,7 +179,7 @@ impl ToSql for V {
     fn to_sql(
         &self,
         ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match self {
             V::Null => Ok(IsNull::Yes),
@@ -191,13 +205,13 @@ impl ToSql for V {
 }
 
 /// What a column can be read as: both backends' conversions.
-pub trait Col: rusqlite::types::FromSql + for<'a> postgres::types::FromSql<'a> {}
-impl<T> Col for T where T: rusqlite::types::FromSql + for<'a> postgres::types::FromSql<'a> {}
+pub trait Col: rusqlite::types::FromSql + for<'a> tokio_postgres::types::FromSql<'a> {}
+impl<T> Col for T where T: rusqlite::types::FromSql + for<'a> tokio_postgres::types::FromSql<'a> {}
 
 /// One row of an answer.
 pub enum DbRow<'a> {
     Lite(&'a rusqlite::Row<'a>),
-    Pg(&'a postgres::Row),
+    Pg(&'a tokio_postgres::Row),
 }
 
 impl DbRow<'_> {
@@ -219,11 +233,14 @@ impl DbRow<'_> {
 /// `PGPASSWORD`, at connect time).
 #[derive(Clone)]
 pub struct PgTarget {
-    pub config: postgres::Config,
+    pub config: tokio_postgres::Config,
     /// What errors name: the URL without any password.
     pub shown: String,
     /// Whether to speak TLS (`sslmode=require` or `prefer`; never on a Unix socket).
     pub tls: bool,
+    /// How long connecting, or one statement, may wait for the server's answer before the
+    /// connection is given up ([`DEADLINE`]; shorter in tests).
+    pub deadline: Duration,
 }
 
 impl fmt::Debug for PgTarget {
@@ -238,7 +255,7 @@ impl PgTarget {
     /// of `PGPASSWORD` (the only place a password comes from: never the URL).
     pub fn from_url(url: &str) -> Result<PgTarget, String> {
         use std::str::FromStr;
-        let mut config = postgres::Config::from_str(url).map_err(|e| e.to_string())?;
+        let mut config = tokio_postgres::Config::from_str(url).map_err(|e| e.to_string())?;
         if config.get_password().is_some() {
             return Err("the URL carries a password; give it in PGPASSWORD".into());
         }
@@ -265,10 +282,10 @@ impl PgTarget {
         if !url.contains("sslmode=") {
             match env("PGSSLMODE").as_deref() {
                 Some("disable") => {
-                    config.ssl_mode(postgres::config::SslMode::Disable);
+                    config.ssl_mode(tokio_postgres::config::SslMode::Disable);
                 }
                 Some("require" | "verify-ca" | "verify-full") => {
-                    config.ssl_mode(postgres::config::SslMode::Require);
+                    config.ssl_mode(tokio_postgres::config::SslMode::Require);
                 }
                 _ => {}
             }
@@ -279,21 +296,28 @@ impl PgTarget {
         let unix = config
             .get_hosts()
             .iter()
-            .all(|h| matches!(h, postgres::config::Host::Unix(_)));
-        let tls = !unix && config.get_ssl_mode() != postgres::config::SslMode::Disable;
+            .all(|h| matches!(h, tokio_postgres::config::Host::Unix(_)));
+        let tls = !unix && config.get_ssl_mode() != tokio_postgres::config::SslMode::Disable;
         Ok(PgTarget {
             config,
             shown: url.to_string(),
             tls,
+            deadline: DEADLINE,
         })
     }
 }
 
 /// A PostgreSQL connection with its prepared statements.
+///
+/// Driven by a runtime of its own (tokio, one thread: the caller's, only while it waits), so
+/// every wait — connecting, a statement, the notifications — has a deadline the server's
+/// silence cannot stretch: past it the connection is dropped and the caller gets
+/// [`DbError::Deadline`].
 pub struct PgConn {
     target: PgTarget,
-    client: Option<postgres::Client>,
-    stmts: HashMap<String, postgres::Statement>,
+    rt: tokio::runtime::Runtime,
+    conn: Option<Live>,
+    stmts: HashMap<String, tokio_postgres::Statement>,
     /// Inside a transaction: a lost connection is then the transaction's failure, never a
     /// silent reconnect half-way through it.
     in_tx: bool,
@@ -302,12 +326,37 @@ pub struct PgConn {
     relaxed: bool,
 }
 
+/// A connection the runtime drives: the client, the task reading the server (ended when
+/// the connection is given up), and the notifications that task heard.
+struct Live {
+    client: tokio_postgres::Client,
+    driver: tokio::task::JoinHandle<()>,
+    notes: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+/// A wait cut short, or the driver's failure.
+enum Waited {
+    Late,
+    Pg(tokio_postgres::Error),
+}
+
 impl PgConn {
     pub fn connect(target: PgTarget) -> Result<PgConn, DbError> {
-        let client = connect(&target)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(DbError::Runtime)?;
+        let conn = connect(&rt, &target)?;
         Ok(PgConn {
             target,
-            client: Some(client),
+            rt,
+            conn: Some(conn),
             stmts: HashMap::new(),
             in_tx: false,
             relaxed: false,
@@ -322,40 +371,72 @@ impl PgConn {
     /// Waits up to `wait` for notifications; how many arrived (without reconnecting: a lost
     /// connection is an error, and the listener connects anew).
     pub fn wait_notifications(&mut self, wait: Duration) -> Result<usize, DbError> {
-        let client = self.client.as_mut().ok_or(DbError::Closed)?;
-        if client.is_closed() {
+        let live = self.conn.as_mut().ok_or(DbError::Closed)?;
+        if live.client.is_closed() {
             return Err(DbError::Closed);
         }
-        use postgres::fallible_iterator::FallibleIterator;
-        let mut notes = client.notifications();
-        let mut n = 0;
-        if notes.timeout_iter(wait).next()?.is_some() {
-            n += 1;
-            // What else is queued, without waiting again.
-            while notes.iter().next()?.is_some() {
-                n += 1;
+        let first = self
+            .rt
+            .block_on(async { tokio::time::timeout(wait, live.notes.recv()).await });
+        match first {
+            Err(_) => Ok(0),
+            // The driver ended: the connection is gone.
+            Ok(None) => Err(DbError::Closed),
+            Ok(Some(())) => {
+                let mut n = 1;
+                // What else is queued, without waiting again.
+                while live.notes.try_recv().is_ok() {
+                    n += 1;
+                }
+                Ok(n)
             }
         }
-        Ok(n)
     }
 
-    fn client(&mut self) -> Result<&mut postgres::Client, DbError> {
-        let closed = self.client.as_ref().is_none_or(postgres::Client::is_closed);
+    /// The live connection, connecting anew (outside a transaction) when it was lost.
+    fn live(&mut self) -> Result<&tokio_postgres::Client, DbError> {
+        let closed = self.conn.as_ref().is_none_or(|c| c.client.is_closed());
         if closed && !self.in_tx {
             self.stmts.clear();
-            self.client = None;
-            self.client = Some(connect(&self.target)?);
+            self.conn = None;
+            self.conn = Some(connect(&self.rt, &self.target)?);
         }
-        self.client.as_mut().ok_or(DbError::Closed)
+        self.conn.as_ref().map(|c| &c.client).ok_or(DbError::Closed)
     }
 
-    fn stmt(&mut self, sql: &str) -> Result<postgres::Statement, DbError> {
+    /// What a wait on the live connection came to: a server that did not answer within the
+    /// deadline loses its connection (so nothing it sends later is taken for the answer to
+    /// another statement); a statement that failed because the connection is gone leaves
+    /// no prepared statement worth keeping.
+    fn settle<T>(&mut self, r: Result<T, Waited>) -> Result<T, DbError> {
+        match r {
+            Ok(t) => Ok(t),
+            Err(Waited::Late) => {
+                self.conn = None;
+                self.stmts.clear();
+                Err(DbError::Deadline {
+                    after: self.target.deadline,
+                })
+            }
+            Err(Waited::Pg(e)) => {
+                if self.conn.as_ref().is_none_or(|c| c.client.is_closed()) {
+                    self.stmts.clear();
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    fn stmt(&mut self, sql: &str) -> Result<tokio_postgres::Statement, DbError> {
         if let Some(s) = self.stmts.get(sql) {
             return Ok(s.clone());
         }
         let text = numbered(sql);
-        let r = self.client()?.prepare(&text);
-        let s = self.forget_if_lost(r)?;
+        let deadline = self.target.deadline;
+        self.live()?;
+        let client = &self.conn.as_ref().ok_or(DbError::Closed)?.client;
+        let r = within(&self.rt, deadline, client.prepare(&text));
+        let s = self.settle(r)?;
         self.stmts.insert(sql.to_string(), s.clone());
         Ok(s)
     }
@@ -364,36 +445,55 @@ impl PgConn {
         params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
     }
 
-    fn query(&mut self, sql: &str, params: &[V]) -> Result<Vec<postgres::Row>, DbError> {
+    fn query(&mut self, sql: &str, params: &[V]) -> Result<Vec<tokio_postgres::Row>, DbError> {
         let stmt = self.stmt(sql)?;
         let ps = Self::params(params);
-        let r = self.client()?.query(&stmt, &ps);
-        self.forget_if_lost(r)
+        let deadline = self.target.deadline;
+        self.live()?;
+        let client = &self.conn.as_ref().ok_or(DbError::Closed)?.client;
+        let r = within(&self.rt, deadline, client.query(&stmt, &ps));
+        self.settle(r)
     }
 
     fn execute(&mut self, sql: &str, params: &[V]) -> Result<u64, DbError> {
         let stmt = self.stmt(sql)?;
         let ps = Self::params(params);
-        let r = self.client()?.execute(&stmt, &ps);
-        self.forget_if_lost(r)
+        let deadline = self.target.deadline;
+        self.live()?;
+        let client = &self.conn.as_ref().ok_or(DbError::Closed)?.client;
+        let r = within(&self.rt, deadline, client.execute(&stmt, &ps));
+        self.settle(r)
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
-        let r = self.client()?.batch_execute(sql);
-        self.forget_if_lost(r)
+        let deadline = self.target.deadline;
+        self.live()?;
+        let client = &self.conn.as_ref().ok_or(DbError::Closed)?.client;
+        let r = within(&self.rt, deadline, client.batch_execute(sql));
+        self.settle(r)
     }
 
-    /// A statement that failed because the connection is gone leaves no prepared
-    /// statement worth keeping.
-    fn forget_if_lost<T>(&mut self, r: Result<T, postgres::Error>) -> Result<T, DbError> {
-        if r.is_err() && self.client.as_ref().is_none_or(postgres::Client::is_closed) {
-            self.stmts.clear();
-        }
-        Ok(r?)
+    /// Whether the connection is there and not known to be lost.
+    fn is_open(&self) -> bool {
+        self.conn.as_ref().is_some_and(|c| !c.client.is_closed())
     }
 }
 
-fn connect(target: &PgTarget) -> Result<postgres::Client, postgres::Error> {
+/// `fut`, waited for on `rt` for at most `deadline`.
+fn within<T>(
+    rt: &tokio::runtime::Runtime,
+    deadline: Duration,
+    fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, Waited> {
+    match rt.block_on(async { tokio::time::timeout(deadline, fut).await }) {
+        Ok(r) => r.map_err(Waited::Pg),
+        Err(_) => Err(Waited::Late),
+    }
+}
+
+/// A new connection on `rt`: the socket, TLS, authentication and the session's setting, all
+/// within the target's deadline.
+fn connect(rt: &tokio::runtime::Runtime, target: &PgTarget) -> Result<Live, DbError> {
     let mut config = target.config.clone();
     config.connect_timeout(CONNECT_TIMEOUT);
     config.tcp_user_timeout(TCP_USER_TIMEOUT);
@@ -401,14 +501,62 @@ fn connect(target: &PgTarget) -> Result<postgres::Client, postgres::Error> {
     config.keepalives_idle(KEEPALIVE_IDLE);
     config.keepalives_interval(KEEPALIVE_INTERVAL);
     config.keepalives_retries(KEEPALIVE_RETRIES);
-    config.options(&format!("-c statement_timeout={STATEMENT_TIMEOUT_MS}"));
-    let mut client = if target.tls {
-        config.connect(tls())?
-    } else {
-        config.connect(postgres::NoTls)?
+    config.options(format!("-c statement_timeout={STATEMENT_TIMEOUT_MS}"));
+    let handshake = async {
+        let (client, driver, notes) = if target.tls {
+            let (client, conn) = config.connect(tls()).await?;
+            let (driver, notes) = drive(conn);
+            (client, driver, notes)
+        } else {
+            let (client, conn) = config.connect(tokio_postgres::NoTls).await?;
+            let (driver, notes) = drive(conn);
+            (client, driver, notes)
+        };
+        let live = Live {
+            client,
+            driver,
+            notes,
+        };
+        live.client
+            .batch_execute("SET default_transaction_isolation = 'read committed'")
+            .await?;
+        Ok(live)
     };
-    client.batch_execute("SET default_transaction_isolation = 'read committed'")?;
-    Ok(client)
+    match within(rt, target.deadline, handshake) {
+        Ok(live) => Ok(live),
+        Err(Waited::Late) => Err(DbError::Deadline {
+            after: target.deadline,
+        }),
+        Err(Waited::Pg(e)) => Err(e.into()),
+    }
+}
+
+/// Spawns the task that reads what the server sends on `conn` (answers to the client's
+/// statements, and notifications, which it counts into the channel it returns), on the
+/// runtime the caller is inside. It runs only while a caller waits on that runtime.
+fn drive<S, T>(
+    mut conn: tokio_postgres::Connection<S, T>,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        while let Some(m) = std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+            match m {
+                Ok(tokio_postgres::AsyncMessage::Notification(_)) => {
+                    let _ = tx.send(());
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    (driver, rx)
 }
 
 /// TLS to PostgreSQL: rustls with the Mozilla roots, and the roots in `PGSSLROOTCERT` (a PEM
@@ -613,7 +761,7 @@ impl Db {
             Db::Pg(c) => {
                 let mut c = c.borrow_mut();
                 let r = c.batch(sql);
-                if r.is_err() && c.client.as_ref().is_some_and(|k| !k.is_closed()) {
+                if r.is_err() && c.is_open() {
                     // A batch cut short before its `COMMIT` would leave the connection in
                     // the transaction: end it (outside one, a `ROLLBACK` only warns).
                     let _ = c.batch("ROLLBACK");
@@ -692,6 +840,45 @@ mod tests {
         let tx = db.begin_write().unwrap();
         assert_eq!(setting(&tx), "on");
         drop(tx);
+    }
+
+    /// A server that holds the connection open and answers nothing (paused, wedged: its
+    /// kernel still acknowledges every packet, so neither the server's statement timeout
+    /// nor TCP's can fire) is given up within the deadline, saying so; a new connection to
+    /// it too; and once it answers again the store goes on, connecting anew.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn a_paused_server_is_given_up_within_the_deadline_and_used_again_after() {
+        let pg = testkit::pg::Pg::start();
+        let mut target = PgTarget::from_url(&pg.database("paused")).unwrap();
+        target.deadline = Duration::from_secs(1);
+        let db = Db::Pg(Box::new(RefCell::new(
+            PgConn::connect(target.clone()).unwrap(),
+        )));
+        let one = |db: &Db| db.value::<i32>("SELECT 1", &[]);
+        assert_eq!(one(&db).unwrap(), 1);
+        pg.pause();
+        // On a thread, so a statement that never returns fails this test, not hangs it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = target.clone();
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let e = one(&db).map(drop).map_err(|e| e.to_string());
+            let connect = PgConn::connect(t).map(drop).map_err(|e| e.to_string());
+            let _ = tx.send((e, connect, started.elapsed(), db));
+        });
+        let got = rx.recv_timeout(Duration::from_secs(20));
+        pg.resume();
+        let (e, connect, took, db) = got.expect("a statement on a paused server never returned");
+        let e = e.unwrap_err();
+        assert!(e.contains("PostgreSQL did not answer within 1 s"), "{e}");
+        let connect = connect.unwrap_err();
+        assert!(
+            connect.contains("PostgreSQL did not answer within 1 s"),
+            "{connect}"
+        );
+        assert!(took < Duration::from_secs(6), "took {took:?}");
+        assert_eq!(one(&db).unwrap(), 1, "the store did not come back");
     }
 
     /// A connection that fails says why, not only the driver's "error connecting to
