@@ -50,6 +50,12 @@ pub const STATEMENT_TIMEOUT_MS: u64 = 10_000;
 /// packet, which neither the statement timeout nor `TCP_USER_TIMEOUT` can catch.
 pub const DEADLINE: Duration = Duration::from_secs(15);
 
+/// How long after a wait past the [`DEADLINE`] a replica refuses at once instead of trying
+/// the server again: the calls queued behind the one that waited (the replica's store is
+/// one connection, taken in turn) are refused together, not each after a deadline of its
+/// own, and a server that stays silent is tried once every deadline and this.
+pub const HOLD_OFF: Duration = Duration::from_secs(3);
+
 /// How long what a replica sent over TCP may stay unacknowledged before the connection is
 /// given up (`TCP_USER_TIMEOUT`), and how soon an idle one (the approvals' `LISTEN`) is
 /// probed: the statement timeout is the server's, and a server cut off by the network
@@ -80,6 +86,12 @@ pub enum DbError {
         .after.as_secs()
     )]
     Deadline { after: Duration },
+    #[error(
+        "PostgreSQL did not answer within {} s a moment ago, so the replica refuses until it tries again in {} ms (is the server paused, wedged or overloaded?)",
+        .after.as_secs(),
+        .retry_in.as_millis()
+    )]
+    HeldOff { after: Duration, retry_in: Duration },
 }
 
 /// A PostgreSQL error as one sentence: the server's own message where it sent one, else the
@@ -241,6 +253,8 @@ pub struct PgTarget {
     /// How long connecting, or one statement, may wait for the server's answer before the
     /// connection is given up ([`DEADLINE`]; shorter in tests).
     pub deadline: Duration,
+    /// How long after that it is not tried again ([`HOLD_OFF`]).
+    pub hold_off: Duration,
 }
 
 impl fmt::Debug for PgTarget {
@@ -303,6 +317,7 @@ impl PgTarget {
             shown: url.to_string(),
             tls,
             deadline: DEADLINE,
+            hold_off: HOLD_OFF,
         })
     }
 }
@@ -321,6 +336,8 @@ pub struct PgConn {
     /// Inside a transaction: a lost connection is then the transaction's failure, never a
     /// silent reconnect half-way through it.
     in_tx: bool,
+    /// When a wait on the server last passed the deadline ([`HOLD_OFF`]).
+    late_at: Option<std::time::Instant>,
     /// The next write transactions commit without waiting for the WAL's flush
     /// ([`Db::set_sync`]).
     relaxed: bool,
@@ -360,6 +377,7 @@ impl PgConn {
             stmts: HashMap::new(),
             in_tx: false,
             relaxed: false,
+            late_at: None,
         })
     }
 
@@ -393,13 +411,35 @@ impl PgConn {
         }
     }
 
-    /// The live connection, connecting anew (outside a transaction) when it was lost.
+    /// The live connection, connecting anew (outside a transaction) when it was lost —
+    /// unless the server left a wait unanswered less than the hold-off ago: then refused at
+    /// once, saying so.
     fn live(&mut self) -> Result<&tokio_postgres::Client, DbError> {
         let closed = self.conn.as_ref().is_none_or(|c| c.client.is_closed());
         if closed && !self.in_tx {
             self.stmts.clear();
             self.conn = None;
-            self.conn = Some(connect(&self.rt, &self.target)?);
+            if let Some(at) = self.late_at {
+                let since = at.elapsed();
+                if since < self.target.hold_off {
+                    return Err(DbError::HeldOff {
+                        after: self.target.deadline,
+                        retry_in: self.target.hold_off - since,
+                    });
+                }
+            }
+            match connect(&self.rt, &self.target) {
+                Ok(live) => {
+                    self.late_at = None;
+                    self.conn = Some(live);
+                }
+                Err(e) => {
+                    if matches!(e, DbError::Deadline { .. }) {
+                        self.late_at = Some(std::time::Instant::now());
+                    }
+                    return Err(e);
+                }
+            }
         }
         self.conn.as_ref().map(|c| &c.client).ok_or(DbError::Closed)
     }
@@ -414,6 +454,7 @@ impl PgConn {
             Err(Waited::Late) => {
                 self.conn = None;
                 self.stmts.clear();
+                self.late_at = Some(std::time::Instant::now());
                 Err(DbError::Deadline {
                     after: self.target.deadline,
                 })
@@ -852,6 +893,8 @@ mod tests {
         let pg = testkit::pg::Pg::start();
         let mut target = PgTarget::from_url(&pg.database("paused")).unwrap();
         target.deadline = Duration::from_secs(1);
+        // Tried again at once (the hold-off has a test of its own).
+        target.hold_off = Duration::ZERO;
         let db = Db::Pg(Box::new(RefCell::new(
             PgConn::connect(target.clone()).unwrap(),
         )));
@@ -879,6 +922,49 @@ mod tests {
         );
         assert!(took < Duration::from_secs(6), "took {took:?}");
         assert_eq!(one(&db).unwrap(), 1, "the store did not come back");
+    }
+
+    /// The calls queued behind one that waited past the deadline are refused at once, not
+    /// each after a deadline of its own; past the hold-off the server is tried again.
+    #[test]
+    fn after_a_deadline_the_next_statements_are_refused_at_once_then_retried() {
+        let pg = testkit::pg::Pg::start();
+        let mut target = PgTarget::from_url(&pg.database("held")).unwrap();
+        target.deadline = Duration::from_secs(1);
+        target.hold_off = Duration::from_secs(2);
+        let db = Db::Pg(Box::new(RefCell::new(PgConn::connect(target).unwrap())));
+        let one = |db: &Db| db.value::<i32>("SELECT 1", &[]);
+        assert_eq!(one(&db).unwrap(), 1);
+        pg.pause();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let first = one(&db).map(drop).map_err(|e| e.to_string());
+            let started = std::time::Instant::now();
+            let queued: Vec<_> = (0..5)
+                .map(|_| one(&db).map(drop).map_err(|e| e.to_string()))
+                .collect();
+            let _ = tx.send((first, queued, started.elapsed(), db));
+        });
+        let got = rx.recv_timeout(Duration::from_secs(20));
+        pg.resume();
+        let (first, queued, took, db) = got.expect("a statement on a paused server never returned");
+        assert!(
+            first
+                .unwrap_err()
+                .contains("PostgreSQL did not answer within 1 s"),
+        );
+        for e in queued {
+            let e = e.unwrap_err();
+            assert!(
+                e.contains("PostgreSQL did not answer within 1 s a moment ago")
+                    && e.contains("tries again in"),
+                "{e}"
+            );
+        }
+        // Five statements after the deadline: without the hold-off, five more deadlines.
+        assert!(took < Duration::from_millis(500), "took {took:?}");
+        std::thread::sleep(Duration::from_secs(2));
+        assert_eq!(one(&db).unwrap(), 1, "the server was not tried again");
     }
 
     /// A connection that fails says why, not only the driver's "error connecting to
