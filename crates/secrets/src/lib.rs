@@ -55,6 +55,10 @@ pub const MIN_LEN: usize = 8;
 pub const MAX_LEN: usize = 64 * 1024;
 /// How long a secret's command may take.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long, after a secret command exited, its output may go quiet before the read ends
+/// without the pipe's end (something it left running holds the pipe open).
+const EXITED_GRACE: Duration = Duration::from_millis(500);
 /// The shortest encoding a [`Redactor`] looks for (a base64 text aligned against a short
 /// value has few characters that depend only on it).
 const MIN_PATTERN: usize = 8;
@@ -275,14 +279,21 @@ pub fn read(secret: &Secret) -> Result<SecretValue, SecretError> {
 }
 
 fn read_file(name: &str, path: &Path) -> Result<Zeroizing<Vec<u8>>, SecretError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let shown = path.display().to_string();
     // Opened first, then checked: the metadata is the opened file's own, so the file read is
     // the file checked.
-    let file = std::fs::File::open(path).map_err(|source| SecretError::FileOpen {
-        name: name.into(),
-        path: shown.clone(),
-        source,
-    })?;
+    // Without waiting: a FIFO at the path would otherwise hold the open until some writer
+    // came (the check below then refuses it as not a regular file).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(|source| SecretError::FileOpen {
+            name: name.into(),
+            path: shown.clone(),
+            source,
+        })?;
     let meta = file.metadata().map_err(|source| SecretError::FileRead {
         name: name.into(),
         path: shown.clone(),
@@ -324,18 +335,39 @@ fn run_command(name: &str, argv: &[String]) -> Result<Zeroizing<Vec<u8>>, Secret
             command: command.clone(),
             source,
         })?;
+    // Read on a thread of its own, handed over a chunk at a time: what it left running (a
+    // helper it started) may hold the pipe open after it exits, and waiting for the end of
+    // the pipe would then wait without end, holding the call that needs the secret.
     let mut stdout = child.stdout.take();
-    let reader = std::thread::spawn(move || {
-        let mut out = Zeroizing::new(Vec::new());
-        if let Some(s) = stdout.as_mut() {
-            let _ = s.take(MAX_LEN as u64 + 1).read_to_end(&mut out);
-            // Read the rest to its end so the command never blocks on a full pipe.
-            let _ = std::io::copy(s, &mut std::io::sink());
+    let (chunks, said) = std::sync::mpsc::channel::<Zeroizing<Vec<u8>>>();
+    std::thread::spawn(move || {
+        let Some(s) = stdout.as_mut() else { return };
+        let mut buf = Zeroizing::new(vec![0u8; 8192]);
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    // A reader gone (the command is over for the caller): keep draining,
+                    // so nothing it left behind blocks on a full pipe.
+                    let _ = chunks.send(Zeroizing::new(buf[..n].to_vec()));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
         }
-        out
     });
+    let mut out = Zeroizing::new(Vec::new());
+    let mut take = |chunk: Zeroizing<Vec<u8>>| {
+        if out.len() <= MAX_LEN {
+            let room = MAX_LEN + 1 - out.len();
+            out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+    };
     let started = Instant::now();
     let status = loop {
+        while let Ok(chunk) = said.try_recv() {
+            take(chunk);
+        }
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) if started.elapsed() >= COMMAND_TIMEOUT => break None,
@@ -349,14 +381,17 @@ fn run_command(name: &str, argv: &[String]) -> Result<Zeroizing<Vec<u8>>, Secret
         }
         let _ = child.kill();
         let _ = child.wait();
-        let _ = reader.join();
         return Err(SecretError::CommandTimeout {
             name: name.into(),
             command,
             secs: COMMAND_TIMEOUT.as_secs(),
         });
     };
-    let out = reader.join().unwrap_or_default();
+    // What it wrote before it exited is in the pipe: read until the pipe's end, or until
+    // nothing more has come for a moment (something it left running holds the pipe).
+    while let Ok(chunk) = said.recv_timeout(EXITED_GRACE) {
+        take(chunk);
+    }
     if !status.success() {
         let status = match status.code() {
             Some(c) => format!("exit status {c}"),
@@ -925,5 +960,59 @@ mod tests {
         };
         let e = read(&short).unwrap_err().to_string();
         assert!(e.contains("5 bytes long") && !e.contains("short\""), "{e}");
+    }
+
+    /// `read`, on a thread, given `limit` to return.
+    fn read_within(def: Secret, limit: Duration) -> Result<String, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(
+                read(&def)
+                    .map(|v| v.expose().to_string())
+                    .map_err(|e| e.to_string()),
+            );
+        });
+        rx.recv_timeout(limit)
+            .unwrap_or_else(|_| panic!("reading the secret was still waiting at {limit:?}"))
+    }
+
+    /// A command that exits leaving a helper that holds its stdout open: the value it
+    /// wrote is read, without waiting for the helper to end.
+    #[test]
+    fn a_command_that_leaves_a_helper_holding_its_output_is_not_waited_for() {
+        let def = Secret {
+            name: "c".into(),
+            source: SecretSource::Command(vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                "echo from-a-command; sleep 30 &".into(),
+            ]),
+            line: 1,
+        };
+        let started = Instant::now();
+        assert_eq!(
+            read_within(def, Duration::from_secs(10)).unwrap(),
+            "from-a-command"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// A FIFO named as a secret's file is refused, not waited on for a writer.
+    #[test]
+    fn a_fifo_in_place_of_a_secret_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("token");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let def = Secret {
+            name: "f".into(),
+            source: SecretSource::File(fifo),
+            line: 1,
+        };
+        let e = read_within(def, Duration::from_secs(10)).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
     }
 }
