@@ -12,6 +12,16 @@ use proto::{FrameError, ToolRequest, ToolResponse};
 
 use crate::error::CliError;
 
+/// Whether `e` is a read or a write on a gate's socket that passed the timeout the caller
+/// set on it (the gate stopped, wedged or starved: it accepted and answers nothing).
+pub fn timed_out(e: &CliError) -> bool {
+    matches!(
+        e,
+        CliError::Frame(FrameError::Io(io))
+            if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+    )
+}
+
 /// Sends `req` and waits for its final answer, calling `pending` for each
 /// `pending_approval` (the front's own call path: one connection per call).
 pub fn agent_call(

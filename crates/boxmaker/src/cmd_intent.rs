@@ -37,6 +37,11 @@ const MAX_HOOK_INPUT: u64 = 8 * MAX_INTENT_TEXT as u64;
 /// How long the hook looks for its conversation's front (it may still be starting).
 const FIND_WAIT: Duration = Duration::from_secs(3);
 
+/// How long the hook waits for the gate's answer: past it, the prompt is said not handed
+/// over (exit 1) rather than holding the person's prompt until the client kills the hook.
+/// Above the store's own deadline (15 s), so a gate refusing for its store says why.
+const HOOK_WAIT: Duration = Duration::from_secs(20);
+
 /// How far up its ancestry the hook looks for its client.
 const MAX_ANCESTRY: usize = 16;
 
@@ -126,7 +131,13 @@ fn read_stdin(max: u64) -> Result<Vec<u8>, CliError> {
 
 pub fn run(args: &IntentArgs) -> Result<u8, CliError> {
     if args.hook {
-        return hook(args);
+        // Exit 1 for every failure, never 2: Claude Code takes a prompt hook's 2 as "block
+        // the prompt and erase it", and a gate that cannot take the prompt (not running,
+        // wedged, a config error) must not cost the person what they typed.
+        return hook(args).or_else(|e| {
+            errln!("boxmaker intent: {e}");
+            Ok(1)
+        });
     }
     let Some(session) = &args.session else {
         return Err(CliError::Usage(
@@ -209,6 +220,8 @@ fn hook(args: &IntentArgs) -> Result<u8, CliError> {
         ));
     }
     let conn = connect(&args.config, cfg, Channel::Control)?;
+    let _ = conn.stream.set_read_timeout(Some(HOOK_WAIT));
+    let _ = conn.stream.set_write_timeout(Some(HOOK_WAIT));
     for session in &sessions {
         let answer = control(
             &conn.stream,
@@ -217,7 +230,18 @@ fn hook(args: &IntentArgs) -> Result<u8, CliError> {
                 text: text.clone(),
                 via: IntentVia::Hook,
             },
-        )?;
+        )
+        .map_err(|e| {
+            if crate::client::timed_out(&e) {
+                CliError::Local(format!(
+                    "the gate did not answer within {} s (is it stopped or wedged?): the \
+                     prompt was not handed to the gate",
+                    HOOK_WAIT.as_secs()
+                ))
+            } else {
+                e
+            }
+        })?;
         if let ControlAnswer::Intent { prompt, values, .. } = answer {
             errln!("boxmaker intent: session {session}: prompt {prompt}, {values} new values");
         }

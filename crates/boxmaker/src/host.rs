@@ -57,6 +57,10 @@ pub const LINGER: Duration = Duration::from_secs(3);
 /// How long a client waits for a gate it started (or one another client is starting).
 const START_WAIT: Duration = Duration::from_secs(30);
 
+/// How long a client waits for a running gate to say which config it read: the first
+/// thing every command asks it, answered at once by a gate that is alive.
+const STATUS_WAIT: Duration = Duration::from_secs(10);
+
 /// `gate.log` is started afresh when it is larger than this.
 const GATE_LOG_MAX: u64 = 1 << 20;
 
@@ -465,7 +469,28 @@ fn same_config(cfg: &Config) -> Result<bool, CliError> {
         // It went between the two connects; the caller tries again.
         return Ok(false);
     };
-    match crate::client::control(&stream, ControlOp::Status {}) {
+    // A gate that accepts and answers nothing (stopped, wedged) ends the command here,
+    // saying so, instead of holding it.
+    let _ = stream.set_read_timeout(Some(STATUS_WAIT));
+    let _ = stream.set_write_timeout(Some(STATUS_WAIT));
+    let status = crate::client::control(&stream, ControlOp::Status {});
+    if let Err(e) = &status
+        && crate::client::timed_out(e)
+    {
+        return Err(CliError::Connect {
+            path: cfg.gate.state.join(statedir::CONTROL_SOCKET),
+            source: std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the gate accepted but did not answer within {} s (is it stopped or \
+                     wedged? see {})",
+                    STATUS_WAIT.as_secs(),
+                    cfg.gate.state.join(statedir::GATE_LOG).display()
+                ),
+            ),
+        });
+    }
+    match status {
         Ok(ControlAnswer::Status { config, .. }) if config == cfg.fingerprint => Ok(true),
         Ok(ControlAnswer::Status { kept: true, .. }) => {
             errln!(

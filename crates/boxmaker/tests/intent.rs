@@ -382,11 +382,58 @@ front.stdin.close()
 front.wait(timeout=30)
 "#;
 
+/// As [`CLIENT`], with the conversation's gate stopped (`SIGSTOP`: it accepts connections
+/// and answers nothing) while the hook runs; the hook is given 60 s.
+const CLIENT_GATE_STOPPED: &str = r#"
+import json, os, signal, subprocess, sys, time
+bin, config, payload, errfile = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+front = subprocess.Popen([bin, "mcp", "--config", config], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=open(errfile, "w"))
+session = None
+for _ in range(300):
+    for line in open(errfile):
+        if "boxmaker mcp: session " in line:
+            session = line.strip().rsplit(" ", 1)[1]
+    if session:
+        break
+    time.sleep(0.05)
+time.sleep(0.5)
+gates = []
+for pid in os.listdir("/proc"):
+    try:
+        argv = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
+    except OSError:
+        continue
+    if b"__gate" in argv and config.encode() in argv:
+        gates.append(int(pid))
+for pid in gates:
+    os.kill(pid, signal.SIGSTOP)
+started = time.monotonic()
+try:
+    hook = subprocess.run(["/bin/sh", "-c", "'%s' intent --hook --config '%s'" % (bin, config)],
+                          input=payload.encode(), capture_output=True, timeout=60)
+    code, out, err = hook.returncode, hook.stdout.decode(), hook.stderr.decode()
+except subprocess.TimeoutExpired:
+    code, out, err = "held", "", ""
+took = time.monotonic() - started
+for pid in gates:
+    os.kill(pid, signal.SIGCONT)
+print(json.dumps({"session": session, "gates": len(gates), "code": code, "took": took,
+                  "stdout": out, "stderr": err}))
+sys.stdout.flush()
+front.stdin.close()
+front.wait(timeout=30)
+"#;
+
 fn client(env: &Env, name: &str, payload: &Value) -> Value {
+    client_with(env, CLIENT, name, payload)
+}
+
+fn client_with(env: &Env, script: &str, name: &str, payload: &Value) -> Value {
     let o = env
         .who
         .command("/usr/bin/python3")
-        .args(["-c", CLIENT, BIN, env.config().to_str().unwrap()])
+        .args(["-c", script, BIN, env.config().to_str().unwrap()])
         .arg(payload.to_string())
         .arg(env.dir.join(format!("{name}.err")))
         .env("HOME", &env.dir)
@@ -472,6 +519,26 @@ fn a_hook_reaches_its_own_conversation_only_and_only_for_typed_prompts() {
         1,
         "only the one typed prompt"
     );
+}
+
+/// A gate that accepts and answers nothing (stopped, wedged) does not hold the person's
+/// prompt: the hook gives up in bounded time, says why, and prints nothing for the model.
+#[test]
+fn a_hook_whose_gate_is_stopped_gives_up_in_bounded_time() {
+    let env = Env::new("stopped", As::Me);
+    let a = client_with(&env, CLIENT_GATE_STOPPED, "a", &payload(PROMPT));
+    assert_eq!(a["gates"], 1, "the conversation's gate was not found: {a}");
+    assert_eq!(a["code"], 1, "{a}");
+    assert_eq!(a["stdout"], "", "{a}");
+    assert!(
+        a["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer within"),
+        "{a}"
+    );
+    // The gate's 10 s to say which config it read; Claude Code kills a hook at 60.
+    assert!(a["took"].as_f64().unwrap() < 30.0, "{a}");
 }
 
 #[test]
