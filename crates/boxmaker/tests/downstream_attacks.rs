@@ -894,6 +894,61 @@ fn accept_takes_only_what_diff_showed() {
     assert_ne!(stale.code(), Some(0), "a stale fingerprint was accepted");
 }
 
+/// Promise (docs/spec.md §5, "Bounds"): a call's server is there within one `[box]
+/// timeout_seconds` of the call's arrival, or the call fails — however many calls of the
+/// session wait on the same server. A server that never finishes `initialize` made the
+/// calls queued behind the first each wait a start of their own in turn (3, 6, 9 s).
+#[test]
+fn calls_queued_behind_a_server_that_never_starts_fail_within_one_timeout() {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("attacks-slowinit");
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let body = format!(
+        "[[mount]]\nhost = {:?}\nat = \"/data/s\"\nclass = \"public\"\n\n\
+         [[tool]]\nname = \"a\"\nmcp = {}\nclass = \"internal\"\n\n\
+         [[grant]]\ntool = \"a_*\"\neffect = \"allow\"\n",
+        d.display().to_string(),
+        attack("slowinit", 60, 0)
+    );
+    let mut env = Env::new("slowinit", 3, &body);
+    env.start_serve();
+    // Discovered and started while it answers at once.
+    assert_eq!(env.echo("s", "a_echo", "warm"), "warm");
+    std::fs::write(d.join("slow-init"), "").unwrap();
+    // Three calls at once in a new session: each needs the server started anew.
+    let started = Instant::now();
+    let calls: Vec<_> = (0..3)
+        .map(|i| {
+            Command::new(BIN)
+                .args(["call", "--config"])
+                .arg(env.config())
+                .args(["--session", "t", "--json", "a_echo"])
+                .arg(json!({"text": format!("q{i}")}).to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in calls {
+        let out = c.wait_with_output().unwrap();
+        let took = started.elapsed();
+        let body: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(body["status"], "failed", "{body}");
+        let m = body["message"].as_str().unwrap();
+        assert!(
+            m.contains("did not initialize within") || m.contains("was not free within"),
+            "{m}"
+        );
+        // One timeout (3 s) and the time to start the commands; never two.
+        assert!(took < Duration::from_millis(5500), "took {took:?}: {m}");
+    }
+    std::fs::remove_file(d.join("slow-init")).unwrap();
+    assert_eq!(env.echo("t", "a_echo", "after"), "after");
+}
+
 // ---------------------------------------------------------------------------------------
 // A hostile agent's arguments.
 

@@ -14,6 +14,8 @@ process this server starts keeps it in its command line). LIST says what `tools/
   random     `echo` whose description holds a random token (each process a different one)
   swapfile   `echo` whose description is the content of /data/d/desc.txt (read at every
              tools/list), and `stable`, which never changes and answers "stable"
+  slowinit   the tools of `normal`; while /data/s/slow-init exists, it answers `initialize`
+             only after N seconds
 
 Tools of `normal` (arguments in brackets):
   echo [text]          the text back
@@ -110,7 +112,7 @@ class Server:
 
     def list_page(self, cursor):
         mode = self.mode
-        if mode == "normal":
+        if mode in ("normal", "slowinit"):
             return NORMAL, None
         if mode == "names":
             names = ["../etc", "a/b", "caf\u00e9", "ctl\u0001x", "", "x" * 70, "read_file",
@@ -266,6 +268,8 @@ class Server:
         rid = msg["id"]
         params = msg.get("params") or {}
         if method == "initialize":
+            if self.mode == "slowinit" and os.path.exists("/data/s/slow-init"):
+                time.sleep(self.n)
             answer(rid, {
                 "protocolVersion": params.get("protocolVersion", "2025-06-18"),
                 "capabilities": {"tools": {}, "logging": {}},

@@ -200,21 +200,28 @@ fn withheld(what: &str, reached: config::Label, stderr: &stderr::Stderr) -> Stri
     )
 }
 
-/// `fut`, a step of talking to a server, within `timeout`; its error, or the timeout, as
-/// "the server did not WHAT …".
+/// `fut`, a step of talking to a server, done by `by`: the steps of one start (or of one
+/// call) share one deadline, `budget` after the first began, so a server slow at each step
+/// cannot stretch the whole to a multiple of it. Its error, or the deadline, as "the server
+/// did not WHAT …".
 async fn within<T, E: std::fmt::Display>(
-    timeout: Duration,
+    (by, budget): (tokio::time::Instant, Duration),
     what: &str,
     fut: impl Future<Output = Result<T, E>>,
 ) -> Result<T, String> {
-    match tokio::time::timeout(timeout, fut).await {
+    match tokio::time::timeout_at(by, fut).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(format!("the server did not {what} ({e})")),
         Err(_) => Err(format!(
             "the server did not {what} within {} s",
-            timeout.as_secs()
+            budget.as_secs()
         )),
     }
+}
+
+/// A deadline `budget` from now, with the budget its failure names.
+fn deadline(budget: Duration) -> (tokio::time::Instant, Duration) {
+    (tokio::time::Instant::now() + budget, budget)
 }
 
 fn describe_status(s: sandbox::Status) -> String {
@@ -502,8 +509,20 @@ impl Runner {
         // Every call marks the workspace used, a running server's too (the sweep goes by it).
         self.touch_workspace(&req.session);
         let slot = self.hub().slot(&req.session, &tool.name);
+        // The server is there for this call within one timeout of its arrival: waiting for
+        // the slot (another call of the session may be starting it) and starting it anew
+        // share that deadline, so calls queued behind a start that fails do not each wait
+        // a start of their own in turn.
+        let ready_by = tokio::time::Instant::now() + timeout;
         let instance = {
-            let mut g = slot.lock().await;
+            let Ok(mut g) = tokio::time::timeout_at(ready_by, slot.lock()).await else {
+                return Err(failed(format!(
+                    "{}: its server was not free within {} s (another call of this session \
+                     was starting it or using it to start)",
+                    req.tool,
+                    timeout.as_secs()
+                )));
+            };
             // A reset came while this call waited for the slot: it starts nothing.
             if call.stopped() {
                 return Err(failed(crate::running::STOPPED.into()));
@@ -540,7 +559,7 @@ impl Runner {
                             &req.session,
                             workspace,
                             Some(label),
-                            timeout,
+                            ready_by.saturating_duration_since(tokio::time::Instant::now()),
                             Some(call),
                             Some(self.answer_label(req).join(taint)),
                         )
@@ -608,6 +627,9 @@ impl Runner {
             Ok(got) => got,
             Err(answer) => return answer,
         };
+        // From a server that is there: one timeout for its answer, the pinned re-list
+        // included.
+        let answer_by = deadline(timeout);
         // A failure may quote what the server's box read, and carries no label: the gate
         // raises the taint by the call's own label for it (`Config::answer_label`, its label
         // rules included) joined with the session's taint. Once the box has reached above
@@ -631,7 +653,7 @@ impl Runner {
         let find = |tools: &[ToolDef]| tools.iter().find(|d| d.name == entry.downstream).cloned();
         let live = if entry.pinned {
             match within(
-                timeout,
+                answer_by,
                 "list its tools",
                 list_tools(instance.service.peer(), &self.secrets().redactor()),
             )
@@ -698,7 +720,7 @@ impl Runner {
             p
         };
         let outcome =
-            tokio::time::timeout(timeout, instance.service.peer().call_tool(params)).await;
+            tokio::time::timeout_at(answer_by.0, instance.service.peer().call_tool(params)).await;
         let (mut notifications, left_out) = heard.take();
         drop(heard);
         drop(guard);
@@ -907,10 +929,11 @@ impl Runner {
         let transport =
             heard::Tap::new(Lines::new(stdout, stdin, reason.clone()), listener.clone());
         let boxed = Mutex::new(Some(boxed));
+        let by = deadline(timeout);
         let ready = async {
-            let service = within(timeout, "initialize", heard::connect(transport)).await?;
+            let service = within(by, "initialize", heard::connect(transport)).await?;
             let tools = within(
-                timeout,
+                by,
                 "list its tools",
                 list_tools(service.peer(), &self.secrets().redactor()),
             )
@@ -1010,6 +1033,7 @@ impl Runner {
             ))
         };
         let redactor = self.secrets().redactor();
+        let by = deadline(timeout);
         let ready = async {
             let service = match heard::connect_or_refused(transport()?, timeout).await {
                 Ok(service) => service,
@@ -1017,18 +1041,13 @@ impl Runner {
                 // HTTP error (400 "not initialized"), not a JSON-RPC one: its handshake, on a
                 // connection of its own (docs/spec.md §3.9, "Both protocol eras").
                 Err(heard::Refused::Discover(why)) => {
-                    within(timeout, "initialize", heard::initialize(transport()?))
+                    within(by, "initialize", heard::initialize(transport()?))
                         .await
                         .map_err(|e| format!("{e}; it refused `server/discover` too ({why})"))?
                 }
                 Err(heard::Refused::Other(why)) => return Err(why),
             };
-            let tools = within(
-                timeout,
-                "list its tools",
-                list_tools(service.peer(), &redactor),
-            )
-            .await?;
+            let tools = within(by, "list its tools", list_tools(service.peer(), &redactor)).await?;
             Ok::<_, String>((service, tools))
         };
         let (service, tools) = match ready.await {
