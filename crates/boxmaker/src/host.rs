@@ -61,6 +61,9 @@ const START_WAIT: Duration = Duration::from_secs(30);
 /// thing every command asks it, answered at once by a gate that is alive.
 const STATUS_WAIT: Duration = Duration::from_secs(10);
 
+/// What the gate's bound on its runner's answer adds to two `[box] timeout_seconds`.
+const BACKSTOP_SPARE: Duration = Duration::from_secs(60);
+
 /// `gate.log` is started afresh when it is larger than this.
 const GATE_LOG_MAX: u64 = 1 << 20;
 
@@ -73,6 +76,8 @@ pub struct ChildRunner {
     events: gate::EventSink,
     /// Its runners report box starts, for the gate's telemetry (docs/spec.md §8).
     timed: bool,
+    /// The gate's own bound on one answer of its runners ([`RunnerLink::backstop`]).
+    backstop: Option<Duration>,
 }
 
 impl std::fmt::Debug for ChildRunner {
@@ -90,7 +95,18 @@ impl ChildRunner {
             current: Mutex::new(None),
             events: gate::EventSink::default(),
             timed: false,
+            backstop: None,
         }
+    }
+
+    /// The longest its links wait for one answer: past every bound the runner keeps for
+    /// a call of `[box] timeout_seconds` (a server's start and its answer, one each; a
+    /// box's wall clock; a secret's command), with a minute to spare.
+    pub fn backstop_for(mut self, timeout_seconds: u64) -> Self {
+        self.backstop = Some(
+            Duration::from_secs(timeout_seconds.saturating_mul(2)).saturating_add(BACKSTOP_SPARE),
+        );
+        self
     }
 
     /// Its runners report how long each box took to start (only with telemetry on).
@@ -137,7 +153,11 @@ impl ChildRunner {
         let reader = ours
             .try_clone()
             .map_err(|e| format!("cannot clone a socket: {e}"))?;
-        let link = Arc::new(RunnerLink::with_events(reader, ours, self.events.clone()));
+        let mut link = RunnerLink::with_events(reader, ours, self.events.clone());
+        if let Some(wait) = self.backstop {
+            link = link.backstop(wait);
+        }
+        let link = Arc::new(link);
         *cur = Some((child, link.clone()));
         Ok(link)
     }
@@ -278,7 +298,8 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
     // OpenTelemetry (docs/spec.md §8): only when the `OTEL_*` variables name an endpoint.
     let traced = crate::role_telemetry::wanted();
     let runner = ChildRunner::new(std::path::absolute(config_path).unwrap_or(config_path.into()))
-        .timed(traced);
+        .timed(traced)
+        .backstop_for(cfg.limits.timeout_seconds);
     let events = runner.events();
     let (gate, repaired) = Gate::open(cfg, Box::new(runner)).map_err(CliError::Gate)?;
     // The runner's egress records go to this gate's audit log.

@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 
 use policy::Label;
 use policy::Taint;
@@ -269,6 +270,9 @@ enum Wants {
 struct LinkState {
     next_id: u64,
     waiting: HashMap<u64, (Wants, Sender<RunnerAnswer>)>,
+    /// Requests the gate gave up on ([`RunnerLink::backstop`]): their late answers are
+    /// dropped, not taken for a runner answering what nobody asked.
+    abandoned: std::collections::HashSet<u64>,
     /// Why the link stopped, once it has.
     dead: Option<String>,
 }
@@ -301,6 +305,8 @@ type SharedWriter = Mutex<Box<dyn Write + Send>>;
 pub struct RunnerLink {
     writer: SharedWriter,
     state: Arc<Mutex<LinkState>>,
+    /// The longest the gate waits for one answer ([`RunnerLink::backstop`]).
+    backstop: Option<Duration>,
 }
 
 impl std::fmt::Debug for RunnerLink {
@@ -338,7 +344,18 @@ impl RunnerLink {
         RunnerLink {
             writer: Mutex::new(Box::new(writer)),
             state,
+            backstop: None,
         }
+    }
+
+    /// The gate's own bound on one answer, beyond every bound the runner keeps (a box's
+    /// wall clock, a server's deadlines, a secret command's): a runner that never answers
+    /// (a bug, a wait nobody bounded) fails the call after `wait` instead of holding it and
+    /// the session's slot for ever. What the runner may still do for it is not waited for;
+    /// its late answer is dropped, never released.
+    pub fn backstop(mut self, wait: Duration) -> Self {
+        self.backstop = Some(wait);
+        self
     }
 
     /// Why the link stopped, or `None` while it works. A dead link never comes back.
@@ -394,8 +411,34 @@ impl RunnerLink {
         }
         // The sender went away without an answer: only `kill` drops senders unanswered,
         // and it answers first, so this is a link that vanished.
-        rx.recv()
-            .unwrap_or_else(|_| failed_answer(stopped_message("the link was dropped")))
+        let vanished = || failed_answer(stopped_message("the link was dropped"));
+        let Some(wait) = self.backstop else {
+            return rx.recv().unwrap_or_else(|_| vanished());
+        };
+        match rx.recv_timeout(wait) {
+            Ok(answer) => answer,
+            Err(mpsc::RecvTimeoutError::Disconnected) => vanished(),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // Answered meanwhile? Then that answer stands.
+                let gone = {
+                    let mut st = lock(&self.state);
+                    let gone = st.waiting.remove(&id).is_some();
+                    if gone {
+                        st.abandoned.insert(id);
+                    }
+                    gone
+                };
+                match rx.try_recv() {
+                    Ok(answer) if !gone => answer,
+                    _ => failed_answer(format!(
+                        "the runner did not answer within {} s, so the gate gave the call up \
+                         (what the tool may still do is not waited for, and nothing it answers \
+                         later is released)",
+                        wait.as_secs()
+                    )),
+                }
+            }
+        }
     }
 }
 
@@ -518,6 +561,9 @@ fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>, events: &Event
             continue;
         }
         let mut st = lock(state);
+        if st.abandoned.remove(&id) {
+            continue;
+        }
         let Some((wants, tx)) = st.waiting.remove(&id) else {
             break format!(
                 "it answered request {id}, which is not waiting (unknown or already answered)"

@@ -328,3 +328,35 @@ fn test_link_a_floated_event_with_a_call_id_kills_the_link() {
             .contains("floated event with id")
     );
 }
+
+/// A runner that never answers a call (a wait nobody bounded): the gate's backstop fails
+/// the call in its time, the late answer is dropped (never released, never taken for a
+/// misbehaving runner), and the link serves the next call.
+#[test]
+fn test_link_backstop_gives_up_a_call_the_runner_never_answers() {
+    let (gate_end, mut runner) = UnixStream::pair().unwrap();
+    runner
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let link = Arc::new(
+        RunnerLink::new(gate_end.try_clone().unwrap(), gate_end)
+            .backstop(Duration::from_millis(300)),
+    );
+    let started = std::time::Instant::now();
+    let a = start_call(&link, 1);
+    let first = read_frame(&mut runner).unwrap();
+    match a.join().unwrap() {
+        ToolResponse::Failed { message } => {
+            assert!(message.contains("did not answer within"), "{message}");
+        }
+        other => panic!("expected failed, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Its answer, late: dropped.
+    answer(&mut runner, first.id, result());
+    let b = start_call(&link, 2);
+    let second = read_frame(&mut runner).unwrap();
+    answer(&mut runner, second.id, result());
+    assert_eq!(b.join().unwrap(), result());
+    assert!(link.dead_reason().is_none(), "{:?}", link.dead_reason());
+}
