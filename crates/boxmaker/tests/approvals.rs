@@ -483,3 +483,15 @@ fn test_a_box_cannot_reach_the_page_and_one_with_the_network_cannot_log_in() {
     let _ = serve.kill();
     let _ = serve.wait();
 }
+
+/// The approvals page, too, closes a connection whose request head never ends (20 s).
+#[test]
+fn test_the_page_cuts_off_a_request_head_that_never_ends() {
+    let dir = config_dir("page-slowloris", "");
+    let (mut serve, port) = serve_with_page(&dir);
+    let held = testkit::slow_head_held_for(port, Duration::from_secs(45));
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let held = held.expect("the page still held a never-ending request head at 45 s");
+    assert!(held < Duration::from_secs(28), "held {held:?}");
+}

@@ -504,3 +504,14 @@ fn a_credential_of_one_replica_is_the_same_conversation_on_another() {
     let fc = Front::start(&c);
     assert_eq!(once(&fc, &cred, None, true, &share(3)).status, 401);
 }
+
+/// A client that opens a connection and never finishes a request's head (slowloris) does
+/// not keep it: the front closes it once the head's time is up (20 s).
+#[test]
+fn a_request_head_that_never_ends_is_cut_off() {
+    let lab = lab("slowloris");
+    let front = Front::start(&lab);
+    let held = testkit::slow_head_held_for(front.port, Duration::from_secs(45));
+    let held = held.expect("the front still held a never-ending request head at 45 s");
+    assert!(held < Duration::from_secs(28), "held {held:?}");
+}

@@ -306,7 +306,59 @@ pub async fn serve_on(
         .layer(axum::middleware::from_fn(move |req, next| {
             check_origin(allowed.clone(), req, next)
         }));
-    axum::serve(listener, app).await.map_err(HttpError::Serve)
+    serve_bounded(listener, app).await.map_err(HttpError::Serve)
+}
+
+/// How long a client may take to send a request's head (its request line and headers):
+/// past it the connection is closed. Without it a client that opens connections and
+/// sends a byte now and then (slowloris) holds them, and their memory, for as long as it
+/// likes.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Serves `app` on `listener` over HTTP/1.1, each request's head read within
+/// [`HEADER_READ_TIMEOUT`], each request carrying its peer's address
+/// (`axum::extract::ConnectInfo<SocketAddr>`). The front's MCP endpoint and the approvals
+/// page both serve through it. (`axum::serve` sets hyper no timer, so no timeout.)
+pub async fn serve_bounded(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+) -> std::io::Result<()> {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            // Out of descriptors, or a connection reset before it was accepted: the
+            // listener is fine; wait a moment (as `axum::serve` does) and go on.
+            Err(e) if accept_error_is_transient(&e) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app
+            .clone()
+            .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let service = hyper_util::service::TowerToHyperService::new(app);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(io, service)
+                .await;
+        });
+    }
+}
+
+fn accept_error_is_transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) || matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
 }
 
 #[cfg(test)]

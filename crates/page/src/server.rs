@@ -103,12 +103,9 @@ pub async fn serve_on(
             guard,
         ))
         .with_state(page);
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .await
-    .map_err(PageError::Serve)
+    front::http::serve_bounded(listener, app)
+        .await
+        .map_err(PageError::Serve)
 }
 
 const INDEX: &str = include_str!("assets/index.html");

@@ -372,6 +372,38 @@ pub fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
 }
 
 /// A TCP port free on loopback when asked (a test's server binds it soon after).
+/// A slow client at `127.0.0.1:port` (slowloris): it sends part of a request's head and
+/// then a byte every second, never finishing it. How long the server kept the connection
+/// before closing it, or `None` if it was still open after `limit`.
+pub fn slow_head_held_for(port: u16, limit: Duration) -> Option<Duration> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let started = std::time::Instant::now();
+    let _ = s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    s.set_read_timeout(Some(Duration::from_secs(1)))
+        .expect("timeout");
+    let mut buf = [0u8; 4096];
+    while started.elapsed() < limit {
+        match s.read(&mut buf) {
+            Ok(0) => return Some(started.elapsed()),
+            // An answer (a 408, say) before the close: read on to the close.
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                if s.write_all(b"X").is_err() {
+                    return Some(started.elapsed());
+                }
+            }
+            Err(_) => return Some(started.elapsed()),
+        }
+    }
+    None
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
