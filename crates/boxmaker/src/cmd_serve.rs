@@ -350,9 +350,7 @@ fn on_demand(args: &GateArgs, cfg: Arc<config::Config>) -> Result<u8, CliError> 
     // front keeps between calls end once their calls are answered.
     hosted.gate().drain_agent_connections();
     std::thread::sleep(Duration::from_millis(200));
-    while hosted.active() > 0 {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    hosted.wait_for_connections();
     hosted.gate().shutdown(WITNESS_WAIT);
     Ok(0)
 }

@@ -226,6 +226,7 @@ pub struct HostedGate {
     state: PathBuf,
     _lock: File,
     active: Arc<AtomicUsize>,
+    agents: Arc<AtomicUsize>,
 }
 
 impl HostedGate {
@@ -237,6 +238,26 @@ impl HostedGate {
     /// Connections being served now.
     pub fn active(&self) -> usize {
         self.active.load(Ordering::SeqCst)
+    }
+
+    /// Agent connections being served now: once drained, each ends when its calls are
+    /// answered (a control or decision connection is its owner's to close, and may stay
+    /// open idle for as long as it likes).
+    pub fn agents_active(&self) -> usize {
+        self.agents.load(Ordering::SeqCst)
+    }
+
+    /// What a gate that stops taking connections waits for before it ends: every agent
+    /// connection, to its calls' answers (bounded by the runner's own bounds and the
+    /// gate's backstop on them), and the other connections for [`DRAIN`] at most, so that
+    /// an operator's request in progress is answered but an idle connection (a script
+    /// that keeps one for a whole run) cannot keep a retiring gate, and its lock, for
+    /// ever.
+    pub fn wait_for_connections(&self) {
+        let since = Instant::now();
+        while self.agents_active() > 0 || (self.active() > 0 && since.elapsed() < DRAIN) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Stops new connections from reaching this gate: its sockets leave the state directory
@@ -322,9 +343,11 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
         let _ = std::fs::remove_file(state.join(statedir::DECIDE_SOCKET));
     }
     let active = Arc::new(AtomicUsize::new(0));
+    let agents = Arc::new(AtomicUsize::new(0));
     for (listener, which) in listeners {
         let g = gate.clone();
         let active = active.clone();
+        let agents = agents.clone();
         std::thread::Builder::new()
             .name(
                 match which {
@@ -338,6 +361,7 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
                 let g2 = g.clone();
                 let err = accept_loop(listener, move |stream| {
                     let _active = Active::new(&active);
+                    let _agent = matches!(which, Socket::Agent).then(|| Active::new(&agents));
                     let g = g2.clone();
                     let _ = match which {
                         Socket::Agent => gate::serve::serve_agent_stream(g, stream),
@@ -357,6 +381,7 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
         state,
         _lock: lock,
         active,
+        agents,
     }))
 }
 

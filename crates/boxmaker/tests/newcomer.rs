@@ -1643,7 +1643,20 @@ fn a_mount_that_is_not_there_is_said_at_start_and_by_each_call() {
 
 #[test]
 fn serve_says_when_it_has_taken_over_a_gate_another_process_held() {
-    let dir = long_dir("serve-takes-over", 0);
+    serve_takes_over("serve-takes-over", false);
+}
+
+/// An operator's connection left open and idle on the on-demand gate's control socket (a
+/// script that keeps one for a whole run) does not keep the retiring gate, and its lock,
+/// for ever: it was waited for without end, so `serve` never took over and every client
+/// that came meanwhile failed with "another process has held gate.lock for 30 s".
+#[test]
+fn an_idle_control_connection_does_not_keep_a_retiring_gate() {
+    serve_takes_over("serve-takes-over-idle", true);
+}
+
+fn serve_takes_over(name: &str, idle_control: bool) {
+    let dir = long_dir(name, 0);
     let config = init(&dir, "");
     // A client's on-demand gate holds the state directory.
     let mut m = Mcp::start(&config);
@@ -1651,6 +1664,9 @@ fn serve_says_when_it_has_taken_over_a_gate_another_process_held() {
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
     let on_demand = gate_pids(&config);
     assert_eq!(on_demand.len(), 1);
+    let _idle = idle_control.then(|| {
+        std::os::unix::net::UnixStream::connect(dir.join(".boxmaker/control.sock")).unwrap()
+    });
     let mut serve = Command::new(BIN)
         .args(["serve", "--config"])
         .arg(&config)
