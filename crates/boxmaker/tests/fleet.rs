@@ -102,6 +102,27 @@ fn pending_id(err: &mut BufReader<ChildStderr>) -> String {
 const READ: &str = r#"{"path":"/data/notes/plan.txt"}"#;
 const SHARE: &str = r#"{"path":"a","content":"secret"}"#;
 
+/// `boxmaker serve` for `r` (a kept gate, so its store can go away under it), once it
+/// serves, with session `s1` having read the confidential plan.
+fn kept_after_a_read(r: &Lab) -> Child {
+    let serve = testkit::quiet_serve(BIN, r.config());
+    testkit::wait_for_path(&r.path("state/agent.sock"), Duration::from_secs(30));
+    let read = call(r, "s1", "read_file", READ);
+    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    serve
+}
+
+/// Session `s1` sharing to the public sink on `r` is denied by its (confidential) taint.
+fn assert_share_refused_for_taint(r: &Lab) {
+    let out = call(r, "s1", "share", SHARE);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("denied: taint_too_high"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn a_conversation_does_not_shed_its_taint_by_landing_on_another_replica() {
     let pg = Pg::start();
@@ -111,13 +132,7 @@ fn a_conversation_does_not_shed_its_taint_by_landing_on_another_replica() {
     assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
     assert_eq!(stdout(&read), "secret\n");
     // The public sink, on the other replica: its gate reads the taint replica 1 committed.
-    let out = call(&r2, "s1", "share", SHARE);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("denied: taint_too_high"),
-        "{}",
-        stderr(&out)
-    );
+    assert_share_refused_for_taint(&r2);
     // Both replicas list the one session, confidential.
     for r in [&r1, &r2] {
         let s = r.run(&["sessions"]);
@@ -180,10 +195,7 @@ fn a_replica_cut_from_its_store_decides_nothing_and_loses_nothing() {
     let url = pg.database("fleet");
     let r1 = replica(Some(&url));
     // A kept gate, so the store goes away under a running replica.
-    let mut serve = testkit::quiet_serve(BIN, r1.config());
-    testkit::wait_for_path(&r1.path("state/agent.sock"), Duration::from_secs(30));
-    let read = call(&r1, "s1", "read_file", READ);
-    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    let mut serve = kept_after_a_read(&r1);
     pg.stop_server(false);
     // Cut: no decision, and the refusal says why.
     for (tool, args) in [
@@ -201,13 +213,7 @@ fn a_replica_cut_from_its_store_decides_nothing_and_loses_nothing() {
     // Back: the replica reconnects on its next call, and the taint it acknowledged before
     // the cut is there (no decision on a stale taint).
     pg.start_server();
-    let out = call(&r1, "s1", "share", SHARE);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("denied: taint_too_high"),
-        "{}",
-        stderr(&out)
-    );
+    assert_share_refused_for_taint(&r1);
     let fine = call(&r1, "s2", "share", r#"{"path":"a","content":"x"}"#);
     assert_eq!(fine.status.code(), Some(0), "{}", stderr(&fine));
     let _ = serve.kill();
@@ -224,10 +230,7 @@ fn a_replica_whose_store_is_paused_refuses_in_bounded_time() {
     let pg = Pg::start();
     let url = pg.database("fleet");
     let r1 = replica(Some(&url));
-    let mut serve = testkit::quiet_serve(BIN, r1.config());
-    testkit::wait_for_path(&r1.path("state/agent.sock"), Duration::from_secs(30));
-    let read = call(&r1, "s1", "read_file", READ);
-    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    let mut serve = kept_after_a_read(&r1);
     pg.pause();
     // Four calls at once: the replica's store is one connection, taken in turn, so the
     // three behind the first would each wait a deadline of their own without the hold-off.
@@ -272,13 +275,7 @@ fn a_replica_whose_store_is_paused_refuses_in_bounded_time() {
     }
     // Past the hold-off (3 s), the store is tried again and the taint is there.
     std::thread::sleep(Duration::from_secs(4));
-    let out = call(&r1, "s1", "share", SHARE);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("denied: taint_too_high"),
-        "{}",
-        stderr(&out)
-    );
+    assert_share_refused_for_taint(&r1);
     let _ = serve.kill();
     let _ = serve.wait();
 }

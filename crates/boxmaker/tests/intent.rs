@@ -358,35 +358,12 @@ fn a_call_shaped_like_the_hook_adds_nothing() {
 
 /// A stand-in for Claude Code: starts `boxmaker mcp` on stdio as its child, then runs the
 /// prompt hook through a shell, as Claude Code runs a command hook, with `payload` on its
-/// standard input; prints the front's session and the hook's exit status and stderr.
+/// standard input (given 60 s; `held` if it was still running); prints the front's session
+/// and the hook's exit status, stderr and time. With `stop`, the conversation's gate is
+/// stopped (`SIGSTOP`: it accepts connections and answers nothing) while the hook runs.
 const CLIENT: &str = r#"
-import json, subprocess, sys, time
-bin, config, payload, errfile = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-front = subprocess.Popen([bin, "mcp", "--config", config], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=open(errfile, "w"))
-session = None
-for _ in range(300):
-    for line in open(errfile):
-        if "boxmaker mcp: session " in line:
-            session = line.strip().rsplit(" ", 1)[1]
-    if session:
-        break
-    time.sleep(0.05)
-time.sleep(0.5)
-hook = subprocess.run(["/bin/sh", "-c", "'%s' intent --hook --config '%s'" % (bin, config)],
-                      input=payload.encode(), capture_output=True)
-print(json.dumps({"session": session, "code": hook.returncode,
-                  "stdout": hook.stdout.decode(), "stderr": hook.stderr.decode()}))
-sys.stdout.flush()
-front.stdin.close()
-front.wait(timeout=30)
-"#;
-
-/// As [`CLIENT`], with the conversation's gate stopped (`SIGSTOP`: it accepts connections
-/// and answers nothing) while the hook runs; the hook is given 60 s.
-const CLIENT_GATE_STOPPED: &str = r#"
 import json, os, signal, subprocess, sys, time
-bin, config, payload, errfile = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+bin, config, payload, errfile, stop = sys.argv[1:6]
 front = subprocess.Popen([bin, "mcp", "--config", config], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=open(errfile, "w"))
 session = None
@@ -399,7 +376,7 @@ for _ in range(300):
     time.sleep(0.05)
 time.sleep(0.5)
 gates = []
-for pid in os.listdir("/proc"):
+for pid in os.listdir("/proc") if stop == "stop" else []:
     try:
         argv = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
     except OSError:
@@ -426,16 +403,17 @@ front.wait(timeout=30)
 "#;
 
 fn client(env: &Env, name: &str, payload: &Value) -> Value {
-    client_with(env, CLIENT, name, payload)
+    client_with(env, false, name, payload)
 }
 
-fn client_with(env: &Env, script: &str, name: &str, payload: &Value) -> Value {
+fn client_with(env: &Env, stop_gate: bool, name: &str, payload: &Value) -> Value {
     let o = env
         .who
         .command("/usr/bin/python3")
-        .args(["-c", script, BIN, env.config().to_str().unwrap()])
+        .args(["-c", CLIENT, BIN, env.config().to_str().unwrap()])
         .arg(payload.to_string())
         .arg(env.dir.join(format!("{name}.err")))
+        .arg(if stop_gate { "stop" } else { "run" })
         .env("HOME", &env.dir)
         .output()
         .unwrap();
@@ -526,7 +504,7 @@ fn a_hook_reaches_its_own_conversation_only_and_only_for_typed_prompts() {
 #[test]
 fn a_hook_whose_gate_is_stopped_gives_up_in_bounded_time() {
     let env = Env::new("stopped", As::Me);
-    let a = client_with(&env, CLIENT_GATE_STOPPED, "a", &payload(PROMPT));
+    let a = client_with(&env, true, "a", &payload(PROMPT));
     assert_eq!(a["gates"], 1, "the conversation's gate was not found: {a}");
     assert_eq!(a["code"], 1, "{a}");
     assert_eq!(a["stdout"], "", "{a}");
