@@ -580,6 +580,13 @@ pub fn grants(args: &GrantsArgs) -> Result<u8, CliError> {
 /// log damaged enough that the gate refuses to open it must still be checkable.
 pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
     let cfg = config::load(&args.common.config)?;
+    // Only the person's own state directory is read (docs/spec.md §6, "Whose state"): a
+    // shipped log is someone else's story, not this gate's.
+    match statedir::file::Dir::own_existing(&cfg.gate.state) {
+        Ok(_) => {}
+        Err(e) if e.is_not_found() => {}
+        Err(e) => return Err(e.into()),
+    }
     let path = cfg.gate.state.join(gate::audit::AUDIT_FILE);
     let answer = match &args.command {
         AuditCommand::Checkpoint => return audit_checkpoint(&cfg, args.common.json),

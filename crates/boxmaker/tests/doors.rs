@@ -246,7 +246,17 @@ fn a_mount_path_swapped_for_a_symlink_is_never_followed() {
     std::fs::create_dir_all(env.dir.join("private")).unwrap();
     std::fs::write(env.dir.join("private/key"), SECRET).unwrap();
     // One gate and runner for both calls (the runner resolved the mounts when it started).
-    let mut serve = testkit::quiet_serve(BIN, env.config());
+    // (With the HOME every command of this test has: a state directory is marked by the
+    // key under its HOME, docs/spec.md §6 "Whose state".)
+    let mut serve = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(env.config())
+        .env("HOME", &env.dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     // Only once `serve`'s gate holds the state (its control socket is bound): a call made
     // before would start an on-demand gate of its own, whose retirement hands the second call
     // to a new runner that resolves the mounts after the swap.
@@ -468,6 +478,7 @@ fn an_approval_shows_hidden_and_control_characters_escaped() {
             "--config",
         ])
         .arg(env.config())
+        .env("HOME", &env.dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use testkit::{Lab, McpClient, Run, servers_dir, text_of, wait_until};
+use testkit::{Lab, McpClient, Run, pids_with, servers_dir, text_of, wait_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
 /// A boxmaker command that has not finished by then has hung: it is killed, the test fails.
@@ -29,27 +29,6 @@ const MAX_FRAME: usize = 1 << 20;
 
 // ---------------------------------------------------------------------------------------
 // Processes.
-
-/// The pids (not this process) whose command line contains `needle`.
-fn pids_with(needle: &str) -> Vec<u32> {
-    let me = std::process::id();
-    let mut found = vec![];
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if String::from_utf8_lossy(&cmdline).contains(needle) {
-            found.push(pid);
-        }
-    }
-    found
-}
 
 fn kill_pids(pids: &[u32]) {
     for pid in pids {

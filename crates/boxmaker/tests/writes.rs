@@ -75,6 +75,27 @@ impl World {
         self.project.join(".boxmaker")
     }
 
+    /// The person's own state directory, made (and so marked, docs/spec.md §6 "Whose
+    /// state") by a command of theirs, then emptied of all but its mark: a link planted
+    /// after this is one planted into *their* state (a shipped directory has no mark of
+    /// theirs and is refused whole before any link in it matters).
+    fn marked_state(&self) {
+        self.hand_over();
+        let run = self.run(&["tools", "list"], true);
+        assert!(self.state().join("mark").exists(), "{}", run.show());
+        for e in std::fs::read_dir(self.state()).unwrap() {
+            let e = e.unwrap();
+            if e.file_name() == "mark" {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                std::fs::remove_dir_all(e.path()).unwrap();
+            } else {
+                std::fs::remove_file(e.path()).unwrap();
+            }
+        }
+    }
+
     /// Plants a link at `rel` (in the project) to `to`, making its directory.
     fn plant(&self, rel: &str, to: &Path) {
         let at = self.project.join(rel);
@@ -477,6 +498,7 @@ fn a_link_planted_in_the_state_directory_is_never_followed() {
             } else {
                 w.outside.join(format!("{rel}-made"))
             };
+            w.marked_state();
             w.plant(&format!(".boxmaker/{rel}"), &to);
             w.hand_over();
             let before = w.outside_now();
@@ -544,6 +566,7 @@ fn discovery_never_writes_the_tools_file_or_its_logs_through_a_link() {
         ("logs/.discovery", w.outside.join("dir")),
     ] {
         let _ = std::fs::remove_dir_all(w.state());
+        w.marked_state();
         w.plant(&format!(".boxmaker/{rel}"), &to);
         let before = w.outside_now();
         let run = w.run(&["tools", "refresh"], true);

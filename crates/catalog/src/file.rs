@@ -267,6 +267,8 @@ mod tests {
     #[test]
     fn a_damaged_file_is_an_error_that_says_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
+        // The person's state directory (marked, docs/spec.md §6 "Whose state"), then damaged.
+        Dir::own(dir.path()).unwrap();
         std::fs::write(dir.path().join(FILE), "{not json").unwrap();
         let e = ToolsFile::load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("damaged") && e.contains("tools refresh"), "{e}");

@@ -119,6 +119,19 @@ pub(crate) fn own_files(
             "move `[audit] key` out of it",
         )
     });
+    // The person's mark key (docs/spec.md §6, "Whose state"), with the directory it is in:
+    // a box that read it could mark a state directory a repository ships to this person.
+    if let Some(dir) = statedir::mark::key_path()
+        .ok()
+        .and_then(|k| k.parent().map(Path::to_path_buf))
+    {
+        out.push(own(
+            "the directory of your mark key".into(),
+            &dir,
+            Guard::Unseen,
+            "mount a directory that does not hold it (it is under ~/.local/state)",
+        ));
+    }
     if let Some(key) = beside(state, OAUTH_KEY) {
         out.push(own(
             "the OAuth key (beside the state directory)".into(),
@@ -522,6 +535,26 @@ mod tests {
             guard,
             fix: "fix it".into(),
         }
+    }
+
+    #[test]
+    fn the_mark_keys_directory_is_one_of_boxmakers_own_files() {
+        let key = statedir::mark::key_path().unwrap();
+        let audit = Audit {
+            key: "/p/.boxmaker.audit-key".into(),
+            checkpoint_every: 1,
+            checkpoint_secs: 1,
+            witness_file: None,
+            witness_command: None,
+            journal: false,
+        };
+        let files = own_files(Path::new("/p/.boxmaker"), &audit, &[], None);
+        let f = files
+            .iter()
+            .find(|f| f.what.contains("mark key"))
+            .expect("the mark key's directory");
+        assert_eq!(f.path, key.parent().unwrap());
+        assert_eq!(f.guard, Guard::Unseen);
     }
 
     #[test]

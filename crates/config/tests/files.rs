@@ -248,8 +248,15 @@ fn test_tilde_expands_to_home() {
     let c = ok("[gate]\nstate = \"~/.bm\"\n");
     assert_eq!(c.gate.state, Path::new(&home).join(".bm"));
     // (A mount of the whole home directory would hold that state directory: refused.)
-    let c = ok("[gate]\nstate = \"/var/lib/bm\"\n[[mount]]\nhost = \"~\"\nat = \"/home\"\n");
-    assert_eq!(c.mounts[0].host, PathBuf::from(&home));
+    let c = ok("[gate]\nstate = \"/var/lib/bm\"\n[[mount]]\nhost = \"~/docs\"\nat = \"/home\"\n");
+    assert_eq!(c.mounts[0].host, PathBuf::from(&home).join("docs"));
+    // Nor may a box see the person's mark key, under ~/.local/state (docs/spec.md §6, "Whose
+    // state"): a mount of the whole home directory is refused for it too.
+    let e = bad(
+        "[gate]\nstate = \"/var/lib/bm\"\n[[mount]]\nhost = \"~\"\nat = \"/home\"\n",
+        4,
+    );
+    assert!(e.contains("mark key"), "{e}");
 }
 
 #[test]

@@ -1196,6 +1196,13 @@ impl Store {
     /// provenance index beside a running gate): `None` when there is no database, or one
     /// too old to hold an index (nothing recorded yet). Creates and migrates nothing.
     pub fn open_read_only(state_dir: &Path) -> Result<Option<Store>, StoreError> {
+        // Only the person's own state directory (docs/spec.md §6, "Whose state"): a shipped
+        // database is never opened, not even to read.
+        match statedir::file::Dir::own_existing(state_dir) {
+            Ok(_) => {}
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
         let path = state_dir.join(DB_FILE);
         if !path.exists() {
             return Ok(None);
@@ -2751,6 +2758,9 @@ mod tests {
     #[test]
     fn a_version_2_database_gains_file_digests_and_its_rows_bind_none() {
         let dir = tempfile::tempdir().unwrap();
+        // The person's state directory (marked, docs/spec.md §6 "Whose state"), then an old
+        // database in it.
+        statedir::file::Dir::own(dir.path()).unwrap();
         {
             let conn = Connection::open(dir.path().join(DB_FILE)).unwrap();
             for m in MIGRATIONS.iter().take(2) {

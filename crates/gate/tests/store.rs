@@ -734,6 +734,8 @@ mod shared {
 #[test]
 fn a_version_1_database_is_migrated_with_its_approvals_and_grants_kept() {
     let dir = tempfile::tempdir().unwrap();
+    // The person's own state directory (marked, docs/spec.md §6 "Whose state").
+    statedir::file::Dir::own(dir.path()).unwrap();
     {
         // What a boxmaker before issue 16 left: schema version 1, a decided approval, a
         // pending one, and a run-time grant.

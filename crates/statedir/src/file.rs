@@ -84,6 +84,25 @@ pub enum Error {
     TooLarge { path: PathBuf, max: u64 },
     #[error("{why}; {} was left as it was", path.display())]
     Check { path: PathBuf, why: String },
+    #[error(
+        "the state directory {} was not made by boxmaker for you ({why}); a repository can \
+         ship one, with grants, sign-ins and keys in it, so nothing in it was used: move it \
+         aside (`mv {} {}.old`) and boxmaker makes a new one",
+        path.display(),
+        path.display(),
+        path.display()
+    )]
+    Unmarked { path: PathBuf, why: String },
+    #[error(
+        "boxmaker keeps the key that marks your state directories and keys at {}, and {why}",
+        path.display()
+    )]
+    MarkKey { path: PathBuf, why: String },
+    #[error(
+        "neither XDG_STATE_HOME nor HOME is an absolute path, so boxmaker has nowhere outside \
+         a project to keep the key that marks your state directories: set HOME"
+    )]
+    NoHome,
     #[error("cannot {what} {}: {source}", path.display())]
     Io {
         what: &'static str,
@@ -214,8 +233,10 @@ impl Dir {
     }
 
     /// A directory of boxmaker's own (the state directory), made `0700` (with its parents)
-    /// when missing; refused when it is a link, or a link's end is there. The path above it
-    /// is the person's, as they named it.
+    /// when missing; refused when it is a link, or a link's end is there, or a name boxmaker
+    /// keeps in it is a link; used only when it bears the person's mark (`crate::mark`:
+    /// what a repository shipped there is never read). The path above it is the person's,
+    /// as they named it.
     pub fn own(path: &Path) -> Result<Dir> {
         Dir::own_dir(path, true)
     }
@@ -252,10 +273,27 @@ impl Dir {
         }
         let fd = rustix::fs::openat(CWD, path, DIR_FLAGS | OFlags::NOFOLLOW, RawMode::empty())
             .map_err(|e| dir_error(path, CWD, path.as_os_str(), e))?;
-        Ok(Dir {
+        let dir = Dir {
             fd,
             path: path.to_path_buf(),
-        })
+        };
+        // The directory must bear the person's mark. Refused, a link at a name boxmaker keeps
+        // there is said as the link it is (the sentence says what it points at).
+        match crate::check_marked(&dir) {
+            Ok(()) => Ok(dir),
+            Err(unmarked @ Error::Unmarked { .. }) => {
+                for name in crate::NAMES {
+                    dir.refuse_link(name)?;
+                }
+                Err(unmarked)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The descriptor the directory is held by.
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 
     /// The directory `name` in this one (never through a link).

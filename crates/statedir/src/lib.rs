@@ -15,7 +15,8 @@
 //! never through a symbolic link (a temporary file `O_CREAT|O_EXCL|O_NOFOLLOW`, renamed into
 //! place), and a person's file behind a link of theirs is resolved on purpose, a project's
 //! only inside the project. [`open`] is the state directory, refused when it or a name of
-//! [`NAMES`] in it is a link.
+//! [`NAMES`] in it is a link, and used only when it bears the person's mark ([`mark`]: a
+//! repository can ship `.boxmaker/` whole, a database of grants in it).
 //!
 //! **Must never:** decide anything, create a socket anywhere but in the directory it was
 //! given, or write a file any other way than [`file`]'s. It holds no descriptor beyond one
@@ -25,6 +26,7 @@
 
 pub mod file;
 pub mod live;
+pub mod mark;
 
 use std::fs::File;
 use std::io;
@@ -75,19 +77,25 @@ pub const NAMES: &[&str] = &[
     live::LIVE_DIR,
     "pins",
     "oauth",
+    mark::MARK,
 ];
 
 /// The state directory, held (`file::Dir::own`: made `0700` when missing, refused when it
-/// is a link), once no name of [`NAMES`] in it is a link. A repository ships `.boxmaker/`
-/// (the default state directory, beside the config) with anything in it; each part that
-/// writes there refuses a link at its own names too (`file`), and this says so at once,
-/// before anything starts.
+/// is a link or a name of [`NAMES`] in it is one, and used only when it bears the person's
+/// mark, [`mark`]). A repository ships `.boxmaker/` (the default state directory, beside
+/// the config) with anything in it; this says so at once, before anything starts.
 pub fn open(state: &Path) -> Result<file::Dir, file::Error> {
     let dir = file::Dir::own(state)?;
     for name in NAMES {
         dir.refuse_link(name)?;
     }
     Ok(dir)
+}
+
+/// A state directory is used only when it bears the person's mark ([`mark`]); every
+/// [`file::Dir::own`] asks here.
+pub(crate) fn check_marked(dir: &file::Dir) -> Result<(), file::Error> {
+    mark::check_state(dir)
 }
 
 /// The longest path a `sockaddr_un` holds (108 bytes less the terminating NUL).

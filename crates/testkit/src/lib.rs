@@ -222,6 +222,37 @@ pub fn quiet_serve(bin: impl AsRef<OsStr>, config: impl AsRef<OsStr>) -> Child {
         .unwrap()
 }
 
+/// The live pids (not this process, not a zombie) whose command line contains `needle`:
+/// what a test started and must stop, found by the directory it runs in.
+pub fn pids_with(needle: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let mut found = vec![];
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == me || pid_gone(pid) {
+            continue;
+        }
+        if std::fs::read(entry.path().join("cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether `pid` has ended (a zombie has).
+pub fn pid_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
 /// A finished process: its exit status and what it printed.
 #[derive(Debug)]
 pub struct Run {

@@ -6,6 +6,7 @@
 //! # boxmaker audit key (Ed25519, docs/spec.md §6): keep it secret, outside the state directory
 //! secret <64 hex: the 32-byte seed of RFC 8032>
 //! public <64 hex: the 32-byte public key>
+//! mark <64 hex: the person's seal of the two lines above (statedir::mark)>
 //! ```
 //! The `public` line is the key's public half: `boxmaker audit verify` reads only that, and
 //! `boxmaker audit checkpoint` prints it for a verifier elsewhere (`--key`).
@@ -48,6 +49,14 @@ pub enum KeyError {
         path.display()
     )]
     Exposed { path: PathBuf, mode: u32 },
+    #[error(
+        "the audit key {path} was not made by boxmaker for you (it bears no mark of yours); a \
+         repository can ship one beside the state directory, and checkpoints signed with a key \
+         someone else holds prove nothing: move it away to have a new one made"
+    )]
+    Unmarked { path: PathBuf },
+    #[error("{0}")]
+    Mark(#[from] statedir::file::Error),
     #[error("{0:?} is not a public key: expected 64 lower-case hex digits")]
     BadPublic(String),
 }
@@ -137,7 +146,7 @@ impl AuditKey {
     }
 
     fn from_text(path: &Path, text: &str) -> Result<AuditKey, KeyError> {
-        let (secret, public) = parse(path, text)?;
+        let (secret, public, mark) = parse(path, text)?;
         let Some(secret) = secret else {
             return Err(malformed(path, "it has no `secret` line"));
         };
@@ -148,6 +157,16 @@ impl AuditKey {
                 path,
                 "its `public` line is not its secret's public key",
             ));
+        }
+        // docs/spec.md §6, "Whose state": only a key the person's boxmaker made signs.
+        let marked = match mark {
+            Some(m) => statedir::mark::verify(MARKED, &marked_bytes(&secret, &public), &m)?,
+            None => false,
+        };
+        if !marked {
+            return Err(KeyError::Unmarked {
+                path: path.to_path_buf(),
+            });
         }
         Ok(AuditKey {
             signing,
@@ -167,8 +186,9 @@ impl AuditKey {
         getrandom::fill(&mut seed).map_err(|e| KeyError::Random(e.to_string()))?;
         let signing = SigningKey::from_bytes(&seed);
         let public = PublicKey(signing.verifying_key());
+        let mark = statedir::mark::seal(MARKED, &marked_bytes(&seed, &public))?;
         let text = format!(
-            "{HEADER}\nsecret {}\npublic {}\n",
+            "{HEADER}\nsecret {}\npublic {}\nmark {mark}\n",
             to_hex(&seed),
             public.to_hex()
         );
@@ -220,7 +240,15 @@ impl AuditKey {
 /// The public half of the key file at `path` (its `public` line; the secret is not read).
 pub fn read_public(path: &Path) -> Result<PublicKey, KeyError> {
     let text = read_key_file(path, false)?;
-    parse(path, &text).map(|(_, public)| public)
+    parse(path, &text).map(|(_, public, _)| public)
+}
+
+/// What a key's `mark` line is the person's seal of (`statedir::mark`).
+const MARKED: &str = "audit key";
+
+/// The bytes a key's mark covers: its secret and its public half.
+fn marked_bytes(secret: &[u8; 32], public: &PublicKey) -> Vec<u8> {
+    format!("secret {}\npublic {}\n", to_hex(secret), public.to_hex()).into_bytes()
 }
 
 /// The key file's directory (as the operator named it) and its name.
@@ -270,10 +298,13 @@ fn malformed(path: &Path, why: &str) -> KeyError {
     }
 }
 
-/// The `secret` (if present) and `public` lines of a key file.
-fn parse(path: &Path, text: &str) -> Result<(Option<[u8; 32]>, PublicKey), KeyError> {
+/// The `secret` (if present), `public` and `mark` (if present) lines of a key file.
+type Parsed = (Option<[u8; 32]>, PublicKey, Option<String>);
+
+fn parse(path: &Path, text: &str) -> Result<Parsed, KeyError> {
     let mut secret = None;
     let mut public = None;
+    let mut mark = None;
     for line in text.lines() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -292,14 +323,15 @@ fn parse(path: &Path, text: &str) -> Result<(Option<[u8; 32]>, PublicKey), KeyEr
                         .map_err(|_| malformed(path, "its `public` is not a public key"))?,
                 );
             }
+            Some(("mark", hex)) if mark.is_none() => mark = Some(hex.to_string()),
             _ => {
                 return Err(malformed(
                     path,
-                    "it has a line other than `secret` and `public`",
+                    "it has a line other than `secret`, `public` and `mark`",
                 ));
             }
         }
     }
     let public = public.ok_or_else(|| malformed(path, "it has no `public` line"))?;
-    Ok((secret, public))
+    Ok((secret, public, mark))
 }

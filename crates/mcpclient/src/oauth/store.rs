@@ -23,6 +23,11 @@ const MAGIC: &[u8] = b"BXMOAUTH1\n";
 /// The largest sealed file read.
 const MAX_FILE: u64 = 1 << 20;
 const KEY_LEN: usize = 32;
+/// The key file: the key, then its mark (`statedir::mark::seal`, 64 hex digits): only a key
+/// the person's boxmaker made opens or seals a sign-in (docs/spec.md §6, "Whose state").
+const FILE_LEN: usize = KEY_LEN + 64;
+/// What a key file's mark is the person's seal of.
+const MARKED: &str = "oauth key";
 
 /// Why the store could not be used: one sentence each, never a token.
 #[derive(Debug, thiserror::Error)]
@@ -39,10 +44,16 @@ pub enum StoreError {
     )]
     KeyOwner { path: String, owner: u32, me: u32 },
     #[error(
-        "the OAuth key file {path} is not a regular file of {KEY_LEN} bytes; move it away and \
+        "the OAuth key file {path} is not a regular file of {FILE_LEN} bytes; move it away and \
          sign in again"
     )]
     KeyBad { path: String },
+    #[error(
+        "the OAuth key file {path} was not made by boxmaker for you (it bears no mark of yours); \
+         a repository can ship one beside the state directory, and a sign-in sealed with a key \
+         someone else holds is theirs to read: move it away and sign in again"
+    )]
+    KeyUnmarked { path: String },
     #[error(
         "the sign-in of {tool:?} ({path}) does not open with this state directory's key: it \
          was changed, or copied from another state directory or tool, and is not used; sign \
@@ -218,14 +229,16 @@ impl Store {
     fn key(&self, create: bool) -> Result<Option<Zeroizing<[u8; KEY_LEN]>>, StoreError> {
         let shown = self.key.display().to_string();
         let (dir, name) = self.key_dir()?;
-        let mut found = match dir.read(&name, KEY_LEN as u64) {
+        let mut found = match dir.read(&name, FILE_LEN as u64) {
             Ok(Some(f)) => f,
             Ok(None) if create => {
                 let mut k = Zeroizing::new([0u8; KEY_LEN]);
                 SystemRandom::new()
                     .fill(k.as_mut())
                     .map_err(|_| StoreError::Random)?;
-                match dir.create_new(&name, k.as_ref(), 0o600) {
+                let mut file = Zeroizing::new(k.to_vec());
+                file.extend_from_slice(statedir::mark::seal(MARKED, k.as_ref())?.as_bytes());
+                match dir.create_new(&name, &file, 0o600) {
                     Ok(()) => return Ok(Some(k)),
                     // Another process made one first: that one is the key.
                     Err(statedir::file::Error::Exists { .. }) => return self.key(false),
@@ -242,9 +255,11 @@ impl Store {
         };
         // Checked on the file read: the key read is the file checked.
         let me = rustix::process::geteuid().as_raw();
-        if found.bytes.len() != KEY_LEN {
+        if found.bytes.len() != FILE_LEN {
             found.bytes.zeroize();
-            return Err(StoreError::KeyBad { path: shown });
+            // A key from before marks, one shipped, one cut short: nobody can say it is the
+            // person's.
+            return Err(StoreError::KeyUnmarked { path: shown });
         }
         if found.uid != me {
             return Err(StoreError::KeyOwner {
@@ -260,8 +275,12 @@ impl Store {
             });
         }
         let mut k = Zeroizing::new([0u8; KEY_LEN]);
-        k.copy_from_slice(&found.bytes);
+        k.copy_from_slice(found.bytes.get(..KEY_LEN).unwrap_or(&[0; KEY_LEN]));
+        let mark = String::from_utf8_lossy(found.bytes.get(KEY_LEN..).unwrap_or(&[])).into_owned();
         found.bytes.zeroize();
+        if !statedir::mark::verify(MARKED, k.as_ref(), &mark)? {
+            return Err(StoreError::KeyUnmarked { path: shown });
+        }
         Ok(Some(k))
     }
 
@@ -458,6 +477,8 @@ mod tests {
             let _ = std::fs::remove_dir_all(&state);
             let _ = std::fs::remove_file(dir.path().join("s.oauth-key"));
             let _ = std::fs::remove_dir_all(dir.path().join("elsewhere"));
+            // The person's own state directory (marked), a link planted in it after.
+            Dir::own(&state).unwrap();
             std::fs::create_dir_all(state.join("oauth")).unwrap();
             std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
             std::fs::write(&victim, theirs).unwrap();

@@ -1,0 +1,32 @@
+//! What the person's mark costs (docs/performance.md, "Whose state: the mark"): opening a
+//! marked state directory the one way boxmaker opens it (`Dir::own`: no link at its name,
+//! its mark read and its HMAC checked under the mark key) against opening the same directory
+//! plainly (`Dir::open`), and an existing key file's mark checked (`mark::verify`).
+//!
+//! `cargo bench -p statedir --bench own -- --warm-up-time 1 --measurement-time 3`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use statedir::file::Dir;
+
+fn own(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    Dir::own(&state).unwrap();
+    std::fs::write(state.join("boxmaker.db"), "ours").unwrap();
+    let mut g = c.benchmark_group("state directory");
+    g.bench_function("Dir::open (no mark)", |b| {
+        b.iter(|| Dir::open(&state).unwrap())
+    });
+    g.bench_function("Dir::own (the mark checked)", |b| {
+        b.iter(|| Dir::own(&state).unwrap())
+    });
+    g.finish();
+    let sealed = statedir::mark::seal("audit key", b"secret 00\npublic 11\n").unwrap();
+    c.bench_function("mark::verify (a key file's mark)", |b| {
+        b.iter(|| statedir::mark::verify("audit key", b"secret 00\npublic 11\n", &sealed).unwrap())
+    });
+}
+
+criterion_group!(benches, own);
+criterion_main!(benches);
