@@ -37,16 +37,29 @@ impl Env {
         self.dir.join("boxmaker.toml")
     }
 
-    fn run(&self, args: &[&str]) -> Output {
-        self.who
-            .command(BIN)
-            .args(args)
+    /// `boxmaker ARGS --config …` as `who`, with the HOME every command of a test has (a
+    /// state directory is marked by the key under its HOME, docs/spec.md §6 "Whose state").
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = self.who.command(BIN);
+        c.args(args)
             .arg("--config")
             .arg(self.config())
             .env("HOME", &self.dir)
-            .stdin(Stdio::null())
-            .output()
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// [`Env::command`] in the background, its output dropped.
+    fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.command(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
             .unwrap()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
     }
 
     /// A `run` call's `{"exit","stdout","stderr"}` (the call must be a result).
@@ -246,17 +259,7 @@ fn a_mount_path_swapped_for_a_symlink_is_never_followed() {
     std::fs::create_dir_all(env.dir.join("private")).unwrap();
     std::fs::write(env.dir.join("private/key"), SECRET).unwrap();
     // One gate and runner for both calls (the runner resolved the mounts when it started).
-    // (With the HOME every command of this test has: a state directory is marked by the
-    // key under its HOME, docs/spec.md §6 "Whose state".)
-    let mut serve = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(env.config())
-        .env("HOME", &env.dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve = env.spawn(&["serve"]);
     // Only once `serve`'s gate holds the state (its control socket is bound): a call made
     // before would start an on-demand gate of its own, whose retirement hands the second call
     // to a new runner that resolves the mounts after the swap.
@@ -466,24 +469,7 @@ fn an_approval_shows_hidden_and_control_characters_escaped() {
     );
     // Shown raw, U+202E would make `rm -rf ~` read as `~ fr- mr`; U+200B hides a space.
     let args = serde_json::json!({"argv": ["sh", "-c", "echo \u{202e}~ fr- mr\u{200b}\u{1b}[2J"]});
-    let mut held = env
-        .who
-        .command(BIN)
-        .args([
-            "call",
-            "--session",
-            "s",
-            "run",
-            &args.to_string(),
-            "--config",
-        ])
-        .arg(env.config())
-        .env("HOME", &env.dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut held = env.spawn(&["call", "--session", "s", "run", &args.to_string()]);
     let deadline = Instant::now() + Duration::from_secs(30);
     let shown = loop {
         let o = env.run(&["approvals"]);

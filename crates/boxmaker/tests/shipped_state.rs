@@ -395,6 +395,30 @@ fn a_shipped_state_directory_with_the_attackers_own_mark_is_refused() {
     );
 }
 
+/// A shipped `.boxmaker/` holding only `http.key` — a file of boxmaker's that no list of
+/// its names had — was taken as empty, marked, and its key signed the victim's HTTP
+/// credentials: the attacker, who holds the key, could mint one (found reading the change
+/// again). An unmarked directory is now taken only when it holds nothing at all.
+#[test]
+fn a_shipped_http_key_alone_is_never_used_to_sign_credentials() {
+    let w = World::new("http-key", As::Me);
+    let (attacker, victim) = (w.person("attacker"), w.person("victim"));
+    let atk = w.project("attacker", &attacker, None);
+    let r = w.bm(&attacker, &atk, &["token"]);
+    assert!(r.ok(), "the attacker's token: {}", r.show());
+    let vic = w.project("victim", &victim, None);
+    let state = vic.join(".boxmaker");
+    ship(&atk.join(".boxmaker/http.key"), &state.join("http.key"));
+    let shipped = std::fs::read(state.join("http.key")).unwrap();
+    let r = w.bm(&victim, &vic, &["token"]);
+    refused("token", &r, &[NOT_YOURS, "http.key"], &state, "Bearer");
+    assert_eq!(std::fs::read(state.join("http.key")).unwrap(), shipped);
+    assert!(
+        !state.join("mark").exists(),
+        "the shipped directory was marked"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // 3, 4. Shipped keys.
 

@@ -71,6 +71,7 @@ pub const NAMES: &[&str] = &[
     "tools.json",
     "tools.lock",
     "http.token",
+    "http.key",
     "approvals.token",
     "work",
     "logs",

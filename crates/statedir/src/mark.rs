@@ -13,8 +13,8 @@
 //!   under the mark key. [`check_state`] (every [`crate::file::Dir::own`]) uses a state
 //!   directory only when its mark is the person's; one that holds boxmaker's files with no
 //!   mark, or a mark made with another key, is refused whole, before anything in it is read.
-//!   A directory that holds none of boxmaker's names (new, or an empty one the person made)
-//!   is marked then and there: nothing in it could carry trust;
+//!   A directory that holds nothing at all (new, or an empty one the person made) is
+//!   marked then and there: nothing in it could carry trust;
 //! - a **key file** beside it carries a `mark` line, [`seal`] of what the key is: a key
 //!   without the person's mark is never used ([`verify`]).
 //!
@@ -23,12 +23,11 @@
 //!
 //! **Must never:** take a mark's word without checking its HMAC in constant time, keep the
 //! mark key anywhere a project can write, or make a mark over a directory that holds
-//! boxmaker's files.
+//! anything.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rustix::fs::AtFlags;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
@@ -204,13 +203,36 @@ pub fn verify(what: &str, bytes: &[u8], mark: &str) -> Result<bool, Error> {
     Ok(unhex::<32>(mark.trim()).is_some_and(|m| same(&m, &want)))
 }
 
-/// The first of boxmaker's names (`crate::NAMES`, the mark aside) that `dir` holds.
-fn held_name(dir: &Dir) -> Option<&'static str> {
-    crate::NAMES
-        .iter()
-        .copied()
-        .filter(|n| *n != MARK)
-        .find(|n| rustix::fs::statat(dir.fd(), *n, AtFlags::SYMLINK_NOFOLLOW).is_ok())
+/// The first entry `dir` holds, whatever its name: an unmarked directory is taken only when
+/// it is empty. A list of the names boxmaker reads would miss the next one it reads (a
+/// shipped `http.key` alone signed the person's HTTP credentials), so nothing is trusted to
+/// be harmless by its name.
+fn first_entry(dir: &Dir) -> Result<Option<String>, Error> {
+    let io = |e: std::io::Error| Error::Io {
+        what: "list",
+        path: dir.path().to_path_buf(),
+        source: e,
+    };
+    let fd = rustix::fs::openat(
+        dir.fd(),
+        ".",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|e| io(e.into()))?;
+    let mut entries = rustix::fs::Dir::read_from(&fd).map_err(|e| io(e.into()))?;
+    for entry in entries.by_ref() {
+        let entry = entry.map_err(|e| io(e.into()))?;
+        let name = entry.file_name().to_string_lossy();
+        // Another opener's mark, being written (`Dir::create_new`'s temporary file, which
+        // nothing reads) or just linked in after this one looked for it, is not content:
+        // first openers of a new directory race, and the mark is read again below.
+        let marking = name == MARK || name.starts_with(".mark.") && name.ends_with(".tmp");
+        if name != "." && name != ".." && !marking {
+            return Ok(Some(name.into_owned()));
+        }
+    }
+    Ok(None)
 }
 
 /// A state directory is used only when it bears the person's mark (see the module's doc).
@@ -243,10 +265,8 @@ pub(crate) fn check_state(dir: &Dir) -> Result<(), Error> {
                 ))
             };
         }
-        if let Some(name) = held_name(dir) {
-            return Err(unmarked(format!(
-                "it holds boxmaker's files ({name}) but no mark"
-            )));
+        if let Some(name) = first_entry(dir)? {
+            return Err(unmarked(format!("it holds files ({name}) but no mark")));
         }
         if attempt == 1 {
             break;
@@ -310,7 +330,7 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_directory_is_marked_but_one_holding_boxmakers_files_is_refused() {
+    fn an_empty_directory_is_marked_but_one_holding_anything_is_refused() {
         let (_tmp, state) = state();
         std::fs::create_dir(&state).unwrap();
         Dir::own(&state).unwrap();
@@ -328,7 +348,7 @@ mod tests {
             let e = Dir::own(&shipped).unwrap_err().to_string();
             assert!(
                 e.contains("was not made by boxmaker for you")
-                    && e.contains(&format!("({name}) but no mark")),
+                    && e.contains(&format!("holds files ({name}) but no mark")),
                 "{e}"
             );
             assert!(
@@ -386,6 +406,24 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, state.join("boxmaker.db")).unwrap();
         let e = Dir::own(&state).unwrap_err().to_string();
         assert!(e.contains("is a symbolic link"), "{e}");
+    }
+
+    #[test]
+    fn many_openers_of_a_new_directory_at_once_agree_on_one_mark() {
+        let (_tmp, state) = state();
+        std::fs::create_dir(&state).unwrap();
+        let opened: Vec<Result<(), String>> = std::thread::scope(|s| {
+            let all: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| Dir::own(&state).map(drop).map_err(|e| e.to_string())))
+                .collect();
+            all.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(opened.iter().all(Result::is_ok), "{opened:?}");
+        let mark = std::fs::read_to_string(state.join(MARK)).unwrap();
+        for _ in 0..3 {
+            Dir::own(&state).unwrap();
+            assert_eq!(std::fs::read_to_string(state.join(MARK)).unwrap(), mark);
+        }
     }
 
     #[test]
