@@ -233,10 +233,11 @@ fn journal(socket: &Path, cp: &Checkpoint, line: &str) -> Result<Delivered, Stri
 }
 
 /// Replaces `STATE/audit.checkpoint` with `cp` (written whole, then renamed into place;
-/// never through a link: `statedir::file`).
+/// never through a link: `statedir::file`). A state directory removed under a running gate
+/// is not made again (and marked) for it: the checkpoint is then not written, and says so.
 pub fn write_latest(state_dir: &Path, cp: &Checkpoint) -> Result<(), String> {
     let path = state_dir.join(LATEST_FILE);
-    Dir::own(state_dir)
+    Dir::own_existing(state_dir)
         .and_then(|d| {
             d.replace(
                 LATEST_FILE,
