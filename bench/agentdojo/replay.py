@@ -641,6 +641,10 @@ async def run_suite(args):
             template = Template(run_dir, args.suite)
         with open(config, "w") as f:
             f.write(config_text(args.suite, policy_text, state, template and template.dir))
+        # The replay wrote this config: it is the person's (docs/spec.md §6, "Whose config").
+        trusted = subprocess.run([bin_, "trust", "--config", config], capture_output=True, text=True)
+        if trusted.returncode != 0:
+            raise SystemExit(f"boxmaker does not take the replay's config: {trusted.stderr.strip()}")
         check = subprocess.run([bin_, "tools", "refresh", "--config", config], capture_output=True, text=True)
         if check.returncode != 0:
             raise SystemExit(f"boxmaker cannot list the suite's tools: {check.stderr.strip()}")
@@ -660,6 +664,7 @@ async def run_suite(args):
         if template is not None:
             template.stop()
         if not args.keep:
+            subprocess.run([bin_, "trust", "--revoke", "--config", config], capture_output=True)
             shutil.rmtree(run_dir, ignore_errors=True)
     return summarize(args.suite, results, time.monotonic() - started, args.persons)
 

@@ -115,8 +115,22 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
         None => (config::DEFAULT_CONFIG.to_string(), false),
     };
     let base = base_of(path);
-    // The config as it is must load: `add` edits a working file, never a broken one.
+    // It must load (`add` edits a working file, never a broken one; what is broken is said
+    // first), and be the person's (docs/spec.md §6, "Whose config"): `add` trusts what it
+    // writes, so adding to a shipped config would make the repository's words the person's.
     let before = config::parse(&old, &path.display().to_string(), &base)?;
+    if existed {
+        let bound = statedir::trust::bound_path(path)?;
+        match statedir::trust::check(&bound, old.as_bytes())? {
+            statedir::trust::Trust::Trusted => {}
+            statedir::trust::Trust::Never => {
+                return Err(config::ConfigError::untrusted(bound).into());
+            }
+            statedir::trust::Trust::Changed => {
+                return Err(config::ConfigError::changed(bound).into());
+            }
+        }
+    }
     let names = names(args, &server, &before)?;
     if let Some(var) = &args.bearer_env
         && std::env::var_os(var).is_none()
@@ -221,11 +235,12 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
         Mode::Keep(0o644),
         Some(Backup::Over(&backup)),
         |written| {
-            config::load(written)
+            config::load_untrusted(written)
                 .map(drop)
                 .map_err(|e| format!("the edited config would not load ({e})"))
         },
     )?;
+    config::trust(path, &new)?;
     report(&names, &server, args, existed, path);
     if let Some(metadata) = sign_in {
         outln!(

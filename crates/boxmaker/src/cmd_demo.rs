@@ -70,6 +70,10 @@ pub fn run(args: &DemoArgs) -> Result<u8, CliError> {
         })?;
     let root = dir.path().to_path_buf();
     let result = demo(&root);
+    if !args.keep {
+        // The record of the config the demo wrote goes with it (nobody will use it again).
+        let _ = statedir::trust::forget(&root.join(config::FILE_NAME));
+    }
     if args.keep {
         let kept = dir.keep();
         outln!("state kept in {}", kept.display());
@@ -93,6 +97,11 @@ fn demo(root: &Path) -> Result<(), CliError> {
     write(&notes.join("plan.txt"), "Q3 plan: acquire Example Corp.\n")?;
     let config_path = root.join(config::FILE_NAME);
     write(
+        &config_path,
+        &format!("{}{DEMO_EXTRA}", config::DEFAULT_CONFIG),
+    )?;
+    // The demo wrote this config for the person: theirs (docs/spec.md §6, "Whose config").
+    config::trust(
         &config_path,
         &format!("{}{DEMO_EXTRA}", config::DEFAULT_CONFIG),
     )?;

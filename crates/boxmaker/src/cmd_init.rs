@@ -1,5 +1,6 @@
 //! `boxmaker init [DIR]`: write the commented default `boxmaker.toml`, never over a file
-//! that is already there.
+//! that is already there, and trust it (docs/spec.md §6, "Whose config": boxmaker wrote it
+//! for the person).
 
 use std::path::PathBuf;
 
@@ -36,6 +37,7 @@ pub fn run(args: &InitArgs) -> Result<(), CliError> {
         }
         Err(e) => return Err(e.into()),
     }
-    outln!("wrote {}", path.display());
+    config::trust(&path, config::DEFAULT_CONFIG)?;
+    outln!("wrote {} (trusted: it is yours)", path.display());
     Ok(())
 }

@@ -15,7 +15,11 @@ pub const BOX_FAILED: u8 = 125;
 pub enum CliError {
     #[error(transparent)]
     Config(#[from] config::ConfigError),
-    #[error("{} already exists; not overwriting it", path.display())]
+    #[error(
+        "{} already exists; not overwriting it (if a repository shipped it, read it before you \
+         `boxmaker trust` it: until you do, boxmaker uses nothing of it)",
+        path.display()
+    )]
     InitExists { path: PathBuf },
     #[error("cannot create directory {}: {source}", path.display())]
     InitCreateDir {

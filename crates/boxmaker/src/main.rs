@@ -32,6 +32,7 @@ mod cmd_mcp;
 mod cmd_ops;
 mod cmd_serve;
 mod cmd_tools;
+mod cmd_trust;
 mod error;
 mod host;
 mod lint;
@@ -64,6 +65,7 @@ struct Cli {
 enum Command {
     Demo(cmd_demo::DemoArgs),
     Init(cmd_init::InitArgs),
+    Trust(cmd_trust::TrustArgs),
     Add(cmd_add::AddArgs),
     Client(cmd_client::ClientArgs),
     Serve(cmd_serve::ServeArgs),
@@ -135,6 +137,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Demo(args)) => cmd_demo::run(&args),
         Some(Command::Init(args)) => ok(cmd_init::run(&args)),
+        Some(Command::Trust(args)) => ok(cmd_trust::run(&args)),
         Some(Command::Add(args)) => cmd_add::run(&args),
         Some(Command::Client(args)) => cmd_client::run(&args),
         Some(Command::Serve(args)) => cmd_serve::serve(&args),

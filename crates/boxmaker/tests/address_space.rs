@@ -32,6 +32,9 @@ fn config(name: &str, memory: u64, extra: &str) -> PathBuf {
         .to_string();
     let new = old.replacen(&line, &format!("memory_bytes = {memory}\n{extra}"), 1);
     std::fs::write(&path, new).unwrap();
+    // The tester's own edit: trusted, as a person would (a config that does not load is
+    // left untrusted, and says why).
+    testkit::trust(BIN, &path);
     path
 }
 

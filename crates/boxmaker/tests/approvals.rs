@@ -25,6 +25,8 @@ fn config_dir(name: &str, gate: &str) -> PathBuf {
     let text = text.replacen("[gate]\n", &format!("[gate]\n{gate}\n"), 1);
     let text = text.replace("approval_ttl = 300 ", "# approval_ttl = 300 ");
     lab.write_config(&text);
+    // The tester's own edit, trusted as a person would.
+    assert!(testkit::trust(BIN, lab.config()), "boxmaker trust");
     lab.dir
 }
 

@@ -21,6 +21,8 @@ fn lab(name: &str, pending: usize, decided: usize, size: usize) -> PathBuf {
     lab.write_config(&format!(
         "[gate]\nstate = {state:?}\napproval_ttl = 86400\n\n[[tool]]\nname = \"run\"\nbuiltin = \"run\"\n"
     ));
+    // The tester's config, trusted as a person would.
+    assert!(testkit::trust(BIN, &file), "boxmaker trust");
     let mut store = Store::open(&state).unwrap();
     // In the past, so that every one is still pending when the listing runs.
     let now = Timestamp::from_system_time(std::time::SystemTime::now());

@@ -80,11 +80,22 @@ checkpoint_every = 4
             ),
         )
         .unwrap();
-        Self {
+        let env = Self {
             dir,
             _tmp: tmp,
             user,
-        }
+        };
+        // The tester's config, trusted by the user boxmaker runs as (with that user's HOME),
+        // as a person trusts the config they wrote.
+        let o = env
+            .command()
+            .arg("trust")
+            .arg("--config")
+            .arg(env.path("boxmaker.toml"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "boxmaker trust: {}", text(&o));
+        env
     }
 
     fn path(&self, p: &str) -> PathBuf {

@@ -37,6 +37,8 @@ when = [{ pointer = "/subject", glob = "*password*" }]
 fn config(name: &str) -> PathBuf {
     let lab = testkit::lab!("check-arguments", name);
     lab.write_config(POLICY);
+    // The tester's config, trusted as a person would.
+    assert!(testkit::trust(BIN, lab.config()), "boxmaker trust");
     lab.config()
 }
 

@@ -140,6 +140,8 @@ effect = "allow"
 fn policy_file(name: &str) -> PathBuf {
     let file = scratch(name).join("boxmaker.toml");
     std::fs::write(&file, POLICY).unwrap();
+    // The tester's config, trusted as a person would.
+    assert!(testkit::trust(BIN, &file), "boxmaker trust");
     file
 }
 

@@ -105,6 +105,8 @@ impl Drop for Front {
 
 impl Front {
     fn start(lab: &Lab) -> Self {
+        // The tester's config as the test left it, trusted as a person would.
+        assert!(testkit::trust(BIN, lab.config()), "boxmaker trust");
         let port = testkit::free_port();
         let child = Command::new(BIN)
             .args(["mcp", "--config"])

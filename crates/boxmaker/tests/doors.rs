@@ -30,7 +30,17 @@ impl Env {
         // A normal user must be able to make the state directory and read the files.
         open_to_everyone(&dir, env!("CARGO_TARGET_TMPDIR"));
         std::fs::write(dir.join("boxmaker.toml"), config).unwrap();
-        Self { dir, who }
+        let env = Self { dir, who };
+        // The tester's config, trusted by `who` with the HOME its commands have, as a person
+        // trusts the config they wrote. A config meant to be refused does not load, so it
+        // is not trusted: the command under test then says why.
+        let o = env.command(&["trust"]).output().unwrap();
+        assert!(
+            o.status.success() || (who == As::Me && !stderr(&o).contains("trust")),
+            "boxmaker trust as {who:?}: {}",
+            stderr(&o)
+        );
+        env
     }
 
     fn config(&self) -> PathBuf {
@@ -325,7 +335,9 @@ fn descriptors_the_caller_left_open_never_reach_a_box() {
     std::fs::write(env.dir.join("host-only"), SECRET).unwrap();
     let args = serde_json::json!({"argv": ["/usr/bin/python3", "-c",
         "import os,time\nprint(sorted(os.listdir('/proc/self/fd')))\ntime.sleep(3)\n"]});
-    // The shell opens fd 9 (not close-on-exec) and boxmaker inherits it.
+    // The shell opens fd 9 (not close-on-exec) and boxmaker inherits it; it runs with this
+    // process's HOME, so the config is trusted as this process too.
+    assert!(testkit::trust(BIN, env.config()), "boxmaker trust");
     let call = Command::new("bash")
         .arg("-c")
         .arg("exec 9<\"$SECRET_FILE\"; exec \"$BIN\" call --config \"$CONFIG\" --session s --json run \"$ARGS\"")
@@ -370,6 +382,8 @@ fn descriptors_the_caller_left_open_never_reach_a_box() {
 /// `boxmaker mcp --http 127.0.0.1:0 [extra]`: the child, its address and its token.
 fn http_front(config: &Path, extra: &[&str]) -> (std::process::Child, String, String) {
     use std::io::BufRead;
+    // Run as this process's user and HOME: the config trusted as them too.
+    assert!(testkit::trust(BIN, config), "boxmaker trust");
     let mut child = Command::new(BIN)
         .args(["mcp", "--http", "127.0.0.1:0", "--config"])
         .arg(config)

@@ -190,8 +190,10 @@ impl Env {
         std::fs::write(self.config(), text).unwrap();
     }
 
-    /// `boxmaker ARGS` in the config dir, with the test's variables.
+    /// `boxmaker ARGS` in the config dir, with the test's variables; the config as the test
+    /// last wrote it trusted first ([`Lab::trust_config`]), as a person trusts their edit.
     fn cmd(&self, args: &[&str]) -> Command {
+        self.trust_config();
         let mut c = self.bare();
         c.args(args);
         c

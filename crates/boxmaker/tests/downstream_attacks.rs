@@ -95,6 +95,9 @@ impl Env {
             body.replace("MARKER", &marker)
         );
         lab.write_config(&text);
+        // The tester's config, trusted as a person would (the test runs boxmaker directly
+        // too, as this process's user).
+        assert!(testkit::trust(BIN, lab.config()), "boxmaker trust");
         Env {
             lab,
             dir,

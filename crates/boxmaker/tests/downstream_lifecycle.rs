@@ -49,6 +49,9 @@ effect = "allow"
 "#,
             servers = servers.display()
         ));
+        // The tester's config, trusted as a person would (the test runs boxmaker directly
+        // too, as this process's user).
+        assert!(testkit::trust(BIN, lab.config()), "boxmaker trust");
         Self { lab, marker }
     }
 

@@ -59,6 +59,11 @@ impl Fixture {
             ));
         }
         fs::write(&self.config, toml).unwrap();
+        // The tester's own config: trusted as written (docs/spec.md §6, "Whose config").
+        assert!(
+            testkit::trust(BIN, &self.config),
+            "boxmaker trust refused the config"
+        );
     }
 
     /// An empty directory, world-readable so that only the box stands between a box user and

@@ -18,6 +18,11 @@ fn dir(name: &str) -> PathBuf {
          [[tool]]\nname = \"run\"\nbuiltin = \"run\"\n\n\
          [[grant]]\ntool = \"run\"\neffect = \"allow\"\n",
     );
+    // The tester's own config: trusted as written (docs/spec.md §6, "Whose config").
+    assert!(
+        testkit::trust(BIN, lab.config()),
+        "boxmaker trust refused the config"
+    );
     lab.dir
 }
 

@@ -64,6 +64,9 @@ effect = "allow"
 max_class = "public"
 {extra}"#
     ));
+    // The tester's own config, trusted as written (docs/spec.md §6, "Whose config"): the
+    // commands below run the binary directly too (`serve`, `__gate`, `call`).
+    lab.trust_config();
     lab
 }
 

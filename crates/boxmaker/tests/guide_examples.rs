@@ -111,6 +111,16 @@ fn check_config(dir: &Path, text: &str) -> Option<String> {
     std::fs::create_dir_all(dir).unwrap();
     let config = dir.join("boxmaker.toml");
     std::fs::write(&config, text).unwrap();
+    // The person who copies the example trusts it (`boxmaker trust --config FILE`, as the
+    // guide says after every edit; docs/spec.md §6, "Whose config"), as the same `$HOME`. One
+    // that does not load is left untrusted: `check` then says why it does not load.
+    let _ = Command::new(BIN)
+        .args(["trust", "--config"])
+        .arg(&config)
+        .env("HOME", dir)
+        .current_dir(dir)
+        .output()
+        .unwrap();
     let mut c = Command::new(BIN);
     c.args([
         "check",

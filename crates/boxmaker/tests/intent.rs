@@ -106,7 +106,12 @@ impl Env {
         );
         open_to_everyone(&dir, env!("CARGO_TARGET_TMPDIR"));
         std::fs::write(dir.join("boxmaker.toml"), config("")).unwrap();
-        Env { dir, who }
+        let env = Env { dir, who };
+        // The person's word for their config (docs/spec.md §6, "Whose config"), as the one
+        // who runs boxmaker here, with the same HOME.
+        let o = env.run(&["trust"]);
+        assert!(o.status.success(), "boxmaker trust: {}", text(&o.stderr));
+        env
     }
 
     fn config(&self) -> PathBuf {

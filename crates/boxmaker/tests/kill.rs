@@ -53,6 +53,8 @@ tool = "run"
 effect = "ask"
 "#,
     );
+    // The tester's own config, trusted as written (docs/spec.md §6, "Whose config").
+    lab.trust_config();
     let config = lab.config();
     (lab, config)
 }

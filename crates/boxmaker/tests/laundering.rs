@@ -142,6 +142,11 @@ effect = "ask"
         notes = server("notes"),
     );
     lab.write_config(&text);
+    // The tester's own config, trusted as written (docs/spec.md §6, "Whose config").
+    assert!(
+        testkit::trust(BIN, lab.config()),
+        "boxmaker trust refused the config"
+    );
     lab.dir
 }
 

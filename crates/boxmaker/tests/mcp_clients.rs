@@ -44,6 +44,12 @@ max_class = "public"
 "#,
     );
     lab.write("notes/plan.txt", PLAN);
+    // The tester edited the config `init` trusted: trusted again (docs/spec.md §6, "Whose
+    // config"), as a person does after an edit.
+    assert!(
+        testkit::trust(BIN, lab.config()),
+        "boxmaker trust refused the config"
+    );
     lab.dir
 }
 

@@ -45,6 +45,12 @@ fn setup_for_floods() -> (Lab, PathBuf) {
     );
     assert!(text.contains("max_calls_per_session = 100000"));
     std::fs::write(&config, text).unwrap();
+    // The tester edited the config `init` trusted: trusted again (docs/spec.md §6, "Whose
+    // config"), as a person does after an edit.
+    assert!(
+        testkit::trust(BIN, &config),
+        "boxmaker trust refused the config"
+    );
     (dir, config)
 }
 

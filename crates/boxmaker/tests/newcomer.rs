@@ -34,7 +34,8 @@ fn long_dir(name: &str, len: usize) -> PathBuf {
     dir
 }
 
-/// `boxmaker init DIR`, plus `extra` appended to the config it wrote.
+/// `boxmaker init DIR`, plus `extra` appended to the config it wrote (and trusted again, as
+/// the person does after an edit: docs/spec.md §6, "Whose config").
 fn init(dir: &Path, extra: &str) -> PathBuf {
     let o = Command::new(BIN).arg("init").arg(dir).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -42,9 +43,21 @@ fn init(dir: &Path, extra: &str) -> PathBuf {
     if !extra.is_empty() {
         let mut text = std::fs::read_to_string(&config).unwrap();
         text.push_str(extra);
-        std::fs::write(&config, text).unwrap();
+        edit(&config, &text);
     }
     config
+}
+
+/// The person's edit of their config: the new text written, then trusted (`boxmaker
+/// trust`), as every command uses a config only once trusted (docs/spec.md §6).
+#[track_caller]
+fn edit(config: &Path, text: &str) {
+    std::fs::write(config, text).unwrap();
+    assert!(
+        testkit::trust(BIN, config),
+        "boxmaker trust --config {}",
+        config.display()
+    );
 }
 
 fn run(config: &Path, args: &[&str]) -> Output {
@@ -407,16 +420,16 @@ fn a_gate_started_on_an_older_config_is_replaced_by_the_next_client() {
     let mut m = Mcp::start(&config);
     let r = m.call("list_dir", json!({"path": "/work"}));
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
-    // The person edits the config: `run` is now allowed without asking.
+    // The person edits the config, and says it is theirs (`boxmaker trust`): `run` is now
+    // allowed without asking.
     let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
+    edit(
         &config,
-        text.replace(
+        &text.replace(
             "effect = \"ask\"             # a person approves every command before it runs",
             "effect = \"allow\"",
         ),
-    )
-    .unwrap();
+    );
     // A `call` now decides by the new config, not by the gate the MCP client keeps.
     let o = run(
         &config,
@@ -658,11 +671,10 @@ fn a_downstream_command_the_box_cannot_see_says_so_and_tools_list_fails() {
          [[tool]]\nname = \"fetcher\"\nmcp = [\"npx\", \"-y\", \"boxmaker-test-no-such-package\"]\n",
     );
     let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
+    edit(
         &config,
-        text.replace("timeout_seconds = 300", "timeout_seconds = 5"),
-    )
-    .unwrap();
+        &text.replace("timeout_seconds = 300", "timeout_seconds = 5"),
+    );
     let o = run(&config, &["tools", "list"]);
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     let err = stderr(&o);
@@ -1546,11 +1558,10 @@ fn a_venv_python_whose_symlink_leads_outside_the_box_is_named_as_a_symlink() {
          [[tool]]\nname = \"srv\"\nmcp = [\"/opt/venv/bin/python3\", \"-m\", \"srv\"]\n",
     );
     let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
+    edit(
         &config,
-        text.replace("timeout_seconds = 300", "timeout_seconds = 5"),
-    )
-    .unwrap();
+        &text.replace("timeout_seconds = 300", "timeout_seconds = 5"),
+    );
     let o = run(&config, &["tools", "list"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{}{err}", stdout(&o));

@@ -69,8 +69,10 @@ fn add(lab: &Lab, args: &[&str]) -> Run {
     lab.run_within(&all, DEADLINE)
 }
 
-/// `boxmaker add OPTIONS --config CONFIG -- COMMAND…` (the config before the `--`).
+/// `boxmaker add OPTIONS --config CONFIG -- COMMAND…` (the config before the `--`), the
+/// lab's config trusted first as [`Lab::cmd`] does (the tester wrote it).
 fn add_command(lab: &Lab, options: &[&str], command: &[&str]) -> Run {
+    lab.trust_config();
     let mut c = lab.bare();
     c.arg("add")
         .args(options)
@@ -585,7 +587,18 @@ impl Homes {
         c
     }
 
+    /// The person's word for the lab's config (`boxmaker trust`), said as this person: with
+    /// this HOME, where their trust records are (docs/spec.md §6, "Whose config"). `false`
+    /// for a config that does not load (the command under test then says why).
+    fn trust(&self) -> bool {
+        let mut c = self.cmd(&["trust", "--config"]);
+        c.arg(self.lab.config());
+        testkit::run_to_end(c, &self.lab.dir, "trust", DEADLINE).ok()
+    }
+
+    /// `boxmaker client ARGS` as this person, the lab's config trusted first.
     fn client(&self, args: &[&str]) -> Run {
+        self.trust();
         let mut all = vec!["client"];
         all.extend_from_slice(args);
         let mut c = self.cmd(&all);
@@ -784,6 +797,10 @@ fn client_add_writes_each_clients_own_file_and_keeps_what_is_there() {
 #[test]
 fn client_add_for_a_project_writes_the_projects_file() {
     let h = Homes::new("client-project");
+    // The person's word for the config, kept in their state home (under HOME): all the home
+    // holds before any `client add`.
+    assert!(h.trust());
+    let home_before = entries_below(&h.home);
     for (client, rel, key) in [
         ("claude-code", ".mcp.json", "mcpServers"),
         ("cursor", ".cursor/mcp.json", "mcpServers"),
@@ -805,7 +822,24 @@ fn client_add_for_a_project_writes_the_projects_file() {
     assert_eq!(run.code(), Some(2), "{}", run.show());
     one_sentence(&run);
     // Nothing went to the home directory.
-    assert_eq!(std::fs::read_dir(&h.home).unwrap().count(), 0);
+    assert_eq!(entries_below(&h.home), home_before);
+}
+
+/// Every file and directory below `dir`, recursively, sorted.
+fn entries_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
 }
 
 #[test]
@@ -1039,6 +1073,15 @@ fn a_normal_user_adds_boxmaker_to_their_own_file_which_stays_theirs() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::os::unix::fs::chown(&path, Some(1000), Some(1000)).unwrap();
     std::os::unix::fs::chown(&h.home, Some(1000), Some(1000)).unwrap();
+    // The user's word for the config, as the user with their HOME (docs/spec.md §6, "Whose
+    // config").
+    let mut t = testkit::as_a_user(h.lab.bin());
+    t.args(["trust", "--config"])
+        .arg(h.lab.config())
+        .current_dir(&h.project)
+        .env("HOME", &h.home);
+    let run = testkit::run_to_end(t, &h.lab.dir, "trust as a user", DEADLINE);
+    assert!(run.ok(), "{}", run.show());
     let mut c = testkit::as_a_user(h.lab.bin());
     c.args(["client", "add", "claude-code", "--config"])
         .arg(h.lab.config())
@@ -1054,7 +1097,19 @@ fn a_normal_user_adds_boxmaker_to_their_own_file_which_stays_theirs() {
         h.bin()
     );
     // Root editing the user's file (a shell of root's with their HOME) leaves it theirs too.
-    let run = h.client(&["add", "claude-code", "--name", "again"]);
+    // Root's word for the config is kept in root's own state home: the mark key under the
+    // user's HOME is the user's, which boxmaker never takes for root's (docs/spec.md §6).
+    let root_state = h.lab.dir.join("root-state");
+    let as_root = |args: &[&str]| {
+        let mut c = h.cmd(args);
+        c.arg("--config")
+            .arg(h.lab.config())
+            .env("XDG_STATE_HOME", &root_state);
+        testkit::run_to_end(c, &h.lab.dir, &args.join(" "), DEADLINE)
+    };
+    let run = as_root(&["trust"]);
+    assert!(run.ok(), "{}", run.show());
+    let run = as_root(&["client", "add", "claude-code", "--name", "again"]);
     assert!(run.ok(), "{}", run.show());
     let meta = std::fs::metadata(&path).unwrap();
     assert_eq!((meta.uid(), meta.mode() & 0o777), (1000, 0o600));

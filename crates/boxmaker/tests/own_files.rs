@@ -81,6 +81,18 @@ impl Env {
         if self.who == As::User {
             std::os::unix::fs::chown(self.path("boxmaker.toml"), Some(1000), Some(1000)).unwrap();
         }
+        // And their word for it (`boxmaker trust`, as that user with that HOME: docs/spec.md
+        // §6, "Whose config"). A config refused as it is read is never trusted: the call then
+        // says why, as it did before.
+        let _ = self
+            .who
+            .command(BIN)
+            .args(["trust", "--config"])
+            .arg(self.path("boxmaker.toml"))
+            .env("HOME", self.path("home"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
     }
 
     fn run(&self, args: &[&str]) -> Output {

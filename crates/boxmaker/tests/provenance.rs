@@ -100,6 +100,8 @@ effect = "ask"
         bank = server("bank"),
     );
     lab.write_config(&text);
+    // The tester's word for the config it wrote (docs/spec.md §6, "Whose config").
+    assert!(testkit::trust(BIN, lab.config()), "boxmaker trust");
     lab.dir
 }
 

@@ -199,6 +199,11 @@ impl World {
         }
         text.push_str("[[grant]]\ntool = \"*\"\neffect = \"allow\"\n");
         std::fs::write(root.join("boxmaker.toml"), &text).unwrap();
+        // The tester's word for the config it wrote (docs/spec.md §6, "Whose config").
+        assert!(
+            testkit::trust(env!("CARGO_BIN_EXE_boxmaker"), root.join("boxmaker.toml")),
+            "boxmaker trust"
+        );
         let cfg = Arc::new(config::load(&root.join("boxmaker.toml")).unwrap());
         let runner = runner::Runner::with_binary(
             cfg.clone(),

@@ -91,8 +91,9 @@ impl World {
         }
     }
 
-    /// A project `DIR/NAME` with `boxmaker init`'s config, as `person` made it; then
-    /// `config` instead when given.
+    /// A project `DIR/NAME` with `boxmaker init`'s config, as `person` made it (and so
+    /// trusted); then `config` instead when given, which `person` trusts in turn (docs/spec.md
+    /// §6, "Whose config"): the config is the person's own, what is shipped is the state.
     fn project(&self, name: &str, person: &Person, config: Option<&str>) -> PathBuf {
         let p = self.dir.join(name);
         std::fs::create_dir_all(&p).unwrap();
@@ -102,8 +103,17 @@ impl World {
         if let Some(text) = config {
             std::fs::write(p.join("boxmaker.toml"), text).unwrap();
             self.give(&p.join("boxmaker.toml"));
+            self.trust(person, &p);
         }
         p
+    }
+
+    /// `person`'s word for the config of `project` as it is now (`boxmaker trust`, as `who`
+    /// in `person`'s environment).
+    #[track_caller]
+    fn trust(&self, person: &Person, project: &Path) {
+        let r = self.bm(person, project, &["trust"]);
+        assert!(r.ok(), "boxmaker trust: {}", r.show());
     }
 
     /// `boxmaker ARGS --config PROJECT/boxmaker.toml` (`init` takes no `--config`) in the
@@ -382,11 +392,13 @@ fn a_shipped_state_directory_with_the_attackers_own_mark_is_refused() {
     let r = w.bm(&victim, &vic, &["grants"]);
     refused("grants", &r, &[NOT_YOURS], &state, "allow run");
     // What was shipped was a valid mark, of another key: the attacker's own boxmaker takes
-    // the very same directory (a mark does not bind the path).
+    // the very same directory (a mark does not bind the path), once the attacker has said
+    // the config there is theirs too.
     assert!(
         atk.join(".boxmaker/mark").is_file(),
         "the attacker's state directory bears no mark: this tested a missing mark"
     );
+    w.trust(&attacker, &vic);
     let r = w.bm(&attacker, &vic, &["grants"]);
     assert!(
         r.ok() && r.stdout.contains("allow run"),
@@ -666,10 +678,12 @@ fn the_persons_own_project_keeps_working_also_when_moved() {
         }
         let made = std::fs::read(&key).unwrap();
 
-        // Moved: the mark does not bind the path.
+        // Moved: the mark does not bind the path. (The config's trust does: the person says
+        // the moved config is theirs again, docs/spec.md §6 "Whose config".)
         w.stop_gates();
         let moved = w.dir.join("proj2");
         std::fs::rename(&proj, &moved).unwrap();
+        w.trust(&me, &moved);
         read(&moved);
         let r = w.bm(&me, &moved, &["grants"]);
         assert!(

@@ -41,6 +41,17 @@ fn config_dir(who: As) -> PathBuf {
          [[grant]]\ntool = \"*\"\neffect = \"allow\"\n",
     )
     .unwrap();
+    // The person's word for it, as `who` with the HOME the calls get (docs/spec.md §6,
+    // "Whose config").
+    let o = who
+        .command(BIN)
+        .args(["trust", "--config"])
+        .arg(dir.join("boxmaker.toml"))
+        .env("HOME", &dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{who:?}: boxmaker trust: {}", show(&o));
     dir
 }
 

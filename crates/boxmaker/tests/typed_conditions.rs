@@ -71,6 +71,8 @@ const ATTACKS: [(&str, &str); 4] = [
 fn config(name: &str, grants: &str) -> PathBuf {
     let lab = testkit::lab!("typed-conditions", name);
     lab.write_config(&format!("{TOOL}{grants}"));
+    // The tester's word for the config it wrote (docs/spec.md §6, "Whose config").
+    assert!(testkit::trust(BIN, lab.config()), "boxmaker trust");
     lab.config()
 }
 

@@ -64,7 +64,20 @@ impl World {
         std::fs::write(w.outside.join("docker.json"), DOCKER).unwrap();
         std::fs::create_dir_all(w.outside.join("dir")).unwrap();
         std::fs::write(w.outside.join("dir/notes.txt"), "mine\n").unwrap();
+        // The config `init` wrote is the person's: their word for it, said as them.
+        w.hand_over();
+        w.trust(&w.config());
         w
+    }
+
+    /// The person's word for the config at `path` (`boxmaker trust`, as `who` with this
+    /// HOME, where their records are: docs/spec.md §6, "Whose config").
+    #[track_caller]
+    fn trust(&self, path: &Path) {
+        let mut c = self.cmd(&["trust", "--config"]);
+        c.arg(path);
+        let run = run_to_end(c, &self.dir, "trust", DEADLINE);
+        assert!(run.ok(), "{:?}: {}", self.who, run.show());
     }
 
     fn config(&self) -> PathBuf {
@@ -254,6 +267,7 @@ fn add_never_rewrites_the_file_a_config_link_names() {
     // A config the person names where it is (a dotfile of theirs, say) is edited there.
     let real = w.home.join("boxmaker.toml");
     std::fs::write(&real, "").unwrap();
+    w.trust(&real);
     let mut c = w.cmd(&["add", "--no-probe", "--name", "x", "--config"]);
     c.arg(&real).args(["--", "echo", "hi"]);
     let run = run_to_end(c, &w.dir, "add --config real", DEADLINE);
@@ -558,6 +572,7 @@ fn discovery_never_writes_the_tools_file_or_its_logs_through_a_link() {
         servers_dir().display().to_string()
     ));
     std::fs::write(w.config(), text).unwrap();
+    w.trust(&w.config());
     for (rel, to) in [
         ("tools.json", w.outside.join("bashrc")),
         ("tools.json.tmp", w.outside.join("bashrc")),

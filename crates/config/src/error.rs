@@ -29,9 +29,52 @@ pub enum ConfigError {
     /// The file is not a valid config, and there is no one place to point at.
     #[error("{origin}: {message}")]
     Unplaced { origin: String, message: String },
+    /// The person never trusted the config at `path` (docs/spec.md §6, "Whose config").
+    #[error(
+        "the config {} is not one you have trusted: a repository can ship a boxmaker.toml that \
+         allows every tool, so boxmaker used nothing of it; read it, then run `{} trust \
+         --config {}`",
+        path.display(),
+        bin.display(),
+        path.display()
+    )]
+    Untrusted { path: PathBuf, bin: PathBuf },
+    /// The config at `path` changed since the person trusted it.
+    #[error(
+        "the config {} changed since you trusted it, so boxmaker used nothing of it (a pull, a \
+         script or another program may have changed it): read it, then run `{} trust \
+         --config {}`",
+        path.display(),
+        bin.display(),
+        path.display()
+    )]
+    Changed { path: PathBuf, bin: PathBuf },
+    /// Whether the person trusted it could not be told (their state home).
+    #[error("cannot tell whether you trusted the config {}: {source}", path.display())]
+    Trust {
+        path: PathBuf,
+        source: statedir::file::Error,
+    },
 }
 
 impl ConfigError {
+    /// The config at `path` was never trusted (`bin` names this binary, as a command a
+    /// person is told to type does: docs/spec.md §7).
+    pub fn untrusted(path: PathBuf) -> ConfigError {
+        ConfigError::Untrusted {
+            path,
+            bin: this_binary(),
+        }
+    }
+
+    /// The config at `path` changed since it was trusted.
+    pub fn changed(path: PathBuf) -> ConfigError {
+        ConfigError::Changed {
+            path,
+            bin: this_binary(),
+        }
+    }
+
     /// The 1-based line of the error, where it has one.
     pub fn line(&self) -> Option<usize> {
         match self {
@@ -95,6 +138,11 @@ fn line_column(text: &str, at: usize) -> (usize, usize) {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
     (line, column)
+}
+
+/// This binary's absolute path, or its name when that cannot be told.
+fn this_binary() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("boxmaker"))
 }
 
 #[cfg(test)]

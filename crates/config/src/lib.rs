@@ -72,10 +72,53 @@ pub const FILE_NAME: &str = "boxmaker.toml";
 /// tools, reading, listing and writing allowed, and `run` only with a person's approval.
 pub const DEFAULT_CONFIG: &str = include_str!("default.toml");
 
-/// Reads and checks the config file at `path`. Relative paths in it are relative to the
-/// file's directory.
+/// Reads and checks the config file at `path`, which the person must have trusted with the
+/// very bytes read (docs/spec.md §6, "Whose config": [`statedir::trust`]). Relative paths in
+/// it are relative to the file's directory.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| {
+    let text = read_file(path)?;
+    // Parsed first (it acts on nothing), so a person's broken edit is named as what it is;
+    // nothing of it is used before the trust is checked on the same bytes.
+    let config = parse_file(&text, path)?;
+    let bound = statedir::trust::bound_path(path).map_err(|source| ConfigError::Trust {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    match statedir::trust::check(&bound, text.as_bytes()) {
+        Ok(statedir::trust::Trust::Trusted) => {}
+        Ok(statedir::trust::Trust::Never) => return Err(ConfigError::untrusted(bound)),
+        Ok(statedir::trust::Trust::Changed) => return Err(ConfigError::changed(bound)),
+        Err(source) => {
+            return Err(ConfigError::Trust {
+                path: bound,
+                source,
+            });
+        }
+    }
+    Ok(config)
+}
+
+/// [`load`] without asking whether the person trusted it: for `boxmaker trust` (which is how
+/// they say so, and which trusts only a config that loads) and for checking a file boxmaker
+/// is about to write. Returns the bytes read beside the config, so that what is trusted is
+/// what was checked.
+pub fn load_untrusted(path: &Path) -> Result<(Config, String), ConfigError> {
+    let text = read_file(path)?;
+    let config = parse_file(&text, path)?;
+    Ok((config, text))
+}
+
+/// Records that the person trusts the config at `path` holding `text` (a config boxmaker
+/// wrote for them, or one they said so of with `boxmaker trust`). Returns the record's path.
+pub fn trust(path: &Path, text: &str) -> Result<std::path::PathBuf, ConfigError> {
+    statedir::trust::record(path, text.as_bytes()).map_err(|source| ConfigError::Trust {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn read_file(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
             ConfigError::NotFound {
                 path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
@@ -86,7 +129,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
                 source,
             }
         }
-    })?;
+    })
+}
+
+fn parse_file(text: &str, path: &Path) -> Result<Config, ConfigError> {
     let base = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -97,7 +143,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     read::parse(
-        &text,
+        text,
         &path.display().to_string(),
         &base,
         home.as_deref(),

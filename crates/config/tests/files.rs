@@ -265,7 +265,7 @@ fn test_load_reads_relative_to_the_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("boxmaker.toml");
     std::fs::write(&file, "[[mount]]\nhost = \"notes\"\nat = \"/n\"\n").unwrap();
-    let c = config::load(&file).unwrap();
+    let c = config::load_untrusted(&file).unwrap().0;
     assert_eq!(c.mounts[0].host, dir.join("notes"));
     let missing = config::load(&dir.join("nope.toml")).unwrap_err();
     assert!(matches!(missing, ConfigError::NotFound { .. }));
@@ -278,7 +278,44 @@ fn test_load_reads_relative_to_the_file() {
     assert_eq!(c.file.as_deref(), Some(file.as_path()));
     // The fingerprint follows the text.
     std::fs::write(&file, "[[mount]]\nhost = \"notes\"\nat = \"/m\"\n").unwrap();
-    assert_ne!(config::load(&file).unwrap().fingerprint, c.fingerprint);
+    assert_ne!(
+        config::load_untrusted(&file).unwrap().0.fingerprint,
+        c.fingerprint
+    );
+}
+
+/// docs/spec.md §6, "Whose config": a repository can ship `boxmaker.toml`, so `load` uses a
+/// config only when the person trusted it at that path with those bytes; a broken one is
+/// named as broken first.
+#[test]
+fn test_load_uses_only_a_config_the_person_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("boxmaker.toml");
+    let text = "[[mount]]\nhost = \"notes\"\nat = \"/n\"\n";
+    std::fs::write(&file, text).unwrap();
+    let e = config::load(&file).unwrap_err();
+    assert!(matches!(e, ConfigError::Untrusted { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("not one you have trusted") && msg.contains(" trust --config /"),
+        "{msg}"
+    );
+    config::trust(&file, text).unwrap();
+    config::load(&file).unwrap();
+    std::fs::write(&file, format!("{text}# one more line\n")).unwrap();
+    let e = config::load(&file).unwrap_err();
+    assert!(matches!(e, ConfigError::Changed { .. }), "{e}");
+    assert!(
+        e.to_string().contains("changed since you trusted it"),
+        "{e}"
+    );
+    // Broken and untrusted: what is broken is said first.
+    std::fs::write(&file, "[[mount]\n").unwrap();
+    assert!(matches!(
+        config::load(&file).unwrap_err(),
+        ConfigError::Invalid { .. }
+    ));
+    statedir::trust::forget(&file).unwrap();
 }
 
 // ---- bad files: one error, with the line -------------------------------------------------
@@ -775,7 +812,7 @@ fn test_a_writable_mount_may_not_hold_the_config_file() {
         "{msg}"
     );
     write(false);
-    let c = config::load(&file).unwrap();
+    let c = config::load_untrusted(&file).unwrap().0;
     assert!(c.own_files().iter().any(|f| f.path == file));
 }
 

@@ -27,6 +27,7 @@
 pub mod file;
 pub mod live;
 pub mod mark;
+pub mod trust;
 
 use std::fs::File;
 use std::io;

@@ -94,11 +94,27 @@ pub fn require_python_sdk() {
     }
 }
 
+/// The tester's word for a config the test wrote (`BIN trust --config CONFIG`, as this
+/// process's user and HOME; docs/spec.md §6, "Whose config"): boxmaker uses a config only
+/// once trusted. `false` when boxmaker would not trust it (it does not load: the command
+/// under test then says why).
+pub fn trust(bin: impl AsRef<OsStr>, config: impl AsRef<OsStr>) -> bool {
+    Command::new(bin)
+        .arg("trust")
+        .arg("--config")
+        .arg(config)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// A Python MCP SDK client: `client_python() tests/python/SCRIPT`, in that directory, with
 /// `BOXMAKER_BIN`, `BOXMAKER_CONFIG` and `env` in its environment. Fails when the SDK is
 /// missing.
+///
+/// The config is trusted first (`boxmaker trust`): the test wrote it, it is the tester's.
 pub fn python_client(bin: &Path, config: &Path, script: &str, env: &[(&str, &str)]) -> Command {
     require_python_sdk();
+    trust(bin, config);
     let mut cmd = Command::new(client_python());
     cmd.arg(python_dir().join(script))
         .current_dir(python_dir())
@@ -538,6 +554,8 @@ pub struct Lab {
     pub cwd: Option<PathBuf>,
     /// A lab in a temporary directory is removed with it.
     _temp: Option<tempfile::TempDir>,
+    /// The config's bytes last trusted, and as whom (see [`Lab::trust_config`]).
+    trusted: std::sync::Mutex<Option<(Option<u32>, Vec<u8>)>>,
 }
 
 impl Lab {
@@ -550,6 +568,7 @@ impl Lab {
             uid: None,
             cwd: None,
             _temp: None,
+            trusted: Default::default(),
         }
     }
 
@@ -563,6 +582,7 @@ impl Lab {
             uid: None,
             cwd: None,
             _temp: Some(temp),
+            trusted: Default::default(),
         }
     }
 
@@ -652,8 +672,36 @@ impl Lab {
         c
     }
 
-    /// `boxmaker ARGS --config CONFIG`.
+    /// The person's word for the lab's config as it is now (`boxmaker trust`, as the lab's
+    /// uid and HOME; docs/spec.md §6, "Whose config"): the lab's config is the tester's own,
+    /// written by the test. Done again only when the bytes or the uid changed; a config that
+    /// does not load is left untrusted (the command then says why it does not load).
+    pub fn trust_config(&self) {
+        let Ok(bytes) = std::fs::read(self.config()) else {
+            return;
+        };
+        let mut last = self
+            .trusted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.as_ref() == Some(&(self.uid, bytes.clone())) {
+            return;
+        }
+        let o = self
+            .bare()
+            .arg("trust")
+            .arg("--config")
+            .arg(self.config())
+            .output()
+            .unwrap();
+        if o.status.success() {
+            *last = Some((self.uid, bytes));
+        }
+    }
+
+    /// `boxmaker ARGS --config CONFIG`, the config trusted first ([`Lab::trust_config`]).
     pub fn cmd(&self, args: &[&str]) -> Command {
+        self.trust_config();
         let mut c = self.bare();
         c.args(args).arg("--config").arg(self.config());
         c
@@ -673,6 +721,7 @@ impl Lab {
     /// `BOXMAKER_BIN`, `BOXMAKER_CONFIG` and `env` in its environment. Fails when the SDK is
     /// missing.
     pub fn python_cmd(&self, script: &str, env: &[(&str, &str)]) -> Command {
+        self.trust_config();
         python_client(&self.bin, &self.config(), script, env)
     }
 

@@ -501,7 +501,9 @@ impl Lab {
         }
     }
 
-    /// Writes `text` as the config in this lab's directory (the state under `state/`).
+    /// Writes `text` as the config in this lab's directory (the state under `state/`), and
+    /// trusts it as the tester (`boxmaker trust`, docs/spec.md §6 "Whose config"; one that
+    /// does not load is left untrusted, and the command run on it says why).
     pub fn config(&self, name: &str, text: &str) -> PathBuf {
         let dir = self.dir.join(name);
         std::fs::create_dir_all(&dir).unwrap();
@@ -513,6 +515,7 @@ impl Lab {
             .replace("SERVERS", servers_dir().to_str().unwrap())
             .replace("LABDIR", self.dir.to_str().unwrap());
         std::fs::write(&path, text).unwrap();
+        testkit::trust(BIN, &path);
         path
     }
 }

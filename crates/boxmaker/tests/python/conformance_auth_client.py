@@ -11,11 +11,11 @@ It does what a person does, and nothing boxmaker does not:
 
 1. writes a config whose one remote tool is SERVER_URL with `oauth` (a pre-registered client
    from the scenario's context, a client id metadata document URL where the scenario gives
-   one), and an [[egress]] rule for the server's port;
+   one), and an [[egress]] rule for the server's port, and trusts it (`boxmaker trust`);
 2. runs `boxmaker auth login`: where it stops because a host of the sign-in (the
    authorization server) is not cleared, it appends the [[egress]] rules boxmaker printed,
-   as a person would, and runs it again; when it prints the URL, it plays the browser (GETs
-   it and follows the redirect to boxmaker's loopback callback);
+   as a person would, trusts the config again, and runs it again; when it prints the URL,
+   it plays the browser (GETs it and follows the redirect to boxmaker's loopback callback);
 3. calls the server's tool through the gate with `boxmaker call`; where boxmaker says the
    server needs a wider sign-in, it signs in again (at most three sign-ins in all).
 
@@ -95,6 +95,20 @@ effect = "allow"
     )
 
 
+def trust():
+    """The person's word for the config they just wrote or edited (`boxmaker trust`,
+    docs/spec.md §6, "Whose config"): boxmaker uses a config only once trusted."""
+    r = subprocess.run(
+        [BIN, "trust", "--config", config], capture_output=True, text=True, timeout=60
+    )
+    if r.returncode != 0:
+        log("trust:", r.returncode, r.stdout.strip(), r.stderr.strip())
+        sys.exit(1)
+
+
+trust()
+
+
 def browse(url):
     """The person's browser: open the URL, follow its redirects (to the loopback callback)."""
     try:
@@ -127,6 +141,7 @@ def login():
             return False
         with open(config, "a") as f:
             f.write("\n" + added)
+        trust()
     return False
 
 
