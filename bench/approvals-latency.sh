@@ -18,11 +18,15 @@ cargo build --profile dist -p boxmaker
 BIN="$CARGO_TARGET_DIR/dist/boxmaker"
 RUNS="${RUNS:-5}"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# The configs' trust records go with them.
+trap 'for c in "$work"/*/boxmaker.toml; do "$BIN" trust --revoke --config "$c" >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
 config() { # DIR GATE-LINES
     "$BIN" init "$1" >/dev/null
     printf '%s\n' "$2" | sed -i '/^\[gate\]$/r /dev/stdin' "$1/boxmaker.toml"
     sed -i 's/^approval_ttl = 300 /# approval_ttl = 300 /' "$1/boxmaker.toml"
+    # boxmaker uses a config only once trusted (docs/spec.md §6, "Whose config"): `init`
+    # trusted what it wrote, the edits need the word again.
+    "$BIN" trust --config "$1/boxmaker.toml" >/dev/null
 }
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 i=1

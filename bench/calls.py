@@ -176,13 +176,18 @@ def wait_port(port):
     raise SystemExit(f"the remote bench server did not listen on {port}")
 
 
-def prepare(d, sessions):
+def prepare(d):
     with open(os.path.join(d, "plain_server.py"), "w") as f:
         f.write(PLAIN_SERVER)
     with open(os.path.join(d, "boxmaker.toml"), "w") as f:
         f.write(CONFIG.replace("@VENV@", VENV).replace("@PORT@", str(REMOTE_PORT)))
     with open(os.path.join(d, "hello.txt"), "w") as f:
         f.write("hello from the workspace\n")
+
+
+def workspaces(d, sessions):
+    """The sessions' workspaces, each with hello.txt: made inside the state directory only
+    after boxmaker made and marked it (docs/spec.md §6, "Whose state")."""
     for s in sessions:
         ws = os.path.join(d, "state", "work", s)
         os.makedirs(ws, mode=0o700, exist_ok=True)
@@ -377,7 +382,7 @@ async def main():
     sessions = [f"t{i}" for i in range(4)]
     results, rates = {}, {}
     with tempfile.TemporaryDirectory() as d:
-        prepare(d, sessions + ["lat"])
+        prepare(d)
         ps = paths(d, bm)
         names = [n for n in ps if not ONLY or n in ONLY]
         # Paired: each boxmaker path beside its anchor, call for call (`paired`); a path
@@ -389,9 +394,18 @@ async def main():
             remote = subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "remote_echo_server.py"),
                                        str(REMOTE_PORT), REMOTE_TOKEN])
             wait_port(REMOTE_PORT)
+        config = os.path.join(d, "boxmaker.toml")
         try:
+            # boxmaker uses a config only once trusted (docs/spec.md §6, "Whose config"); the
+            # record goes when the directory does.
+            subprocess.run([bm, "trust", "--config", config], check=True, stdout=subprocess.DEVNULL)
+            # boxmaker uses a state directory only when it made it (docs/spec.md §6, "Whose
+            # state"): a cheap command makes and marks it before the workspaces go inside.
+            subprocess.run([bm, "grants", "--config", config], check=True, stdout=subprocess.DEVNULL)
+            workspaces(d, sessions + ["lat"])
             await measure(pairs, names, ps, results, rates, sessions, d)
         finally:
+            subprocess.run([bm, "trust", "--revoke", "--config", config], capture_output=True)
             if remote:
                 remote.terminate()
                 remote.wait()

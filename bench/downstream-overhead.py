@@ -105,6 +105,9 @@ class = "public"
 tool = "time_*"
 effect = "allow"
 """)
+    # boxmaker uses a config only once trusted (docs/spec.md §6, "Whose config"): `init`
+    # trusted what it wrote, the lines added here need the word again.
+    subprocess.run([bm, "trust", "--config", path], check=True, stdout=subprocess.DEVNULL)
     return path
 
 
@@ -124,16 +127,20 @@ async def main():
         bm = build()
         with tempfile.TemporaryDirectory() as d:
             cfg = config(d, bm)
-            cold = []
-            for i in range(FIRST_RUNS):
-                shutil.rmtree(os.path.join(d, ".boxmaker"), ignore_errors=True)
-                cold.append(await first_call(boxmaker_params(bm, cfg, f"cold-{i}"), "time_get_current_time"))
-            first["boxmaker mcp, cold (discovery + box + server)"] = statistics.median(cold)
-            first["boxmaker mcp, warm discovery (box + server)"] = statistics.median(
-                [await first_call(boxmaker_params(bm, cfg, f"first-{i}"), "time_get_current_time")
-                 for i in range(FIRST_RUNS)])
-            per["boxmaker mcp -> box -> mcp-server-time"] = await per_call(
-                boxmaker_params(bm, cfg, "bench"), "time_get_current_time")
+            try:
+                cold = []
+                for i in range(FIRST_RUNS):
+                    shutil.rmtree(os.path.join(d, ".boxmaker"), ignore_errors=True)
+                    cold.append(await first_call(boxmaker_params(bm, cfg, f"cold-{i}"), "time_get_current_time"))
+                first["boxmaker mcp, cold (discovery + box + server)"] = statistics.median(cold)
+                first["boxmaker mcp, warm discovery (box + server)"] = statistics.median(
+                    [await first_call(boxmaker_params(bm, cfg, f"first-{i}"), "time_get_current_time")
+                     for i in range(FIRST_RUNS)])
+                per["boxmaker mcp -> box -> mcp-server-time"] = await per_call(
+                    boxmaker_params(bm, cfg, "bench"), "time_get_current_time")
+            finally:
+                # The trust record goes with the temporary directory.
+                subprocess.run([bm, "trust", "--revoke", "--config", cfg], capture_output=True)
 
     print(f"\nPer call, {N} calls after {WARMUP} warm-up calls (ms):\n")
     print("| path | p50 | p90 | p99 | mean |")

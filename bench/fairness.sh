@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo build -q --profile dist -p boxmaker
 bin="$CARGO_TARGET_DIR/dist/boxmaker"
 dir=$(mktemp -d)
-trap 'kill $serve 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill ${serve:-} 2>/dev/null || true; "$bin" trust --revoke --config "$dir/boxmaker.toml" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 cat > "$dir/boxmaker.toml" <<'TOML'
 [gate]
 state = "state"
@@ -25,6 +25,9 @@ builtin = "run"
 tool = "run"
 effect = "allow"
 TOML
+# boxmaker uses a config only once trusted (docs/spec.md §6, "Whose config"); the record
+# goes with the directory (the trap above).
+"$bin" trust --config "$dir/boxmaker.toml" >/dev/null
 "$bin" serve --config "$dir/boxmaker.toml" </dev/null >/dev/null 2>&1 &
 serve=$!
 while [ ! -S "$dir/state/agent.sock" ]; do sleep 0.1; done

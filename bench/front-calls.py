@@ -20,7 +20,14 @@ async def main(target, n):
     bm = os.path.join(target, "dist", "boxmaker")
     gate_bin = os.path.join(target, "dist", "examples", "instant_gate")
     with tempfile.TemporaryDirectory() as d:
+        # boxmaker uses a config only once trusted (docs/spec.md §6, "Whose config"): `init`
+        # trusts what it writes; the record goes with the temporary directory.
         subprocess.run([bm, "init", d], check=True, stdout=subprocess.DEVNULL)
+        # boxmaker uses a state directory only when it made it (docs/spec.md §6, "Whose
+        # state"): `tools list` makes and marks it, with no gate (one would hold the lock the
+        # instant gate takes), before the instant gate puts its lock and socket inside.
+        subprocess.run([bm, "tools", "list", "--config", os.path.join(d, "boxmaker.toml")],
+                       check=True, stdout=subprocess.DEVNULL)
         state = os.path.join(d, ".boxmaker")
         gate = subprocess.Popen([gate_bin, state], stderr=subprocess.DEVNULL)
         try:
@@ -38,6 +45,8 @@ async def main(target, n):
         finally:
             gate.kill()
             gate.wait()
+            subprocess.run([bm, "trust", "--revoke", "--config", os.path.join(d, "boxmaker.toml")],
+                           capture_output=True)
 
 
 asyncio.run(main(sys.argv[1], int(sys.argv[2])))

@@ -54,6 +54,11 @@ async def time_mcp(command, args, tool, arguments, n, env=None):
 def setup(d):
     bm = os.path.join(TARGET, "dist", "boxmaker")
     subprocess.run([bm, "init", d], check=True, stdout=subprocess.DEVNULL)
+    # boxmaker uses a state directory only when it made it (docs/spec.md §6, "Whose state"):
+    # `tools list` makes and marks it, with no gate (one would hold the lock the instant gate
+    # takes), before the workspace, or the instant gate's lock and socket, go inside.
+    subprocess.run([bm, "tools", "list", "--config", os.path.join(d, "boxmaker.toml")],
+                   check=True, stdout=subprocess.DEVNULL)
     ws = os.path.join(d, ".boxmaker", "work", "bench")
     os.makedirs(ws, exist_ok=True)
     with open(os.path.join(ws, "hello.txt"), "w") as f:
@@ -66,34 +71,41 @@ async def main():
     ex = os.path.join(TARGET, "dist", "examples")
     results = {}
     with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2:
-        bm, cfg, path = setup(d1)
-        samples = []
-        for _ in range(n_direct := N * 10):
-            t = time.perf_counter()
-            with open(path) as f:
-                f.read()
-            samples.append(time.perf_counter() - t)
-        results["direct (Python reads the file)"] = stats(samples)
-        results["plain MCP server, trivial tool"] = await time_mcp(
-            os.path.join(ex, "trivial_server"), [], "read_file", {"path": "hello.txt"}, N)
-        # The front alone: an instant gate holds the state directory's lock and socket.
-        bm2, cfg2, _ = setup(d2)
-        gate = subprocess.Popen([os.path.join(ex, "instant_gate"), os.path.join(d2, ".boxmaker")],
-                                stderr=subprocess.DEVNULL)
         try:
-            for _ in range(200):
-                if os.path.exists(os.path.join(d2, ".boxmaker", "agent.sock")):
-                    break
-                time.sleep(0.01)
-            results["boxmaker mcp, instant gate (no box)"] = await time_mcp(
-                bm2, ["mcp", "--config", cfg2, "--session", "bench"], "read_file",
-                {"path": "hello.txt"}, N)
+            bm, cfg, path = setup(d1)
+            samples = []
+            for _ in range(n_direct := N * 10):
+                t = time.perf_counter()
+                with open(path) as f:
+                    f.read()
+                samples.append(time.perf_counter() - t)
+            results["direct (Python reads the file)"] = stats(samples)
+            results["plain MCP server, trivial tool"] = await time_mcp(
+                os.path.join(ex, "trivial_server"), [], "read_file", {"path": "hello.txt"}, N)
+            # The front alone: an instant gate holds the state directory's lock and socket.
+            bm2, cfg2, _ = setup(d2)
+            gate = subprocess.Popen([os.path.join(ex, "instant_gate"), os.path.join(d2, ".boxmaker")],
+                                    stderr=subprocess.DEVNULL)
+            try:
+                for _ in range(200):
+                    if os.path.exists(os.path.join(d2, ".boxmaker", "agent.sock")):
+                        break
+                    time.sleep(0.01)
+                results["boxmaker mcp, instant gate (no box)"] = await time_mcp(
+                    bm2, ["mcp", "--config", cfg2, "--session", "bench"], "read_file",
+                    {"path": "hello.txt"}, N)
+            finally:
+                gate.kill()
+                gate.wait()
+            results["boxmaker mcp, real gate + box"] = await time_mcp(
+                bm, ["mcp", "--config", cfg, "--session", "bench"], "read_file",
+                {"path": "hello.txt"}, max(50, N // 3))
         finally:
-            gate.kill()
-            gate.wait()
-        results["boxmaker mcp, real gate + box"] = await time_mcp(
-            bm, ["mcp", "--config", cfg, "--session", "bench"], "read_file",
-            {"path": "hello.txt"}, max(50, N // 3))
+            # `init` trusted the configs (docs/spec.md §6, "Whose config"); their records go
+            # with the temporary directories.
+            for d in (d1, d2):
+                subprocess.run([os.path.join(TARGET, "dist", "boxmaker"), "trust", "--revoke", "--config",
+                                os.path.join(d, "boxmaker.toml")], capture_output=True)
     width = max(len(k) for k in results)
     print(f"{'path':<{width}}  {'p50 ms':>8}  {'p99 ms':>8}  {'mean ms':>8}")
     for k, v in results.items():

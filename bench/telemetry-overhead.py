@@ -67,6 +67,14 @@ def lab(d):
     os.makedirs(d)
     with open(os.path.join(d, "boxmaker.toml"), "w") as f:
         f.write(CONFIG)
+    # boxmaker uses a config only once trusted (docs/spec.md §6, "Whose config").
+    subprocess.run([BIN, "trust", "--config", os.path.join(d, "boxmaker.toml")], check=True,
+                   stdout=subprocess.DEVNULL)
+    # boxmaker uses a state directory only when it made it (docs/spec.md §6, "Whose state"):
+    # `tools list` makes and marks it, with no gate (one started here would serve the `on`
+    # session without its OTEL_* variables), before the workspace goes inside.
+    subprocess.run([BIN, "tools", "list", "--config", os.path.join(d, "boxmaker.toml")],
+                   check=True, stdout=subprocess.DEVNULL)
     ws = os.path.join(d, "state", "work", "bench")
     os.makedirs(ws, mode=0o700)
     with open(os.path.join(ws, "hello.txt"), "w") as f:
@@ -143,6 +151,10 @@ def main():
         finally:
             receiver.terminate()
             receiver.wait()
+            # The labs' trust records go with the temporary directory.
+            for lab_dir in ("off", "on"):
+                subprocess.run([BIN, "trust", "--revoke", "--config",
+                                os.path.join(d, lab_dir, "boxmaker.toml")], capture_output=True)
 
 
 main()

@@ -483,12 +483,19 @@ struct Proc {
     child: Child,
     _dir: tempfile::TempDir,
     sock: PathBuf,
+    bin: String,
+    config: PathBuf,
 }
 
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // The config's trust record goes with the temporary directory.
+        let _ = Command::new(&self.bin)
+            .args(["trust", "--revoke", "--config"])
+            .arg(&self.config)
+            .output();
     }
 }
 
@@ -505,7 +512,18 @@ fn start_gate() -> Proc {
     let config = dir.path().join("boxmaker.toml");
     let ttl = std::env::var("GATE_BENCH_TTL").unwrap_or_else(|_| "3600".into());
     std::fs::write(&config, PROCESS_CONFIG.replace("TTL", &ttl)).unwrap();
-    let child = Command::new(bin)
+    // boxmaker uses a config only once trusted (docs/spec.md §6, "Whose config").
+    let trusted = Command::new(&bin)
+        .args(["trust", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        trusted.status.success(),
+        "boxmaker trust: {}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    let child = Command::new(&bin)
         .args(["__gate", "--config"])
         .arg(&config)
         .stderr(Stdio::inherit())
@@ -524,6 +542,8 @@ fn start_gate() -> Proc {
         child,
         _dir: dir,
         sock,
+        bin,
+        config,
     }
 }
 
