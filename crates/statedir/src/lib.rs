@@ -16,7 +16,10 @@
 //! place), and a person's file behind a link of theirs is resolved on purpose, a project's
 //! only inside the project. [`open`] is the state directory, refused when it or a name of
 //! [`NAMES`] in it is a link, and used only when it bears the person's mark ([`mark`]: a
-//! repository can ship `.boxmaker/` whole, a database of grants in it).
+//! repository can ship `.boxmaker/` whole, a database of grants in it). Beside the mark key
+//! it keeps the person's word for each config they trusted ([`trust`]: a repository can
+//! ship `boxmaker.toml` too, and `config::load` uses one only when a record sealed with the
+//! mark key names its path and its bytes).
 //!
 //! **Must never:** decide anything, create a socket anywhere but in the directory it was
 //! given, or write a file any other way than [`file`]'s. It holds no descriptor beyond one
