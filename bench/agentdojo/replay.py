@@ -636,6 +636,7 @@ async def run_suite(args):
     config = os.path.join(run_dir, "boxmaker.toml")
     template = serve = control = None
     started = time.monotonic()
+    failed = True
     try:
         if not args.direct_servers:
             template = Template(run_dir, args.suite)
@@ -652,6 +653,7 @@ async def run_suite(args):
                                  stderr=open(os.path.join(run_dir, "serve.log"), "w"))
         control = Control(state)
         await asyncio.gather(*(worker() for _ in range(args.jobs)))
+        failed = False
     finally:
         if control is not None:
             await control.close()
@@ -663,7 +665,17 @@ async def run_suite(args):
                 serve.kill()
         if template is not None:
             template.stop()
-        if not args.keep:
+        if failed:
+            # What the gate said is the first thing to read when a run breaks (a lost control
+            # connection is a gate that went away): the run's directory is kept, its log shown.
+            print(f"replay failed: the run's directory is kept: {run_dir}", file=sys.stderr)
+            try:
+                with open(os.path.join(run_dir, "serve.log")) as f:
+                    tail = f.read()[-4000:]
+                print(f"--- the end of {run_dir}/serve.log ---\n{tail}", file=sys.stderr)
+            except OSError as e:
+                print(f"(no serve.log: {e})", file=sys.stderr)
+        elif not args.keep:
             subprocess.run([bin_, "trust", "--revoke", "--config", config], capture_output=True)
             shutil.rmtree(run_dir, ignore_errors=True)
     return summarize(args.suite, results, time.monotonic() - started, args.persons)
