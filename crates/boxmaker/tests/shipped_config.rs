@@ -566,7 +566,27 @@ fn the_persons_own_config_works_at_once_and_after_a_change_they_trust() {
             let r = w.bmc(&me, &config, args);
             refused_changed(&format!("{who:?} {} after the edit", args[0]), &r, &config);
         }
+        // What changed is shown, and showing it trusts nothing.
+        let r = w.bmc(&me, &config, &["trust", "--diff"]);
+        assert!(
+            r.ok()
+                && r.stdout.contains("since you trusted it")
+                && r.stdout
+                    .lines()
+                    .any(|l| l.starts_with('+') && l.ends_with(" # a line added by hand"))
+                && !r.stdout.lines().any(|l| l.starts_with('-')),
+            "{who:?} trust --diff\n{}",
+            r.show()
+        );
+        let r = w.bmc(&me, &config, &["grants"]);
+        refused_changed(&format!("{who:?} grants after --diff"), &r, &config);
         trusts(&w, &me, &config, &format!("{who:?} the edit"));
+        let r = w.bmc(&me, &config, &["trust", "--diff"]);
+        assert!(
+            r.ok() && r.stdout.contains("unchanged since you trusted it"),
+            "{who:?} trust --diff after trust\n{}",
+            r.show()
+        );
         lists(
             &w,
             &me,

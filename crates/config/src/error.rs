@@ -42,8 +42,10 @@ pub enum ConfigError {
     /// The config at `path` changed since the person trusted it.
     #[error(
         "the config {} changed since you trusted it, so boxmaker used nothing of it (a pull, a \
-         script or another program may have changed it): read it, then run `{} trust \
-         --config {}`",
+         script or another program may have changed it): see what changed with `{} trust \
+         --diff --config {}`, then, if it is yours, run `{} trust --config {}`",
+        path.display(),
+        bin.display(),
         path.display(),
         bin.display(),
         path.display()

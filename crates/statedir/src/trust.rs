@@ -45,8 +45,14 @@ const HEADER: &str = "boxmaker trusted config v1";
 /// What a record's mark seals (with the path and the hash).
 const SEALED: &str = "trusted config";
 
-/// The most bytes a record may have (a path is at most 4096).
-const MAX_RECORD: u64 = 8192;
+/// The most bytes of a config a record keeps a copy of (to show what changed since).
+const MAX_COPY: usize = 256 * 1024;
+
+/// The most bytes a record may have (a path is at most 4096, the copy [`MAX_COPY`]).
+const MAX_RECORD: u64 = 8192 + MAX_COPY as u64;
+
+/// The line after which a record holds a copy of the bytes it trusted.
+const COPY: &str = "bytes";
 
 /// What the person's records say of a config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,13 +110,21 @@ pub fn record(path: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
     let path = bound_path(path)?;
     let sha = sha256_hex(bytes);
     let seal = mark::seal(SEALED, &sealed_bytes(&path, &sha))?;
-    let text = format!(
+    let mut text = format!(
         "{HEADER}\npath {}\nsha256 {sha}\nmark {seal}\n",
         path.display()
-    );
+    )
+    .into_bytes();
+    // A copy of what was trusted, so that a change can be shown (`boxmaker trust --diff`);
+    // it is only ever shown, and only when it hashes to the sealed `sha256`.
+    if bytes.len() <= MAX_COPY {
+        text.extend_from_slice(COPY.as_bytes());
+        text.push(b'\n');
+        text.extend_from_slice(bytes);
+    }
     let dir = Dir::make(&dir_path()?, 0o700)?;
     let name = record_name(&path);
-    dir.replace(&name, text.as_bytes(), Mode::Private)?;
+    dir.replace(&name, &text, Mode::Private)?;
     Ok(dir.join(&name))
 }
 
@@ -140,10 +154,59 @@ pub fn check(path: &Path, bytes: &[u8]) -> Result<Trust, Error> {
     let Some(found) = dir.read(&record_name(&path), MAX_RECORD)? else {
         return Ok(Trust::Never);
     };
-    let text = String::from_utf8(found.bytes).unwrap_or_default();
+    Ok(match sealed(&path, &found.bytes)? {
+        Some((sha, _)) if sha == sha256_hex(bytes) => Trust::Trusted,
+        Some(_) => Trust::Changed,
+        None => Trust::Never,
+    })
+}
+
+/// The bytes the person last trusted at `path` (as [`bound_path`] binds it), when the record
+/// is theirs and kept a copy that hashes to what it sealed: to show what changed since.
+pub fn trusted_bytes(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    let path = bound_path(path)?;
+    let dir = match Dir::open(&dir_path()?) {
+        Ok(d) => d,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let Some(found) = dir.read(&record_name(&path), MAX_RECORD)? else {
+        return Ok(None);
+    };
+    Ok(match sealed(&path, &found.bytes)? {
+        Some((sha, Some(copy))) if sha256_hex(&copy) == sha => Some(copy),
+        _ => None,
+    })
+}
+
+/// What a record of the person's says: the hash it sealed, and the copy after it, if any.
+type Sealed = (String, Option<Vec<u8>>);
+
+/// A record's sealed hash (and the copy after it, if any), when the record is for `path`
+/// and sealed by the person's mark key; `None` otherwise.
+fn sealed(path: &Path, record: &[u8]) -> Result<Option<Sealed>, Error> {
+    // The four lines of the head, then (optionally) `bytes` and the copy, raw.
+    let mut rest = record;
+    let mut head: Vec<&str> = Vec::with_capacity(4);
+    while head.len() < 4 {
+        let Some(end) = rest.iter().position(|b| *b == b'\n') else {
+            return Ok(None);
+        };
+        let (line, tail) = rest.split_at(end);
+        let Ok(line) = std::str::from_utf8(line) else {
+            return Ok(None);
+        };
+        head.push(line);
+        rest = tail.get(1..).unwrap_or_default();
+    }
+    let copy = rest
+        .strip_prefix(COPY.as_bytes())
+        .and_then(|r| r.strip_prefix(b"\n"))
+        .map(<[u8]>::to_vec);
+    let text = head.join("\n");
     let mut lines = text.lines();
     if lines.next() != Some(HEADER) {
-        return Ok(Trust::Never);
+        return Ok(None);
     }
     let field = |line: Option<&str>, key: &str| -> Option<String> {
         line?
@@ -156,20 +219,14 @@ pub fn check(path: &Path, bytes: &[u8]) -> Result<Trust, Error> {
         field(lines.next(), "sha256"),
         field(lines.next(), "mark"),
     ) else {
-        return Ok(Trust::Never);
+        return Ok(None);
     };
     // The record must be for this very path (a name is a hash's first half), and sealed
     // by the person's key over what it says.
-    if Path::new(&rec_path) != path.as_path()
-        || !mark::verify(SEALED, &sealed_bytes(&path, &sha), &seal)?
-    {
-        return Ok(Trust::Never);
+    if Path::new(&rec_path) != path || !mark::verify(SEALED, &sealed_bytes(path, &sha), &seal)? {
+        return Ok(None);
     }
-    if sha == sha256_hex(bytes) {
-        Ok(Trust::Trusted)
-    } else {
-        Ok(Trust::Changed)
-    }
+    Ok(Some((sha, copy)))
 }
 
 #[cfg(test)]
@@ -274,6 +331,26 @@ mod tests {
             std::fs::write(&rec, bad).unwrap();
             assert_eq!(check(&config, b"ours").unwrap(), Trust::Never, "{bad:?}");
         }
+        // The copy a record keeps is shown only when it hashes to what was sealed.
+        std::fs::copy(&other, &rec).unwrap();
+        let _ = std::fs::remove_file(&rec);
+        let mine = c.record(&config, b"ours\n");
+        assert_eq!(
+            trusted_bytes(&config).unwrap().as_deref(),
+            Some(&b"ours\n"[..])
+        );
+        let text = std::fs::read(&mine).unwrap();
+        let tampered: Vec<u8> = text
+            .strip_suffix(b"ours\n")
+            .unwrap()
+            .iter()
+            .chain(b"theirs\n")
+            .copied()
+            .collect();
+        std::fs::write(&mine, tampered).unwrap();
+        assert_eq!(trusted_bytes(&config).unwrap(), None);
+        // The head still holds: the bytes trusted are what the mark sealed.
+        assert_eq!(check(&config, b"ours\n").unwrap(), Trust::Trusted);
         // A link where the record is: refused, never followed.
         std::fs::remove_file(&rec).unwrap();
         std::os::unix::fs::symlink(&other, &rec).unwrap();
