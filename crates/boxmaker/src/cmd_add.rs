@@ -120,16 +120,7 @@ pub fn run(args: &AddArgs) -> Result<u8, CliError> {
     // writes, so adding to a shipped config would make the repository's words the person's.
     let before = config::parse(&old, &path.display().to_string(), &base)?;
     if existed {
-        let bound = statedir::trust::bound_path(path)?;
-        match statedir::trust::check(&bound, old.as_bytes())? {
-            statedir::trust::Trust::Trusted => {}
-            statedir::trust::Trust::Never => {
-                return Err(config::ConfigError::untrusted(bound).into());
-            }
-            statedir::trust::Trust::Changed => {
-                return Err(config::ConfigError::changed(bound).into());
-            }
-        }
+        config::check_trusted(path, &old)?;
     }
     let names = names(args, &server, &before)?;
     if let Some(var) = &args.bearer_env

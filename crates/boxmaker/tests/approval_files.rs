@@ -93,18 +93,9 @@ impl Env {
         lab.uid = uid;
         // The tester's config, trusted by the user every boxmaker process runs as (with
         // that user's HOME), as a person trusts the config they wrote.
-        let o = lab
-            .bare()
-            .arg("trust")
-            .arg("--config")
-            .arg(lab.config())
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "boxmaker trust: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        if let Err(why) = testkit::trust_as(&mut lab.bare(), lab.config()) {
+            panic!("boxmaker trust: {why}");
+        }
         Env { lab, dir }
     }
 

@@ -84,15 +84,10 @@ impl Env {
         // And their word for it (`boxmaker trust`, as that user with that HOME: docs/spec.md
         // §6, "Whose config"). A config refused as it is read is never trusted: the call then
         // says why, as it did before.
-        let _ = self
-            .who
-            .command(BIN)
-            .args(["trust", "--config"])
-            .arg(self.path("boxmaker.toml"))
-            .env("HOME", self.path("home"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let _ = testkit::trust_as(
+            self.who.command(BIN).env("HOME", self.path("home")),
+            self.path("boxmaker.toml"),
+        );
     }
 
     fn run(&self, args: &[&str]) -> Output {

@@ -66,19 +66,12 @@ fn start_with(name: &str, who: As, secret: &str, extra: &str) -> (PathBuf, Runne
     .unwrap();
     // The person's word for it, as `who` with the HOME the runner gets (docs/spec.md §6,
     // "Whose config").
-    let trusted = who
-        .command(BIN)
-        .args(["trust", "--config"])
-        .arg(dir.join("boxmaker.toml"))
-        .env("HOME", &dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        trusted.status.success(),
-        "{who:?}: boxmaker trust: {}",
-        String::from_utf8_lossy(&trusted.stderr)
-    );
+    if let Err(why) = testkit::trust_as(
+        who.command(BIN).env("HOME", &dir),
+        dir.join("boxmaker.toml"),
+    ) {
+        panic!("{who:?}: boxmaker trust: {why}");
+    }
     let runner = spawn_runner(&dir, who, secret);
     (dir, runner)
 }

@@ -34,16 +34,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use testkit::{As, Run, fresh_dir, open_to_everyone, pid_gone, pids_with, run_to_end, wait_until};
+use testkit::{As, Run, pids_with, run_to_end, wait_until};
 
-const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
+mod people;
+
+use people::{Person, World, signal};
+
 /// A boxmaker command that has not finished by then has hung: the test fails.
 const LIMIT: Duration = Duration::from_secs(60);
 /// What every refusal of a config never trusted says.
@@ -60,14 +62,6 @@ const LIST_WORK: &str = r#"{"path":"/work"}"#;
 // ---------------------------------------------------------------------------------------
 // The lab.
 
-/// Whose environment a boxmaker command runs in: HOME (`None`: unset) and XDG_STATE_HOME
-/// (`None`: unset).
-#[derive(Debug, Clone)]
-struct Person {
-    home: Option<PathBuf>,
-    xdg_state: Option<OsString>,
-}
-
 impl Person {
     /// Where boxmaker keeps this person's trust records when XDG_STATE_HOME is not
     /// absolute: `$HOME/.local/state/boxmaker/trusted`.
@@ -79,47 +73,9 @@ impl Person {
     }
 }
 
-/// One test's directory (homes, projects and repositories in it), run as `who`. Every
-/// process whose command line names the directory is killed when it is dropped.
-struct World {
-    dir: PathBuf,
-    who: As,
-}
-
 impl World {
     fn new(name: &str, who: As) -> World {
-        let dir = fresh_dir(
-            env!("CARGO_TARGET_TMPDIR"),
-            "shipped_config",
-            &format!("{name}-{who:?}"),
-        );
-        open_to_everyone(&dir, env!("CARGO_TARGET_TMPDIR"));
-        World { dir, who }
-    }
-
-    /// Gives `path` (and all below it) to the user boxmaker runs as.
-    fn give(&self, path: &Path) {
-        if self.who == As::User {
-            let ok = Command::new("chown")
-                .args(["-hR", "1000:1000"])
-                .arg(path)
-                .status()
-                .unwrap();
-            assert!(ok.success(), "chown {}", path.display());
-        }
-    }
-
-    /// A person with a home of their own, `DIR/NAME-home` (XDG_STATE_HOME unset), who has
-    /// never run boxmaker.
-    fn person(&self, name: &str) -> Person {
-        let home = self.dir.join(format!("{name}-home"));
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
-        self.give(&home);
-        Person {
-            home: Some(home),
-            xdg_state: None,
-        }
+        World::fresh("shipped_config", name, who)
     }
 
     /// The person's own project `DIR/NAME`: `boxmaker init DIR/NAME`, as they run it.
@@ -142,23 +98,10 @@ impl World {
         p
     }
 
-    /// `boxmaker ARGS` in `cwd`, as `who`, in `person`'s environment (the MCP clients'
-    /// variables removed: their files are found from HOME and `cwd`).
+    /// `boxmaker ARGS` in `cwd`, as `who`, in `person`'s environment.
     fn command(&self, person: &Person, cwd: &Path, args: &[&str]) -> Command {
-        let mut c = self.who.command(BIN);
-        c.args(args)
-            .current_dir(cwd)
-            .env_remove("HOME")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("CLAUDE_CONFIG_DIR")
-            .env_remove("CODEX_HOME");
-        if let Some(h) = &person.home {
-            c.env("HOME", h);
-        }
-        if let Some(x) = &person.xdg_state {
-            c.env("XDG_STATE_HOME", x);
-        }
+        let mut c = self.as_person(person, cwd);
+        c.args(args);
         c
     }
 
@@ -190,38 +133,6 @@ impl World {
             }
         }
         self.bm(person, config.parent().unwrap(), &all)
-    }
-
-    /// Stops every boxmaker process of this test (an on-demand gate lingers after the
-    /// command that started it), politely: a gate signs its checkpoint and closes its
-    /// database.
-    fn stop_gates(&self) {
-        let pids: Vec<u32> = pids_with(&format!("{}/", self.dir.display()))
-            .into_iter()
-            .filter(|p| {
-                std::fs::read(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(BIN))
-            })
-            .collect();
-        signal(&pids, "-TERM");
-        wait_until("the test's gates stop", Duration::from_secs(30), || {
-            pids.iter().all(|p| pid_gone(*p))
-        });
-    }
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        signal(&pids_with(&format!("{}/", self.dir.display())), "-KILL");
-    }
-}
-
-fn signal(pids: &[u32], sig: &str) {
-    for pid in pids {
-        let _ = Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .stderr(Stdio::null())
-            .status();
     }
 }
 

@@ -24,11 +24,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use testkit::{
-    As, Killed, Run, client_python, free_port, fresh_dir, open_to_everyone, pid_gone, pids_with,
-    python_dir, repo_root, run_to_end, servers_dir, wait_listening, wait_until,
+    As, Killed, Run, client_python, free_port, python_dir, repo_root, run_to_end, servers_dir,
+    wait_listening,
 };
 
-const BIN: &str = env!("CARGO_BIN_EXE_boxmaker");
+mod people;
+
+use people::{Person, World};
+
 /// A boxmaker command that has not finished by then has hung: the test fails.
 const LIMIT: Duration = Duration::from_secs(60);
 /// What every refusal of a state directory or key that is not the person's says.
@@ -41,54 +44,9 @@ const PLANTED_OUTPUT: &str = "planted grant-ran-me";
 // ---------------------------------------------------------------------------------------
 // The lab.
 
-/// Whose environment a boxmaker command runs in: HOME (`None`: unset) and XDG_STATE_HOME
-/// (`None`: unset).
-#[derive(Debug, Clone)]
-struct Person {
-    home: Option<PathBuf>,
-    xdg_state: Option<OsString>,
-}
-
-/// One test's directory (homes and projects in it), run as `who`. Every process whose
-/// command line names the directory is killed when it is dropped.
-struct World {
-    dir: PathBuf,
-    who: As,
-}
-
 impl World {
     fn new(name: &str, who: As) -> World {
-        let dir = fresh_dir(
-            env!("CARGO_TARGET_TMPDIR"),
-            "shipped_state",
-            &format!("{name}-{who:?}"),
-        );
-        open_to_everyone(&dir, env!("CARGO_TARGET_TMPDIR"));
-        World { dir, who }
-    }
-
-    /// Gives `path` (and all below it) to the user boxmaker runs as.
-    fn give(&self, path: &Path) {
-        if self.who == As::User {
-            let ok = Command::new("chown")
-                .args(["-R", "1000:1000"])
-                .arg(path)
-                .status()
-                .unwrap();
-            assert!(ok.success(), "chown {}", path.display());
-        }
-    }
-
-    /// A person with a home of their own, `DIR/NAME-home` (XDG_STATE_HOME unset).
-    fn person(&self, name: &str) -> Person {
-        let home = self.dir.join(format!("{name}-home"));
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
-        self.give(&home);
-        Person {
-            home: Some(home),
-            xdg_state: None,
-        }
+        World::fresh("shipped_state", name, who)
     }
 
     /// A project `DIR/NAME` with `boxmaker init`'s config, as `person` made it (and so
@@ -119,19 +77,10 @@ impl World {
     /// `boxmaker ARGS --config PROJECT/boxmaker.toml` (`init` takes no `--config`) in the
     /// project's directory, as `who`, in `person`'s environment.
     fn command(&self, person: &Person, project: &Path, args: &[&str]) -> Command {
-        let mut c = self.who.command(BIN);
+        let mut c = self.as_person(person, project);
         c.args(args);
         if args.first() != Some(&"init") {
             c.arg("--config").arg(project.join("boxmaker.toml"));
-        }
-        c.current_dir(project)
-            .env_remove("HOME")
-            .env_remove("XDG_STATE_HOME");
-        if let Some(h) = &person.home {
-            c.env("HOME", h);
-        }
-        if let Some(x) = &person.xdg_state {
-            c.env("XDG_STATE_HOME", x);
         }
         c
     }
@@ -144,38 +93,6 @@ impl World {
             &args.join(" "),
             LIMIT,
         )
-    }
-
-    /// Stops every boxmaker process of this test (an on-demand gate lingers after the
-    /// command that started it), politely: a gate signs its checkpoint and closes its
-    /// database.
-    fn stop_gates(&self) {
-        let pids: Vec<u32> = pids_with(&format!("{}/", self.dir.display()))
-            .into_iter()
-            .filter(|p| {
-                std::fs::read(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(BIN))
-            })
-            .collect();
-        signal(&pids, "-TERM");
-        wait_until("the test's gates stop", Duration::from_secs(30), || {
-            pids.iter().all(|p| pid_gone(*p))
-        });
-    }
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        signal(&pids_with(&format!("{}/", self.dir.display())), "-KILL");
-    }
-}
-
-fn signal(pids: &[u32], sig: &str) {
-    for pid in pids {
-        let _ = Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .stderr(Stdio::null())
-            .status();
     }
 }
 

@@ -43,15 +43,12 @@ fn config_dir(who: As) -> PathBuf {
     .unwrap();
     // The person's word for it, as `who` with the HOME the calls get (docs/spec.md §6,
     // "Whose config").
-    let o = who
-        .command(BIN)
-        .args(["trust", "--config"])
-        .arg(dir.join("boxmaker.toml"))
-        .env("HOME", &dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{who:?}: boxmaker trust: {}", show(&o));
+    if let Err(why) = testkit::trust_as(
+        who.command(BIN).env("HOME", &dir),
+        dir.join("boxmaker.toml"),
+    ) {
+        panic!("{who:?}: boxmaker trust: {why}");
+    }
     dir
 }
 

@@ -80,22 +80,24 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     // Parsed first (it acts on nothing), so a person's broken edit is named as what it is;
     // nothing of it is used before the trust is checked on the same bytes.
     let config = parse_file(&text, path)?;
-    let bound = statedir::trust::bound_path(path).map_err(|source| ConfigError::Trust {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    match statedir::trust::check(&bound, text.as_bytes()) {
-        Ok(statedir::trust::Trust::Trusted) => {}
-        Ok(statedir::trust::Trust::Never) => return Err(ConfigError::untrusted(bound)),
-        Ok(statedir::trust::Trust::Changed) => return Err(ConfigError::changed(bound)),
-        Err(source) => {
-            return Err(ConfigError::Trust {
-                path: bound,
-                source,
-            });
-        }
-    }
+    check_trusted(path, &text)?;
     Ok(config)
+}
+
+/// Whether the person trusted the config at `path` holding `text` (docs/spec.md §6, "Whose
+/// config"): `Ok` only when a record of theirs names that path and those bytes. The one
+/// check [`load`] makes, and `boxmaker add` before it edits a config.
+pub fn check_trusted(path: &Path, text: &str) -> Result<(), ConfigError> {
+    let trust_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ConfigError::Trust { path, source }
+    };
+    let bound = statedir::trust::bound_path(path).map_err(trust_err(path))?;
+    match statedir::trust::check(&bound, text.as_bytes()).map_err(trust_err(&bound))? {
+        statedir::trust::Trust::Trusted => Ok(()),
+        statedir::trust::Trust::Never => Err(ConfigError::untrusted(bound)),
+        statedir::trust::Trust::Changed => Err(ConfigError::changed(bound)),
+    }
 }
 
 /// [`load`] without asking whether the person trusted it: for `boxmaker trust` (which is how

@@ -99,12 +99,25 @@ pub fn require_python_sdk() {
 /// once trusted. `false` when boxmaker would not trust it (it does not load: the command
 /// under test then says why).
 pub fn trust(bin: impl AsRef<OsStr>, config: impl AsRef<OsStr>) -> bool {
-    Command::new(bin)
+    trust_as(&mut Command::new(bin), config).is_ok()
+}
+
+/// [`trust`] said by `cmd` — the binary as the user, with the HOME, the test's other
+/// commands run with (the records are that user's) — and boxmaker's refusal when it would
+/// not trust it.
+pub fn trust_as(cmd: &mut Command, config: impl AsRef<OsStr>) -> Result<(), String> {
+    let o = cmd
         .arg("trust")
         .arg("--config")
         .arg(config)
+        .stdin(Stdio::null())
         .output()
-        .is_ok_and(|o| o.status.success())
+        .map_err(|e| format!("boxmaker trust did not start: {e}"))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
 }
 
 /// A Python MCP SDK client: `client_python() tests/python/SCRIPT`, in that directory, with
@@ -687,14 +700,7 @@ impl Lab {
         if last.as_ref() == Some(&(self.uid, bytes.clone())) {
             return;
         }
-        let o = self
-            .bare()
-            .arg("trust")
-            .arg("--config")
-            .arg(self.config())
-            .output()
-            .unwrap();
-        if o.status.success() {
+        if trust_as(&mut self.bare(), self.config()).is_ok() {
             *last = Some((self.uid, bytes));
         }
     }
