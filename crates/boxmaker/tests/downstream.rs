@@ -933,6 +933,8 @@ host = "repo-rw"
 at = "/data/repo-rw"
 class = "internal"
 write = true
+# A server that commits writes .git: the person keeps the rest (docs/spec.md §4).
+read_only = [".claude", ".mcp.json", ".vscode"]
 
 [[tool]]
 name = "git"

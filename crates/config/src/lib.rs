@@ -57,7 +57,7 @@ pub use egress::{CallLabel, Destination, EgressRule, Host, HostPattern, Refusal,
 pub use error::ConfigError;
 pub use labels::{AnswerLabel, LabelRule};
 pub use model::{
-    Audit, BoxLimits, Builtin, Config, Gate, Mount, Tool, ToolKind, is_valid_tool_name,
+    Audit, BoxLimits, Builtin, Config, Gate, HOST_RUN, Mount, Tool, ToolKind, is_valid_tool_name,
 };
 pub use policy::Label;
 pub use reach::box_label;

@@ -217,7 +217,30 @@ pub struct Mount {
     /// Its files come from outside (`untrusted = true`): a file read under here is
     /// untrusted, and a box of an untrusted session may write here (docs/spec.md §3.5).
     pub untrusted: bool,
+    /// What no box may change in it, even where it is writable (`read_only`, default
+    /// [`HOST_RUN`]): paths under `host`, relative, of normal components (docs/spec.md §4,
+    /// "What a writable mount keeps").
+    pub read_only: Vec<PathBuf>,
 }
+
+/// The entries of a writable mount that no box may change unless its `read_only` says
+/// otherwise: those through which a write becomes code that a program on the host runs
+/// later, without the person choosing to run it — git's hooks and `core.fsmonitor`, an
+/// agent client's project hooks and servers, an editor's tasks, direnv's `.envrc`, and a
+/// `boxmaker.toml` (docs/spec.md §4, "What a writable mount keeps").
+pub const HOST_RUN: &[&str] = &[
+    ".git",
+    ".claude",
+    ".codex",
+    ".cursor",
+    ".gemini",
+    ".vscode",
+    ".idea",
+    ".devcontainer",
+    ".mcp.json",
+    ".envrc",
+    "boxmaker.toml",
+];
 
 /// The builtin tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -525,6 +525,7 @@ mod tests {
             class: proto::DataClass::Internal,
             write,
             untrusted: false,
+            read_only: Vec::new(),
         }
     }
 

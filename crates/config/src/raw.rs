@@ -101,6 +101,7 @@ pub(crate) struct Mount {
     pub write: bool,
     #[serde(default)]
     pub untrusted: bool,
+    pub read_only: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]

@@ -547,6 +547,10 @@ impl Ctx<'_> {
                     Some(name)
                 }
             };
+            let read_only = match m.read_only {
+                None => crate::model::HOST_RUN.iter().map(PathBuf::from).collect(),
+                Some(list) => self.read_only(&at, list)?,
+            };
             out.push(Mount {
                 name,
                 host,
@@ -554,9 +558,58 @@ impl Ctx<'_> {
                 class: m.class.unwrap_or(DataClass::Internal),
                 write: m.write,
                 untrusted: m.untrusted,
+                read_only,
             });
         }
         Ok((out, spans))
+    }
+
+    /// A mount's `read_only`: each a name in the mount's top directory (one normal part:
+    /// no `/`, not `.` or `..`), none twice. Only a name there holds: a box can rename the
+    /// directory that holds a deeper entry, mount point and all, and put its own in its
+    /// place (docs/spec.md §4, "What a writable mount keeps").
+    fn read_only(
+        &self,
+        at: &Path,
+        list: Vec<Spanned<String>>,
+    ) -> Result<Vec<PathBuf>, ConfigError> {
+        let mut out: Vec<PathBuf> = Vec::with_capacity(list.len());
+        for entry in list {
+            let s = entry.get_ref();
+            if s.is_empty() || s == "." || s == ".." || s.contains('/') || s.contains('\0') {
+                let deeper = s
+                    .split('/')
+                    .find(|seg| !seg.is_empty() && *seg != "." && *seg != "..")
+                    .filter(|_| s.contains('/') && !s.starts_with('/'));
+                return self.err(
+                    entry.span(),
+                    format!(
+                        "`read_only` of the mount at {}: {s:?} is not a name in the mount's top \
+                         directory (like \".git\"){}",
+                        at.display(),
+                        match deeper {
+                            Some(top) => format!(
+                                ": a box can rename the directory that holds a deeper entry and \
+                                 put its own in its place; keep {top:?} instead"
+                            ),
+                            None => String::new(),
+                        }
+                    ),
+                );
+            }
+            let path = PathBuf::from(s);
+            if out.contains(&path) {
+                return self.err(
+                    entry.span(),
+                    format!(
+                        "`read_only` of the mount at {} names {s:?} twice",
+                        at.display()
+                    ),
+                );
+            }
+            out.push(path);
+        }
+        Ok(out)
     }
 
     /// A mount point inside the box: absolute, normal components only, not `/` and not

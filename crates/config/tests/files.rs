@@ -872,3 +872,52 @@ fn test_bad_address_space_names_its_line() {
     );
     assert!(m.contains("memory_bytes"), "{m}");
 }
+
+#[test]
+fn test_a_writable_mount_keeps_what_the_host_runs_from_unless_it_says_otherwise() {
+    let mount = "[[mount]]\nhost = \"/srv/proj\"\nat = \"/src\"\nwrite = true\n";
+    // Absent: git's, the agent clients', the editors', direnv's and boxmaker's own files.
+    let cfg = ok(mount);
+    let kept: Vec<&str> = cfg.mounts[0]
+        .read_only
+        .iter()
+        .map(|p| p.to_str().unwrap())
+        .collect();
+    assert_eq!(kept, config::HOST_RUN);
+    for name in [
+        ".git",
+        ".claude",
+        ".mcp.json",
+        ".vscode",
+        ".envrc",
+        "boxmaker.toml",
+    ] {
+        assert!(kept.contains(&name), "{name} is not kept by default");
+    }
+    // A list replaces it; an empty one keeps nothing.
+    let cfg = ok(&format!("{mount}read_only = [\".git\", \"scripts\"]\n"));
+    assert_eq!(
+        cfg.mounts[0].read_only,
+        vec![
+            std::path::PathBuf::from(".git"),
+            std::path::PathBuf::from("scripts")
+        ]
+    );
+    assert!(
+        ok(&format!("{mount}read_only = []\n")).mounts[0]
+            .read_only
+            .is_empty()
+    );
+    // Only names in the mount's top directory, each once: a deeper entry does not hold.
+    for entry in ["../x", "/etc", "", ".", "..", "a/../b", "./a", "a//b", "a/"] {
+        let msg = bad(&format!("{mount}read_only = [\"{entry}\"]\n"), 5);
+        assert!(
+            msg.contains("`read_only` of the mount at /src") && msg.contains("not a name in"),
+            "{entry:?}: {msg}"
+        );
+    }
+    let msg = bad(&format!("{mount}read_only = [\"scripts/deploy.sh\"]\n"), 5);
+    assert!(msg.contains("keep \"scripts\" instead"), "{msg}");
+    let msg = bad(&format!("{mount}read_only = [\".git\", \".git\"]\n"), 5);
+    assert!(msg.contains("twice"), "{msg}");
+}

@@ -433,10 +433,25 @@ fn hex(bytes: &[u8]) -> String {
 impl Runner {
     /// The view of a box of `tool` in `session`: `/work`, the tool's mounts (writable where
     /// the config says, whatever the session's label: a label that goes down on a reset
-    /// makes them writable again), the masks, and the box's `PATH`.
+    /// makes them writable again), the masks, the entries no box changes, and the box's
+    /// `PATH`.
     pub(crate) fn view(&self, session: &proto::SessionId, tool: &Tool) -> View {
         let mounts = self.box_mounts(Some(tool), None);
         let masks = self.masks(&mounts);
+        // Inside a writable mount, but no box changes them: read-only places of their own.
+        let keeps: Vec<Place> = self
+            .keeps(&mounts)
+            .into_iter()
+            .filter_map(|at| {
+                let m = mounts.iter().find(|m| at.starts_with(&m.at))?;
+                let host = m.host.join(at.strip_prefix(&m.at).ok()?);
+                Some(Place {
+                    at,
+                    host: Some(host),
+                    writable: false,
+                })
+            })
+            .collect();
         let mut places = vec![Place {
             at: PathBuf::from("/work"),
             host: Some(self.workspace(session)),
@@ -452,6 +467,7 @@ impl Runner {
             host: None,
             writable: false,
         }));
+        places.extend(keeps);
         let env = self
             .box_spec(
                 session,

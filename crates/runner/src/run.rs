@@ -436,6 +436,48 @@ impl Runner {
         out
     }
 
+    /// The entries of the writable ones of `mounts` that no box may change (each mount's
+    /// `read_only`), where they are on the host now and are not symlinks: the box binds
+    /// each over itself read-only (docs/spec.md §4, "What a writable mount keeps"). The one
+    /// place a box's kept entries come from. Looked at when each box is made, so a warm box
+    /// made before an entry appeared is made again (its shape differs).
+    pub(crate) fn keeps(&self, mounts: &[Mount]) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for m in mounts.iter().filter(|m| m.write) {
+            let Some(c) = self.config.mounts.iter().find(|c| c.at == m.at) else {
+                continue;
+            };
+            for rel in &c.read_only {
+                let there = std::fs::symlink_metadata(m.host.join(rel))
+                    .is_ok_and(|md| !md.file_type().is_symlink());
+                if there {
+                    out.push(m.at.join(rel));
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The `read_only` entries of the writable ones of `mounts` that [`Runner::keeps`] does
+    /// not keep (not there, or a symlink), for `box show`.
+    fn unkept(&self, mounts: &[Mount]) -> Vec<PathBuf> {
+        let kept = self.keeps(mounts);
+        let mut out: Vec<PathBuf> = Vec::new();
+        for m in mounts.iter().filter(|m| m.write) {
+            if let Some(c) = self.config.mounts.iter().find(|c| c.at == m.at) {
+                out.extend(
+                    c.read_only
+                        .iter()
+                        .map(|rel| m.at.join(rel))
+                        .filter(|at| !kept.contains(at)),
+                );
+            }
+        }
+        out
+    }
+
     /// The label of a box of `tool` in `session` now: what it can read — its mounts (their
     /// class, and untrusted when one says so) joined with what the session's workspace may
     /// hold (untrusted once the session read untrusted data).
@@ -531,6 +573,7 @@ impl Runner {
                 m.write = false;
             }
         }
+        spec.keeps = self.keeps(&spec.mounts);
         spec
     }
 
@@ -548,6 +591,7 @@ impl Runner {
         let mut spec = Spec::new(argv, self.workspace(session));
         spec.mounts = self.box_mounts(None, None);
         spec.masks = self.masks(&spec.mounts);
+        spec.keeps = self.keeps(&spec.mounts);
         // A networked box goes out only through the egress proxy: its own network
         // namespace, the listener its init makes, and the variables that name it.
         spec.proxy = network;
@@ -728,6 +772,7 @@ impl Runner {
         if let Some(t) = tool {
             spec.mounts = self.box_mounts(Some(t), Some(self.box_label(session, t)));
             spec.masks = self.masks(&spec.mounts);
+            spec.keeps = self.keeps(&spec.mounts);
             reach = if t.runs_foreign_code() {
                 let r = self.config.reach(t);
                 format!(
@@ -755,6 +800,17 @@ impl Runner {
             }
         }
         let mut table = sandbox::mount_table(&spec)?;
+        let unkept = self.unkept(&spec.mounts);
+        if !unkept.is_empty() {
+            reach.push_str(&format!(
+                "not kept (not there, or a symlink: a box could make it): {}\n",
+                unkept
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         let mut work = String::new();
         if !made {
             for e in &mut table {

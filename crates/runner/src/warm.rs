@@ -54,6 +54,7 @@ struct Shape {
     workspace: PathBuf,
     mounts: Vec<Mount>,
     masks: Vec<PathBuf>,
+    keeps: Vec<PathBuf>,
 }
 
 /// One running warm box.
@@ -126,6 +127,7 @@ impl Warm {
             workspace: spec.workspace.clone(),
             mounts: spec.mounts.clone(),
             masks: spec.masks.clone(),
+            keeps: spec.keeps.clone(),
         };
         let slot = self.slot(session, tool);
         let mut held = lock(&slot);

@@ -473,6 +473,12 @@ fn place(
             source,
         }
     };
+    if matches!(e.kind, MountKind::Keep) {
+        // The host's own entry, seen through a writable bind: nothing is made for it, not
+        // even its parent (that would be a directory made on the host).
+        sys::keep_read_only(&target, &e.at.display().to_string())?;
+        return Ok(());
+    }
     let parent = target.parent().unwrap_or(root).to_owned();
     if !made.contains(&parent) {
         fs::create_dir_all(&parent).map_err(io("create directory", &parent))?;
@@ -560,6 +566,7 @@ fn place(
         (MountKind::Bind { .. } | MountKind::Device { .. }, None) => {
             return Err(Error::Setup(format!("no open source for {label}")));
         }
+        (MountKind::Keep, _) => {}
     }
     if matches!(
         e.kind,

@@ -53,7 +53,8 @@ pub fn rules(table: &[MountEntry]) -> Vec<(std::path::PathBuf, BitFlags<AccessFs
             MountKind::Devpts => device | AccessFs::ReadDir,
             MountKind::Proc => read,
             MountKind::Tmpfs { writable: false } => BitFlags::from(AccessFs::ReadDir),
-            MountKind::Symlink { .. } | MountKind::File { .. } => continue,
+            // Kept entries are read-only by their mount, inside a writable bind's rule.
+            MountKind::Symlink { .. } | MountKind::File { .. } | MountKind::Keep => continue,
         };
         out.push((e.at.clone(), access));
     }

@@ -52,6 +52,10 @@ pub enum MountKind {
     Proc,
     /// A new devpts instance.
     Devpts,
+    /// The entry already at this path, inside a writable bind, bound over itself read-only
+    /// when it is there and not a symlink; its mount point is never made (the path is the
+    /// host's own file).
+    Keep,
 }
 
 /// Top-level system directories shown read-only where they exist.
@@ -203,6 +207,12 @@ pub fn mount_table(spec: &Spec) -> Result<Vec<MountEntry>> {
             kind: MountKind::Tmpfs { writable: false },
         });
     }
+    for at in &spec.keeps {
+        extra.push(MountEntry {
+            at: at.clone(),
+            kind: MountKind::Keep,
+        });
+    }
     // Parents before children, so a mount inside another is not hidden by it (and a mask,
     // inside its mount, comes after it: a stable sort keeps masks after mounts of a depth).
     extra.sort_by_key(|e| e.at.components().count());
@@ -281,6 +291,9 @@ pub fn describe(table: &[MountEntry]) -> String {
             MountKind::Tmpfs { writable: false } => "private tmpfs (read-only)".into(),
             MountKind::Proc => "proc of the box's pid namespace".into(),
             MountKind::Devpts => "new devpts instance".into(),
+            MountKind::Keep => {
+                "kept read-only: what a program on the host runs from (no box changes it)".into()
+            }
         };
         out.push_str(&format!("{:<24} {what}\n", e.at.display()));
     }

@@ -42,6 +42,11 @@ pub struct Spec {
     /// shows that no box may see, such as boxmaker's state directory).
     #[serde(default)]
     pub masks: Vec<PathBuf>,
+    /// Places inside a writable mount that the box may not change: each entry there when
+    /// the box is built (not a symlink) is bound over itself read-only; nothing is created
+    /// where none is (docs/spec.md §4, "What a writable mount keeps").
+    #[serde(default)]
+    pub keeps: Vec<PathBuf>,
     /// Share the host's network (no network namespace). Default: only `lo`.
     #[serde(default)]
     pub network: bool,
@@ -155,6 +160,7 @@ impl Spec {
             workspace: workspace.into(),
             mounts: Vec::new(),
             masks: Vec::new(),
+            keeps: Vec::new(),
             network: false,
             proxy: false,
             limits: Limits::default(),
@@ -194,6 +200,19 @@ impl Spec {
             check_box_path(at)?;
             if !self.mounts.iter().any(|m| at.starts_with(&m.at)) {
                 return bad(format!("mask {} is under no mount", at.display()));
+            }
+        }
+        for at in &self.keeps {
+            check_box_path(at)?;
+            if !self
+                .mounts
+                .iter()
+                .any(|m| m.write && at.starts_with(&m.at) && at != &m.at)
+            {
+                return bad(format!(
+                    "kept entry {} is inside no writable mount",
+                    at.display()
+                ));
             }
         }
         let l = &self.limits;

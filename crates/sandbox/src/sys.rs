@@ -60,6 +60,7 @@ pub(crate) fn cstr(s: &OsStr) -> Result<CString> {
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 /// `MOUNT_ATTR_*` flags of `mount_setattr(2)`.
 pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
 pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
@@ -212,6 +213,105 @@ pub(crate) fn bind_fd(source: &OwnedFd, target: &Path, what: &str) -> Result<()>
         });
     }
     Ok(())
+}
+
+/// Binds the file or directory at `target` over itself, read-only, `nosuid` and `nodev`,
+/// with every mount below it (docs/spec.md §4, "What a writable mount keeps"). Nothing is
+/// created and no path is looked up twice: the entry is opened once refusing any symlink
+/// (`RESOLVE_NO_SYMLINKS`), cloned from that descriptor, made read-only while detached, and
+/// moved onto that same descriptor. `Ok(false)` when nothing is there or it is a symlink
+/// (a symlink's target is not the entry, and is not kept).
+pub(crate) fn keep_read_only(target: &Path, what: &str) -> Result<bool> {
+    let p = cpath(target)?;
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS,
+    };
+    // SAFETY: `p` is a valid C string and `how` a valid `open_how` of the size passed; the
+    // returned descriptor is owned below.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            p.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if ret == -1 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR) => Ok(false),
+            _ => Err(Error::Mount {
+                what: what.to_owned(),
+                target: target.to_owned(),
+                source: e,
+            }),
+        };
+    }
+    let fd =
+        RawFd::try_from(ret).map_err(|_| Error::Setup("openat2 returned no descriptor".into()))?;
+    // SAFETY: `fd` was just returned by openat2 and is owned by nobody else.
+    let entry = unsafe { OwnedFd::from_raw_fd(fd) };
+    let empty = c"";
+    let failed = |step: &str| Error::Mount {
+        what: format!("{what} ({step})"),
+        target: target.to_owned(),
+        source: io::Error::last_os_error(),
+    };
+    // SAFETY: `entry` is a live descriptor and `empty` a valid C string.
+    let tree = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            entry.as_raw_fd(),
+            empty.as_ptr(),
+            OPEN_TREE_CLONE
+                | AT_RECURSIVE
+                | libc::AT_EMPTY_PATH as libc::c_uint
+                | libc::O_CLOEXEC as libc::c_uint,
+        )
+    };
+    if tree == -1 {
+        return Err(failed("open_tree"));
+    }
+    // SAFETY: open_tree returned a new descriptor that nobody else owns.
+    let tree = unsafe { OwnedFd::from_raw_fd(tree as RawFd) };
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `tree` is live, `empty` a valid C string, `attr` a properly sized mount_attr.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if ret == -1 {
+        return Err(failed("mount_setattr"));
+    }
+    // SAFETY: both descriptors are live and `empty` is a valid C string.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            entry.as_raw_fd(),
+            empty.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    if ret == -1 {
+        return Err(failed("move_mount"));
+    }
+    Ok(true)
 }
 
 /// Sets mount attributes (read-only, nosuid, ...) on `target`, and on every mount below it
