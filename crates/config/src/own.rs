@@ -8,8 +8,10 @@
 //!   `logs/` —, the audit key and the OAuth sealing key beside it ([`beside`], the one place
 //!   that names a key beside the state directory), and every `[[secret]]` file;
 //! - *no box may change* ([`Guard::Unchanged`]): what decides what boxmaker does or runs on
-//!   the host — the config file, the witness file, and the programs of `command` secrets and
-//!   of `witness_command` named by an absolute path.
+//!   the host — the config file, the witness file, the boxmaker program itself, and the
+//!   programs of `command` secrets and of `witness_command` with every argument of theirs
+//!   that names a file (as `read::host_command` resolved them: a relative program is the
+//!   config directory's, a bare one what `PATH` finds).
 //!
 //! **The rule** ([`conflict`], the one check; `config` refuses a file that breaks it, naming
 //! the mount and the file). Every path is compared twice: as written (`.` and `..` folded)
@@ -149,14 +151,8 @@ pub(crate) fn own_files(
                 "keep it outside every mount",
             )),
             SecretSource::Command(argv) => {
-                if let Some(program) = argv.first().map(Path::new).filter(|p| p.is_absolute()) {
-                    out.push(own(
-                        format!("the program of secret {:?}", s.name),
-                        program,
-                        Guard::Unchanged,
-                        "keep it outside every writable mount, or make the mount read-only",
-                    ));
-                }
+                let name = format!("secret {:?}", s.name);
+                host_command(&mut out, &name, &format!("the command of {name}"), argv);
             }
             SecretSource::Env(_) => {}
         }
@@ -169,19 +165,8 @@ pub(crate) fn own_files(
             "move `[audit] witness_file` out of it, or make the mount read-only",
         ));
     }
-    if let Some(program) = audit
-        .witness_command
-        .as_ref()
-        .and_then(|argv| argv.first())
-        .map(Path::new)
-        .filter(|p| p.is_absolute())
-    {
-        out.push(own(
-            "the witness command's program".into(),
-            program,
-            Guard::Unchanged,
-            "keep it outside every writable mount, or make the mount read-only",
-        ));
+    if let Some(argv) = &audit.witness_command {
+        host_command(&mut out, "the witness command", "the witness command", argv);
     }
     if let Some(file) = file {
         out.push(own(
@@ -189,6 +174,18 @@ pub(crate) fn own_files(
             file,
             Guard::Unchanged,
             "make the mount read-only, or keep the config outside it",
+        ));
+    }
+    // The program itself: what the client starts (`boxmaker mcp`), the prompt hook runs, and
+    // every box's file tools are made of.
+    if let Ok(exe) = std::env::current_exe()
+        && exe.is_file()
+    {
+        out.push(own(
+            "the boxmaker program".into(),
+            &exe,
+            Guard::Unchanged,
+            "install boxmaker outside every writable mount, or make the mount read-only",
         ));
     }
     out
@@ -470,6 +467,47 @@ pub fn masks(own: &[OwnFile], at: &Path, host: &Path, write: bool) -> Vec<PathBu
     let all = out.clone();
     out.retain(|m| !all.iter().any(|o| o != m && m.starts_with(o)));
     out
+}
+
+/// A command boxmaker runs on the host (`what`: `secret "gh"`, `the witness command`;
+/// `command`: `the command of secret "gh"`, `the witness command`), as
+/// the config resolved it (`read::host_command`): its program, and every argument that is
+/// an absolute path of something there now (a script an interpreter runs, a file it reads),
+/// are files no box may change — a box that rewrote one would run on the host, outside every
+/// box, the next time the command runs.
+fn host_command(out: &mut Vec<OwnFile>, what: &str, command: &str, argv: &[String]) {
+    // A bare name `PATH` did not find when the config was read: where it would be found when
+    // it runs, on any directory of `PATH`, is the program (a box could put one there).
+    if let Some(name) = argv.first().filter(|p| !p.contains('/'))
+        && let Some(path) = std::env::var_os("PATH")
+    {
+        for dir in std::env::split_paths(&path).filter(|d| d.is_absolute()) {
+            out.push(OwnFile {
+                what: format!("the program of {what}, were it there"),
+                path: dir.join(name),
+                guard: Guard::Unchanged,
+                fix: "keep that directory off PATH or outside every writable mount, or make the \
+                      mount read-only"
+                    .into(),
+            });
+        }
+    }
+    for (i, arg) in argv.iter().enumerate() {
+        let path = Path::new(arg);
+        if !path.is_absolute() || (i > 0 && std::fs::symlink_metadata(path).is_err()) {
+            continue;
+        }
+        out.push(OwnFile {
+            what: if i == 0 {
+                format!("the program of {what}")
+            } else {
+                format!("a file named by {command}")
+            },
+            path: path.to_path_buf(),
+            guard: Guard::Unchanged,
+            fix: "keep it outside every writable mount, or make the mount read-only".into(),
+        });
+    }
 }
 
 #[cfg(test)]

@@ -234,6 +234,41 @@ impl Ctx<'_> {
         })
     }
 
+    /// A command boxmaker runs on the host, outside every box (a `command` secret, the
+    /// witness command), made to mean one thing wherever the gate was started — so that
+    /// what runs is what the config check guards (`crate::own`): a program named by a
+    /// relative path is the config directory's, like every relative path of the config; a
+    /// bare name is looked up on `PATH` now, as it would be when it runs, and kept by the
+    /// path it found (none found: left to `PATH`); an argument that names an existing file
+    /// or directory relative to the config's directory is that path, made absolute.
+    fn host_command(&self, mut argv: Vec<String>) -> Vec<String> {
+        if let Some(program) = argv.first_mut() {
+            let found = if program.contains('/') {
+                Path::new(program.as_str())
+                    .is_relative()
+                    .then(|| self.base.join(program.as_str()))
+            } else {
+                on_path(program)
+            };
+            if let Some(p) = found.and_then(|p| p.to_str().map(str::to_owned)) {
+                *program = p;
+            }
+        }
+        for arg in argv.iter_mut().skip(1) {
+            let path = Path::new(arg.as_str());
+            if arg.is_empty() || path.is_absolute() || arg.starts_with('-') {
+                continue;
+            }
+            let there = self.base.join(path);
+            if std::fs::symlink_metadata(&there).is_ok()
+                && let Some(s) = there.to_str()
+            {
+                *arg = s.to_owned();
+            }
+        }
+        argv
+    }
+
     fn positive(
         &self,
         value: Option<Spanned<u64>>,
@@ -420,7 +455,7 @@ impl Ctx<'_> {
                          [\"logger\", \"-t\", \"boxmaker-audit\"]; it may not be empty",
                     );
                 }
-                Some(argv)
+                Some(self.host_command(argv))
             }
         };
         Ok(Audit {
@@ -1100,7 +1135,7 @@ impl Ctx<'_> {
                         ),
                     );
                 }
-                SecretSource::Command(argv)
+                SecretSource::Command(self.host_command(argv))
             } else {
                 return self.err(
                     s.name.span(),
@@ -1723,4 +1758,17 @@ impl Ctx<'_> {
         }
         Ok(out)
     }
+}
+
+/// Where `name` is on this process's `PATH`: the first regular file of that name with an
+/// execute bit, as `execvp` would find it.
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }

@@ -686,10 +686,13 @@ journal = false
         c.audit.witness_file,
         Some(PathBuf::from("/var/log/bm/checkpoints"))
     );
-    assert_eq!(
-        c.audit.witness_command,
-        Some(vec!["logger".into(), "-t".into(), "boxmaker-audit".into()])
+    // A bare program is kept by what `PATH` finds now (left bare where it finds none).
+    let argv = c.audit.witness_command.unwrap();
+    assert!(
+        argv[0] == "logger" || (argv[0].starts_with('/') && argv[0].ends_with("/logger")),
+        "{argv:?}"
     );
+    assert_eq!(&argv[1..], ["-t", "boxmaker-audit"]);
     assert!(!c.audit.journal);
 }
 
@@ -778,7 +781,7 @@ fn test_programs_boxmaker_runs_on_the_host_are_outside_every_writable_mount() {
         &format!("{rw}[audit]\nwitness_command = [\"/opt/tools/witness\"]\n"),
         2,
     );
-    assert!(msg.contains("the witness command's program"), "{msg}");
+    assert!(msg.contains("the program of the witness command"), "{msg}");
     // Read-only, they may be shown; a program found on `PATH` is not a path of the config's.
     let ro = rw.replace("write = true\n", "");
     ok(&format!(
@@ -920,4 +923,72 @@ fn test_a_writable_mount_keeps_what_the_host_runs_from_unless_it_says_otherwise(
     assert!(msg.contains("keep \"scripts\" instead"), "{msg}");
     let msg = bad(&format!("{mount}read_only = [\".git\", \".git\"]\n"), 5);
     assert!(msg.contains("twice"), "{msg}");
+}
+
+#[test]
+fn test_a_host_command_means_one_thing_and_no_writable_mount_holds_what_it_runs() {
+    // Reproduced: a box rewrote `./proj/token.sh`, and the runner next ran it on the host.
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    std::fs::create_dir_all(base.join("proj")).unwrap();
+    std::fs::write(base.join("proj/token.sh"), "#!/bin/sh\necho t\n").unwrap();
+    std::fs::create_dir_all(base.join("tools")).unwrap();
+    std::fs::write(base.join("tools/get.py"), "print('t')\n").unwrap();
+    let rw = "[[mount]]\nhost = \"proj\"\nat = \"/src\"\nwrite = true\n";
+    let secret = |argv: &str| format!("{rw}[[secret]]\nname = \"tok\"\ncommand = {argv}\n");
+    let parse_here = |text: &str| config::parse(text, "boxmaker.toml", base);
+
+    // A relative program is the config directory's, wherever the gate was started.
+    let msg = parse_here(&secret("[\"./proj/token.sh\"]"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("the program of secret \"tok\"") && msg.contains("proj/token.sh"),
+        "{msg}"
+    );
+    // A script an interpreter runs, relative or absolute, is as much the program.
+    for argv in [
+        "[\"sh\", \"proj/token.sh\"]".to_string(),
+        format!("[\"sh\", \"{}\"]", base.join("proj/token.sh").display()),
+    ] {
+        let msg = parse_here(&secret(&argv)).unwrap_err().to_string();
+        assert!(
+            msg.contains("a file named by the command of secret \"tok\""),
+            "{argv}: {msg}"
+        );
+    }
+    // The witness command too.
+    let msg = parse_here(&format!(
+        "{rw}[audit]\nwitness_command = [\"sh\", \"proj/token.sh\"]\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(msg.contains("the witness command"), "{msg}");
+
+    // Outside the writable mount, each is resolved and kept as what runs.
+    let cfg = parse_here(&secret("[\"python3\", \"tools/get.py\", \"show\", \"-c\"]")).unwrap();
+    match &cfg.secrets[0].source {
+        config::SecretSource::Command(argv) => {
+            assert!(
+                argv[0] == "python3" || argv[0].ends_with("/python3"),
+                "{argv:?}"
+            );
+            assert_eq!(argv[1], base.join("tools/get.py").to_str().unwrap());
+            // Words that name nothing here stay words.
+            assert_eq!(&argv[2..], ["show", "-c"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let cfg = parse_here(&secret("[\"./tools/get.py\"]")).unwrap();
+    match &cfg.secrets[0].source {
+        config::SecretSource::Command(argv) => {
+            assert_eq!(argv[0], base.join("./tools/get.py").to_str().unwrap());
+        }
+        other => panic!("{other:?}"),
+    }
+    // A program not there yet, in the writable mount, is refused as well.
+    let msg = parse_here(&secret("[\"proj/later.sh\"]"))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("proj/later.sh"), "{msg}");
 }

@@ -35,6 +35,7 @@ pub use config::args as builtin;
 pub mod digest;
 pub mod downstream;
 pub mod fit;
+pub mod gitkeep;
 pub mod inbox;
 pub mod label;
 pub mod run;

@@ -447,8 +447,8 @@ impl Runner {
             let Some(c) = self.config.mounts.iter().find(|c| c.at == m.at) else {
                 continue;
             };
-            for rel in &c.read_only {
-                let there = std::fs::symlink_metadata(m.host.join(rel))
+            for rel in kept_names(c, &m.host) {
+                let there = std::fs::symlink_metadata(m.host.join(&rel))
                     .is_ok_and(|md| !md.file_type().is_symlink());
                 if there {
                     out.push(m.at.join(rel));
@@ -468,8 +468,8 @@ impl Runner {
         for m in mounts.iter().filter(|m| m.write) {
             if let Some(c) = self.config.mounts.iter().find(|c| c.at == m.at) {
                 out.extend(
-                    c.read_only
-                        .iter()
+                    kept_names(c, &m.host)
+                        .into_iter()
                         .map(|rel| m.at.join(rel))
                         .filter(|at| !kept.contains(at)),
                 );
@@ -1278,6 +1278,22 @@ pub(crate) fn state_sub(
     } else {
         Dir::own_existing(state)?.sub(name)
     }
+}
+
+/// The names a writable mount keeps: its `read_only`, and, where that keeps `.git`, what
+/// its git directory names in the work tree as a place git runs code or reads config from
+/// (`core.hooksPath`, an included file, a submodule's work tree: [`crate::gitkeep`]).
+fn kept_names(mount: &config::Mount, host: &Path) -> Vec<PathBuf> {
+    let mut names = mount.read_only.clone();
+    if names.iter().any(|n| n == Path::new(".git")) {
+        for name in crate::gitkeep::named_by_git(host) {
+            let name = PathBuf::from(name);
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
 }
 
 #[cfg(test)]

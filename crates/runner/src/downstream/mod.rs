@@ -864,6 +864,8 @@ impl Runner {
         } else {
             spec.limits.timeout = SERVER_LIFETIME;
         }
+        // Of the mounts as this box has them (none writable in discovery).
+        spec.keeps = self.keeps(&spec.mounts);
         spec.limits.cpu_seconds = spec.limits.timeout.as_secs();
         // Its secrets, as the variables the config names (read here, in the runner, the one
         // process that reads them); discovery needs them too, to start the server at all.
