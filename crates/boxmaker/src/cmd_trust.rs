@@ -51,6 +51,35 @@ pub fn run(args: &TrustArgs) -> Result<(), CliError> {
         cfg.egress.len(),
         cfg.gate.state.display()
     );
+    // What a box could still make in a mount it may write (docs/spec.md §4, "What a
+    // writable mount keeps"): said now, while the person reads what they trust.
+    for m in cfg.mounts.iter().filter(|m| m.write) {
+        if m.read_only.is_empty() {
+            outln!(
+                "the writable mount {} keeps nothing read-only: a box may change its .git and \
+                 every file there",
+                m.at.display()
+            );
+            continue;
+        }
+        let absent: Vec<String> = m
+            .read_only
+            .iter()
+            .filter(|n| {
+                std::fs::symlink_metadata(m.host.join(n)).map_or(true, |md| md.is_symlink())
+            })
+            .map(|n| n.display().to_string())
+            .collect();
+        if !absent.is_empty() {
+            outln!(
+                "the writable mount {} keeps what is there of its read_only; a box could make \
+                 what is not: {} (what you make yourself there, an empty .claude directory \
+                 say, boxes cannot change)",
+                m.at.display(),
+                absent.join(" ")
+            );
+        }
+    }
     outln!(
         "boxmaker uses it until a byte of it changes; `boxmaker check --config {}` shows what \
          it allows",

@@ -447,7 +447,9 @@ fn test_serve_signs_a_last_checkpoint_when_stopped_and_a_failing_witness_is_said
     assert_eq!(witness_sizes(&env.path("witness")), [before], "{said}");
     // The failing command witness was said on stderr and audited, and the gate went on.
     assert!(
-        said.contains("the audit witness command sh -c")
+        // `sh` as `PATH` found it when the config was read.
+        said.contains("the audit witness command ")
+            && said.contains("sh -c echo no route")
             && said.contains("did not take the checkpoint")
             && said.contains("no route to the backup host"),
         "{said}"

@@ -354,7 +354,10 @@ fn a_failing_witness_is_audited_and_the_gate_goes_on() {
     assert!(
         failed
             .iter()
-            .any(|(w, d)| w.starts_with("command sh") && d.contains("exited with exit status: 3")),
+            // `sh` as `PATH` found it when the config was read (config::read::host_command).
+            .any(|(w, d)| w.starts_with("command ")
+                && w.contains("sh -c echo the backup disk")
+                && d.contains("exited with exit status: 3")),
         "{failed:?}"
     );
     assert!(
