@@ -1,8 +1,10 @@
 #!/bin/sh
 # Runs deploy/compose.yaml as it is — two replicas and PostgreSQL — with podman-compose, and
-# checks the fleet it makes: a conversation spread over both replicas (deploy/fleet_client.py),
-# then replica 1 restarted, its audit chain kept and the fleet's checkpoint still agreeing,
-# then PostgreSQL cut off the network (a call refused in bounded time, saying why) and back.
+# checks the fleet it makes: each replica trusted the mounted config (`boxmaker trust`) before
+# it served, a conversation spread over both replicas (deploy/fleet_client.py), then replica 1
+# restarted, its audit chain kept and the fleet's checkpoint still agreeing, then PostgreSQL
+# cut off the network (a call refused in bounded time, saying why) and back, then the mounted
+# config changed (refused until the replicas restart, which trust and serve the new one).
 #
 #   deploy/podman-fleet.sh BINARY [BASE_IMAGE]
 #
@@ -109,6 +111,31 @@ config=/etc/boxmaker/boxmaker.toml
 wait_front $r1 8080
 wait_front $r2 8090
 
+# Each replica's command trusts the config mounted (the operator's word, docs/deploy.md) before
+# its gate serves: the container's last start printed `trusted … (sha256 <the file's>…)` and
+# then `serving`, and the record on its volume (the image's HOME) holds those bytes.
+trusted() { # CONTAINER
+    want=$(sha256sum "$work/deploy/boxmaker.toml" | cut -c1-16)
+    last=$(podman logs "$1" 2>&1 | grep '^trusted /etc/boxmaker/boxmaker.toml' | tail -1)
+    case "$last" in
+        *"(sha256 $want"*) ;;
+        *) echo "FAIL $1 did not trust the config mounted (sha256 $want…): ${last:-no trust line}"; exit 1 ;;
+    esac
+    for i in $(seq 1 20); do # `serve` starts in the background beside the front: wait for it
+        podman logs "$1" 2>&1 | awk '/^trusted \/etc\/boxmaker\/boxmaker.toml/ { t = 1; s = 0 }
+            t && /^boxmaker: serving;/ { s = 1 } END { exit !s }' && break
+        [ "$i" -lt 20 ] || { echo "FAIL $1 trusted the config but its gate did not serve after"; exit 1; }
+        sleep 0.5
+    done
+    diff=$(podman exec "$1" boxmaker trust --diff --config $config 2>&1)
+    case "$diff" in
+        *"unchanged since you trusted it"*) echo "ok   $1: $last; then serving; $diff" ;;
+        *) echo "FAIL $1's record does not hold the config mounted: $diff"; exit 1 ;;
+    esac
+}
+trusted $r1
+trusted $r2
+
 converse() {
     token=$(inside $r1 boxmaker token --config $config | grep -oE '[0-9a-f]{16}\.[0-9a-f]{32}' | head -1)
     [ -n "$token" ] || { echo "FAIL replica 1 minted no credential"; exit 1; }
@@ -147,6 +174,7 @@ records_before=$(inside $r1 boxmaker audit verify --config $config | grep -oE '[
 echo "replica 1 restarted"
 podman restart $r1 >/dev/null
 wait_front $r1 8080
+trusted $r1
 after=$(key_id)
 [ "$before" = "$after" ] \
     && echo "ok   replica 1 kept its audit key across the restart ($after)" \
@@ -165,9 +193,43 @@ podman network disconnect ${project}_default ${project}_postgres_1
     "$token" "podman exec $r1" "podman exec $r2" cut
 podman network connect --alias postgres ${project}_default ${project}_postgres_1
 echo "PostgreSQL back on the network"
-for _ in $(seq 1 30); do
-    inside $r2 boxmaker token --config $config >/dev/null 2>&1 && break
-    sleep 1
+# Podman gives it another address. A gate's connection made before the cut may still point
+# at the old one: its next statement waits out the 15 s and fails closed, and the one after
+# that connects anew. So wait for each gate to read the store again (`approvals` is answered
+# by the gate from the store), not for a fresh connection of a command of its own.
+back=$(date +%s)
+for r in $r1 $r2; do
+    until inside "$r" boxmaker approvals --config $config >/dev/null 2>&1; do
+        [ $(($(date +%s) - back)) -lt 90 ] || { echo "FAIL $r's gate did not read the store again in 90 s"; exit 1; }
+        sleep 1
+    done
 done
+echo "ok   both gates read the store again $(($(date +%s) - back)) s after it came back"
+converse
+
+# The config mounted changes under the running replicas (written in place, as an editor or
+# a ConfigMap sync may): what reads it refuses, saying so, until the replica starts again;
+# a restart trusts what is mounted and serves it (here `list_dir` asks a person too).
+awk '/^tool = "list_dir"$/ { g = 1 } g && /^effect = "allow"$/ { $0 = "effect = \"ask\""; g = 0 } { print }' \
+    "$here/boxmaker.toml" > "$work/changed.toml"
+if cmp -s "$here/boxmaker.toml" "$work/changed.toml"; then
+    echo "FAIL could not make a changed config (no list_dir grant that allows)"; exit 1
+fi
+cat "$work/changed.toml" > "$work/deploy/boxmaker.toml"
+echo "the mounted config changed"
+out=$(inside $r1 boxmaker grants --config $config 2>&1 || true)
+case "$out" in
+    *"changed since you trusted it"*) echo "ok   before a restart replica 1 refuses it: $out" ;;
+    *) echo "FAIL replica 1 used a config changed under it: $out"; exit 1 ;;
+esac
+podman restart $r1 $r2 >/dev/null
+wait_front $r1 8080
+wait_front $r2 8090
+for r in $r1 $r2; do
+    trusted "$r"
+    inside "$r" boxmaker grants --config $config | grep -q '^config:[0-9]*  ask list_dir ' \
+        || { echo "FAIL $r does not serve the changed config"; exit 1; }
+done
+echo "ok   both replicas serve the changed config (list_dir asks)"
 converse
 echo "fleet: ok"
