@@ -213,6 +213,27 @@ fn a_replica_cut_from_its_store_decides_nothing_and_loses_nothing() {
             stderr(&out)
         );
     }
+    // Each refused request has its outcome in the audit: a `failed` result right after it,
+    // never a request that says nothing of how it ended.
+    let log = std::fs::read_to_string(r1.path("state/audit.log")).unwrap();
+    let records: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    for tool in ["read_file", "share"] {
+        let calls: Vec<&serde_json::Value> = records
+            .iter()
+            .filter(|r| r["session"] == "s1" && r["tool"] == tool)
+            .collect();
+        let last_request = calls.iter().rposition(|r| r["event"] == "request").unwrap();
+        let after = &calls[last_request + 1..];
+        assert!(
+            after
+                .iter()
+                .any(|r| r["event"] == "result" && r["outcome"] == "failed"),
+            "{tool}: {calls:?}"
+        );
+    }
     // Back: the replica reconnects on its next call, and the taint it acknowledged before
     // the cut is there (no decision on a stale taint).
     pg.start_server();

@@ -926,10 +926,22 @@ impl Gate {
         let (taint, at, grants, decision, remembered, mut files, argued_writes) = match decided {
             Ok(d) => d,
             Err(e) => {
-                // Still log that the request came; the call does not run either way.
+                // Still log that the request came, and the `failed` it is answered with and
+                // why (a store that could not be read): the call does not run either way,
+                // and an audit with a request and no outcome would say nothing of it.
+                let refused = Event::result(
+                    req.session.clone(),
+                    req.call,
+                    req.tool.clone(),
+                    Outcome::Failed,
+                    &e.to_string(),
+                    DataClass::Public,
+                    false,
+                    false,
+                );
                 let _ = self.make_durable(Durable {
                     raise: None,
-                    events: vec![(now, request)],
+                    events: vec![(now, request), (now, refused)],
                     sightings: None,
                     defer_sync: false,
                 });
