@@ -826,6 +826,47 @@ fn write_file_cannot_change_git_or_an_existing_mcp_json() {
     f.finish();
 }
 
+/// `write_file` is boxmaker's own code, so a kept name is refused to it even where there
+/// is none yet — a box cannot keep what does not exist, and `.mcp.json`, `.envrc` or a
+/// second `boxmaker.toml` made by `write_file` alone (no `run`) would otherwise be the
+/// person's next prompt to approve a server, an environment or a config. However the path
+/// is spelt; the rest of the mount stays writable.
+#[test]
+fn write_file_cannot_make_a_kept_name_that_is_not_there() {
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new("write-file-absent", who, &[]);
+        let config = lab.config("c", None, "");
+        let before = snapshot(&lab.proj);
+        for path in [
+            "/src/.mcp.json",
+            "/src/.envrc",
+            "/src/boxmaker.toml",
+            "/src/sub/../.mcp.json",
+            "/src/./.envrc",
+            "/work/../src/.mcp.json",
+        ] {
+            let (r, v) = lab.write_file(&config, path, "{}\n");
+            f.check(
+                v["status"] == "failed" && r.show().contains("kept read-only"),
+                || format!("{who:?}: write_file {path} was not refused\n{}", r.show()),
+            );
+        }
+        unchanged(
+            &mut f,
+            who,
+            "after write_file to absent kept names, the project",
+            &before,
+            &snapshot(&lab.proj),
+        );
+        let (r, v) = lab.write_file(&config, "/src/mcp.json.txt", "fine\n");
+        f.check(v["status"] == "result", || {
+            format!("{who:?}: a name that is not kept was refused\n{}", r.show())
+        });
+    }
+    f.finish();
+}
+
 // ---------------------------------------------------------------------------------------
 // 4. The default list.
 

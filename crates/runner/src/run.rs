@@ -460,6 +460,35 @@ impl Runner {
         out
     }
 
+    /// The kept name (`AT/NAME`) of a writable one of `mounts` that `path` (as `write_file`
+    /// takes it: absolute, or under `/work`; `.` and `..` folded as written) is, or lies
+    /// under, whether or not it is there yet.
+    fn kept_at(&self, mounts: &[Mount], path: &str) -> Option<PathBuf> {
+        let p = Path::new(path);
+        let p = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            Path::new("/work").join(p)
+        };
+        let mut folded = PathBuf::new();
+        for c in p.components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    folded.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => folded.push(other),
+            }
+        }
+        mounts.iter().filter(|m| m.write).find_map(|m| {
+            let c = self.config.mounts.iter().find(|c| c.at == m.at)?;
+            kept_names(c, &m.host)
+                .into_iter()
+                .map(|n| m.at.join(n))
+                .find(|at| folded.starts_with(at))
+        })
+    }
+
     /// The `read_only` entries of the writable ones of `mounts` that [`Runner::keeps`] does
     /// not keep (not there, or a symlink), for `box show`.
     fn unkept(&self, mounts: &[Mount]) -> Vec<PathBuf> {
@@ -920,6 +949,19 @@ impl Runner {
             Io::Inherit,
             label,
         );
+        // A kept name is refused to `write_file` whether or not it is there yet: the box
+        // cannot keep what does not exist, but this write is boxmaker's own code.
+        if let InboxRequest::WriteFile { path, .. } = &inbox
+            && let Some(kept) = self.kept_at(&spec.mounts, path)
+        {
+            return failed(format!(
+                "{}: cannot write {path}: {} is kept read-only in every box (a program on the \
+                 host runs from it; docs/spec.md §4, \"What a writable mount keeps\"); nothing \
+                 was written",
+                tool.name,
+                kept.display()
+            ));
+        }
         spec.mounts.push(Mount {
             host: self.binary.clone(),
             at: INBOX_BINARY.into(),
