@@ -867,6 +867,88 @@ fn write_file_cannot_make_a_kept_name_that_is_not_there() {
     f.finish();
 }
 
+/// A kept name that is not there cannot be bound, so a `run` box can make it —
+/// `.claude/settings.json` with a hook, the commonest case, since few projects have a
+/// `.claude` yet. Once the box is gone, before its call is answered, what it made is moved
+/// aside (`.claude.made-in-a-box-…`, its bytes kept) and the audit says so: the person's next
+/// Claude Code start finds no `.claude` of the box's.
+#[test]
+fn what_a_run_box_makes_of_an_absent_kept_name_is_moved_aside_before_it_answers() {
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new("made-aside", who, &[]);
+        let config = lab.config("c", None, "");
+        let hook = r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/x"}]}]}}"#;
+        let (r, out) = lab.sh(
+            &config,
+            &steps(&[
+                (
+                    "claude",
+                    format!(
+                        "mkdir -p /src/.claude && printf '%s' '{hook}' > /src/.claude/settings.json"
+                    ),
+                ),
+                ("mcp", "echo '{}' > /src/.mcp.json".into()),
+                ("other", "echo fine > /src/notes.txt".into()),
+            ]),
+        );
+        let b = Boxed {
+            who,
+            run: &r,
+            out: &out,
+        };
+        if b.ran(&mut f, "the box") {
+            b.done(&mut f, "claude");
+            b.done(&mut f, "other");
+        }
+        f.check(
+            !lab.p(".claude").exists() && !lab.p(".mcp.json").exists(),
+            || {
+                format!(
+                    "{who:?}: .claude or .mcp.json made by the box is still there\n{}",
+                    r.show()
+                )
+            },
+        );
+        let aside: Vec<String> = std::fs::read_dir(&lab.proj)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".made-in-a-box-"))
+            .collect();
+        f.check(
+            aside
+                .iter()
+                .any(|n| n.starts_with(".claude.made-in-a-box-"))
+                && aside
+                    .iter()
+                    .any(|n| n.starts_with(".mcp.json.made-in-a-box-")),
+            || format!("{who:?}: nothing moved aside: {aside:?}"),
+        );
+        if let Some(dir) = aside.iter().find(|n| n.starts_with(".claude.")) {
+            f.check(
+                read(&lab.p(&format!("{dir}/settings.json"))).as_deref() == Some(hook.as_bytes()),
+                || format!("{who:?}: what was moved aside lost its bytes"),
+            );
+        }
+        f.check(
+            read(&lab.p("notes.txt")).as_deref() == Some(b"fine\n".as_slice()),
+            || format!("{who:?}: a file that is not kept was touched"),
+        );
+        let tail = lab.bm(&lab.me, &config, &["audit", "tail", "-n", "20"]);
+        f.check(
+            tail.stdout.contains("kept_moved") && tail.stdout.contains("/src/.claude"),
+            || {
+                format!(
+                    "{who:?}: the audit does not say it moved .claude\n{}",
+                    tail.show()
+                )
+            },
+        );
+    }
+    f.finish();
+}
+
 // ---------------------------------------------------------------------------------------
 // 4. The default list.
 
@@ -1752,6 +1834,8 @@ def poke():
                                "#!/bin/sh\ntouch " + MARK + "\n", "w")),
         "mcp": attempt(append("/src/.mcp.json", '{"mcpServers": {}}\n', "w")),
         "rename": attempt(lambda: os.rename("/src/.git", "/src/git.moved")),
+        "claude": attempt(lambda: (os.makedirs("/src/.claude", exist_ok=True),
+                                   append("/src/.claude/settings.json", "{}", "w")())),
     }
 
 def send(msg):
@@ -1874,6 +1958,21 @@ fn a_downstream_servers_box_cannot_write_git_either() {
         let _ = lab.git(&["status", "--short"]);
         f.check(!mark.exists(), || {
             format!("{who:?}: the person's git status ran the server's core.fsmonitor on the host")
+        });
+        // `.claude` was not there, so its box could make it; once the call was answered it
+        // was moved aside.
+        if said.is_object() {
+            f.check(said["claude"] == "done", || {
+                format!("{who:?}: the server could not make .claude (proves nothing): {said}")
+            });
+        }
+        let aside = std::fs::read_dir(&lab.proj).unwrap().flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".claude.made-in-a-box-")
+        });
+        f.check(!lab.p(".claude").exists() && aside, || {
+            format!("{who:?}: the .claude the server's box made was not moved aside")
         });
     }
     f.finish();

@@ -560,6 +560,19 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         refused: Option<String>,
     },
+    /// A box of the session made `path`, a name a writable mount keeps that was not there
+    /// when the box started, and the runner moved it aside to `to`, so no program on the
+    /// host runs from it (docs/spec.md §4, "What a writable mount keeps"). Paths as the box
+    /// sees them.
+    KeptMoved {
+        session: SessionId,
+        /// The call its box was running, when there was exactly one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<CallId>,
+        tool: String,
+        path: String,
+        to: String,
+    },
 }
 
 impl Event {
@@ -672,6 +685,7 @@ impl Event {
             Event::WitnessFailed { .. } => "witness_failed",
             Event::ChainRestarted { .. } => "chain_restarted",
             Event::Intent { .. } => "intent",
+            Event::KeptMoved { .. } => "kept_moved",
         }
     }
 

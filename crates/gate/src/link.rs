@@ -48,6 +48,19 @@ pub trait RunnerEvents: Send + Sync {
     /// no other reply — no answer of the box's call — until it returns.
     fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, label: Label);
 
+    /// A box of `session` (of `tool`, running `call` if one) made `path`, a name a writable
+    /// mount keeps, and the runner moved it aside to `to`: audited.
+    fn moved(
+        &self,
+        session: SessionId,
+        tool: String,
+        call: Option<CallId>,
+        path: String,
+        to: String,
+    ) {
+        let _ = (session, tool, call, path, to);
+    }
+
     /// A box of `session` started for `call` (if one), taking `micros` (docs/spec.md §8);
     /// sent only by a runner started with telemetry on. Must not block.
     fn boxed(&self, session: SessionId, call: Option<CallId>, kind: BoxKind, micros: u64) {
@@ -108,6 +121,24 @@ impl EventSink {
             .clone();
         if let Some(to) = to {
             to.floated(session, tool, call, label);
+        }
+    }
+
+    fn moved(
+        &self,
+        session: SessionId,
+        tool: String,
+        call: Option<CallId>,
+        path: String,
+        to: String,
+    ) {
+        let sink = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink.moved(session, tool, call, path, to);
         }
     }
 }
@@ -542,6 +573,20 @@ fn read_answers<R: Read>(mut reader: R, state: &Mutex<LinkState>, events: &Event
                 break format!("it sent a boxed event with id {id} (events carry id 0)");
             }
             events.boxed(session, call, kind, micros);
+            continue;
+        }
+        if let RunnerAnswer::Moved {
+            session,
+            tool,
+            call,
+            path,
+            to,
+        } = reply.reply
+        {
+            if id != 0 {
+                break format!("it sent a moved event with id {id} (events carry id 0)");
+            }
+            events.moved(session, tool, call, path, to);
             continue;
         }
         if let RunnerAnswer::Floated {

@@ -121,6 +121,18 @@ pub enum RunnerAnswer {
         class: DataClass,
         untrusted: bool,
     },
+    /// An event, not an answer (id 0): a box of `session` (of `tool`, running `call` if one)
+    /// made `path`, a name a writable mount keeps that was not there when the box started,
+    /// and the runner moved it aside to `to` (paths as the box sees them; docs/spec.md §4,
+    /// "What a writable mount keeps").
+    Moved {
+        session: SessionId,
+        tool: String,
+        #[serde(deserialize_with = "Option::deserialize")]
+        call: Option<CallId>,
+        path: String,
+        to: String,
+    },
     /// An event, not an answer (id 0), sent only by a runner started with telemetry on
     /// (docs/spec.md §8): a box of `session` for `tool` (running `call` if one) started, and
     /// how long that took, in microseconds, ending when the event was sent.

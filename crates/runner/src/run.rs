@@ -489,6 +489,74 @@ impl Runner {
         })
     }
 
+    /// The kept names of the writable ones of `mounts` that are not there now (host path,
+    /// path in the box): a box can make them (a bind mount needs something to bind), so
+    /// [`Runner::sweep_kept`] looks again once the box's call is over.
+    pub(crate) fn absent_kept(&self, mounts: &[Mount]) -> Vec<(PathBuf, PathBuf)> {
+        let mut out = Vec::new();
+        for m in mounts.iter().filter(|m| m.write) {
+            let Some(c) = self.config.mounts.iter().find(|c| c.at == m.at) else {
+                continue;
+            };
+            for rel in kept_names(c, &m.host) {
+                let host = m.host.join(&rel);
+                if std::fs::symlink_metadata(&host).is_err() {
+                    out.push((host, m.at.join(rel)));
+                }
+            }
+        }
+        out
+    }
+
+    /// Each of `absent` that is there now was made while a box of `session` ran (by the box,
+    /// unless a person made it in that very moment): it is moved aside, beside itself, to
+    /// `NAME.made-in-a-box-NANOS` — never removed — so no program on the host runs from
+    /// it, and a `moved` event tells the gate, which audits it (docs/spec.md §4, "What a
+    /// writable mount keeps"). The rename renames a link, never what it points to.
+    pub(crate) fn sweep_kept(
+        &self,
+        absent: &[(PathBuf, PathBuf)],
+        session: &SessionId,
+        tool: &str,
+        call: Option<proto::CallId>,
+    ) {
+        for (host, at) in absent {
+            if std::fs::symlink_metadata(host).is_err() {
+                continue;
+            }
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let Some(name) = host.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let aside = host.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
+            let moved_to = at.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
+            match std::fs::rename(host, &aside) {
+                Ok(()) => {
+                    eprintln!(
+                        "boxmaker: a box of session {session} ({tool}) made {}, which a \
+                         program on the host runs from; it was moved aside to {}",
+                        host.display(),
+                        aside.display()
+                    );
+                    self.egress.event(proto::run::RunnerAnswer::Moved {
+                        session: session.clone(),
+                        tool: tool.to_string(),
+                        call,
+                        path: at.display().to_string(),
+                        to: moved_to.display().to_string(),
+                    });
+                }
+                Err(e) => eprintln!(
+                    "boxmaker: a box of session {session} ({tool}) made {}, which a program \
+                     on the host runs from, and it could not be moved aside: {e}",
+                    host.display()
+                ),
+            }
+        }
+    }
+
     /// The `read_only` entries of the writable ones of `mounts` that [`Runner::keeps`] does
     /// not keep (not there, or a symlink), for `box show`.
     fn unkept(&self, mounts: &[Mount]) -> Vec<PathBuf> {
@@ -1087,6 +1155,7 @@ impl Runner {
         if let Err(e) = self.hand_secrets(tool, &mut spec) {
             return failed(format!("{}: {e}; nothing ran", tool.name));
         }
+        let absent = self.absent_kept(&spec.mounts);
         let mut proxy = None;
         // The call's label, which its box's floats up from (docs/spec.md §3.6).
         let label = self.config.call_label(
@@ -1127,6 +1196,8 @@ impl Runner {
             },
         );
         drop(proxy);
+        // Its box is gone: what it made of the kept names is moved aside before it answers.
+        self.sweep_kept(&absent, &req.session, &tool.name, Some(req.call));
         crate::run::scrub(tool, &mut spec);
         let outcome = match outcome {
             Ok(o) => o,

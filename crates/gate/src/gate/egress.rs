@@ -67,6 +67,41 @@ impl RunnerEvents for Events {
         }
     }
 
+    fn moved(
+        &self,
+        session: SessionId,
+        tool: String,
+        call: Option<CallId>,
+        path: String,
+        to: String,
+    ) {
+        let Some(gate) = self.gate.upgrade() else {
+            return;
+        };
+        let now = gate.now();
+        let recorded = gate.make_durable(Durable {
+            raise: None,
+            events: vec![(
+                now,
+                Event::KeptMoved {
+                    session,
+                    call,
+                    tool,
+                    path: path.clone(),
+                    to,
+                },
+            )],
+            sightings: None,
+            defer_sync: false,
+        });
+        if let Err(e) = recorded {
+            eprintln!(
+                "boxmaker: cannot record that {path}, made by a box, was moved aside: {}",
+                e.into_gate()
+            );
+        }
+    }
+
     fn boxed(&self, session: SessionId, call: Option<CallId>, kind: BoxKind, micros: u64) {
         if let Some(t) = self
             .gate

@@ -122,6 +122,9 @@ struct Instance {
     float: Arc<egress::Float>,
     /// A remote server: no box, no stderr (`remote::Client`).
     remote: bool,
+    /// The kept names of its writable mounts that were not there when its box started
+    /// (host path, path in the box): what it makes of them is moved aside after each call.
+    absent_kept: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Instance {
@@ -627,194 +630,202 @@ impl Runner {
             Ok(got) => got,
             Err(answer) => return answer,
         };
-        // From a server that is there: one timeout for its answer, the pinned re-list
-        // included.
-        let answer_by = deadline(timeout);
-        // A failure may quote what the server's box read, and carries no label: the gate
-        // raises the taint by the call's own label for it (`Config::answer_label`, its label
-        // rules included) joined with the session's taint. Once the box has reached above
-        // that — a higher class, or untrusted where that is trusted — what the server said
-        // is withheld.
-        let fail = |message: String| {
-            let reached = instance.float.reached();
-            if !reached.within(self.answer_label(req).join(taint)) {
-                failed(withheld(
-                    &format!("{}: the call failed", req.tool),
-                    reached,
-                    &instance.stderr,
-                ))
+        // What its box may not make in a writable mount, made since it started, is moved
+        // aside once this call is answered (docs/spec.md §4, "What a writable mount keeps").
+        let absent = instance.absent_kept.clone();
+        let answer = async {
+            // From a server that is there: one timeout for its answer, the pinned re-list
+            // included.
+            let answer_by = deadline(timeout);
+            // A failure may quote what the server's box read, and carries no label: the gate
+            // raises the taint by the call's own label for it (`Config::answer_label`, its label
+            // rules included) joined with the session's taint. Once the box has reached above
+            // that — a higher class, or untrusted where that is trusted — what the server said
+            // is withheld.
+            let fail = |message: String| {
+                let reached = instance.float.reached();
+                if !reached.within(self.answer_label(req).join(taint)) {
+                    failed(withheld(
+                        &format!("{}: the call failed", req.tool),
+                        reached,
+                        &instance.stderr,
+                    ))
+                } else {
+                    failed(message)
+                }
+            };
+            // The running server's own word, checked again: a pinned tool whose definition
+            // changed since it was accepted does not run, whatever discovery said. A pinned
+            // server is asked again before every call (it may change its list while it runs).
+            let find = |tools: &[ToolDef]| tools.iter().find(|d| d.name == entry.downstream).cloned();
+            let live = if entry.pinned {
+                match within(
+                    answer_by,
+                    "list its tools",
+                    list_tools(instance.service.peer(), &self.secrets().redactor()),
+                )
+                .await
+                {
+                    Ok(now) => {
+                        let mut known = instance
+                            .tools
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner);
+                        // Kept for the next comparison, never recorded (see above).
+                        if *known != now {
+                            known.clone_from(&now);
+                        }
+                        find(&now)
+                    }
+                    Err(why) => {
+                        // A remote server's client knows better (a refused credential, say).
+                        let why = get_reason(&instance.reason)
+                            .filter(|_| instance.remote)
+                            .unwrap_or(why);
+                        return fail(format!("{}: {why}", req.tool));
+                    }
+                }
             } else {
-                failed(message)
-            }
-        };
-        // The running server's own word, checked again: a pinned tool whose definition
-        // changed since it was accepted does not run, whatever discovery said. A pinned
-        // server is asked again before every call (it may change its list while it runs).
-        let find = |tools: &[ToolDef]| tools.iter().find(|d| d.name == entry.downstream).cloned();
-        let live = if entry.pinned {
-            match within(
-                answer_by,
-                "list its tools",
-                list_tools(instance.service.peer(), &self.secrets().redactor()),
-            )
-            .await
-            {
-                Ok(now) => {
-                    let mut known = instance
+                find(
+                    &instance
                         .tools
                         .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    // Kept for the next comparison, never recorded (see above).
-                    if *known != now {
-                        known.clone_from(&now);
+                        .unwrap_or_else(PoisonError::into_inner),
+                )
+            };
+            let Some(live) = live.as_ref() else {
+                return failed(format!(
+                    "{}: the server no longer offers a tool named {:?}",
+                    req.tool, entry.downstream
+                ));
+            };
+            if entry.pinned && entry.accepted.as_ref() != Some(live) {
+                let what = entry
+                    .accepted
+                    .as_ref()
+                    .map(|a| a.changes(live))
+                    .unwrap_or_else(|| vec!["added"]);
+                return failed(format!(
+                    "{}: refused: the running server describes it differently from what an \
+                     operator accepted (its {} changed; pin = true); `boxmaker tools refresh` \
+                     asks the server again in a box with no session data, then review it with \
+                     `boxmaker tools diff` and accept it with `boxmaker tools accept {}`",
+                    req.tool,
+                    what.join(", "),
+                    req.tool
+                ));
+            }
+            // What the server says while this call runs (its progress, under a token of this
+            // call's own, and its log messages) comes back inside the result (docs/spec.md §5).
+            let heard = instance.listener.open();
+            let params = {
+                let mut p = CallToolRequestParams::new(entry.downstream.clone());
+                p.arguments = Some(args);
+                let mut meta = rmcp::model::RequestMetaObject::new();
+                heard.mark(&mut meta);
+                p.meta = Some(meta);
+                p
+            };
+            let outcome =
+                tokio::time::timeout_at(answer_by.0, instance.service.peer().call_tool(params)).await;
+            let (mut notifications, left_out) = heard.take();
+            drop(heard);
+            drop(guard);
+            let stop = |why: String| {
+                let instance = instance.clone();
+                let slot = slot.clone();
+                async move {
+                    let mut g = slot.lock().await;
+                    if g.as_ref().is_some_and(|i| Arc::ptr_eq(i, &instance)) {
+                        *g = None;
                     }
-                    find(&now)
+                    drop(g);
+                    set_reason(&instance.reason, why.clone());
+                    tokio::task::spawn_blocking(move || instance.why(&why))
+                        .await
+                        .unwrap_or_else(|_| "the server failed".into())
                 }
-                Err(why) => {
-                    // A remote server's client knows better (a refused credential, say).
-                    let why = get_reason(&instance.reason)
-                        .filter(|_| instance.remote)
-                        .unwrap_or(why);
+            };
+            let result = match outcome {
+                Err(_) => {
+                    let why = stop(format!(
+                        "timed out after {} s; the server was stopped and starts again on the next \
+                         call",
+                        timeout.as_secs()
+                    ))
+                    .await;
                     return fail(format!("{}: {why}", req.tool));
                 }
-            }
-        } else {
-            find(
-                &instance
-                    .tools
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner),
-            )
-        };
-        let Some(live) = live.as_ref() else {
-            return failed(format!(
-                "{}: the server no longer offers a tool named {:?}",
-                req.tool, entry.downstream
-            ));
-        };
-        if entry.pinned && entry.accepted.as_ref() != Some(live) {
-            let what = entry
-                .accepted
-                .as_ref()
-                .map(|a| a.changes(live))
-                .unwrap_or_else(|| vec!["added"]);
-            return failed(format!(
-                "{}: refused: the running server describes it differently from what an \
-                 operator accepted (its {} changed; pin = true); `boxmaker tools refresh` \
-                 asks the server again in a box with no session data, then review it with \
-                 `boxmaker tools diff` and accept it with `boxmaker tools accept {}`",
-                req.tool,
-                what.join(", "),
-                req.tool
-            ));
-        }
-        // What the server says while this call runs (its progress, under a token of this
-        // call's own, and its log messages) comes back inside the result (docs/spec.md §5).
-        let heard = instance.listener.open();
-        let params = {
-            let mut p = CallToolRequestParams::new(entry.downstream.clone());
-            p.arguments = Some(args);
-            let mut meta = rmcp::model::RequestMetaObject::new();
-            heard.mark(&mut meta);
-            p.meta = Some(meta);
-            p
-        };
-        let outcome =
-            tokio::time::timeout_at(answer_by.0, instance.service.peer().call_tool(params)).await;
-        let (mut notifications, left_out) = heard.take();
-        drop(heard);
-        drop(guard);
-        let stop = |why: String| {
-            let instance = instance.clone();
-            let slot = slot.clone();
-            async move {
-                let mut g = slot.lock().await;
-                if g.as_ref().is_some_and(|i| Arc::ptr_eq(i, &instance)) {
-                    *g = None;
+                Ok(Err(rmcp::ServiceError::McpError(e))) => {
+                    // A JSON-RPC error is the server's answer (unknown tool, bad arguments…): the
+                    // call fails with it, the server stays.
+                    return fail(format!(
+                        "{}: the server refused the call: {} (JSON-RPC error {})",
+                        req.tool,
+                        crate::run::prefix(&e.message, content::MAX_ERROR_TEXT),
+                        e.code.0
+                    ));
                 }
-                drop(g);
-                set_reason(&instance.reason, why.clone());
-                tokio::task::spawn_blocking(move || instance.why(&why))
-                    .await
-                    .unwrap_or_else(|_| "the server failed".into())
-            }
-        };
-        let result = match outcome {
-            Err(_) => {
-                let why = stop(format!(
-                    "timed out after {} s; the server was stopped and starts again on the next \
-                     call",
-                    timeout.as_secs()
-                ))
-                .await;
-                return fail(format!("{}: {why}", req.tool));
-            }
-            Ok(Err(rmcp::ServiceError::McpError(e))) => {
-                // A JSON-RPC error is the server's answer (unknown tool, bad arguments…): the
-                // call fails with it, the server stays.
-                return fail(format!(
-                    "{}: the server refused the call: {} (JSON-RPC error {})",
-                    req.tool,
-                    crate::run::prefix(&e.message, content::MAX_ERROR_TEXT),
-                    e.code.0
-                ));
-            }
-            Ok(Err(rmcp::ServiceError::UnexpectedResponse)) => {
-                // The server answered, but not with a tool result rmcp can read (an unknown
-                // content type, a field of the wrong type): the call fails, the server stays.
-                return fail(format!(
-                    "{}: the server answered with something that is not a valid MCP tool result \
-                     (an unknown content type or a malformed field)",
-                    req.tool
-                ));
-            }
-            Ok(Err(e)) => {
-                let why = stop(format!("the call failed: {e}")).await;
-                return fail(format!(
-                    "{}: {why}; the server starts again on the next call",
-                    req.tool
-                ));
-            }
-            Ok(Ok(r)) => r,
-        };
-        // Through text, not `to_value`: an `f32` field (a priority of 0.7) keeps the digits
-        // the server sent instead of gaining those of its f64 widening. One pass for all.
-        let blocks: Vec<serde_json::Value> = serde_json::to_string(&result.content)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default();
-        if result.is_error == Some(true) {
-            // The server stays; where its stderr is helps whoever reads why (it may hold a
-            // trace the error text leaves out).
-            let logged = if instance.stderr.any() {
-                format!(" (the server's stderr: {})", instance.stderr.whereabouts())
-            } else {
-                String::new()
+                Ok(Err(rmcp::ServiceError::UnexpectedResponse)) => {
+                    // The server answered, but not with a tool result rmcp can read (an unknown
+                    // content type, a field of the wrong type): the call fails, the server stays.
+                    return fail(format!(
+                        "{}: the server answered with something that is not a valid MCP tool result \
+                         (an unknown content type or a malformed field)",
+                        req.tool
+                    ));
+                }
+                Ok(Err(e)) => {
+                    let why = stop(format!("the call failed: {e}")).await;
+                    return fail(format!(
+                        "{}: {why}; the server starts again on the next call",
+                        req.tool
+                    ));
+                }
+                Ok(Ok(r)) => r,
             };
-            return fail(format!(
-                "{}: {}{logged}",
-                req.tool,
-                content::error_text(&blocks)
-            ));
-        }
-        // Its answer carries what its box reached: what destinations answered it since it
-        // started, and its calls' own labels (the session's floor at each: a server that
-        // was once handed an untrusted session's values answers untrusted from then on).
-        let label = crate::label::call_label(self.foreign_label(req), instance.float.reached());
-        content::fit_content(
-            catalog::Content {
-                content: blocks,
-                structured_content: result.structured_content,
-                notifications: {
-                    if left_out > 0 {
-                        notifications.push(heard::left_out_note(left_out));
-                    }
-                    notifications
+            // Through text, not `to_value`: an `f32` field (a priority of 0.7) keeps the digits
+            // the server sent instead of gaining those of its f64 widening. One pass for all.
+            let blocks: Vec<serde_json::Value> = serde_json::to_string(&result.content)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
+            if result.is_error == Some(true) {
+                // The server stays; where its stderr is helps whoever reads why (it may hold a
+                // trace the error text leaves out).
+                let logged = if instance.stderr.any() {
+                    format!(" (the server's stderr: {})", instance.stderr.whereabouts())
+                } else {
+                    String::new()
+                };
+                return fail(format!(
+                    "{}: {}{logged}",
+                    req.tool,
+                    content::error_text(&blocks)
+                ));
+            }
+            // Its answer carries what its box reached: what destinations answered it since it
+            // started, and its calls' own labels (the session's floor at each: a server that
+            // was once handed an untrusted session's values answers untrusted from then on).
+            let label = crate::label::call_label(self.foreign_label(req), instance.float.reached());
+            content::fit_content(
+                catalog::Content {
+                    content: blocks,
+                    structured_content: result.structured_content,
+                    notifications: {
+                        if left_out > 0 {
+                            notifications.push(heard::left_out_note(left_out));
+                        }
+                        notifications
+                    },
                 },
-            },
             label.class,
-            label.untrusted,
-        )
+                label.untrusted,
+            )
+        }
+        .await;
+        self.sweep_kept(&absent, &req.session, &tool.name, Some(req.call));
+        answer
     }
 
     /// Starts `tool`'s server in a box over `workspace` at `label` (the box's mounts are
@@ -866,6 +877,7 @@ impl Runner {
         }
         // Of the mounts as this box has them (none writable in discovery).
         spec.keeps = self.keeps(&spec.mounts);
+        let absent_kept = self.absent_kept(&spec.mounts);
         spec.limits.cpu_seconds = spec.limits.timeout.as_secs();
         // Its secrets, as the variables the config names (read here, in the runner, the one
         // process that reads them); discovery needs them too, to start the server at all.
@@ -974,6 +986,7 @@ impl Runner {
             calls,
             float,
             remote: false,
+            absent_kept,
         })
     }
 
@@ -1082,6 +1095,7 @@ impl Runner {
             calls,
             float,
             remote: true,
+            absent_kept: Vec::new(),
         })
     }
 
@@ -1119,23 +1133,25 @@ impl Runner {
     /// Stops every server of `session` (an operator resets it); returns how many ran. Each
     /// is killed and reaped before this returns (`BoxProcess::stop`).
     pub(crate) fn stop_servers(&self, session: &SessionId) -> u32 {
-        let slots: Vec<Slot> = self
+        let slots: Vec<(String, Slot)> = self
             .hub()
             .slots
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .filter(|((s, _), _)| s == session)
-            .map(|(_, slot)| slot.clone())
+            .map(|((_, tool), slot)| (tool.clone(), slot.clone()))
             .collect();
         let mut stopped = 0;
-        for slot in slots {
+        for (tool, slot) in slots {
             let taken = match self.hub().runtime() {
                 Ok(rt) => rt.block_on(async { slot.lock().await.take() }),
                 Err(_) => None,
             };
             if let Some(i) = taken {
                 i.kill();
+                // What it made since its last call, now that nothing of it runs.
+                self.sweep_kept(&i.absent_kept, session, &tool, None);
                 stopped += 1;
             }
         }
