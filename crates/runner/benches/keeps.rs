@@ -1,0 +1,44 @@
+//! What a writable mount's keeps cost each box (docs/performance.md, "What a writable mount
+//! keeps"): the runner looks at each `read_only` name of a writable mount (`lstat`) and, where
+//! `.git` is kept, reads what its git directory names in the work tree
+//! (`runner::gitkeep::named_by_git`) — every time it makes a box's spec, a file tool's call
+//! included. Here over a repository shaped like a person's project: a `.git` with a config
+//! naming `core.hooksPath`, one submodule, and the default list.
+//!
+//! `cargo bench -p runner --bench keeps -- --warm-up-time 1 --measurement-time 3`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn keeps(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        root.join(".git/config"),
+        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\
+         \tlogallrefupdates = true\n\thooksPath = .husky/_\n[remote \"origin\"]\n\
+         \turl = git@example.com:me/shop.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n\
+         [branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n",
+    )
+    .unwrap();
+    let m = root.join(".git/modules/vendor");
+    std::fs::create_dir_all(&m).unwrap();
+    std::fs::write(m.join("HEAD"), "x\n").unwrap();
+    std::fs::write(m.join("config"), "[core]\n\tworktree = ../../../vendor\n").unwrap();
+    std::fs::create_dir_all(root.join(".vscode")).unwrap();
+    c.bench_function("gitkeep::named_by_git (a config, a submodule)", |b| {
+        b.iter(|| std::hint::black_box(runner::gitkeep::named_by_git(root)))
+    });
+    c.bench_function("lstat of the 11 default names", |b| {
+        b.iter(|| {
+            for name in config::HOST_RUN {
+                std::hint::black_box(std::fs::symlink_metadata(root.join(name)).is_ok());
+            }
+        })
+    });
+}
+
+criterion_group!(benches, keeps);
+criterion_main!(benches);
