@@ -124,7 +124,7 @@ fn login(
         errln!("Open this URL in your browser to sign in to {name} (waiting up to {wait} s):");
         outln!("{url}");
         if !no_browser {
-            open_browser(url);
+            open_browser(url, runner.config());
         }
     };
     match oauth::login(runner, name, &opts, &mut on_url) {
@@ -191,26 +191,41 @@ fn scopes_text(s: &[String]) -> String {
     }
 }
 
-/// Opens `url` in the person's browser where there is one; never fails.
-fn open_browser(url: &str) {
+/// Opens `url` in the person's browser where there is one; never fails. `xdg-open` is the
+/// first on `PATH` (absolute directories only) and is not run at all when that one lies in a
+/// mount a box may write: a box could have put it there (docs/spec.md §3.5).
+fn open_browser(url: &str, config: &config::Config) {
     let display = ["DISPLAY", "WAYLAND_DISPLAY"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
     if !display {
         return;
     }
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("xdg-open").is_file()))
-        .unwrap_or(false);
-    if !found {
+    let Some(program) = std::env::var_os("PATH").and_then(|p| browser_opener(&p, config)) else {
         return;
-    }
-    let _ = std::process::Command::new("xdg-open")
+    };
+    let _ = std::process::Command::new(program)
         .arg(url)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
+}
+
+/// The `xdg-open` that `path` (a `PATH` value) finds first among its absolute directories,
+/// or `None` when there is none or it lies, as written or resolved, in a mount a box may
+/// write.
+fn browser_opener(path: &std::ffi::OsStr, config: &config::Config) -> Option<PathBuf> {
+    let program = std::env::split_paths(path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("xdg-open"))
+        .find(|f| f.is_file())?;
+    let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
+    let boxes_write = config.mounts.iter().filter(|m| m.write).any(|m| {
+        let host = std::fs::canonicalize(&m.host).unwrap_or_else(|_| m.host.clone());
+        program.starts_with(&m.host) || real.starts_with(&host)
+    });
+    (!boxes_write).then_some(program)
 }
 
 fn status(runner: &Runner, name: Option<&str>) -> Result<u8, CliError> {
@@ -279,4 +294,45 @@ fn status(runner: &Runner, name: Option<&str>) -> Result<u8, CliError> {
         }
     }
     Ok(u8::from(missing > 0))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_browser_opener_is_never_one_a_box_could_have_put_on_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let planted = dir.path().join("proj/bin");
+        let system = dir.path().join("usr/bin");
+        for d in [&planted, &system] {
+            std::fs::create_dir_all(d).unwrap();
+            let f = d.join("xdg-open");
+            std::fs::write(&f, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = std::env::join_paths([&planted, &system]).unwrap();
+        let mount = |write: bool| {
+            format!(
+                "[[mount]]\nhost = {:?}\nat = \"/src\"\nwrite = {write}\nread_only = []\n",
+                dir.path().join("proj").display().to_string()
+            )
+        };
+        let cfg = |text: &str| config::parse(text, "boxmaker.toml", dir.path()).unwrap();
+        // Read-only, or no mount: the first on PATH.
+        assert_eq!(
+            browser_opener(&path, &cfg(&mount(false))),
+            Some(planted.join("xdg-open"))
+        );
+        // Where a box may write it: not run at all (never a later one in its place: the
+        // person's PATH says that one comes first).
+        assert_eq!(browser_opener(&path, &cfg(&mount(true))), None);
+        // Relative directories of PATH are never looked in.
+        assert_eq!(
+            browser_opener(std::ffi::OsStr::new("proj/bin"), &cfg("")),
+            None
+        );
+    }
 }
