@@ -20,6 +20,19 @@ import sys
 import tempfile
 import threading
 import time
+
+# One write per line, under one lock: the thread that echoes the gate's output and this
+# script's own lines share stdout, and `print(a, b)` writes `a`, the space and `b` apart, so
+# a gate line could land in the middle of one of this script's (a test looks for whole lines).
+_SAY = threading.Lock()
+
+
+def say(*parts):
+    line = " ".join(str(p) for p in parts) + "\n"
+    with _SAY:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
 import urllib.error
 import urllib.request
 
@@ -41,7 +54,7 @@ SEEN_BUDGET_MS = float(os.environ.get("BOXMAKER_SEEN_BUDGET_MS", "100"))
 
 
 def step(what: str) -> None:
-    print(f"-- {what}", flush=True)
+    say(f"-- {what}")
 
 
 def check(cond: bool, what: str) -> None:
@@ -76,7 +89,7 @@ def read_serve() -> None:
     assert serve.stderr is not None
     for line in serve.stderr:
         said.append(line.rstrip())
-        print("serve:", line.rstrip(), flush=True)
+        say("serve:", line.rstrip())
         if "approvals page at" in line:
             banner.set()
 
@@ -91,7 +104,7 @@ ORIGIN = URL[:-1]
 check(open(os.path.join(STATE, "approvals.token")).read() == TOKEN, "the token file differs")
 mode = os.stat(os.path.join(STATE, "approvals.token")).st_mode & 0o777
 check(mode == 0o600, f"approvals.token is {oct(mode)}")
-print("page:", URL, flush=True)
+say("page:", URL)
 
 
 def wait_for_gate() -> None:
@@ -116,13 +129,13 @@ def request(path: str, method: str = "GET", body: bytes | None = None, headers: 
 step("requests without the token, with a wrong CSRF token, from another Origin are refused")
 wait_for_gate()
 status, _ = request("/api/snapshot")
-print("no login: snapshot", status, flush=True)
+say("no login: snapshot", status)
 check(status == 401, f"snapshot without a login: {status}")
 status, _ = request("/login", "POST", b"token=" + b"0" * 64, {"Origin": ORIGIN})
-print("wrong token: login", status, flush=True)
+say("wrong token: login", status)
 check(status == 401, f"login with a wrong token: {status}")
 status, _ = request("/login", "POST", f"token={TOKEN}".encode(), {"Origin": "http://evil.example"})
-print("another origin: login", status, flush=True)
+say("another origin: login", status)
 check(status == 403, f"login from another origin: {status}")
 jar = http.cookiejar.CookieJar()
 opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
@@ -150,28 +163,28 @@ decide = json.dumps(
 ).encode()
 json_h = {"Content-Type": "application/json", "Origin": ORIGIN}
 status, body = request("/api/decide", "POST", decide, json_h, opener=opener)
-print("no CSRF token:", status, body, flush=True)
+say("no CSRF token:", status, body)
 check(status == 403, f"decide without a CSRF token: {status}")
 status, body = request("/api/decide", "POST", decide, {**json_h, "X-CSRF-Token": "f" * 64}, opener)
-print("wrong CSRF token:", status, body, flush=True)
+say("wrong CSRF token:", status, body)
 check(status == 403, f"decide with a wrong CSRF token: {status}")
 for origin in ["http://127.0.0.1:1", "http://localhost:" + HOST.split(":")[1], "null"]:
     status, body = request(
         "/api/decide", "POST", decide, {**json_h, "Origin": origin, "X-CSRF-Token": csrf}, opener
     )
-    print(f"origin {origin}:", status, flush=True)
+    say(f"origin {origin}:", status)
     check(status == 403, f"decide from {origin}: {status}")
 status, body = request("/api/decide", "POST", decide,
                        {"Content-Type": "application/json", "X-CSRF-Token": csrf}, opener)
 check(status == 403, f"decide without an Origin: {status}")
 status, body = request("/api/snapshot", headers={"Host": "rebound.example:" + HOST.split(":")[1]},
                        opener=opener)
-print("another Host (DNS rebinding):", status, flush=True)
+say("another Host (DNS rebinding):", status)
 check(status == 421, f"snapshot for another Host: {status}")
 status, body = request("/api/snapshot", headers={"Origin": "http://evil.example"}, opener=opener)
 check(status == 403, f"snapshot read from another origin: {status}")
 status, body = request("/api/decide", "POST", decide, {**json_h, "X-CSRF-Token": csrf}, opener)
-print("the right token, an unknown approval:", status, body, flush=True)
+say("the right token, an unknown approval:", status, body)
 check(status == 409 and "no approval" in body, f"{status} {body}")
 
 # --- the browser ----------------------------------------------------------------------------
@@ -206,8 +219,7 @@ try:
                     outside: parts.filter(([s, b]) => b.left < card.left || b.right > card.right
                                           || b.width <= 0).map(([s, b]) => [s, b.left, b.right])};
         """)
-        print(f"login card at {box['inner']} px: card {box['card']}, outside {box['outside']}",
-              flush=True)
+        say(f"login card at {box['inner']} px: card {box['card']}, outside {box['outside']}")
         check(box["inner"] <= width, f"the window is {box['inner']} px wide, not {width}")
         check(not box["outside"], f"at {box['inner']} px the login card's {box['outside']} "
               f"overflow the card {box['card']}")
@@ -217,7 +229,7 @@ try:
     step("the login card holds its field and button at 360 px and at 1200 px")
     login_card_fits(360)
     login_card_fits(1200)
-    print("login card fits at 360 and 1200 px", flush=True)
+    say("login card fits at 360 and 1200 px")
     driver.set_window_size(1200, 1000)
     driver.find_element(By.ID, "token").send_keys(TOKEN)
     driver.find_element(By.CSS_SELECTOR, "form button").click()
@@ -259,8 +271,8 @@ try:
     first_id = card.get_attribute("data-id")
     seen = driver.execute_script("return window.__seen[arguments[0]]", first_id)
     wait_until("the call's own pending line", lambda: "at" in asked)
-    print(f"on the page {seen - started:.0f} ms after `boxmaker call` started; "
-          f"{seen - asked['at']:.0f} ms after it printed that it waits", flush=True)
+    say(f"on the page {seen - started:.0f} ms after `boxmaker call` started; "
+          f"{seen - asked['at']:.0f} ms after it printed that it waits")
     check(seen - asked["at"] < SEEN_BUDGET_MS,
           f"the page showed the call {seen - asked['at']:.0f} ms late")
 
@@ -269,7 +281,7 @@ try:
         "page-2", ["/bin/sh", "-c", "echo hi \u202e; rm -rf /work/x\u200b <img src=x onerror=alert(1)>"])
     card2 = wait_until("the second card", lambda: card_for("rm -rf"))
     args2 = card2.find_element(By.CSS_SELECTOR, ".args").text
-    print("shown:", args2, flush=True)
+    say("shown:", args2)
     check("\\u{202e}" in args2 and "\\u{200b}" in args2, args2)
     check("\u202e" not in args2 and "\u200b" not in args2, args2)
     check("2 hidden" in card2.find_element(By.CSS_SELECTOR, ".hidden-note").text, "no marker")
@@ -283,7 +295,7 @@ try:
         driver.set_window_size(1200, 1150)
         time.sleep(0.3)
         driver.save_screenshot(SHOT)
-        print("screenshot:", SHOT, flush=True)
+        say("screenshot:", SHOT)
 
     step("a CSRF token other than the login's is refused in the browser too")
     status = driver.execute_async_script(
@@ -304,7 +316,7 @@ try:
     check(focused == first_id, f"j focused {focused}, not the first call")
     ActionChains(driver).send_keys("a").perform()
     out, _ = first.communicate(timeout=30)
-    print("first call:", first.returncode, out.strip(), flush=True)
+    say("first call:", first.returncode, out.strip())
     check(first.returncode == 0 and "approved on the page" in out, out)
     wait_until("the first card to leave", lambda: card_for("approved on the page") is None)
 
@@ -314,14 +326,14 @@ try:
     second.wait(timeout=30)
     time.sleep(0.2)
     err = "".join(second_asked.get("lines", []))
-    print("second call:", second.returncode, err.strip(), flush=True)
+    say("second call:", second.returncode, err.strip())
     check(second.returncode == 3 and "approval_refused" in err, err)
 
     step("both are in the history, with who decided and from where")
     history = wait_until(
         "the history", lambda: [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#history li")]
         if len(driver.find_elements(By.CSS_SELECTOR, "#history li")) >= 2 else None)
-    print("history:", history, flush=True)
+    say("history:", history)
     check(any("REFUSED" in h.upper() and "approvals page, from 127.0.0.1:" in h for h in history),
           f"no refusal by the page: {history}")
     check(any(("APPROVED" in h.upper() or "USED" in h.upper()) and "(page)" in h for h in history),
@@ -354,10 +366,10 @@ try:
         took = (time.monotonic() - t0) * 1000
         timing = driver.execute_script("return window.__timing")
         count = driver.find_element(By.ID, "count").text
-        print(f"{MANY} pending approvals listed {took:.0f} ms after the page was asked for "
+        say(f"{MANY} pending approvals listed {took:.0f} ms after the page was asked for "
               f"(in the page: snapshot asked at {timing['asked']:.0f} ms, the first screen "
               f"with the count at {timing['first']:.0f} ms, all {MANY} at "
-              f"{timing['all']:.0f} ms)", flush=True)
+              f"{timing['all']:.0f} ms)")
         check(count == str(MANY), f"count: {count}")
         check(timing["all"] < MANY_BUDGET_MS,
               f"{MANY} approvals took {timing['all']:.0f} ms to list")
@@ -377,4 +389,4 @@ finally:
         serve.wait(timeout=15)
     except subprocess.TimeoutExpired:
         serve.kill()
-print("ok", flush=True)
+say("ok")
