@@ -900,6 +900,13 @@ fn what_a_run_box_makes_of_an_absent_kept_name_is_moved_aside_before_it_answers(
         if b.ran(&mut f, "the box") {
             b.done(&mut f, "claude");
             b.done(&mut f, "other");
+            // The call's own answer says what was moved, and where to.
+            let err = out["stderr"].as_str().unwrap_or_default();
+            f.check(
+                err.contains("/src/.claude was made in this box")
+                    && err.contains("moved aside to /src/.claude.made-in-a-box-"),
+                || format!("{who:?}: the answer does not say .claude was moved aside: {err}"),
+            );
         }
         f.check(
             !lab.p(".claude").exists() && !lab.p(".mcp.json").exists(),

@@ -519,7 +519,8 @@ impl Runner {
         session: &SessionId,
         tool: &str,
         call: Option<proto::CallId>,
-    ) {
+    ) -> Vec<String> {
+        let mut said = Vec::new();
         for (host, at) in absent {
             if std::fs::symlink_metadata(host).is_err() {
                 continue;
@@ -540,6 +541,12 @@ impl Runner {
                         host.display(),
                         aside.display()
                     );
+                    said.push(format!(
+                        "boxmaker: {} was made in this box where a writable mount keeps it (a \
+                         program on the host runs from it); it was moved aside to {}",
+                        at.display(),
+                        moved_to.display()
+                    ));
                     self.egress.event(proto::run::RunnerAnswer::Moved {
                         session: session.clone(),
                         tool: tool.to_string(),
@@ -555,6 +562,7 @@ impl Runner {
                 ),
             }
         }
+        said
     }
 
     /// The `read_only` entries of the writable ones of `mounts` that [`Runner::keeps`] does
@@ -1196,8 +1204,9 @@ impl Runner {
             },
         );
         drop(proxy);
-        // Its box is gone: what it made of the kept names is moved aside before it answers.
-        self.sweep_kept(&absent, &req.session, &tool.name, Some(req.call));
+        // Its box is gone: what it made of the kept names is moved aside before it answers,
+        // and its answer says so (at the end of its stderr).
+        let moved = self.sweep_kept(&absent, &req.session, &tool.name, Some(req.call));
         crate::run::scrub(tool, &mut spec);
         let outcome = match outcome {
             Ok(o) => o,
@@ -1217,10 +1226,18 @@ impl Runner {
         // destinations answered it in this call.
         let label = crate::label::call_label(self.foreign_label(req), float.reached());
         let cut = outcome.stdout_truncated || outcome.stderr_truncated;
+        let mut stderr = String::from_utf8_lossy(&outcome.stderr).into_owned();
+        for line in moved {
+            if !stderr.is_empty() && !stderr.ends_with('\n') {
+                stderr.push('\n');
+            }
+            stderr.push_str(&line);
+            stderr.push('\n');
+        }
         fit_run(
             exit,
             String::from_utf8_lossy(&outcome.stdout).into_owned(),
-            String::from_utf8_lossy(&outcome.stderr).into_owned(),
+            stderr,
             label.class,
             label.untrusted,
             cut,

@@ -824,7 +824,8 @@ impl Runner {
             )
         }
         .await;
-        self.sweep_kept(&absent, &req.session, &tool.name, Some(req.call));
+        // Audited; a server's answer is its own, and is left as it said it.
+        let _ = self.sweep_kept(&absent, &req.session, &tool.name, Some(req.call));
         answer
     }
 
@@ -1151,7 +1152,7 @@ impl Runner {
             if let Some(i) = taken {
                 i.kill();
                 // What it made since its last call, now that nothing of it runs.
-                self.sweep_kept(&i.absent_kept, session, &tool, None);
+                let _ = self.sweep_kept(&i.absent_kept, session, &tool, None);
                 stopped += 1;
             }
         }
