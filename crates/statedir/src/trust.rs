@@ -125,7 +125,46 @@ pub fn record(path: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
     let dir = Dir::make(&dir_path()?, 0o700)?;
     let name = record_name(&path);
     dir.replace(&name, &text, Mode::Private)?;
+    prune(&dir, &name);
     Ok(dir.join(&name))
+}
+
+/// Removes the records of configs that are gone (their path names nothing now: a project
+/// deleted, a temporary directory cleaned): without this the records of every config ever
+/// trusted — a test suite's thousands — would pile up. Only a record whose path is *not
+/// found* goes (a directory that cannot be read now keeps its record), never `keep`, and
+/// nothing here can make a config trusted. Best effort: a record that cannot be read or
+/// removed stays.
+fn prune(dir: &Dir, keep: &str) {
+    let Ok(entries) = std::fs::read_dir(dir.path()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name == keep || name.len() != 32 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        let Ok(Some(found)) = dir.read(name, MAX_RECORD) else {
+            continue;
+        };
+        let mut lines = found.bytes.split(|b| *b == b'\n');
+        if lines.next() != Some(HEADER.as_bytes()) {
+            continue;
+        }
+        let Some(path) = lines
+            .next()
+            .and_then(|l| l.strip_prefix(b"path "))
+            .and_then(|p| std::str::from_utf8(p).ok())
+        else {
+            continue;
+        };
+        let gone = std::fs::symlink_metadata(path)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        if gone {
+            let _ = dir.remove(name);
+        }
+    }
 }
 
 /// Removes the record for the config at `path`, if there is one (a config boxmaker wrote in
@@ -315,6 +354,8 @@ mod tests {
         assert_eq!(check(&config, b"ours").unwrap(), Trust::Never);
         // A record for another path under this one's name, and malformed ones.
         let elsewhere = config.with_file_name("elsewhere.toml");
+        // There, so that no other test's `record` prunes its record meanwhile.
+        std::fs::write(&elsewhere, b"ours").unwrap();
         let other = record(&elsewhere, b"ours").unwrap();
         c.records.push(other.clone());
         std::fs::copy(&other, &rec).unwrap();
@@ -349,5 +390,34 @@ mod tests {
         std::fs::remove_file(&rec).unwrap();
         std::os::unix::fs::symlink(&other, &rec).unwrap();
         assert!(check(&config, b"ours").unwrap_err().is_link());
+    }
+
+    #[test]
+    fn records_of_configs_that_are_gone_are_pruned_when_another_is_trusted() {
+        let mut c = Case::new();
+        let kept = c.record(&c.config.clone(), b"[gate]\n");
+        // A config in a directory removed since it was trusted (a test's, a project deleted).
+        let gone_dir = tempfile::tempdir().unwrap();
+        let gone = gone_dir.path().join("boxmaker.toml");
+        std::fs::write(&gone, "x").unwrap();
+        let gone_record = c.record(&gone, b"x");
+        drop(gone_dir);
+        assert!(gone_record.exists());
+        // A junk file of another name in the directory is left alone.
+        let junk = kept.with_file_name("notes.txt");
+        std::fs::write(&junk, "mine").unwrap();
+        let mut again = Case::new();
+        again.record(&again.config.clone(), b"[gate]\n");
+        assert!(
+            !gone_record.exists(),
+            "the record of a config that is gone stayed"
+        );
+        assert!(
+            kept.exists(),
+            "the record of a config that is there was pruned"
+        );
+        assert_eq!(check(&c.config, b"[gate]\n").unwrap(), Trust::Trusted);
+        assert!(junk.exists());
+        let _ = std::fs::remove_file(&junk);
     }
 }
