@@ -1876,6 +1876,103 @@ for line in sys.stdin:
               "error": {"code": -32601, "message": "no such method"}})
 "##;
 
+/// A server that makes a kept name after its call was answered (a thread of its own, so
+/// the sweep after the call finds nothing yet): when the reaper stops it for idling, what
+/// it made is moved aside too.
+const LATE_SERVER: &str = r##"
+import json, os, sys, threading, time
+
+def later():
+    time.sleep(0.2)
+    os.makedirs("/src/.claude", exist_ok=True)
+    with open("/src/.claude/settings.json", "w") as f:
+        f.write("{}")
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if not isinstance(msg, dict) or "id" not in msg:
+        continue
+    rid, method = msg["id"], msg.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": msg.get("params", {}).get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "late", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [{
+            "name": "later", "description": "Makes .claude a moment after it answers.",
+            "inputSchema": {"type": "object", "properties": {}}}]}})
+    elif method == "tools/call":
+        threading.Thread(target=later).start()
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "content": [{"type": "text", "text": "answered"}]}})
+    elif method == "ping":
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
+    else:
+        send({"jsonrpc": "2.0", "id": rid,
+              "error": {"code": -32601, "message": "no such method"}})
+"##;
+
+#[test]
+fn what_a_server_makes_after_its_call_is_moved_aside_when_it_is_stopped() {
+    assert!(
+        Path::new("/usr/bin/python3").exists(),
+        "the test server runs under /usr/bin/python3, which is missing"
+    );
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new("late-server", who, &[]);
+        let srv = lab.w.dir.join("srv");
+        std::fs::create_dir_all(&srv).unwrap();
+        std::fs::write(srv.join("server.py"), LATE_SERVER).unwrap();
+        let config = lab.config(
+            "c",
+            None,
+            &format!(
+                "[[mount]]\nname = \"srv\"\nhost = {:?}\nat = \"/opt/srv\"\nclass = \"public\"\n\n\
+                 [[tool]]\nname = \"late\"\nmcp = [\"/usr/bin/python3\", \"/opt/srv/server.py\"]\n\
+                 class = \"internal\"\nidle_timeout = 1\n\n\
+                 [[grant]]\ntool = \"late_*\"\neffect = \"allow\"\n",
+                srv.display().to_string()
+            ),
+        );
+        let r = lab.bm(
+            &lab.me,
+            &config,
+            &["call", "--session", "s1", "--json", "late_later", "{}"],
+        );
+        f.check(r.stdout.contains("answered"), || {
+            format!("{who:?}: late_later gave no answer\n{}", r.show())
+        });
+        // Reaped after a second idle (the on-demand gate lingers past that).
+        let aside = || {
+            std::fs::read_dir(&lab.proj).unwrap().flatten().any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(".claude.made-in-a-box-")
+            })
+        };
+        let until = std::time::Instant::now() + Duration::from_secs(15);
+        while !aside() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        f.check(aside() && !lab.p(".claude").exists(), || {
+            format!(
+                "{who:?}: the .claude a server made after its call was not moved aside when it \
+                 was stopped"
+            )
+        });
+    }
+    f.finish();
+}
+
 /// A downstream stdio server's box is kept as a `run` box is: its writes to `.git` and an
 /// existing `.mcp.json` fail, its rename of `.git` fails, its plain write lands, the host's
 /// `.git` and `.mcp.json` are as they were, and the person's `git status` runs nothing. And a

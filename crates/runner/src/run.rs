@@ -508,11 +508,7 @@ impl Runner {
         out
     }
 
-    /// Each of `absent` that is there now was made while a box of `session` ran (by the box,
-    /// unless a person made it in that very moment): it is moved aside, beside itself, to
-    /// `NAME.made-in-a-box-NANOS` — never removed — so no program on the host runs from
-    /// it, and a `moved` event tells the gate, which audits it (docs/spec.md §4, "What a
-    /// writable mount keeps"). The rename renames a link, never what it points to.
+    /// [`sweep_kept`] with this runner's channel to the gate.
     pub(crate) fn sweep_kept(
         &self,
         absent: &[(PathBuf, PathBuf)],
@@ -520,49 +516,7 @@ impl Runner {
         tool: &str,
         call: Option<proto::CallId>,
     ) -> Vec<String> {
-        let mut said = Vec::new();
-        for (host, at) in absent {
-            if std::fs::symlink_metadata(host).is_err() {
-                continue;
-            }
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            let Some(name) = host.file_name().and_then(|n| n.to_str()) else {
-                continue;
-            };
-            let aside = host.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
-            let moved_to = at.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
-            match std::fs::rename(host, &aside) {
-                Ok(()) => {
-                    eprintln!(
-                        "boxmaker: a box of session {session} ({tool}) made {}, which a \
-                         program on the host runs from; it was moved aside to {}",
-                        host.display(),
-                        aside.display()
-                    );
-                    said.push(format!(
-                        "boxmaker: {} was made in this box where a writable mount keeps it (a \
-                         program on the host runs from it); it was moved aside to {}",
-                        at.display(),
-                        moved_to.display()
-                    ));
-                    self.egress.event(proto::run::RunnerAnswer::Moved {
-                        session: session.clone(),
-                        tool: tool.to_string(),
-                        call,
-                        path: at.display().to_string(),
-                        to: moved_to.display().to_string(),
-                    });
-                }
-                Err(e) => eprintln!(
-                    "boxmaker: a box of session {session} ({tool}) made {}, which a program \
-                     on the host runs from, and it could not be moved aside: {e}",
-                    host.display()
-                ),
-            }
-        }
-        said
+        sweep_kept(&self.egress, absent, session, tool, call)
     }
 
     /// The `read_only` entries of the writable ones of `mounts` that [`Runner::keeps`] does
@@ -1408,6 +1362,63 @@ pub(crate) fn state_sub(
     } else {
         Dir::own_existing(state)?.sub(name)
     }
+}
+
+/// Each of `absent` that is there now was made while a box of `session` ran (by the box,
+/// unless a person made it in that very moment): it is moved aside, beside itself, to
+/// `NAME.made-in-a-box-NANOS` — never removed — so no program on the host runs from
+/// it, and a `moved` event tells the gate, which audits it (docs/spec.md §4, "What a
+/// writable mount keeps"). The rename renames a link, never what it points to.
+pub(crate) fn sweep_kept(
+    events: &egress::Egress,
+    absent: &[(PathBuf, PathBuf)],
+    session: &SessionId,
+    tool: &str,
+    call: Option<proto::CallId>,
+) -> Vec<String> {
+    let mut said = Vec::new();
+    for (host, at) in absent {
+        if std::fs::symlink_metadata(host).is_err() {
+            continue;
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let Some(name) = host.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let aside = host.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
+        let moved_to = at.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
+        match std::fs::rename(host, &aside) {
+            Ok(()) => {
+                eprintln!(
+                    "boxmaker: a box of session {session} ({tool}) made {}, which a \
+                     program on the host runs from; it was moved aside to {}",
+                    host.display(),
+                    aside.display()
+                );
+                said.push(format!(
+                    "boxmaker: {} was made in this box where a writable mount keeps it (a \
+                     program on the host runs from it); it was moved aside to {}",
+                    at.display(),
+                    moved_to.display()
+                ));
+                events.event(proto::run::RunnerAnswer::Moved {
+                    session: session.clone(),
+                    tool: tool.to_string(),
+                    call,
+                    path: at.display().to_string(),
+                    to: moved_to.display().to_string(),
+                });
+            }
+            Err(e) => eprintln!(
+                "boxmaker: a box of session {session} ({tool}) made {}, which a program \
+                 on the host runs from, and it could not be moved aside: {e}",
+                host.display()
+            ),
+        }
+    }
+    said
 }
 
 /// The names a writable mount keeps: its `read_only`, and, where that keeps `.git`, what

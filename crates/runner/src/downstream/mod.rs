@@ -123,8 +123,12 @@ struct Instance {
     /// A remote server: no box, no stderr (`remote::Client`).
     remote: bool,
     /// The kept names of its writable mounts that were not there when its box started
-    /// (host path, path in the box): what it makes of them is moved aside after each call.
+    /// (host path, path in the box): what it makes of them is moved aside after each call,
+    /// and when it stops.
     absent_kept: Vec<(PathBuf, PathBuf)>,
+    /// Its session and tool, and the runner's channel to the gate: for the sweep when the
+    /// reaper stops it (`None` for a server with no box).
+    owner: Option<(SessionId, String, Arc<egress::Egress>)>,
 }
 
 impl Instance {
@@ -399,7 +403,14 @@ async fn reap(hub: std::sync::Weak<Hub>) {
             });
             if stop && let Some(i) = g.take() {
                 drop(g);
-                let _ = tokio::task::spawn_blocking(move || i.kill()).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    i.kill();
+                    // What it made since its last call, now that nothing of it runs.
+                    if let Some((session, tool, events)) = &i.owner {
+                        let _ = crate::run::sweep_kept(events, &i.absent_kept, session, tool, None);
+                    }
+                })
+                .await;
             }
         }
     }
@@ -988,6 +999,7 @@ impl Runner {
             float,
             remote: false,
             absent_kept,
+            owner: Some((session.clone(), tool.name.clone(), self.egress().clone())),
         })
     }
 
@@ -1097,6 +1109,7 @@ impl Runner {
             float,
             remote: true,
             absent_kept: Vec::new(),
+            owner: None,
         })
     }
 
