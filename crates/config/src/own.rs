@@ -308,7 +308,7 @@ fn push_parts(todo: &mut Vec<OsString>, path: &Path) {
 
 /// `path` with `.` and `..` components folded (no file system access): `/a/b/../c` is
 /// `/a/c`, so a containment check cannot be dodged by spelling.
-pub(crate) fn lexical(path: &Path) -> PathBuf {
+pub fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {

@@ -91,35 +91,28 @@ impl EventSink {
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(to);
     }
 
-    fn egress(&self, record: EgressRecord) {
-        let to = self
-            .0
+    /// Where events go now, if anywhere yet.
+    fn get(&self) -> Option<Arc<dyn RunnerEvents>> {
+        self.0
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(to) = to {
+            .clone()
+    }
+
+    fn egress(&self, record: EgressRecord) {
+        if let Some(to) = self.get() {
             to.egress(record);
         }
     }
 
     fn boxed(&self, session: SessionId, call: Option<CallId>, kind: BoxKind, micros: u64) {
-        let to = self
-            .0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(to) = to {
+        if let Some(to) = self.get() {
             to.boxed(session, call, kind, micros);
         }
     }
 
     fn floated(&self, session: SessionId, tool: String, call: Option<CallId>, label: Label) {
-        let to = self
-            .0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(to) = to {
+        if let Some(to) = self.get() {
             to.floated(session, tool, call, label);
         }
     }
@@ -132,12 +125,7 @@ impl EventSink {
         path: String,
         to: String,
     ) {
-        let sink = self
-            .0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(sink) = sink {
+        if let Some(sink) = self.get() {
             sink.moved(session, tool, call, path, to);
         }
     }

@@ -45,7 +45,7 @@ pub fn named_by_git(root: &Path) -> Vec<String> {
         let Some(target) = text.strip_prefix("gitdir: ") else {
             return Vec::new();
         };
-        let target = fold(&root.join(target.trim_end_matches(['\n', '\r'])));
+        let target = config::own::lexical(&root.join(target.trim_end_matches(['\n', '\r'])));
         walk.note(&target);
         target
     } else {
@@ -66,7 +66,10 @@ struct Walk<'a> {
 impl Walk<'_> {
     /// Keeps the top name of `path` when it lies in the mount (and is not `.git`).
     fn note(&mut self, path: &Path) {
-        let Ok(rel) = fold(path).strip_prefix(self.root).map(Path::to_path_buf) else {
+        let Ok(rel) = config::own::lexical(path)
+            .strip_prefix(self.root)
+            .map(Path::to_path_buf)
+        else {
             return;
         };
         if let Some(Component::Normal(top)) = rel.components().next()
@@ -109,7 +112,7 @@ impl Walk<'_> {
                 let worktree = read_config(&path.join("config"))
                     .into_iter()
                     .find(|(k, _)| k == "core.worktree")
-                    .map(|(_, v)| fold(&path.join(v)));
+                    .map(|(_, v)| config::own::lexical(&path.join(v)));
                 self.files += 1;
                 if let Some(w) = &worktree {
                     self.note(w);
@@ -148,7 +151,7 @@ impl Walk<'_> {
                 || (key.starts_with("includeif.") && key.ends_with(".path")))
                 && let Some(p) = expand(&dir)
             {
-                let p = fold(&p);
+                let p = config::own::lexical(&p);
                 if p.starts_with(self.root) {
                     self.note(&p);
                     self.config_file(&p, worktree, depth + 1);
@@ -232,21 +235,6 @@ fn key_value(line: &str) -> Option<(String, String)> {
         }
     }
     Some((key.to_ascii_lowercase(), value.trim_end().to_owned()))
-}
-
-/// `path` with `.` and `..` folded away, as written (no symlink looked up).
-fn fold(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

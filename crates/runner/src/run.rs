@@ -464,22 +464,7 @@ impl Runner {
     /// takes it: absolute, or under `/work`; `.` and `..` folded as written) is, or lies
     /// under, whether or not it is there yet.
     fn kept_at(&self, mounts: &[Mount], path: &str) -> Option<PathBuf> {
-        let p = Path::new(path);
-        let p = if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            Path::new("/work").join(p)
-        };
-        let mut folded = PathBuf::new();
-        for c in p.components() {
-            match c {
-                std::path::Component::ParentDir => {
-                    folded.pop();
-                }
-                std::path::Component::CurDir => {}
-                other => folded.push(other),
-            }
-        }
+        let folded = config::own::lexical(&Path::new("/work").join(path));
         mounts.iter().filter(|m| m.write).find_map(|m| {
             let c = self.config.mounts.iter().find(|c| c.at == m.at)?;
             kept_names(c, &m.host)

@@ -222,38 +222,18 @@ pub(crate) fn bind_fd(source: &OwnedFd, target: &Path, what: &str) -> Result<()>
 /// moved onto that same descriptor. `Ok(false)` when nothing is there or it is a symlink
 /// (a symlink's target is not the entry, and is not kept).
 pub(crate) fn keep_read_only(target: &Path, what: &str) -> Result<bool> {
-    let p = cpath(target)?;
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: RESOLVE_NO_SYMLINKS,
+    let entry = match open_path(target) {
+        Ok(fd) => fd,
+        Err(Error::Syscall { source, .. })
+            if matches!(
+                source.raw_os_error(),
+                Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)
+            ) =>
+        {
+            return Ok(false);
+        }
+        Err(e) => return Err(e),
     };
-    // SAFETY: `p` is a valid C string and `how` a valid `open_how` of the size passed; the
-    // returned descriptor is owned below.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            p.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if ret == -1 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR) => Ok(false),
-            _ => Err(Error::Mount {
-                what: what.to_owned(),
-                target: target.to_owned(),
-                source: e,
-            }),
-        };
-    }
-    let fd =
-        RawFd::try_from(ret).map_err(|_| Error::Setup("openat2 returned no descriptor".into()))?;
-    // SAFETY: `fd` was just returned by openat2 and is owned by nobody else.
-    let entry = unsafe { OwnedFd::from_raw_fd(fd) };
     let empty = c"";
     let failed = |step: &str| Error::Mount {
         what: format!("{what} ({step})"),
