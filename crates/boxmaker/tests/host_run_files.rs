@@ -889,6 +889,8 @@ fn what_a_run_box_makes_of_an_absent_kept_name_is_moved_aside_before_it_answers(
                     ),
                 ),
                 ("mcp", "echo '{}' > /src/.mcp.json".into()),
+                // A link: the sweep renames the link itself, never what it names.
+                ("link", "ln -s /src/sub /src/.vscode".into()),
                 ("other", "echo fine > /src/notes.txt".into()),
             ]),
         );
@@ -941,6 +943,18 @@ fn what_a_run_box_makes_of_an_absent_kept_name_is_moved_aside_before_it_answers(
         f.check(
             read(&lab.p("notes.txt")).as_deref() == Some(b"fine\n".as_slice()),
             || format!("{who:?}: a file that is not kept was touched"),
+        );
+        let link_aside = aside
+            .iter()
+            .find(|n| n.starts_with(".vscode.made-in-a-box-"))
+            .map(|n| lab.p(n));
+        f.check(
+            !lab.p(".vscode").exists()
+                && link_aside.as_ref().is_some_and(|l| {
+                    std::fs::symlink_metadata(l).is_ok_and(|m| m.file_type().is_symlink())
+                })
+                && lab.p("sub/keep.txt").exists(),
+            || format!("{who:?}: the .vscode link was not moved aside as a link: {aside:?}"),
         );
         let tail = lab.bm(&lab.me, &config, &["audit", "tail", "-n", "20"]);
         f.check(
