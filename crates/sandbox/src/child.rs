@@ -473,10 +473,11 @@ fn place(
             source,
         }
     };
-    if matches!(e.kind, MountKind::Keep) {
+    if matches!(e.kind, MountKind::Keep | MountKind::Pin) {
         // The host's own entry, seen through a writable bind: nothing is made for it, not
         // even its parent (that would be a directory made on the host).
-        sys::keep_read_only(&target, &e.at.display().to_string())?;
+        let read_only = matches!(e.kind, MountKind::Keep);
+        sys::bind_over_itself(&target, &e.at.display().to_string(), read_only)?;
         return Ok(());
     }
     let parent = target.parent().unwrap_or(root).to_owned();
@@ -566,7 +567,7 @@ fn place(
         (MountKind::Bind { .. } | MountKind::Device { .. }, None) => {
             return Err(Error::Setup(format!("no open source for {label}")));
         }
-        (MountKind::Keep, _) => {}
+        (MountKind::Keep | MountKind::Pin, _) => {}
     }
     if matches!(
         e.kind,

@@ -54,7 +54,11 @@ pub fn rules(table: &[MountEntry]) -> Vec<(std::path::PathBuf, BitFlags<AccessFs
             MountKind::Proc => read,
             MountKind::Tmpfs { writable: false } => BitFlags::from(AccessFs::ReadDir),
             // Kept entries are read-only by their mount, inside a writable bind's rule.
-            MountKind::Symlink { .. } | MountKind::File { .. } | MountKind::Keep => continue,
+            // A pinned directory keeps the rule of the writable bind it lies in.
+            MountKind::Symlink { .. }
+            | MountKind::File { .. }
+            | MountKind::Keep
+            | MountKind::Pin => continue,
         };
         out.push((e.at.clone(), access));
     }

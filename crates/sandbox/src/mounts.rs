@@ -56,6 +56,45 @@ pub enum MountKind {
     /// when it is there and not a symlink; its mount point is never made (the path is the
     /// host's own file).
     Keep,
+    /// A directory between a writable bind and a kept entry deeper in it, bound over itself
+    /// as it is (still writable): a mount point cannot be renamed or removed, so the box
+    /// cannot move the directory that holds the kept entry and put its own in its place.
+    /// Made, like [`MountKind::Keep`], only where it is there and not a symlink.
+    Pin,
+}
+
+/// The directories a box's kept entries need pinned ([`MountKind::Pin`]): each directory
+/// strictly between a kept entry and the writable mount that holds it, unless it is kept
+/// itself or lies inside a kept entry (read-only already). A kept entry at a mount's top
+/// needs none: the mount's own root cannot be renamed.
+fn pins(spec: &Spec) -> Vec<PathBuf> {
+    let kept_by_another = |p: &Path| {
+        spec.keeps
+            .iter()
+            .any(|k| p.starts_with(k) && p != k.as_path())
+    };
+    let mut out: Vec<PathBuf> = Vec::new();
+    for at in spec.keeps.iter().filter(|k| !kept_by_another(k)) {
+        let Some(mount) = spec
+            .mounts
+            .iter()
+            .filter(|m| m.write && at.starts_with(&m.at) && at != &m.at)
+            .max_by_key(|m| m.at.components().count())
+        else {
+            continue;
+        };
+        for dir in at.ancestors().skip(1) {
+            if dir == mount.at || !dir.starts_with(&mount.at) {
+                break;
+            }
+            if !spec.keeps.iter().any(|k| dir.starts_with(k)) {
+                out.push(dir.to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Top-level system directories shown read-only where they exist.
@@ -213,6 +252,12 @@ pub fn mount_table(spec: &Spec) -> Result<Vec<MountEntry>> {
             kind: MountKind::Keep,
         });
     }
+    for at in pins(spec) {
+        extra.push(MountEntry {
+            at,
+            kind: MountKind::Pin,
+        });
+    }
     // Parents before children, so a mount inside another is not hidden by it (and a mask,
     // inside its mount, comes after it: a stable sort keeps masks after mounts of a depth).
     extra.sort_by_key(|e| e.at.components().count());
@@ -294,6 +339,10 @@ pub fn describe(table: &[MountEntry]) -> String {
             MountKind::Keep => {
                 "kept read-only: what a program on the host runs from (no box changes it)".into()
             }
+            MountKind::Pin => {
+                "pinned: holds a kept entry, so no box renames or removes it (still writable)"
+                    .into()
+            }
         };
         out.push_str(&format!("{:<24} {what}\n", e.at.display()));
     }
@@ -322,5 +371,38 @@ mod tests {
     fn test_mount_table_missing_workspace_is_error() {
         let spec = Spec::new(vec!["true".into()], "/nonexistent/boxmaker/ws");
         assert!(mount_table(&spec).is_err());
+    }
+
+    #[test]
+    fn pins_are_the_directories_between_a_kept_entry_and_its_writable_mount() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = Spec::new(vec!["true".into()], dir.path());
+        spec.mounts.push(crate::Mount {
+            host: dir.path().to_path_buf(),
+            at: "/src".into(),
+            write: true,
+        });
+        spec.keeps = [
+            "/src/.git",
+            "/src/.git/hooks",
+            "/src/org/b/.git",
+            "/src/org/c/.husky",
+            "/src/x/y/z/.git",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let want: Vec<PathBuf> = ["/src/org", "/src/org/b", "/src/org/c", "/src/x", "/src/x/y"]
+            .iter()
+            .chain(["/src/x/y/z"].iter())
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(pins(&spec), want);
+        let t = mount_table(&spec).unwrap();
+        let at = |p: &str| t.iter().position(|e| e.at == Path::new(p)).unwrap();
+        // Parents first: the mount, then the pins, then the kept entry inside them.
+        assert!(at("/src") < at("/src/org") && at("/src/org") < at("/src/org/b"));
+        assert!(at("/src/org/b") < at("/src/org/b/.git"));
+        assert!(matches!(t[at("/src/org/b")].kind, MountKind::Pin));
     }
 }

@@ -215,13 +215,15 @@ pub(crate) fn bind_fd(source: &OwnedFd, target: &Path, what: &str) -> Result<()>
     Ok(())
 }
 
-/// Binds the file or directory at `target` over itself, read-only, `nosuid` and `nodev`,
-/// with every mount below it (docs/spec.md §4, "What a writable mount keeps"). Nothing is
-/// created and no path is looked up twice: the entry is opened once refusing any symlink
-/// (`RESOLVE_NO_SYMLINKS`), cloned from that descriptor, made read-only while detached, and
-/// moved onto that same descriptor. `Ok(false)` when nothing is there or it is a symlink
-/// (a symlink's target is not the entry, and is not kept).
-pub(crate) fn keep_read_only(target: &Path, what: &str) -> Result<bool> {
+/// Binds the file or directory at `target` over itself, with every mount below it: when
+/// `read_only`, read-only, `nosuid` and `nodev` (a kept entry); else as it is (a pinned
+/// directory: being a mount point, no rename or removal moves it) (docs/spec.md §4, "What
+/// a writable mount keeps"). Nothing is created and no path is looked up twice: the entry
+/// is opened once refusing any symlink (`RESOLVE_NO_SYMLINKS`), cloned from that
+/// descriptor, made read-only while detached when it is to be, and moved onto that same
+/// descriptor. `Ok(false)` when nothing is there or it is a symlink (a symlink's target is
+/// not the entry, and is not kept).
+pub(crate) fn bind_over_itself(target: &Path, what: &str, read_only: bool) -> Result<bool> {
     let entry = match open_path(target) {
         Ok(fd) => fd,
         Err(Error::Syscall { source, .. })
@@ -257,25 +259,27 @@ pub(crate) fn keep_read_only(target: &Path, what: &str) -> Result<bool> {
     }
     // SAFETY: open_tree returned a new descriptor that nobody else owns.
     let tree = unsafe { OwnedFd::from_raw_fd(tree as RawFd) };
-    let attr = MountAttr {
-        attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    // SAFETY: `tree` is live, `empty` a valid C string, `attr` a properly sized mount_attr.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            tree.as_raw_fd(),
-            empty.as_ptr(),
-            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if ret == -1 {
-        return Err(failed("mount_setattr"));
+    if read_only {
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        // SAFETY: `tree` is live, `empty` a valid C string, `attr` a properly sized mount_attr.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                tree.as_raw_fd(),
+                empty.as_ptr(),
+                libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+                &attr as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            )
+        };
+        if ret == -1 {
+            return Err(failed("mount_setattr"));
+        }
     }
     // SAFETY: both descriptors are live and `empty` is a valid C string.
     let ret = unsafe {

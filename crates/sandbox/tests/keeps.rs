@@ -168,27 +168,89 @@ fn a_keep_outside_every_writable_mount_is_refused() {
 }
 
 #[test]
-fn a_deeper_kept_entry_does_not_hold_which_is_why_read_only_takes_names() {
-    // Keeping `.git/hooks` and `.git/config` alone would let a box commit, but the directory
-    // that holds them moves, mount points and all, and a `.git` of the box's own takes its
-    // place: so the config takes only names in a mount's top directory, whose own directory
-    // (the mount point) cannot move.
+fn a_deeper_kept_entry_holds_because_the_directories_that_hold_it_are_pinned() {
+    // Keeping `.git/hooks` and `.git/config` alone: without the pin, the directory that
+    // holds them moves, mount points and all, and a `.git` of the box's own takes its
+    // place (this was so before pins: the same script printed `swapped`). Pinned, the
+    // directory between cannot be renamed or removed, and stays writable.
     let proj = project();
     plant_host_files(proj.path());
     let (status, out, err) = boxed(
         proj.path(),
         &["/src/.git/hooks", "/src/.git/config"],
         "mv /src/.git /src/moved && mkdir -p /src/.git && echo swapped > /src/.git/config \
-         && echo swapped",
+         && echo swapped; rmdir /src/.git 2>/dev/null || echo not-removed; \
+         echo still > /src/.git/description && echo writable",
     );
     assert_eq!(status, Status::Exited(0), "{out}{err}");
-    assert_eq!(out, "swapped\n", "{err}");
-    // The kept `.git` whole cannot move.
-    let (_, out, err) = boxed(
-        proj.path(),
-        &["/src/.git"],
-        "mv /src/.git /src/again && echo moved",
+    assert_eq!(out, "not-removed\nwritable\n", "{err}");
+    assert!(err.contains("busy"), "{err}");
+    assert!(!proj.path().join("moved").exists());
+    assert_eq!(
+        fs::read_to_string(proj.path().join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n"
     );
-    assert!(!out.contains("moved"), "{out}");
-    assert!(err.contains("busy") || err.contains("Read-only"), "{err}");
+    assert_eq!(
+        fs::read_to_string(proj.path().join(".git/description")).unwrap(),
+        "still\n"
+    );
+}
+
+#[test]
+fn a_repository_deep_in_a_mount_of_projects_cannot_be_swapped_for_the_boxs_own() {
+    // `~/code` at /src: no `.git` at its top, one in `org/b`. Every directory between is
+    // pinned, so neither `org` nor `org/b` moves; files beside them stay writable.
+    let proj = project();
+    let repo = proj.path().join("org/b");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::write(repo.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    fs::write(repo.join("main.c"), "int main;\n").unwrap();
+    for p in [
+        "org",
+        "org/b",
+        "org/b/.git",
+        "org/b/.git/config",
+        "org/b/main.c",
+    ] {
+        open_up(&proj.path().join(p));
+    }
+    let swap = |from: &str| {
+        format!(
+            "mv {from} /src/elsewhere && mkdir -p /src/org/b/.git && \
+             printf '[core]\\n\\tfsmonitor = evil\\n' > /src/org/b/.git/config && echo swapped-{from}; "
+        )
+    };
+    let script = format!(
+        "{}{}printf x >> /src/org/b/.git/config || echo kept; \
+         rm -rf /src/org 2>/dev/null; echo x > /src/org/new.txt && echo y > /src/org/b/new.txt \
+         && echo writable",
+        swap("/src/org"),
+        swap("/src/org/b")
+    );
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).unwrap());
+    let before = (inode(&proj.path().join("org")), inode(&repo.join(".git")));
+    let (status, out, err) = boxed(proj.path(), &["/src/org/b/.git"], &script);
+    assert_eq!(status, Status::Exited(0), "{out}{err}");
+    assert_eq!(out, "kept\nwritable\n", "{err}");
+    // `mv` of a mount point to another mount copies (EXDEV): what it made is a copy, and the
+    // person's directories are where they were.
+    assert_eq!(
+        (inode(&proj.path().join("org")), inode(&repo.join(".git"))),
+        before
+    );
+    assert_eq!(
+        fs::read_to_string(repo.join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n"
+    );
+    // `rm -rf` took what a writable mount lets a box take, and nothing that holds the repo.
+    assert!(!repo.join("main.c").exists());
+    assert_eq!(fs::read_to_string(repo.join("new.txt")).unwrap(), "y\n");
+    // Without the keep the same box swaps the repository for its own.
+    let (_, out, err) = boxed(proj.path(), &[], &swap("/src/org"));
+    assert_eq!(out, "swapped-/src/org\n", "{err}");
+    assert!(
+        fs::read_to_string(repo.join(".git/config"))
+            .unwrap()
+            .contains("fsmonitor")
+    );
 }
