@@ -79,6 +79,44 @@ pub fn run(args: &TrustArgs) -> Result<(), CliError> {
                 absent.join(" ")
             );
         }
+        if m.read_only
+            .iter()
+            .any(|n| n == std::path::Path::new(".git"))
+        {
+            let nested = runner::gitkeep::nested(&m.host);
+            if !nested.repos.is_empty() {
+                let shown: Vec<String> = nested
+                    .repos
+                    .iter()
+                    .take(8)
+                    .map(|r| r.display().to_string())
+                    .collect();
+                let more = nested.repos.len().saturating_sub(shown.len());
+                outln!(
+                    "the writable mount {} holds {} repositories ({}{}): each one's .git, and \
+                     what the read_only list names in it, is kept as the mount's top is; a \
+                     repository a box makes there is the box's — read its .git/config before \
+                     you run git in it",
+                    m.at.display(),
+                    nested.repos.len(),
+                    shown.join(" "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            if nested.cut {
+                outln!(
+                    "{} holds more than the {} directories boxmaker looks through for the \
+                     repositories inside it, so no box may write it (mount a smaller \
+                     directory)",
+                    m.at.display(),
+                    runner::gitkeep::NESTED_DIRS
+                );
+            }
+        }
     }
     outln!(
         "boxmaker uses it until a byte of it changes; `boxmaker check --config {}` shows what \

@@ -3,7 +3,10 @@
 //! `.git` is kept, reads what its git directory names in the work tree
 //! (`runner::gitkeep::named_by_git`) — every time it makes a box's spec, a file tool's call
 //! included. Here over a repository shaped like a person's project: a `.git` with a config
-//! naming `core.hooksPath`, one submodule, and the default list.
+//! naming `core.hooksPath`, one submodule, and the default list. And the search for the
+//! repositories inside a mount (`runner::gitkeep::nested`): over a project of this one's
+//! shape (85 directories within three levels, `target` aside) and over a directory of
+//! 40 projects.
 //!
 //! `cargo bench -p runner --bench keeps -- --warm-up-time 1 --measurement-time 3`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -37,6 +40,39 @@ fn keeps(c: &mut Criterion) {
                 std::hint::black_box(std::fs::symlink_metadata(root.join(name)).is_ok());
             }
         })
+    });
+    // A project: 17 crates of src/tests/benches, docs, bench, deploy, .github.
+    let proj = tempfile::tempdir().unwrap();
+    for i in 0..17 {
+        for sub in ["src/bin", "tests/common", "benches"] {
+            std::fs::create_dir_all(proj.path().join(format!("crates/c{i}/{sub}"))).unwrap();
+        }
+    }
+    for d in [
+        "docs/guide",
+        "bench/agentdojo",
+        "deploy/k8s",
+        ".github/workflows",
+        ".git/x",
+    ] {
+        std::fs::create_dir_all(proj.path().join(d)).unwrap();
+    }
+    c.bench_function("gitkeep::nested (a project, ~85 directories)", |b| {
+        b.iter(|| std::hint::black_box(runner::gitkeep::nested(proj.path())))
+    });
+    // `~/code`: 40 projects of 10 directories of 5 (2,441 directories looked at).
+    let code = tempfile::tempdir().unwrap();
+    for p in 0..40 {
+        std::fs::create_dir_all(code.path().join(format!("p{p}/.git"))).unwrap();
+        for d in 0..10 {
+            for e in 0..5 {
+                std::fs::create_dir_all(code.path().join(format!("p{p}/d{d}/e{e}"))).unwrap();
+            }
+        }
+    }
+    assert!(!runner::gitkeep::nested(code.path()).cut);
+    c.bench_function("gitkeep::nested (40 projects, 2,441 directories)", |b| {
+        b.iter(|| std::hint::black_box(runner::gitkeep::nested(code.path())))
     });
 }
 

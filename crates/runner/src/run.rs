@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use config::{Builtin, Config, Label, Tool, ToolKind};
 use proto::{DataClass, SessionId, ToolRequest, ToolResponse};
@@ -92,7 +92,31 @@ pub struct Runner {
     /// Report each box's start to the gate (`boxed` events), for its telemetry
     /// (docs/spec.md §8); off unless the gate started this runner with telemetry on.
     timed: bool,
+    /// What each writable mount's git directories name and the repositories inside it, by
+    /// host path, as last looked at ([`Looked`]) and when: one call asks several times
+    /// (its box's spec, its absent names, a file tool's path), and a look reads up to
+    /// thousands of directories.
+    nested: Arc<Mutex<HashMap<PathBuf, Searched>>>,
+    /// How many calls began: a search is used again only by the call it was made in.
+    calls: Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// When a mount was looked at (the time, and how many calls had begun), and what was found.
+type Searched = (Instant, u64, Arc<Looked>);
+
+/// What the runner found in a writable mount that keeps `.git`: the repositories inside it,
+/// and what the git directory of its top and of each of those names in their work trees.
+#[derive(Debug)]
+struct Looked {
+    nested: crate::gitkeep::Nested,
+    /// Each work tree (relative to the mount's top; empty for the top) and its names.
+    named: Vec<(PathBuf, Vec<String>)>,
+}
+
+/// How long a search for the repositories inside a mount may be used again, within the call
+/// it was made in: a call's several looks (its box's spec, its absent names, a file tool's
+/// path) share one, and no call uses a search made before it began.
+const NESTED_FRESH: Duration = Duration::from_millis(250);
 
 impl Runner {
     /// A runner for `config`, keeping session workspaces under `state_dir/work/`. The
@@ -149,6 +173,8 @@ impl Runner {
             secrets: Arc::new(secrets::Secrets::new(config.secrets.clone(), true)),
             config,
             timed: false,
+            nested: Arc::default(),
+            calls: Arc::default(),
         }
     }
 
@@ -254,6 +280,8 @@ impl Runner {
         if call.stopped() {
             return failed(STOPPED.into());
         }
+        // What the searches before this call found is not this call's to use.
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.raise_floor(&req.session, taint);
         let resp = match self.config.tool(&req.tool) {
             Some(
@@ -417,9 +445,27 @@ impl Runner {
                     .resolved(&m.at)
                     .map_or_else(|| m.host.clone(), Path::to_path_buf),
                 at: m.at.clone(),
-                write: label.map_or(m.write, |l| m.writable_at(l)),
+                write: label.map_or(m.write, |l| m.writable_at(l)) && !self.unsearched(m),
             })
             .collect()
+    }
+
+    /// Whether `mount` keeps `.git` and holds more directories than the search for the
+    /// repositories inside it looks at ([`crate::gitkeep::NESTED_DIRS`]): it cannot tell
+    /// which `.git` there to keep — a box could make directories to spend the search
+    /// before it reaches the person's repository — so no box may write the mount (fail
+    /// closed; docs/spec.md §4, "What a writable mount keeps").
+    fn unsearched(&self, mount: &config::Mount) -> bool {
+        mount.write
+            && mount.read_only.iter().any(|n| n == Path::new(".git"))
+            && self
+                .looked(
+                    self.hosts
+                        .resolved(&mount.at)
+                        .unwrap_or(mount.host.as_path()),
+                )
+                .nested
+                .cut
     }
 
     /// The places inside a box with `mounts` where a file of boxmaker's own would show
@@ -447,7 +493,7 @@ impl Runner {
             let Some(c) = self.config.mounts.iter().find(|c| c.at == m.at) else {
                 continue;
             };
-            for rel in kept_names(c, &m.host) {
+            for rel in self.kept_names(c, &m.host) {
                 let there = std::fs::symlink_metadata(m.host.join(&rel))
                     .is_ok_and(|md| !md.file_type().is_symlink());
                 if there {
@@ -467,7 +513,7 @@ impl Runner {
         let folded = config::own::lexical(&Path::new("/work").join(path));
         mounts.iter().filter(|m| m.write).find_map(|m| {
             let c = self.config.mounts.iter().find(|c| c.at == m.at)?;
-            kept_names(c, &m.host)
+            self.kept_names(c, &m.host)
                 .into_iter()
                 .map(|n| m.at.join(n))
                 .find(|at| folded.starts_with(at))
@@ -483,7 +529,7 @@ impl Runner {
             let Some(c) = self.config.mounts.iter().find(|c| c.at == m.at) else {
                 continue;
             };
-            for rel in kept_names(c, &m.host) {
+            for rel in self.kept_names(c, &m.host) {
                 let host = m.host.join(&rel);
                 if std::fs::symlink_metadata(&host).is_err() {
                     out.push((host, m.at.join(rel)));
@@ -512,7 +558,7 @@ impl Runner {
         for m in mounts.iter().filter(|m| m.write) {
             if let Some(c) = self.config.mounts.iter().find(|c| c.at == m.at) {
                 out.extend(
-                    kept_names(c, &m.host)
+                    self.kept_names(c, &m.host)
                         .into_iter()
                         .map(|rel| m.at.join(rel))
                         .filter(|at| !kept.contains(at)),
@@ -575,6 +621,16 @@ impl Runner {
             .mounts_of(tool)
             .filter(|m| path.starts_with(&m.at))
             .max_by_key(|m| m.at.components().count())?;
+        if self.unsearched(m) {
+            return Some(format!(
+                "refused: {} holds more directories than boxmaker looks through for the \
+                 repositories inside it ({} within three levels), so it cannot tell which \
+                 .git to keep from boxes, and the mount is read-only until it holds fewer \
+                 (the person can mount a smaller directory). Write to /work instead.",
+                m.at.display(),
+                crate::gitkeep::NESTED_DIRS
+            ));
+        }
         (m.write && !m.writable_at(label)).then(|| {
             if label.class > m.class {
                 format!(
@@ -855,6 +911,21 @@ impl Runner {
                     .join(", ")
             ));
         }
+        for m in spec.mounts.iter().filter(|m| m.write) {
+            let keeps_git = self
+                .config
+                .mounts
+                .iter()
+                .any(|c| c.at == m.at && c.read_only.iter().any(|n| n == Path::new(".git")));
+            if keeps_git && self.looked(&m.host).nested.cut {
+                reach.push_str(&format!(
+                    "read-only: {} holds more than the {} directories boxmaker looks through \
+                     for the repositories inside it, so no box may write it\n",
+                    m.at.display(),
+                    crate::gitkeep::NESTED_DIRS
+                ));
+            }
+        }
         let mut work = String::new();
         if !made {
             for e in &mut table {
@@ -1124,7 +1195,7 @@ impl Runner {
         };
         // A pre-forked helper: it holds nothing of any session until this call, decided
         // already, hands it this spec; it runs this one box and exits.
-        let asked = std::time::Instant::now();
+        let asked = Instant::now();
         let outcome = self.pool.run_stoppable(
             &spec,
             &mut |s| {
@@ -1406,20 +1477,59 @@ pub(crate) fn sweep_kept(
     said
 }
 
-/// The names a writable mount keeps: its `read_only`, and, where that keeps `.git`, what
-/// its git directory names in the work tree as a place git runs code or reads config from
-/// (`core.hooksPath`, an included file, a submodule's work tree: [`crate::gitkeep`]).
-fn kept_names(mount: &config::Mount, host: &Path) -> Vec<PathBuf> {
-    let mut names = mount.read_only.clone();
-    if names.iter().any(|n| n == Path::new(".git")) {
-        for name in crate::gitkeep::named_by_git(host) {
-            let name = PathBuf::from(name);
-            if !names.contains(&name) {
-                names.push(name);
+impl Runner {
+    /// The entries a writable mount keeps, relative to its top: its `read_only`, and, where
+    /// that keeps `.git`, what its git directory names in the work tree as a place git runs
+    /// code or reads config from (`core.hooksPath`, an included file, a submodule's work
+    /// tree, a program a config value runs: [`crate::gitkeep`]) — and the same for each
+    /// repository inside the mount ([`crate::gitkeep::nested`]): its `.git`, the list's
+    /// other names in its work tree, and what its git directory names there (a mount of a
+    /// directory of projects).
+    fn kept_names(&self, mount: &config::Mount, host: &Path) -> Vec<PathBuf> {
+        let mut names = mount.read_only.clone();
+        if names.iter().any(|n| n == Path::new(".git")) {
+            let looked = self.looked(host);
+            let mut add = |name: PathBuf| {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            };
+            for repo in &looked.nested.repos {
+                for name in &mount.read_only {
+                    add(repo.join(name));
+                }
+            }
+            for (tree, named) in &looked.named {
+                for name in named {
+                    add(tree.join(name));
+                }
             }
         }
+        names
     }
-    names
+
+    /// What the mount at `host` holds ([`Looked`]): looked at anew unless a look was made in
+    /// the same call (no other call began since) within [`NESTED_FRESH`].
+    fn looked(&self, host: &Path) -> Arc<Looked> {
+        let now = Instant::now();
+        let calls = self.calls.load(std::sync::atomic::Ordering::SeqCst);
+        let mut memo = self.nested.lock().unwrap_or_else(|p| p.into_inner());
+        memo.retain(|_, (at, n, _)| *n == calls && now.duration_since(*at) < NESTED_FRESH);
+        memo.entry(host.to_path_buf())
+            .or_insert_with(|| {
+                let nested = crate::gitkeep::nested(host);
+                let named = std::iter::once(PathBuf::new())
+                    .chain(nested.repos.iter().cloned())
+                    .map(|tree| {
+                        let names = crate::gitkeep::named_by_git(&host.join(&tree));
+                        (tree, names)
+                    })
+                    .collect();
+                (now, calls, Arc::new(Looked { nested, named }))
+            })
+            .2
+            .clone()
+    }
 }
 
 #[cfg(test)]
