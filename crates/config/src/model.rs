@@ -226,8 +226,10 @@ pub struct Mount {
 /// The entries of a writable mount that no box may change unless its `read_only` says
 /// otherwise: those through which a write becomes code that a program on the host runs
 /// later, without the person choosing to run it — git's hooks and `core.fsmonitor`, an
-/// agent client's project hooks and servers, an editor's tasks, direnv's `.envrc`, and a
-/// `boxmaker.toml` (docs/spec.md §4, "What a writable mount keeps").
+/// agent client's project hooks and servers, an editor's tasks and dev containers, direnv's
+/// `.envrc`, mise's config (its `[hooks]` and `[env]` run on `cd`, trusted by path), vim's
+/// and neovim's `exrc` files, and a `boxmaker.toml` (docs/spec.md §4, "What a writable
+/// mount keeps").
 pub const HOST_RUN: &[&str] = &[
     ".git",
     ".claude",
@@ -237,8 +239,20 @@ pub const HOST_RUN: &[&str] = &[
     ".vscode",
     ".idea",
     ".devcontainer",
+    ".devcontainer.json",
     ".mcp.json",
     ".envrc",
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    ".mise",
+    "mise",
+    ".config",
+    ".exrc",
+    ".vimrc",
+    ".nvimrc",
+    ".nvim.lua",
     "boxmaker.toml",
 ];
 

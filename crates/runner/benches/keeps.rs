@@ -8,6 +8,8 @@
 //! shape (85 directories within three levels, `target` aside) and over a directory of
 //! 40 projects.
 //!
+//! And what a kept `.envrc` names (`runner::envkeep::named_by_envrc`).
+//!
 //! `cargo bench -p runner --bench keeps -- --warm-up-time 1 --measurement-time 3`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -34,7 +36,16 @@ fn keeps(c: &mut Criterion) {
     c.bench_function("gitkeep::named_by_git (a config, a submodule)", |b| {
         b.iter(|| std::hint::black_box(runner::gitkeep::named_by_git(root)))
     });
-    c.bench_function("lstat of the 11 default names", |b| {
+    std::fs::write(
+        root.join(".envrc"),
+        "# nix project\nuse flake\nPATH_add bin\nexport PATH=$PWD/tools:$PATH\n\
+         source_env_if_exists .envrc.local\ndotenv_if_exists\n",
+    )
+    .unwrap();
+    c.bench_function("envkeep::named_by_envrc (use flake, PATH_add, …)", |b| {
+        b.iter(|| std::hint::black_box(runner::envkeep::named_by_envrc(root)))
+    });
+    c.bench_function("lstat of the default names", |b| {
         b.iter(|| {
             for name in config::HOST_RUN {
                 std::hint::black_box(std::fs::symlink_metadata(root.join(name)).is_ok());

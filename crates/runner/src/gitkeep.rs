@@ -453,7 +453,7 @@ fn relative_paths(value: &str) -> Vec<&str> {
 
 /// A file's text, when it is a regular file of at most [`MAX_FILE`] bytes (not followed
 /// through a symlink) and UTF-8.
-fn read_small(path: &Path) -> Option<String> {
+pub(crate) fn read_small(path: &Path) -> Option<String> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.is_file() || meta.len() > MAX_FILE {
         return None;

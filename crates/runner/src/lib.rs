@@ -34,6 +34,7 @@
 pub use config::args as builtin;
 pub mod digest;
 pub mod downstream;
+pub mod envkeep;
 pub mod fit;
 pub mod gitkeep;
 pub mod inbox;

@@ -109,8 +109,12 @@ type Searched = (Instant, u64, Arc<Looked>);
 #[derive(Debug)]
 struct Looked {
     nested: crate::gitkeep::Nested,
-    /// Each work tree (relative to the mount's top; empty for the top) and its names.
+    /// Each work tree (relative to the mount's top; empty for the top) and what its git
+    /// directory names in it ([`crate::gitkeep::named_by_git`]).
     named: Vec<(PathBuf, Vec<String>)>,
+    /// The same work trees and what their `.envrc` names in them
+    /// ([`crate::envkeep::named_by_envrc`]).
+    envrc: Vec<(PathBuf, Vec<String>)>,
 }
 
 /// How long a search for the repositories inside a mount may be used again, within the call
@@ -1487,21 +1491,38 @@ impl Runner {
     /// directory of projects).
     fn kept_names(&self, mount: &config::Mount, host: &Path) -> Vec<PathBuf> {
         let mut names = mount.read_only.clone();
-        if names.iter().any(|n| n == Path::new(".git")) {
+        let listed = |n: &str| mount.read_only.iter().any(|l| l == Path::new(n));
+        let (git, envrc) = (listed(".git"), listed(".envrc"));
+        if git || envrc {
             let looked = self.looked(host);
+            // A mount of forty projects keeps about a thousand names: each once, in the
+            // order first named, without a quadratic search.
+            let mut seen: std::collections::HashSet<PathBuf> = names.iter().cloned().collect();
             let mut add = |name: PathBuf| {
-                if !names.contains(&name) {
+                if seen.insert(name.clone()) {
                     names.push(name);
                 }
             };
-            for repo in &looked.nested.repos {
-                for name in &mount.read_only {
-                    add(repo.join(name));
+            if git {
+                for repo in &looked.nested.repos {
+                    for name in &mount.read_only {
+                        add(repo.join(name));
+                    }
+                }
+                for (tree, named) in &looked.named {
+                    for name in named {
+                        add(tree.join(name));
+                    }
                 }
             }
-            for (tree, named) in &looked.named {
-                for name in named {
-                    add(tree.join(name));
+            if envrc {
+                // What the `.envrc` of the top names, and, where the repositories inside
+                // are kept, what each one's does.
+                let trees = if git { looked.envrc.len() } else { 1 };
+                for (tree, named) in looked.envrc.iter().take(trees) {
+                    for name in named {
+                        add(tree.join(name));
+                    }
                 }
             }
         }
@@ -1518,14 +1539,26 @@ impl Runner {
         memo.entry(host.to_path_buf())
             .or_insert_with(|| {
                 let nested = crate::gitkeep::nested(host);
-                let named = std::iter::once(PathBuf::new())
+                let trees: Vec<PathBuf> = std::iter::once(PathBuf::new())
                     .chain(nested.repos.iter().cloned())
-                    .map(|tree| {
-                        let names = crate::gitkeep::named_by_git(&host.join(&tree));
-                        (tree, names)
-                    })
                     .collect();
-                (now, calls, Arc::new(Looked { nested, named }))
+                let named = trees
+                    .iter()
+                    .map(|t| (t.clone(), crate::gitkeep::named_by_git(&host.join(t))))
+                    .collect();
+                let envrc = trees
+                    .iter()
+                    .map(|t| (t.clone(), crate::envkeep::named_by_envrc(&host.join(t))))
+                    .collect();
+                (
+                    now,
+                    calls,
+                    Arc::new(Looked {
+                        nested,
+                        named,
+                        envrc,
+                    }),
+                )
             })
             .2
             .clone()
