@@ -3,8 +3,9 @@
 //! person's next `git status` or `git commit`), `.claude/settings.json` (Claude Code's
 //! hooks), `.mcp.json`, `.vscode/tasks.json`, `.envrc`, a second `boxmaker.toml`, … So each
 //! entry of a writable mount's `read_only` list (by default `.git`, `.claude`, `.codex`,
-//! `.cursor`, `.gemini`, `.vscode`, `.idea`, `.devcontainer`, `.mcp.json`, `.envrc`,
-//! `boxmaker.toml`) that exists on the host when a box starts, and is not a symlink, is bound
+//! `.cursor`, `.gemini`, `.vscode`, `.idea`, `.devcontainer`, `.devcontainer.json`,
+//! `.mcp.json`, `.envrc`, mise's configs, vim's `exrc` files, `boxmaker.toml`: [`DEFAULT_LIST`])
+//! that exists on the host when a box starts, and is not a symlink, is bound
 //! read-only over itself in that box: nothing under it can be written, created, removed or
 //! renamed, while the rest of the mount stays writable. `read_only = []` turns it off; a list
 //! replaces the default; a bad entry (`..`, absolute, empty) is refused when the config is
@@ -40,7 +41,7 @@ use hostrun::{
 };
 
 /// The default `read_only` list, as the fix documents it.
-const DEFAULT_LIST: [&str; 11] = [
+const DEFAULT_LIST: [&str; 23] = [
     ".git",
     ".claude",
     ".codex",
@@ -49,8 +50,20 @@ const DEFAULT_LIST: [&str; 11] = [
     ".vscode",
     ".idea",
     ".devcontainer",
+    ".devcontainer.json",
     ".mcp.json",
     ".envrc",
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    ".mise",
+    "mise",
+    ".config",
+    ".exrc",
+    ".vimrc",
+    ".nvimrc",
+    ".nvim.lua",
     "boxmaker.toml",
 ];
 
@@ -518,8 +531,24 @@ fn every_entry_of_the_default_list_is_kept() {
         (".vscode", "tasks.json"),
         (".idea", "workspace.xml"),
         (".devcontainer", "devcontainer.json"),
+        (".mise", "config.toml"),
+        ("mise", "config.toml"),
+        (".config", "mise.toml"),
     ];
-    let files = [".mcp.json", ".envrc", "boxmaker.toml"];
+    let files = [
+        ".devcontainer.json",
+        ".mcp.json",
+        ".envrc",
+        "mise.toml",
+        ".mise.toml",
+        "mise.local.toml",
+        ".mise.local.toml",
+        ".exrc",
+        ".vimrc",
+        ".nvimrc",
+        ".nvim.lua",
+        "boxmaker.toml",
+    ];
     let mut f = Faults::default();
     for who in As::all() {
         let mut planted: Vec<(String, String)> = vec![];

@@ -2082,3 +2082,560 @@ fn with_an_empty_list_a_hook_managers_config_is_the_boxs() {
     }
     f.finish();
 }
+
+// ---------------------------------------------------------------------------------------
+// 6. What a kept `.envrc` runs from.
+
+/// The `.envrc` of the flake project: nix-direnv's `use flake`, a directory of the work
+/// tree put first on `PATH` two ways, and a local file sourced where it exists.
+const FLAKE_ENVRC: &str =
+    "use flake\nPATH_add bin\nexport PATH=$PWD/tools:$PATH\nsource_env_if_exists .envrc.local\n";
+
+/// A `flake.nix` whose dev shell's `shellHook` touches `mark` (one line, as the stand-in
+/// for nix reads it: `shellHook = "CMD";`).
+fn flake_nix(mark: &Path) -> String {
+    format!(
+        "{{\n  description = \"the person's project\";\n  outputs = {{ self, nixpkgs }}: {{\n    \
+         devShells.x86_64-linux.default = nixpkgs.legacyPackages.x86_64-linux.mkShell {{\n      \
+         shellHook = \"touch {}\";\n    }};\n  }};\n}}\n",
+        mark.display()
+    )
+}
+
+/// What direnv and nix-direnv do on the person's `cd` into a directory whose `.envrc` they
+/// allowed (neither is installed here), in POSIX sh: direnv's stdlib functions, then the
+/// `.envrc` sourced; `use flake` `eval`s nix-direnv's cached environment
+/// (`.direnv/flake-profile-x.rc`) where there is one — unless `RELOAD` is set, as
+/// `nix-direnv-reload` does — and otherwise runs the flake's `shellHook`s. Then the
+/// person's next commands in that shell: `ls`, and `x` where something on `PATH` has one.
+const DIRENV_CD: &str = r#"
+use() {
+  [ "$1" = flake ] || return 0
+  if [ -z "${RELOAD:-}" ] && [ -f .direnv/flake-profile-x.rc ]; then
+    . ./.direnv/flake-profile-x.rc
+  else
+    sed -n 's/^[[:space:]]*shellHook = "\(.*\)";[[:space:]]*$/\1/p' flake.nix |
+      while IFS= read -r hook; do sh -c "$hook"; done
+  fi
+}
+PATH_add() { PATH="$PWD/$1:$PATH"; }
+source_env_if_exists() { if [ -f "$1" ]; then . "./$1"; fi; }
+. ./.envrc
+export PATH
+ls >/dev/null
+if command -v x >/dev/null; then x; fi
+true
+"#;
+
+/// The person's `cd` into the project's directory `rel` on the host ([`DIRENV_CD`]), as the
+/// user boxmaker runs as; `reload`: nix-direnv's cache ignored (the flake evaluated).
+fn direnv_cd(f: &mut Faults, lab: &Lab, rel: &str, reload: bool) {
+    let who = lab.who();
+    let dir = lab.p(rel);
+    if !dir.join(".envrc").is_file() {
+        f.check(false, || {
+            format!("{who:?}: /src/{rel}/.envrc is not on the host any more")
+        });
+        return;
+    }
+    let mut c = who.command("/bin/sh");
+    c.current_dir(&dir)
+        .args(["-c", DIRENV_CD])
+        .env("HOME", lab.me.home.as_ref().unwrap())
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    if reload {
+        c.env("RELOAD", "1");
+    }
+    let r = testkit::run_to_end(c, &lab.w.dir, &format!("cd {rel}"), hostrun::LIMIT);
+    f.check(r.ok(), || {
+        format!(
+            "{who:?}: the person's `cd` into /src/{rel} failed\n{}",
+            r.show()
+        )
+    });
+}
+
+/// Nothing was moved aside to `/src/REL.old` on the host.
+fn not_moved(f: &mut Faults, lab: &Lab, rel: &str) {
+    f.check(
+        std::fs::symlink_metadata(lab.p(&format!("{rel}.old"))).is_err(),
+        || {
+            format!(
+                "{:?}: the box moved /src/{rel} aside to /src/{rel}.old on the host",
+                lab.who()
+            )
+        },
+    );
+}
+
+/// A nix-direnv project: `.envrc` is [`FLAKE_ENVRC`]; `flake.nix` (its `shellHook` touches
+/// the person's mark), `flake.lock`, `bin/ls`, `tools/x` and nix-direnv's cache
+/// `.direnv/flake-profile-x.rc` are the person's, each touching a mark of theirs. The box
+/// rewrites each — appends a `shellHook` to `flake.nix` and puts a file of its own over it
+/// with `mv`, rewrites `flake.lock`, the cache, `bin/ls`, `tools/x` and `.envrc`, adds
+/// `.direnv/flake-profile-y.rc` and `bin/git` — and moves `bin` and `.direnv` aside: each
+/// refused (`EROFS` for a write, `EBUSY` for a rename). It makes `.envrc.local` (absent:
+/// the box's to make), which is moved aside after the call, the answer saying so. A plain
+/// write to `/src/a.txt` lands. On the host every file is as the person left it, and their
+/// next `cd` (cache and reload) runs their commands, never the box's.
+#[test]
+fn what_a_kept_envrc_runs_from_cannot_be_rewritten() {
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new("envrc-flake", who, &[(".envrc", FLAKE_ENVRC)]);
+        let pair = |n: &str| {
+            (
+                lab.marker(&format!("{n}-person")),
+                lab.marker(&format!("{n}-box")),
+            )
+        };
+        let (flake_a, flake_b) = pair("flake");
+        let (cache_a, cache_b) = pair("cache");
+        let (ls_a, ls_b) = pair("ls");
+        let (tools_a, tools_b) = pair("tools");
+        let (local_b, other_b) = (lab.marker("local-box"), lab.marker("other-box"));
+        person_script(&lab, "flake.nix", &flake_nix(&flake_a));
+        person_script(&lab, "flake.lock", "{\"version\": 7}\n");
+        person_script(&lab, "bin/ls", &script(&ls_a, "exec /bin/ls \"$@\"\n"));
+        person_script(&lab, "tools/x", &script(&tools_a, ""));
+        person_script(
+            &lab,
+            ".direnv/flake-profile-x.rc",
+            &format!("export IN_NIX_SHELL=impure\ntouch {}\n", cache_a.display()),
+        );
+        let tops = [
+            ".envrc",
+            "flake.nix",
+            "flake.lock",
+            "bin",
+            "tools",
+            ".direnv",
+        ];
+        let before: Vec<_> = tops.iter().map(|t| (*t, snapshot(&lab.p(t)))).collect();
+        let config = lab.config("c", None, "");
+        let writes: Vec<(&str, String)> = vec![
+            (
+                "flake-append",
+                format!(
+                    "printf '      shellHook = \"touch {}\";\\n' >> /src/flake.nix",
+                    flake_b.display()
+                ),
+            ),
+            (
+                "flake-lock",
+                "printf '{\"version\": 7, \"theirs\": 1}\\n' > /src/flake.lock".into(),
+            ),
+            (
+                "cache",
+                box_script("/src/.direnv/flake-profile-x.rc", &cache_b, ""),
+            ),
+            (
+                "cache-new",
+                box_script("/src/.direnv/flake-profile-y.rc", &other_b, ""),
+            ),
+            ("ls", box_script("/src/bin/ls", &ls_b, "")),
+            ("bin-new", box_script("/src/bin/git", &other_b, "")),
+            ("tools", box_script("/src/tools/x", &tools_b, "")),
+            ("envrc", "printf 'PATH_add theirs\\n' >> /src/.envrc".into()),
+        ];
+        let renames: Vec<(&str, String)> = vec![
+            (
+                "flake-mv-over",
+                format!(
+                    "printf '{{ shellHook = \"touch {}\"; }}\\n' > /tmp/evil.nix && \
+                     cp /tmp/evil.nix /src/evil.nix && mv /src/evil.nix /src/flake.nix",
+                    flake_b.display()
+                ),
+            ),
+            ("flake-mv", "mv /src/flake.nix /src/flake.nix.old".into()),
+            ("cache-mv", "mv /src/.direnv /src/.direnv.old".into()),
+            ("bin-mv", "mv /src/bin /src/bin.old".into()),
+            ("tools-mv", "mv /src/tools /src/tools.old".into()),
+        ];
+        let mut s: Vec<(&str, String)> = vec![("plain", "printf 'box\\n' > /src/a.txt".into())];
+        for (tag, cmd) in writes.iter().chain(&renames) {
+            s.push((tag, tagged(tag, cmd)));
+        }
+        s.push((
+            "local",
+            format!(
+                "printf 'touch {}\\n' > /src/.envrc.local",
+                local_b.display()
+            ),
+        ));
+        let (r, out) = lab.sh(&config, &steps(&s));
+        let b = Boxed {
+            who,
+            run: &r,
+            out: &out,
+        };
+        if b.ran(&mut f, "the .envrc attack") {
+            b.done(&mut f, "plain");
+            for (tag, _) in &writes {
+                b.refused(&mut f, tag);
+                refused_saying(&b, &mut f, tag, EROFS);
+            }
+            for (tag, _) in &renames {
+                b.refused(&mut f, tag);
+                busy(&b, &mut f, tag);
+            }
+            // Absent, so the box's to make: moved aside after the call.
+            b.done(&mut f, "local");
+            was_moved_aside(&mut f, &b, &lab, ".envrc.local", "/src/.envrc.local");
+        }
+        landed(&mut f, &lab, "a.txt", "box\n");
+        for (t, snap) in &before {
+            unchanged(
+                &mut f,
+                who,
+                &format!("after the .envrc attack, {t}"),
+                snap,
+                &snapshot(&lab.p(t)),
+            );
+        }
+        for t in ["flake.nix", ".direnv", "bin", "tools"] {
+            not_moved(&mut f, &lab, t);
+        }
+
+        // The person's next `cd`, with nix-direnv's cache, then reloaded.
+        direnv_cd(&mut f, &lab, "", false);
+        direnv_cd(&mut f, &lab, "", true);
+        for (mine, theirs, how, what) in [
+            (
+                &flake_a,
+                &flake_b,
+                "the person's `cd` (nix-direnv-reload: the flake evaluated)",
+                "the box changed flake.nix (`use flake` in the kept .envrc), and the person's \
+                 next `cd` ran its shellHook on the host",
+            ),
+            (
+                &cache_a,
+                &cache_b,
+                "the person's `cd` (nix-direnv's cache)",
+                "the box rewrote .direnv/flake-profile-x.rc, and the person's next `cd` \
+                 eval'd it on the host",
+            ),
+            (
+                &ls_a,
+                &ls_b,
+                "the person's `ls` after `cd` (PATH_add bin)",
+                "the box rewrote bin/ls (`PATH_add bin` in the kept .envrc), and the person's \
+                 next `ls` ran it on the host",
+            ),
+            (
+                &tools_a,
+                &tools_b,
+                "the person's `x` after `cd` (export PATH=$PWD/tools:$PATH)",
+                "the box rewrote tools/x (`$PWD/tools` on PATH in the kept .envrc), and the \
+                 person's next `x` ran it on the host",
+            ),
+        ] {
+            ran_the_persons(&mut f, who, mine, theirs, how, what);
+        }
+        no_mark(
+            &mut f,
+            who,
+            &local_b,
+            "the box made .envrc.local (`source_env_if_exists .envrc.local`), and the person's \
+             next `cd` sourced it on the host",
+        );
+        no_mark(
+            &mut f,
+            who,
+            &other_b,
+            "a file the box added to .direnv or bin ran on the host",
+        );
+    }
+    f.finish();
+}
+
+/// A flake project whose `.direnv` is not there yet (the person has not `cd`ed into it
+/// since cloning): the box makes `.direnv/flake-profile-x.rc` touching its mark, which
+/// nix-direnv would `eval` on the next `cd`. After the call `.direnv` is moved aside
+/// (`.direnv.made-in-a-box-*`, the answer says so), and the person's next `cd` evaluates
+/// their flake, never the box's cache. A plain write landed.
+#[test]
+fn a_direnv_cache_a_box_makes_is_moved_aside() {
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new("envrc-no-cache", who, &[(".envrc", "use flake\n")]);
+        let (mine, theirs) = (lab.marker("flake-person"), lab.marker("cache-box"));
+        person_script(&lab, "flake.nix", &flake_nix(&mine));
+        assert!(
+            std::fs::symlink_metadata(lab.p(".direnv")).is_err(),
+            "the lab made .direnv"
+        );
+        let config = lab.config("c", None, "");
+        let (r, out) = lab.sh(
+            &config,
+            &steps(&[
+                ("plain", "printf 'box\\n' > /src/a.txt".into()),
+                (
+                    "cache",
+                    format!(
+                        "mkdir /src/.direnv && {}",
+                        box_script("/src/.direnv/flake-profile-x.rc", &theirs, "")
+                    ),
+                ),
+            ]),
+        );
+        let b = Boxed {
+            who,
+            run: &r,
+            out: &out,
+        };
+        if b.ran(&mut f, "the box") {
+            b.done(&mut f, "plain");
+            b.done(&mut f, "cache");
+            was_moved_aside(&mut f, &b, &lab, ".direnv", "/src/.direnv");
+        }
+        landed(&mut f, &lab, "a.txt", "box\n");
+        direnv_cd(&mut f, &lab, "", false);
+        ran_the_persons(
+            &mut f,
+            who,
+            &mine,
+            &theirs,
+            "the person's `cd` (no cache: the flake evaluated)",
+            "the box made .direnv/flake-profile-x.rc where there was none, and the person's \
+             next `cd` eval'd it on the host",
+        );
+    }
+    f.finish();
+}
+
+/// A directory of projects (no `.envrc` at its top) with repositories `a` and `org/b`:
+/// `a/.envrc` says `PATH_add bin`, and `a/bin/ls` is the person's. The box cannot rewrite
+/// `/src/a/bin/ls` or `/src/a/.envrc` (`EROFS`), nor move `/src/a/bin` aside or remove it
+/// (`EBUSY`); `/src/a/.direnv`, absent, is moved aside after the call. `org/b` has no
+/// `.envrc`: its `bin/ls` is the box's to make, and lands on the host; so does a plain write
+/// in `/src/a`. The person's next `cd a` and `ls` run their script, never the box's.
+#[test]
+fn a_nested_repositorys_envrc_keeps_what_it_names_in_its_work_tree() {
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::with_repos(
+            "envrc-nested",
+            who,
+            false,
+            &["a", "org/b"],
+            &[("a/.envrc", "PATH_add bin\n")],
+        );
+        let (mine, theirs) = (lab.marker("ls-person"), lab.marker("ls-box"));
+        let (cache_b, b_ls) = (lab.marker("cache-box"), lab.marker("b-ls-box"));
+        person_script(&lab, "a/bin/ls", &script(&mine, "exec /bin/ls \"$@\"\n"));
+        let before: Vec<_> = ["a/.envrc", "a/bin"]
+            .iter()
+            .map(|t| (*t, snapshot(&lab.p(t))))
+            .collect();
+        let config = lab.config("c", None, "");
+        let (r, out) = lab.sh(
+            &config,
+            &steps(&[
+                ("plain", "printf 'new\\n' > /src/a/new.txt".into()),
+                (
+                    "ls",
+                    tagged("ls", &box_script("/src/a/bin/ls", &theirs, "")),
+                ),
+                (
+                    "envrc",
+                    tagged("envrc", "printf 'PATH_add theirs\\n' >> /src/a/.envrc"),
+                ),
+                ("bin-mv", tagged("bin-mv", "mv /src/a/bin /src/a/bin.old")),
+                ("bin-rm", tagged("bin-rm", "rm -rf /src/a/bin")),
+                (
+                    "cache",
+                    format!(
+                        "mkdir /src/a/.direnv && {}",
+                        box_script("/src/a/.direnv/flake-profile-x.rc", &cache_b, "")
+                    ),
+                ),
+                (
+                    "b-ls",
+                    format!(
+                        "mkdir -p /src/org/b/bin && {}",
+                        box_script("/src/org/b/bin/ls", &b_ls, "")
+                    ),
+                ),
+            ]),
+        );
+        let b = Boxed {
+            who,
+            run: &r,
+            out: &out,
+        };
+        if b.ran(&mut f, "the nested .envrc attack") {
+            b.done(&mut f, "plain");
+            b.done(&mut f, "b-ls");
+            b.done(&mut f, "cache");
+            for tag in ["ls", "envrc", "bin-mv", "bin-rm"] {
+                b.refused(&mut f, tag);
+            }
+            refused_saying(&b, &mut f, "ls", EROFS);
+            refused_saying(&b, &mut f, "envrc", EROFS);
+            busy(&b, &mut f, "bin-mv");
+            was_moved_aside(&mut f, &b, &lab, "a/.direnv", "/src/a/.direnv");
+        }
+        landed(&mut f, &lab, "a/new.txt", "new\n");
+        let got = read(&lab.p("org/b/bin/ls"));
+        f.check(
+            got.as_deref().is_some_and(|g| {
+                String::from_utf8_lossy(g).contains(&format!("touch {}", b_ls.display()))
+            }),
+            || {
+                format!(
+                    "{who:?}: /src/org/b/bin/ls (org/b has no .envrc) is not the box's on the \
+                     host ({:?}): the box could not write beside the kept one (proves nothing)",
+                    got.map(|g| String::from_utf8_lossy(&g).into_owned())
+                )
+            },
+        );
+        for (t, snap) in &before {
+            unchanged(
+                &mut f,
+                who,
+                &format!("after the nested .envrc attack, {t}"),
+                snap,
+                &snapshot(&lab.p(t)),
+            );
+        }
+        not_moved(&mut f, &lab, "a/bin");
+        direnv_cd(&mut f, &lab, "a", false);
+        ran_the_persons(
+            &mut f,
+            who,
+            &mine,
+            &theirs,
+            "the person's `ls` after `cd a` (PATH_add bin)",
+            "the box rewrote a/bin/ls (`PATH_add bin` in a's kept .envrc), and the person's \
+             next `ls` in a ran it on the host",
+        );
+        no_mark(
+            &mut f,
+            who,
+            &cache_b,
+            "the box made a/.direnv/flake-profile-x.rc, and it ran on the host",
+        );
+    }
+    f.finish();
+}
+
+/// The companion: with `read_only = []` nothing is kept — the box's rewrites of `bin/ls`
+/// and `.direnv/flake-profile-x.rc` land, and the person's next `cd` and `ls` run both on
+/// the host. So the tests above fail where the protection is missing; and `box show`
+/// claims nothing kept.
+#[test]
+fn with_an_empty_list_what_an_envrc_runs_from_is_the_boxs() {
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new("envrc-open", who, &[(".envrc", FLAKE_ENVRC)]);
+        let (ls_b, cache_b) = (lab.marker("ls-box"), lab.marker("cache-box"));
+        person_script(&lab, "flake.nix", &flake_nix(&lab.marker("flake-person")));
+        person_script(
+            &lab,
+            "bin/ls",
+            &script(&lab.marker("ls-person"), "exec /bin/ls \"$@\"\n"),
+        );
+        person_script(
+            &lab,
+            ".direnv/flake-profile-x.rc",
+            &format!("touch {}\n", lab.marker("cache-person").display()),
+        );
+        let config = lab.config("c", Some("[]"), "");
+        let (r, out) = lab.sh(
+            &config,
+            &steps(&[
+                ("ls", box_script("/src/bin/ls", &ls_b, "")),
+                (
+                    "cache",
+                    box_script("/src/.direnv/flake-profile-x.rc", &cache_b, ""),
+                ),
+            ]),
+        );
+        let b = Boxed {
+            who,
+            run: &r,
+            out: &out,
+        };
+        if b.ran(&mut f, "the box") {
+            b.done(&mut f, "ls");
+            b.done(&mut f, "cache");
+        }
+        direnv_cd(&mut f, &lab, "", false);
+        f.check(ls_b.exists() && cache_b.exists(), || {
+            format!(
+                "{who:?}: with read_only = [] the person's `cd` did not run the box's bin/ls \
+                 ({}) and .direnv/flake-profile-x.rc ({}): the attack the tests above refuse \
+                 does not work here, so they prove nothing",
+                ls_b.exists(),
+                cache_b.exists()
+            )
+        });
+        let show = lab.box_show(&config);
+        f.check(show.ok() && kept_lines(&show.stdout).is_empty(), || {
+            format!(
+                "{who:?}: with read_only = [] box show claims something kept\n{}",
+                show.show()
+            )
+        });
+    }
+    f.finish();
+}
+
+/// `box show` lists what the flake project's `.envrc` runs from as kept read-only —
+/// `/src/.envrc`, `/src/flake.nix`, `/src/flake.lock`, `/src/bin`, `/src/tools`,
+/// `/src/.direnv` — and not `/src/sub`, which it does not name; building boxes changes
+/// nothing on the host.
+#[test]
+fn box_show_lists_what_an_envrc_runs_from_as_kept() {
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new(
+            "envrc-show",
+            who,
+            &[
+                (".envrc", FLAKE_ENVRC),
+                ("flake.nix", "{ }\n"),
+                ("flake.lock", "{}\n"),
+                ("bin/ls", "#!/bin/sh\n"),
+                ("tools/x", "#!/bin/sh\n"),
+                (".direnv/flake-profile-x.rc", "\n"),
+            ],
+        );
+        let config = lab.config("c", None, "");
+        let before = snapshot(&lab.proj);
+        let show = lab.box_show(&config);
+        f.check(show.ok(), || format!("{who:?}: box show\n{}", show.show()));
+        for rel in [
+            ".envrc",
+            "flake.nix",
+            "flake.lock",
+            "bin",
+            "tools",
+            ".direnv",
+        ] {
+            f.check(shows_kept(&show.stdout, rel), || {
+                format!(
+                    "{who:?}: box show does not list /src/{rel} as kept read-only\n{}",
+                    show.stdout
+                )
+            });
+        }
+        f.check(!shows_kept(&show.stdout, "sub"), || {
+            format!(
+                "{who:?}: box show lists /src/sub (the .envrc does not name it) as kept\n{}",
+                show.stdout
+            )
+        });
+        let (r, _) = lab.sh(&config, "true");
+        f.check(r.ok(), || format!("{who:?}: a box\n{}", r.show()));
+        unchanged(
+            &mut f,
+            who,
+            "after building boxes, the project",
+            &before,
+            &snapshot(&lab.proj),
+        );
+    }
+    f.finish();
+}
