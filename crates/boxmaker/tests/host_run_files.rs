@@ -3,7 +3,7 @@
 //! person's next `git status` or `git commit`), `.claude/settings.json` (Claude Code's
 //! hooks), `.mcp.json`, `.vscode/tasks.json`, `.envrc`, a second `boxmaker.toml`, … So each
 //! entry of a writable mount's `read_only` list (by default `.git`, `.claude`, `.codex`,
-//! `.cursor`, `.gemini`, `.vscode`, `.idea`, `.devcontainer`, `.devcontainer.json`,
+//! `.cursor`, `.gemini`, other agent clients' and editors' project configs, `.devcontainer`,
 //! `.mcp.json`, `.envrc`, mise's configs, vim's `exrc` files, `boxmaker.toml`: [`DEFAULT_LIST`])
 //! that exists on the host when a box starts, and is not a symlink, is bound
 //! read-only over itself in that box: nothing under it can be written, created, removed or
@@ -41,14 +41,22 @@ use hostrun::{
 };
 
 /// The default `read_only` list, as the fix documents it.
-const DEFAULT_LIST: [&str; 23] = [
+const DEFAULT_LIST: [&str; 33] = [
     ".git",
     ".claude",
     ".codex",
     ".cursor",
     ".gemini",
+    ".continue",
+    ".amazonq",
+    ".roo",
+    ".kiro",
+    ".opencode",
+    "opencode.json",
     ".vscode",
     ".idea",
+    ".zed",
+    ".helix",
     ".devcontainer",
     ".devcontainer.json",
     ".mcp.json",
@@ -64,6 +72,8 @@ const DEFAULT_LIST: [&str; 23] = [
     ".vimrc",
     ".nvimrc",
     ".nvim.lua",
+    ".lazy.lua",
+    ".dir-locals.el",
     "boxmaker.toml",
 ];
 
@@ -534,6 +544,13 @@ fn every_entry_of_the_default_list_is_kept() {
         (".mise", "config.toml"),
         ("mise", "config.toml"),
         (".config", "mise.toml"),
+        (".continue", "config.yaml"),
+        (".amazonq", "mcp.json"),
+        (".roo", "mcp.json"),
+        (".kiro", "settings.json"),
+        (".opencode", "plugin.ts"),
+        (".zed", "settings.json"),
+        (".helix", "languages.toml"),
     ];
     let files = [
         ".devcontainer.json",
@@ -547,6 +564,9 @@ fn every_entry_of_the_default_list_is_kept() {
         ".vimrc",
         ".nvimrc",
         ".nvim.lua",
+        ".lazy.lua",
+        ".dir-locals.el",
+        "opencode.json",
         "boxmaker.toml",
     ];
     let mut f = Faults::default();

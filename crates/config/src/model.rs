@@ -226,18 +226,27 @@ pub struct Mount {
 /// The entries of a writable mount that no box may change unless its `read_only` says
 /// otherwise: those through which a write becomes code that a program on the host runs
 /// later, without the person choosing to run it — git's hooks and `core.fsmonitor`, an
-/// agent client's project hooks and servers, an editor's tasks and dev containers, direnv's
-/// `.envrc`, mise's config (its `[hooks]` and `[env]` run on `cd`, trusted by path), vim's
-/// and neovim's `exrc` files, and a `boxmaker.toml` (docs/spec.md §4, "What a writable
-/// mount keeps").
+/// agent client's project hooks, servers and plugins (Claude Code, Codex, Cursor, Gemini,
+/// Continue, Amazon Q, Roo, Kiro, opencode), an editor's tasks, language servers and dev
+/// containers (VS Code, JetBrains, Zed, Helix, Emacs, vim, neovim), direnv's
+/// `.envrc`, mise's config (its `[hooks]` and `[env]` run on `cd`, trusted by path), and a
+/// `boxmaker.toml` (docs/spec.md §4, "What a writable mount keeps").
 pub const HOST_RUN: &[&str] = &[
     ".git",
     ".claude",
     ".codex",
     ".cursor",
     ".gemini",
+    ".continue",
+    ".amazonq",
+    ".roo",
+    ".kiro",
+    ".opencode",
+    "opencode.json",
     ".vscode",
     ".idea",
+    ".zed",
+    ".helix",
     ".devcontainer",
     ".devcontainer.json",
     ".mcp.json",
@@ -253,6 +262,8 @@ pub const HOST_RUN: &[&str] = &[
     ".vimrc",
     ".nvimrc",
     ".nvim.lua",
+    ".lazy.lua",
+    ".dir-locals.el",
     "boxmaker.toml",
 ];
 
