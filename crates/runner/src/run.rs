@@ -117,6 +117,9 @@ struct Looked {
     envrc: Vec<(PathBuf, Vec<String>)>,
 }
 
+/// How many of the kept names that are not there `box show` names.
+const UNKEPT_SHOWN: usize = 40;
+
 /// How long a search for the repositories inside a mount may be used again, within the call
 /// it was made in: a call's several looks (its box's spec, its absent names, a file tool's
 /// path) share one, and no call uses a search made before it began.
@@ -906,13 +909,23 @@ impl Runner {
         let mut table = sandbox::mount_table(&spec)?;
         let unkept = self.unkept(&spec.mounts);
         if !unkept.is_empty() {
+            // A mount of forty projects has a thousand such names: the first ones, and how
+            // many more.
+            let shown: Vec<String> = unkept
+                .iter()
+                .take(UNKEPT_SHOWN)
+                .map(|p| p.display().to_string())
+                .collect();
+            let more = unkept.len() - shown.len();
             reach.push_str(&format!(
-                "not kept (not there, or a symlink: a box could make it): {}\n",
-                unkept
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "not kept (not there, or a symlink: a box could make it, and what it makes \
+                 is moved aside after its call): {}{}\n",
+                shown.join(", "),
+                if more > 0 {
+                    format!(", and {more} more")
+                } else {
+                    String::new()
+                }
             ));
         }
         for m in spec.mounts.iter().filter(|m| m.write) {
