@@ -88,7 +88,9 @@ test:
 # AgentDojo replayed through the real `boxmaker mcp` as a hijacked agent (issue 15;
 # docs/efficacy.md). `efficacy`: the four suites in full, with the release binary, figures
 # in target/efficacy/. `efficacy-ci`: every benign trace and a fixed sample of pairs per
-# suite, with whichever binary is built, failing below a suite's floor
+# suite, with the debug binary built the way `make test` builds it (`cargo test --no-run`:
+# nothing to do after `make test`; `cargo build -p boxmaker` resolves features apart and
+# compiled a second copy of 86 dependencies), failing below a suite's floor
 # (bench/agentdojo/floors.json). Both need `make deps` (bench/agentdojo/venv).
 AGENTDOJO_VENV := bench/agentdojo/venv
 EFFICACY_SUITES := workspace slack banking travel
@@ -115,7 +117,7 @@ efficacy-ablation:
 	@python3 bench/agentdojo/report.py $(foreach m,intent provenance labels,$(foreach s,$(EFFICACY_SUITES),target/efficacy/$(s)-without-$(m).json))
 
 efficacy-ci:
-	$(CARGO) build -p boxmaker
+	$(CARGO) test --workspace --no-run
 	@fail=0; BOXMAKER_BIN=$(CURDIR)/target/debug/boxmaker $(EFFICACY_SUITES_SH) target/efficacy-ci "" no \
 	  --jobs $(EFFICACY_JOBS) --sample $(EFFICACY_SAMPLE) --check-goal || fail=1; \
 	python3 bench/agentdojo/report.py $(foreach s,$(EFFICACY_SUITES),target/efficacy-ci/$(s).json); \
