@@ -279,11 +279,7 @@ pub fn gate_role(args: &GateArgs) -> Result<u8, CliError> {
     // No new connections; those open get a moment to end, so that the last checkpoint
     // covers what they write.
     hosted.unlink_sockets();
-    hosted.gate().drain_agent_connections();
-    let start = Instant::now();
-    while hosted.active() > 0 && start.elapsed() < crate::host::DRAIN {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    hosted.drain();
     hosted.gate().shutdown(WITNESS_WAIT);
     Ok(0)
 }

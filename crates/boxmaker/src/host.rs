@@ -33,7 +33,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use config::Config;
@@ -227,6 +227,9 @@ pub struct HostedGate {
     _lock: File,
     active: Arc<AtomicUsize>,
     agents: Arc<AtomicUsize>,
+    /// When the gate began to wait for its connections: [`DRAIN`] counts from here, once,
+    /// however many of its waits (a retiring gate's, then its drop's) come after.
+    draining: OnceLock<Instant>,
 }
 
 impl HostedGate {
@@ -254,10 +257,25 @@ impl HostedGate {
     /// that keeps one for a whole run) cannot keep a retiring gate, and its lock, for
     /// ever.
     pub fn wait_for_connections(&self) {
-        let since = Instant::now();
+        let since = self.drain_began();
         while self.agents_active() > 0 || (self.active() > 0 && since.elapsed() < DRAIN) {
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Ends agent connections once their calls are answered and waits for every
+    /// connection to end, up to [`DRAIN`] from when this gate first began to wait: a
+    /// retiring gate that waited already is not held a second time when dropped.
+    pub fn drain(&self) {
+        self.gate.drain_agent_connections();
+        let since = self.drain_began();
+        while self.active() > 0 && since.elapsed() < DRAIN {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn drain_began(&self) -> Instant {
+        *self.draining.get_or_init(Instant::now)
     }
 
     /// Stops new connections from reaching this gate: its sockets leave the state directory
@@ -276,11 +294,7 @@ impl HostedGate {
 
 impl Drop for HostedGate {
     fn drop(&mut self) {
-        self.gate.drain_agent_connections();
-        let start = Instant::now();
-        while self.active() > 0 && start.elapsed() < DRAIN {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        self.drain();
     }
 }
 
@@ -382,6 +396,7 @@ pub fn try_host(config_path: &Path, cfg: Arc<Config>) -> Result<Option<HostedGat
         _lock: lock,
         active,
         agents,
+        draining: OnceLock::new(),
     }))
 }
 

@@ -1660,7 +1660,8 @@ fn serve_says_when_it_has_taken_over_a_gate_another_process_held() {
 /// An operator's connection left open and idle on the on-demand gate's control socket (a
 /// script that keeps one for a whole run) does not keep the retiring gate, and its lock,
 /// for ever: it was waited for without end, so `serve` never took over and every client
-/// that came meanwhile failed with "another process has held gate.lock for 30 s".
+/// that came meanwhile failed with "another process has held gate.lock for 30 s". Nor is it
+/// waited for twice (once by the retiring gate, again when the gate was dropped).
 #[test]
 fn an_idle_control_connection_does_not_keep_a_retiring_gate() {
     serve_takes_over("serve-takes-over-idle", true);
@@ -1721,6 +1722,18 @@ fn serve_takes_over(name: &str, idle_control: bool) {
         took.contains(&dir.join(".boxmaker").display().to_string()),
         "{took}"
     );
+    if idle_control {
+        // The idle connection is waited for once, for the gate's drain of 5 s: the
+        // retiring gate waited it a second time when it was dropped, and `serve` took over
+        // only after 10 s.
+        let waited: f64 = took
+            .split(" after ")
+            .nth(1)
+            .and_then(|t| t.split(" s").next())
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("no wait in {took:?}"));
+        assert!(waited < 9.0, "serve waited {waited} s: {took}");
+    }
     assert!(
         on_demand.iter().all(|p| !gate_pids(&config).contains(p)),
         "the on-demand gate still runs"
