@@ -1471,6 +1471,146 @@ for line in sys.stdin:
               "error": {"code": -32601, "message": "no such method"}})
 "##;
 
+/// What a box makes of an absent kept name is not left for the person's programs to read
+/// while the box goes on running: the person's agent client, started in the project meanwhile,
+/// would load the box's `.mcp.json` (or git, its hooks). A `run` box makes `.mcp.json`, and
+/// `.claude` by renaming a directory it filled into place, and keeps running for three
+/// seconds; seen from the host, both are moved aside
+/// at once, before the call is answered, and the answer still says so.
+#[test]
+fn what_a_running_box_makes_of_an_absent_kept_name_is_moved_aside_at_once() {
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new("made-at-once", who, &[]);
+        let config = lab.config("c", None, "");
+        let (mcp, claude, proj) = (lab.p(".mcp.json"), lab.p(".claude"), lab.proj.clone());
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let (watched, (r, out)) = std::thread::scope(|s| {
+            let watcher = s.spawn(|| watch_made(&proj, &[&mcp, &claude], &done));
+            let ran = lab.sh(
+                &config,
+                "echo '{}' > /src/.mcp.json && mkdir /src/c && \
+                 echo '{}' > /src/c/settings.json && mv /src/c /src/.claude && sleep 3 && \
+                 echo ran",
+            );
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            (watcher.join().unwrap(), ran)
+        });
+        f.check(out["stdout"].as_str() == Some("ran\n"), || {
+            format!("{who:?}: the box did not run to its end\n{}", r.show())
+        });
+        f.check(watched.aside_while_running, || {
+            format!(
+                "{who:?}: nothing the box made was moved aside while it ran ({watched:?})\n{}",
+                r.show()
+            )
+        });
+        f.check(watched.longest < Duration::from_millis(500), || {
+            format!(
+                "{who:?}: a name the box made stayed on the host for {:?} while it ran",
+                watched.longest
+            )
+        });
+        let err = out["stderr"].as_str().unwrap_or_default();
+        f.check(
+            err.contains("/src/.mcp.json was made in this box")
+                && err.contains("/src/.claude was made in this box"),
+            || format!("{who:?}: the answer does not say what was moved aside: {err}"),
+        );
+        f.check(!mcp.exists() && !claude.exists(), || {
+            format!("{who:?}: what the box made is still there")
+        });
+    }
+    f.finish();
+}
+
+/// A box that makes a kept name over and over has each one moved aside, but cannot flood
+/// the audit log or its answer: the first `sentry::REPORTED` (64) are said and audited one
+/// by one, the rest counted in one line.
+#[test]
+fn a_box_that_makes_a_kept_name_over_and_over_is_moved_aside_each_time_and_counted() {
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new("made-again", who, &[]);
+        let config = lab.config("c", None, "");
+        // Each time, it waits (a bounded spin) until its file was moved before it makes
+        // the next.
+        let (r, out) = lab.sh(
+            &config,
+            "i=0; while [ $i -lt 100 ]; do echo x > /src/.mcp.json; n=0; \
+             while [ -e /src/.mcp.json ] && [ $n -lt 20000 ]; do n=$((n+1)); done; \
+             i=$((i+1)); done; echo ran",
+        );
+        f.check(out["stdout"].as_str() == Some("ran\n"), || {
+            format!("{who:?}: the box did not run to its end\n{}", r.show())
+        });
+        let aside = std::fs::read_dir(&lab.proj)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(".mcp.json.made-in-a-box-")
+            })
+            .count();
+        f.check(aside == 100 && !lab.p(".mcp.json").exists(), || {
+            format!("{who:?}: {aside} of 100 moved aside\n{}", r.show())
+        });
+        let err = out["stderr"].as_str().unwrap_or_default();
+        let said = err.matches("/src/.mcp.json was made in this box").count();
+        f.check(
+            said == 64 && err.contains("boxmaker: 36 more kept names made in this box"),
+            || format!("{who:?}: {said} lines said, not 64 and a count: {err}"),
+        );
+        let tail = lab.bm(&lab.me, &config, &["audit", "tail", "-n", "500"]);
+        let audited = tail.stdout.matches("kept_moved").count();
+        f.check(audited == 64, || {
+            format!(
+                "{who:?}: {audited} kept_moved records, not 64\n{}",
+                tail.show()
+            )
+        });
+    }
+    f.finish();
+}
+
+/// What a watcher on the host saw of `names` while a box ran: whether something was moved
+/// aside before the box ended, and the longest any of `names` stayed there.
+#[derive(Debug)]
+struct Watched {
+    aside_while_running: bool,
+    longest: Duration,
+}
+
+fn watch_made(dir: &Path, names: &[&Path], done: &std::sync::atomic::AtomicBool) -> Watched {
+    use std::time::Instant;
+    let mut since: Vec<Option<Instant>> = vec![None; names.len()];
+    let mut w = Watched {
+        aside_while_running: false,
+        longest: Duration::ZERO,
+    };
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        for (i, n) in names.iter().enumerate() {
+            if std::fs::symlink_metadata(n).is_ok() {
+                let t = *since[i].get_or_insert_with(Instant::now);
+                w.longest = w.longest.max(t.elapsed());
+            } else {
+                since[i] = None;
+            }
+        }
+        if !w.aside_while_running {
+            w.aside_while_running = std::fs::read_dir(dir)
+                .map(|d| {
+                    d.flatten()
+                        .any(|e| e.file_name().to_string_lossy().contains(".made-in-a-box-"))
+                })
+                .unwrap_or(false);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    w
+}
+
 /// A server that makes a kept name after its call was answered (a thread of its own, so
 /// the sweep after the call finds nothing yet): when the reaper stops it for idling, what
 /// it made is moved aside too.
@@ -1564,6 +1704,76 @@ fn what_a_server_makes_after_its_call_is_moved_aside_when_it_is_stopped() {
                  was stopped"
             )
         });
+    }
+    f.finish();
+}
+
+/// A server's box lives between its calls, for as long as its idle timeout: what it makes of
+/// an absent kept name then is moved aside at once, not when the reaper stops it.
+#[test]
+fn what_a_server_makes_between_its_calls_is_moved_aside_while_it_lives() {
+    assert!(
+        Path::new("/usr/bin/python3").exists(),
+        "the test server runs under /usr/bin/python3, which is missing"
+    );
+    let mut f = Faults::default();
+    for who in As::all() {
+        let lab = Lab::new("late-server-alive", who, &[]);
+        let srv = lab.w.dir.join("srv");
+        std::fs::create_dir_all(&srv).unwrap();
+        std::fs::write(srv.join("server.py"), LATE_SERVER).unwrap();
+        let config = lab.config(
+            "c",
+            None,
+            &format!(
+                "[[mount]]\nname = \"srv\"\nhost = {:?}\nat = \"/opt/srv\"\nclass = \"public\"\n\n\
+                 [[tool]]\nname = \"late\"\nmcp = [\"/usr/bin/python3\", \"/opt/srv/server.py\"]\n\
+                 class = \"internal\"\nidle_timeout = 120\n\n\
+                 [[grant]]\ntool = \"late_*\"\neffect = \"allow\"\n",
+                srv.display().to_string()
+            ),
+        );
+        let r = lab.bm(
+            &lab.me,
+            &config,
+            &["call", "--session", "s1", "--json", "late_later", "{}"],
+        );
+        f.check(r.stdout.contains("answered"), || {
+            format!("{who:?}: late_later gave no answer\n{}", r.show())
+        });
+        let aside = || {
+            std::fs::read_dir(&lab.proj).unwrap().flatten().any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(".claude.made-in-a-box-")
+            })
+        };
+        // The server makes it 0.2 s after answering, and idles for two minutes; the
+        // on-demand gate, and its runner with every server, stops once it has had no
+        // client for 3 s (`host::LINGER`), and that stop would sweep it too. So it must be
+        // moved aside well before then.
+        let until = std::time::Instant::now() + Duration::from_millis(2000);
+        while !aside() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        f.check(aside() && !lab.p(".claude").exists(), || {
+            format!(
+                "{who:?}: the .claude a living server made after its call is still there \
+                 (.claude {}, moved aside {})",
+                lab.p(".claude").exists(),
+                aside()
+            )
+        });
+        let tail = lab.bm(&lab.me, &config, &["audit", "tail", "-n", "20"]);
+        f.check(
+            tail.stdout.contains("kept_moved") && tail.stdout.contains("/src/.claude"),
+            || {
+                format!(
+                    "{who:?}: the audit does not say it moved .claude\n{}",
+                    tail.show()
+                )
+            },
+        );
     }
     f.finish();
 }

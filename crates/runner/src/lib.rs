@@ -41,6 +41,7 @@ pub mod inbox;
 pub mod label;
 pub mod run;
 pub mod running;
+pub mod sentry;
 pub mod serve;
 pub mod warm;
 

@@ -1191,6 +1191,14 @@ impl Runner {
             return failed(format!("{}: {e}; nothing ran", tool.name));
         }
         let absent = self.absent_kept(&spec.mounts);
+        // Watched while the box runs: what it makes of them is moved aside at once.
+        let sentry = crate::sentry::Sentry::watch(
+            self.egress.clone(),
+            &absent,
+            &req.session,
+            &tool.name,
+            Some(req.call),
+        );
         let mut proxy = None;
         // The call's label, which its box's floats up from (docs/spec.md §3.6).
         let label = self.config.call_label(
@@ -1231,9 +1239,13 @@ impl Runner {
             },
         );
         drop(proxy);
-        // Its box is gone: what it made of the kept names is moved aside before it answers,
-        // and its answer says so (at the end of its stderr).
-        let moved = self.sweep_kept(&absent, &req.session, &tool.name, Some(req.call));
+        // Its box is gone: what it made of the kept names is moved aside before it answers
+        // (what the sentry did not move already), and its answer says so (at the end of its
+        // stderr).
+        let mut moved = sentry
+            .map(crate::sentry::Sentry::finish)
+            .unwrap_or_default();
+        moved.extend(self.sweep_kept(&absent, &req.session, &tool.name, Some(req.call)));
         crate::run::scrub(tool, &mut spec);
         let outcome = match outcome {
             Ok(o) => o,
@@ -1438,10 +1450,7 @@ pub(crate) fn state_sub(
 }
 
 /// Each of `absent` that is there now was made while a box of `session` ran (by the box,
-/// unless a person made it in that very moment): it is moved aside, beside itself, to
-/// `NAME.made-in-a-box-NANOS` — never removed — so no program on the host runs from
-/// it, and a `moved` event tells the gate, which audits it (docs/spec.md §4, "What a
-/// writable mount keeps"). The rename renames a link, never what it points to.
+/// unless a person made it in that very moment): it is moved aside ([`move_aside`]).
 pub(crate) fn sweep_kept(
     events: &egress::Egress,
     absent: &[(PathBuf, PathBuf)],
@@ -1449,33 +1458,44 @@ pub(crate) fn sweep_kept(
     tool: &str,
     call: Option<proto::CallId>,
 ) -> Vec<String> {
-    let mut said = Vec::new();
-    for (host, at) in absent {
-        if std::fs::symlink_metadata(host).is_err() {
-            continue;
-        }
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let Some(name) = host.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        let aside = host.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
-        let moved_to = at.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
-        match std::fs::rename(host, &aside) {
-            Ok(()) => {
+    absent
+        .iter()
+        .filter_map(|(host, at)| move_aside(events, host, at, session, tool, call, false))
+        .collect()
+}
+
+/// `host` (`at` in the box), a kept name that was absent when a box of `session` started,
+/// is moved aside if it is there now, beside itself, to `NAME.made-in-a-box-NANOS` — never
+/// removed — so no program on the host runs from it, and a `moved` event tells the gate,
+/// which audits it (docs/spec.md §4, "What a writable mount keeps"). The rename renames a
+/// link, never what it points to. The line for the call's answer, when it was moved;
+/// `quiet` moves it without an event or a line on stderr (a box that makes a name over and
+/// over, past [`crate::sentry::REPORTED`]).
+pub(crate) fn move_aside(
+    events: &egress::Egress,
+    host: &Path,
+    at: &Path,
+    session: &SessionId,
+    tool: &str,
+    call: Option<proto::CallId>,
+    quiet: bool,
+) -> Option<String> {
+    std::fs::symlink_metadata(host).ok()?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = host.file_name().and_then(|n| n.to_str())?;
+    let aside = host.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
+    let moved_to = at.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
+    match std::fs::rename(host, &aside) {
+        Ok(()) => {
+            if !quiet {
                 eprintln!(
-                    "boxmaker: a box of session {session} ({tool}) made {}, which a \
-                     program on the host runs from; it was moved aside to {}",
+                    "boxmaker: a box of session {session} ({tool}) made {}, which a program \
+                     on the host runs from; it was moved aside to {}",
                     host.display(),
                     aside.display()
                 );
-                said.push(format!(
-                    "boxmaker: {} was made in this box where a writable mount keeps it (a \
-                     program on the host runs from it); it was moved aside to {}",
-                    at.display(),
-                    moved_to.display()
-                ));
                 events.event(proto::run::RunnerAnswer::Moved {
                     session: session.clone(),
                     tool: tool.to_string(),
@@ -1484,14 +1504,24 @@ pub(crate) fn sweep_kept(
                     to: moved_to.display().to_string(),
                 });
             }
-            Err(e) => eprintln!(
-                "boxmaker: a box of session {session} ({tool}) made {}, which a program \
-                 on the host runs from, and it could not be moved aside: {e}",
-                host.display()
-            ),
+            Some(format!(
+                "boxmaker: {} was made in this box where a writable mount keeps it (a program \
+                 on the host runs from it); it was moved aside to {}",
+                at.display(),
+                moved_to.display()
+            ))
+        }
+        Err(e) => {
+            if !quiet {
+                eprintln!(
+                    "boxmaker: a box of session {session} ({tool}) made {}, which a program \
+                     on the host runs from, and it could not be moved aside: {e}",
+                    host.display()
+                );
+            }
+            None
         }
     }
-    said
 }
 
 impl Runner {

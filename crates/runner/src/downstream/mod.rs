@@ -126,6 +126,9 @@ struct Instance {
     /// (host path, path in the box): what it makes of them is moved aside after each call,
     /// and when it stops.
     absent_kept: Vec<(PathBuf, PathBuf)>,
+    /// The watch that moves those aside the moment its box makes one (`None` when there
+    /// is nothing to watch, or no watch could be set).
+    _sentry: Option<crate::sentry::Sentry>,
     /// Its session and tool, and the runner's channel to the gate: for the sweep when the
     /// reaper stops it (`None` for a server with no box).
     owner: Option<(SessionId, String, Arc<egress::Egress>)>,
@@ -890,6 +893,15 @@ impl Runner {
         // Of the mounts as this box has them (none writable in discovery).
         spec.keeps = self.keeps(&spec.mounts);
         let absent_kept = self.absent_kept(&spec.mounts);
+        // Watched for as long as the box lives, between its calls too: what it makes of
+        // them is moved aside at once.
+        let sentry = crate::sentry::Sentry::watch(
+            self.egress().clone(),
+            &absent_kept,
+            session,
+            &tool.name,
+            None,
+        );
         spec.limits.cpu_seconds = spec.limits.timeout.as_secs();
         // Its secrets, as the variables the config names (read here, in the runner, the one
         // process that reads them); discovery needs them too, to start the server at all.
@@ -999,6 +1011,7 @@ impl Runner {
             float,
             remote: false,
             absent_kept,
+            _sentry: sentry,
             owner: Some((session.clone(), tool.name.clone(), self.egress().clone())),
         })
     }
@@ -1109,6 +1122,7 @@ impl Runner {
             float,
             remote: true,
             absent_kept: Vec::new(),
+            _sentry: None,
             owner: None,
         })
     }
