@@ -271,3 +271,157 @@ impl Watch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use proto::run::RunnerAnswer;
+    use std::path::Path;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    struct Lab {
+        dir: tempfile::TempDir,
+        events: Arc<egress::Egress>,
+        seen: Arc<Mutex<Vec<RunnerAnswer>>>,
+    }
+
+    fn lab() -> Lab {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(config::parse("", "t.toml", Path::new("/")).unwrap());
+        let events = Arc::new(egress::Egress::new(config, Arc::default()));
+        let seen: Arc<Mutex<Vec<RunnerAnswer>>> = Arc::default();
+        let sink = seen.clone();
+        events.set_sink(Arc::new(move |e| sink.lock().unwrap().push(e)));
+        Lab { dir, events, seen }
+    }
+
+    impl Lab {
+        fn absent(&self, names: &[&str]) -> Vec<(PathBuf, PathBuf)> {
+            names
+                .iter()
+                .map(|n| (self.dir.path().join(n), Path::new("/src").join(n)))
+                .collect()
+        }
+
+        fn watch(&self, names: &[&str]) -> Option<Sentry> {
+            let session = SessionId::new("s1").unwrap();
+            Sentry::watch(
+                self.events.clone(),
+                &self.absent(names),
+                &session,
+                "run",
+                None,
+            )
+        }
+
+        fn aside(&self, name: &str) -> Vec<PathBuf> {
+            let prefix = format!("{name}.made-in-a-box-");
+            std::fs::read_dir(self.dir.path())
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        }
+
+        /// Waits (2 s at most) until `name` is gone.
+        fn gone(&self, name: &str) -> bool {
+            let until = Instant::now() + Duration::from_secs(2);
+            while std::fs::symlink_metadata(self.dir.path().join(name)).is_ok() {
+                if Instant::now() > until {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            true
+        }
+    }
+
+    #[test]
+    fn a_name_made_or_renamed_into_place_is_moved_aside_while_watched() {
+        let lab = lab();
+        let s = lab.watch(&[".mcp.json", ".claude", "other"]).unwrap();
+        std::fs::write(lab.dir.path().join(".mcp.json"), "{}").unwrap();
+        assert!(lab.gone(".mcp.json"), ".mcp.json was left there");
+        std::fs::create_dir(lab.dir.path().join("c")).unwrap();
+        std::fs::write(lab.dir.path().join("c/settings.json"), "{}").unwrap();
+        std::fs::rename(lab.dir.path().join("c"), lab.dir.path().join(".claude")).unwrap();
+        assert!(lab.gone(".claude"), ".claude was left there");
+        // A name that is not kept is left alone.
+        std::fs::write(lab.dir.path().join("notes"), "x").unwrap();
+        let said = s.finish();
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said[0].contains("/src/.mcp.json was made in this box"),
+            "{said:?}"
+        );
+        assert_eq!(lab.aside(".mcp.json").len(), 1);
+        let claude = lab.aside(".claude");
+        assert_eq!(claude.len(), 1);
+        assert!(
+            claude[0].join("settings.json").exists(),
+            "its bytes were lost"
+        );
+        assert!(lab.dir.path().join("notes").exists());
+        let moved = lab.seen.lock().unwrap();
+        assert_eq!(
+            moved
+                .iter()
+                .filter(|e| matches!(e, RunnerAnswer::Moved { .. }))
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn a_link_made_at_a_name_is_moved_as_a_link_and_what_it_names_is_left() {
+        let lab = lab();
+        let target = tempfile::tempdir().unwrap();
+        std::fs::write(target.path().join("keep"), "mine").unwrap();
+        let s = lab.watch(&[".vscode"]).unwrap();
+        std::os::unix::fs::symlink(target.path(), lab.dir.path().join(".vscode")).unwrap();
+        assert!(lab.gone(".vscode"));
+        drop(s);
+        let aside = lab.aside(".vscode");
+        assert_eq!(aside.len(), 1);
+        assert!(std::fs::symlink_metadata(&aside[0]).unwrap().is_symlink());
+        assert_eq!(std::fs::read(target.path().join("keep")).unwrap(), b"mine");
+    }
+
+    #[test]
+    fn a_name_made_over_and_over_is_moved_each_time_and_counted_past_the_reported() {
+        let lab = lab();
+        let s = lab.watch(&[".mcp.json"]).unwrap();
+        let n = REPORTED + 6;
+        for _ in 0..n {
+            std::fs::write(lab.dir.path().join(".mcp.json"), "{}").unwrap();
+            assert!(lab.gone(".mcp.json"));
+        }
+        let said = s.finish();
+        assert_eq!(said.len(), REPORTED + 1, "{said:?}");
+        assert_eq!(
+            said.last().unwrap(),
+            "boxmaker: 6 more kept names made in this box were moved aside the same way"
+        );
+        assert_eq!(lab.aside(".mcp.json").len(), n);
+        assert_eq!(lab.seen.lock().unwrap().len(), REPORTED);
+    }
+
+    #[test]
+    fn nothing_is_watched_where_nothing_is_absent_or_its_directory_is_not_there() {
+        let lab = lab();
+        assert!(lab.watch(&[]).is_none());
+        assert!(lab.watch(&["gone/.claude"]).is_none());
+    }
+
+    #[test]
+    fn a_name_already_there_when_the_watch_begins_is_moved_aside() {
+        let lab = lab();
+        std::fs::write(lab.dir.path().join(".envrc"), "x").unwrap();
+        let s = lab.watch(&[".envrc"]).unwrap();
+        assert!(!lab.dir.path().join(".envrc").exists());
+        assert_eq!(s.finish().len(), 1);
+    }
+}
