@@ -180,6 +180,12 @@ async def scenario(url: str | None, credential: str | None) -> None:
         for want in ["tool: run", 'arguments: {"argv":["/bin/echo","once"]}', "taint: public",
                      "why: a grant says to ask", "expires:"]:
             check(want in shown, f"{want!r} not in {shown!r}")
+        # On a legacy session over HTTP the notice rides the GET stream, read apart from
+        # the request's own (docs/spec.md §5): it may come just after the result.
+        for _ in range(100):
+            if any(APPROVAL_ID.search(json.dumps(m.data)) for m in logged.messages):
+                break
+            await asyncio.sleep(0.05)
         check(any(APPROVAL_ID.search(json.dumps(m.data)) for m in logged.messages),
               "no approval notice in the log")
 
