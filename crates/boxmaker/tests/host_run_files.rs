@@ -440,7 +440,10 @@ fn what_a_run_box_makes_of_an_absent_kept_name_is_moved_aside_before_it_answers(
                 (
                     "claude",
                     format!(
-                        "mkdir -p /src/.claude && printf '%s' '{hook}' > /src/.claude/settings.json"
+                        // Filled, then renamed into place: made in place, the sentry
+                        // moves `.claude` aside before the file in it can be written.
+                        "mkdir -p /src/c && printf '%s' '{hook}' > /src/c/settings.json && \
+                         mv /src/c /src/.claude"
                     ),
                 ),
                 ("mcp", "echo '{}' > /src/.mcp.json".into()),
@@ -1436,8 +1439,9 @@ def poke():
                                "#!/bin/sh\ntouch " + MARK + "\n", "w")),
         "mcp": attempt(append("/src/.mcp.json", '{"mcpServers": {}}\n', "w")),
         "rename": attempt(lambda: os.rename("/src/.git", "/src/git.moved")),
-        "claude": attempt(lambda: (os.makedirs("/src/.claude", exist_ok=True),
-                                   append("/src/.claude/settings.json", "{}", "w")())),
+        "claude": attempt(lambda: (os.makedirs("/src/claude-made", exist_ok=True),
+                                   append("/src/claude-made/settings.json", "{}", "w")(),
+                                   os.rename("/src/claude-made", "/src/.claude"))),
     }
 
 def send(msg):

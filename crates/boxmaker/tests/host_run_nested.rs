@@ -68,10 +68,10 @@ fn fsmonitor_to(config: &str, mark: &Path) -> String {
 /// in its place.
 fn box_repo(dir: &str, mark: &Path) -> String {
     format!(
-        "mkdir -p {dir}/.git/objects {dir}/.git/refs/heads && \
-         printf 'ref: refs/heads/main\\n' > {dir}/.git/HEAD && \
+        "mkdir -p {dir}/.git-made/objects {dir}/.git-made/refs/heads && \
+         printf 'ref: refs/heads/main\\n' > {dir}/.git-made/HEAD && \
          printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {m}; false\"\\n' \
-         > {dir}/.git/config",
+         > {dir}/.git-made/config && mv {dir}/.git-made {dir}/.git",
         m = mark.display()
     )
 }
@@ -1793,7 +1793,8 @@ fn a_lefthook_config_a_box_makes_is_moved_aside() {
                 ),
                 (
                     "dir",
-                    "mkdir /src/.lefthook && printf 'x\\n' > /src/.lefthook/x".into(),
+                    "mkdir /src/lh && printf 'x\\n' > /src/lh/x && mv /src/lh /src/.lefthook"
+                        .into(),
                 ),
             ]),
         );
@@ -1901,9 +1902,9 @@ fn an_overcommit_config_and_its_hooks_directory_are_kept() {
                 (
                     "dir",
                     format!(
-                        "mkdir -p /src/.git-hooks/pre_commit && {} && chmod 0755 \
-                         /src/.git-hooks/pre_commit/theirs",
-                        box_script("/src/.git-hooks/pre_commit/theirs", &dir_box, "")
+                        "mkdir -p /src/gh/pre_commit && {} && chmod 0755 \
+                         /src/gh/pre_commit/theirs && mv /src/gh /src/.git-hooks",
+                        box_script("/src/gh/pre_commit/theirs", &dir_box, "")
                     ),
                 ),
             ]),
@@ -2373,8 +2374,8 @@ fn a_direnv_cache_a_box_makes_is_moved_aside() {
                 (
                     "cache",
                     format!(
-                        "mkdir /src/.direnv && {}",
-                        box_script("/src/.direnv/flake-profile-x.rc", &theirs, "")
+                        "mkdir /src/dv && {} && mv /src/dv /src/.direnv",
+                        box_script("/src/dv/flake-profile-x.rc", &theirs, "")
                     ),
                 ),
             ]),
@@ -2446,8 +2447,8 @@ fn a_nested_repositorys_envrc_keeps_what_it_names_in_its_work_tree() {
                 (
                     "cache",
                     format!(
-                        "mkdir /src/a/.direnv && {}",
-                        box_script("/src/a/.direnv/flake-profile-x.rc", &cache_b, "")
+                        "mkdir /src/a/dv && {} && mv /src/a/dv /src/a/.direnv",
+                        box_script("/src/a/dv/flake-profile-x.rc", &cache_b, "")
                     ),
                 ),
                 (

@@ -88,9 +88,9 @@ fn keeps(c: &mut Criterion) {
     });
 }
 
-/// The sentry a box with absent kept names gets (`runner::sentry`): an inotify instance,
-/// a watch on the mount's top, an eventfd and a thread, started before the box and stopped
-/// after it — here with the default list's 33 names, all absent, and nothing made.
+/// The sentry a box with absent kept names gets (`runner::sentry`): a watch on the mount's
+/// top on the runner's inotify instance, set before the box starts and removed after it —
+/// here with the default list's 33 names, all absent, and nothing made.
 fn sentry(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = std::sync::Arc::new(config::parse("", "bench.toml", tmp.path()).unwrap());
@@ -100,9 +100,11 @@ fn sentry(c: &mut Criterion) {
         .map(|n| (tmp.path().join(n), std::path::Path::new("/src").join(n)))
         .collect();
     let session = proto::SessionId::new("bench").unwrap();
+    let sentries = runner::sentry::Sentries::default();
     c.bench_function("sentry: watch and finish (33 absent names)", |b| {
         b.iter(|| {
-            let s = runner::sentry::Sentry::watch(events.clone(), &absent, &session, "run", None)
+            let s = sentries
+                .watch(events.clone(), &absent, &session, "run", None)
                 .unwrap();
             std::hint::black_box(s.finish())
         })

@@ -85,6 +85,8 @@ pub struct Runner {
     floors: Arc<Mutex<HashMap<SessionId, Label>>>,
     /// The egress proxy every networked box of this runner goes out through.
     egress: Arc<egress::Egress>,
+    /// The watch on kept names a box could make while it lives (`sentry`).
+    sentries: Arc<crate::sentry::Sentries>,
     /// Every call running now, by session, with its boxes: what a reset ends first.
     running: Arc<Running>,
     /// The `[[secret]]` values, read when first needed (docs/spec.md §3.8).
@@ -176,6 +178,7 @@ impl Runner {
             hosts,
             floors,
             egress,
+            sentries: Arc::default(),
             running: Arc::default(),
             secrets: Arc::new(secrets::Secrets::new(config.secrets.clone(), true)),
             config,
@@ -544,6 +547,11 @@ impl Runner {
             }
         }
         out
+    }
+
+    /// The watch on kept names a box could make while it lives.
+    pub(crate) fn sentries(&self) -> &crate::sentry::Sentries {
+        &self.sentries
     }
 
     /// [`sweep_kept`] with this runner's channel to the gate.
@@ -1192,7 +1200,7 @@ impl Runner {
         }
         let absent = self.absent_kept(&spec.mounts);
         // Watched while the box runs: what it makes of them is moved aside at once.
-        let sentry = crate::sentry::Sentry::watch(
+        let sentry = self.sentries.watch(
             self.egress.clone(),
             &absent,
             &req.session,

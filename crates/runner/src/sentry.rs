@@ -7,53 +7,87 @@
 //! and a program on the host (the person's agent client reading `.mcp.json` or
 //! `.claude/settings.json`, git reading a hooks directory) can read the name meanwhile.
 //!
-//! **Owns:** one inotify instance per box whose writable mounts have kept names absent when
-//! it started, watching the directories those names would be made in, and the thread that
-//! reads it: a name made there, or renamed into place, is moved aside
-//! ([`crate::run::move_aside`]) as soon as the kernel reports it, not when the call ends.
+//! **Owns:** one inotify instance per runner ([`Sentries`], made at the first box that needs
+//! it, and its one thread that reads it), and a watch on each directory a box's absent kept
+//! names would be made in, for as long as that box lives ([`Sentry`]): a name made there, or
+//! renamed into place, is moved aside ([`crate::run::move_aside`]) as soon as the kernel
+//! reports it, not when the call ends.
 //!
 //! **Must never:** follow a link (a watch is `IN_DONT_FOLLOW | IN_ONLYDIR`, the rename
-//! renames the link itself), remove anything, or hold a box or its answer up: the thread
-//! is woken to stop by an eventfd, never by a timeout. Where the kernel will not give a
-//! watch (the user's inotify limits), stderr says so and the sweep at the call's end is
-//! what is left.
+//! renames the link itself), remove anything, or hold a box or its answer up. One instance
+//! for the runner, not one a box: closing an inotify instance waits for the kernel to free
+//! its marks (4.4 ms a box, measured), and the user's instances are few (128 by default)
+//! and shared with every program they run, a box's included. Where the kernel will not give
+//! a watch, stderr says so and the sweep at the call's end is what is left.
 //!
 //! What it cannot do: make the window nothing. Between the box's `open(O_CREAT)` and this
 //! rename, a few microseconds to a millisecond, the name is there; a host program that
 //! reads in exactly that moment sees the box's file.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use proto::{CallId, SessionId};
-use rustix::event::{PollFd, PollFlags};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
-/// The moves one sentry reports each on its own (a `moved` event to the gate, a line in
-/// the answer); a box that makes a kept name over and over has the rest moved as well,
+/// The moves one box's sentry reports each on its own (a `moved` event to the gate, a line
+/// in the answer); a box that makes a kept name over and over has the rest moved as well,
 /// counted in one line, so it cannot flood the audit log.
 pub const REPORTED: usize = 64;
 
-/// A watch over the absent kept names of one box; dropping it (or [`Sentry::finish`])
-/// stops its thread at once.
-#[derive(Debug)]
-pub struct Sentry {
-    wake: Arc<OwnedFd>,
-    thread: Option<JoinHandle<Vec<String>>>,
+/// What a watch asks the kernel for.
+const WATCH: WatchFlags = WatchFlags::CREATE
+    .union(WatchFlags::MOVED_TO)
+    .union(WatchFlags::ONLYDIR)
+    .union(WatchFlags::DONT_FOLLOW);
+
+/// A runner's inotify instance and the boxes watched through it; made at the first box
+/// that needs it.
+#[derive(Debug, Default)]
+pub struct Sentries {
+    shared: OnceLock<Option<Arc<Shared>>>,
 }
 
-impl Sentry {
+#[derive(Debug)]
+struct Shared {
+    fd: OwnedFd,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// How many boxes watch each directory (by its watch descriptor, which the kernel
+    /// gives once per directory and instance).
+    refs: HashMap<i32, usize>,
+    boxes: HashMap<u64, Watched>,
+    next: u64,
+}
+
+/// One box's absent names, by the watch of the directory each would be made in.
+#[derive(Debug)]
+struct Watched {
+    names: HashMap<i32, Vec<(PathBuf, PathBuf)>>,
+    events: Arc<egress::Egress>,
+    session: SessionId,
+    tool: String,
+    call: Option<CallId>,
+    said: Vec<String>,
+    unreported: usize,
+}
+
+impl Sentries {
     /// Watches the directories `absent` (host path, path in the box) would be made in, for
     /// a box of `session` running `tool` (for `call`, or `None` for a server's box, which
-    /// outlives its calls). `None` when there is nothing to watch or no watch could be set:
-    /// what is made is then moved aside by the sweep after the call alone.
+    /// outlives its calls), until the [`Sentry`] is finished or dropped. `None` when there
+    /// is nothing to watch or no watch could be set: what is made is then moved aside by
+    /// the sweep after the call alone.
     pub fn watch(
+        &self,
         events: Arc<egress::Egress>,
         absent: &[(PathBuf, PathBuf)],
         session: &SessionId,
@@ -63,66 +97,32 @@ impl Sentry {
         if absent.is_empty() {
             return None;
         }
-        let said_no = |what: &str, e: Errno| {
+        let said_no = |what: &str, e: &dyn std::fmt::Display| {
             eprintln!(
                 "boxmaker: the kept names a box of session {session} ({tool}) could make are \
                  not watched while it runs ({what}: {e}); what it makes is moved aside when \
                  its call ends"
             );
         };
-        let fd = match inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK) {
-            Ok(fd) => fd,
-            Err(e) => {
-                said_no("inotify_init1", e);
+        let shared = match self.shared.get_or_init(start) {
+            Some(s) => s.clone(),
+            None => {
+                said_no("no inotify instance", &"see the runner's first warning");
                 return None;
             }
         };
-        let mut dirs: HashMap<i32, PathBuf> = HashMap::new();
-        let mut wanted: HashMap<PathBuf, Vec<(PathBuf, PathBuf)>> = HashMap::new();
+        let mut by_dir: HashMap<PathBuf, Vec<(PathBuf, PathBuf)>> = HashMap::new();
         for (host, at) in absent {
             if let Some(parent) = host.parent() {
-                wanted
+                by_dir
                     .entry(parent.to_path_buf())
                     .or_default()
                     .push((host.clone(), at.clone()));
             }
         }
-        for dir in wanted.keys() {
-            let flags = WatchFlags::CREATE
-                | WatchFlags::MOVED_TO
-                | WatchFlags::ONLYDIR
-                | WatchFlags::DONT_FOLLOW;
-            match inotify::add_watch(&fd, dir.as_path(), flags) {
-                Ok(wd) => {
-                    dirs.insert(wd, dir.clone());
-                }
-                // A directory that is not there (or not one): nothing can be made in it
-                // but by making it, which the sweep after the call sees.
-                Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {}
-                Err(e) => {
-                    said_no("inotify_add_watch", e);
-                    return None;
-                }
-            }
-        }
-        if dirs.is_empty() {
-            return None;
-        }
-        let wake = match rustix::event::eventfd(
-            0,
-            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
-        ) {
-            Ok(w) => Arc::new(w),
-            Err(e) => {
-                said_no("eventfd", e);
-                return None;
-            }
-        };
-        let mut watch = Watch {
-            fd,
-            wake: wake.clone(),
-            dirs,
-            wanted,
+        let mut state = shared.lock();
+        let mut watched = Watched {
+            names: HashMap::new(),
             events,
             session: session.clone(),
             tool: tool.to_string(),
@@ -130,124 +130,141 @@ impl Sentry {
             said: Vec::new(),
             unreported: 0,
         };
-        // Anything already there was made between the look and now: moved like the rest.
-        watch.pass(None);
-        let thread = std::thread::Builder::new()
-            .name("sentry".into())
-            .spawn(move || watch.run());
-        match thread {
-            Ok(t) => Some(Sentry {
-                wake,
-                thread: Some(t),
-            }),
-            Err(e) => {
-                eprintln!(
-                    "boxmaker: the kept names a box of session {session} ({tool}) could \
-                     make are not watched while it runs (no thread: {e}); what it makes is \
-                     moved aside when its call ends"
-                );
-                None
-            }
-        }
-    }
-
-    /// Stops the watch and says what it moved aside, a line each (at most [`REPORTED`],
-    /// then one line counting the rest), for the call's answer.
-    pub fn finish(mut self) -> Vec<String> {
-        self.stop()
-    }
-
-    fn stop(&mut self) -> Vec<String> {
-        let Some(t) = self.thread.take() else {
-            return Vec::new();
-        };
-        let _ = rustix::io::write(&*self.wake, &1u64.to_ne_bytes());
-        t.join().unwrap_or_default()
-    }
-}
-
-impl Drop for Sentry {
-    fn drop(&mut self) {
-        let _ = self.stop();
-    }
-}
-
-struct Watch {
-    fd: OwnedFd,
-    wake: Arc<OwnedFd>,
-    /// Each watch's directory.
-    dirs: HashMap<i32, PathBuf>,
-    /// The absent names (host path, path in the box), by the directory they would be in.
-    wanted: HashMap<PathBuf, Vec<(PathBuf, PathBuf)>>,
-    events: Arc<egress::Egress>,
-    session: SessionId,
-    tool: String,
-    call: Option<CallId>,
-    said: Vec<String>,
-    unreported: usize,
-}
-
-impl Watch {
-    fn run(mut self) -> Vec<String> {
-        // Aligned for `inotify_event` by `Reader::new`; room for many events a read.
-        let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
-        loop {
-            let mut fds = [
-                PollFd::new(&self.fd, PollFlags::IN),
-                PollFd::new(&*self.wake, PollFlags::IN),
-            ];
-            match rustix::event::poll(&mut fds, None) {
-                Ok(_) => {}
-                Err(Errno::INTR) => continue,
-                Err(_) => break,
-            }
-            if !fds[1].revents().is_empty() {
-                break;
-            }
-            // Which names, in which directories, were made; an overflow means any.
-            let mut made: HashSet<(PathBuf, Vec<u8>)> = HashSet::new();
-            let mut all = false;
-            let mut reader = inotify::Reader::new(&self.fd, &mut buf);
-            loop {
-                match reader.next() {
-                    Ok(ev) => {
-                        if ev.events().contains(ReadFlags::QUEUE_OVERFLOW) {
-                            all = true;
-                        } else if let (Some(dir), Some(name)) =
-                            (self.dirs.get(&ev.wd()), ev.file_name())
-                        {
-                            made.insert((dir.clone(), name.to_bytes().to_vec()));
-                        }
-                    }
-                    Err(Errno::INTR) => continue,
-                    // Nothing more for now (or a read that failed: look at everything).
-                    Err(Errno::AGAIN) => break,
-                    Err(_) => {
-                        all = true;
-                        break;
-                    }
+        for (dir, names) in by_dir {
+            match inotify::add_watch(&shared.fd, dir.as_path(), WATCH) {
+                Ok(wd) => {
+                    *state.refs.entry(wd).or_default() += 1;
+                    watched.names.entry(wd).or_default().extend(names);
+                }
+                // A directory that is not there (or not one): nothing can be made in it but
+                // by making it, which the sweep after the call sees.
+                Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {}
+                Err(e) => {
+                    said_no("inotify_add_watch", &e);
+                    let wds: Vec<i32> = watched.names.keys().copied().collect();
+                    state.unwatch(&shared.fd, &wds);
+                    return None;
                 }
             }
-            self.pass(if all { None } else { Some(&made) });
         }
-        if self.unreported > 0 {
-            self.said.push(format!(
-                "boxmaker: {} more kept names made in this box were moved aside the same way",
-                self.unreported
-            ));
+        if watched.names.is_empty() {
+            return None;
         }
-        self.said
+        // Anything already there was made between the look and now: moved like the rest.
+        watched.pass(None);
+        let id = state.next;
+        state.next += 1;
+        state.boxes.insert(id, watched);
+        drop(state);
+        Some(Sentry { shared, id })
+    }
+}
+
+/// The runner's instance and the thread that reads it, or `None` (said on stderr) where
+/// the kernel gives none.
+fn start() -> Option<Arc<Shared>> {
+    let fd = match inotify::init(CreateFlags::CLOEXEC) {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!(
+                "boxmaker: kept names a box could make are not watched while it runs \
+                 (inotify_init1: {e}); what a box makes is moved aside when its call ends"
+            );
+            return None;
+        }
+    };
+    let shared = Arc::new(Shared {
+        fd,
+        state: Mutex::default(),
+    });
+    let reader = shared.clone();
+    match std::thread::Builder::new()
+        .name("sentry".into())
+        .spawn(move || reader.read())
+    {
+        Ok(_) => Some(shared),
+        Err(e) => {
+            eprintln!(
+                "boxmaker: kept names a box could make are not watched while it runs (no \
+                 thread: {e}); what a box makes is moved aside when its call ends"
+            );
+            None
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Moves aside what of the absent names is there: those `made` names, or all of them.
-    fn pass(&mut self, made: Option<&HashSet<(PathBuf, Vec<u8>)>>) {
-        for (dir, names) in &self.wanted {
+    /// Reads the instance for as long as the runner lives: each batch of events, the names
+    /// made in a watched directory (or, on an overflowed queue, every name) are looked at.
+    fn read(&self) {
+        let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
+        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        let mut made: Vec<(i32, Vec<u8>)> = Vec::new();
+        let mut all = false;
+        loop {
+            match reader.next() {
+                Ok(ev) => {
+                    if ev.events().contains(ReadFlags::QUEUE_OVERFLOW) {
+                        all = true;
+                    } else if let Some(name) = ev.file_name() {
+                        made.push((ev.wd(), name.to_bytes().to_vec()));
+                    }
+                }
+                Err(Errno::INTR) => continue,
+                Err(e) => {
+                    eprintln!(
+                        "boxmaker: the watch on kept names a box could make stopped ({e}); \
+                         what a box makes is moved aside when its call ends"
+                    );
+                    return;
+                }
+            }
+            if reader.is_buffer_empty() {
+                let mut state = self.lock();
+                for w in state.boxes.values_mut() {
+                    w.pass(if all { None } else { Some(&made) });
+                }
+                drop(state);
+                made.clear();
+                all = false;
+            }
+        }
+    }
+}
+
+impl State {
+    /// Drops one box's hold on each of `wds`; a directory no box watches is unwatched.
+    fn unwatch(&mut self, fd: &OwnedFd, wds: &[i32]) {
+        for wd in wds {
+            if let Some(n) = self.refs.get_mut(wd) {
+                *n -= 1;
+                if *n == 0 {
+                    self.refs.remove(wd);
+                    let _ = inotify::remove_watch(fd, *wd);
+                }
+            }
+        }
+    }
+}
+
+impl Watched {
+    /// Moves aside what of this box's absent names is there: those `made` (watch, name),
+    /// or all of them.
+    fn pass(&mut self, made: Option<&[(i32, Vec<u8>)]>) {
+        for (wd, names) in &self.names {
             for (host, at) in names {
                 if let Some(made) = made {
                     let Some(name) = host.file_name() else {
                         continue;
                     };
-                    if !made.contains(&(dir.clone(), name.as_bytes().to_vec())) {
+                    if !made
+                        .iter()
+                        .any(|(w, n)| w == wd && n.as_slice() == name.as_bytes())
+                    {
                         continue;
                     }
                 }
@@ -272,17 +289,56 @@ impl Watch {
     }
 }
 
+/// One box's watch; finishing or dropping it ends it at once (what the reader does for it
+/// is done under the same lock, so nothing is moved for it after).
+#[derive(Debug)]
+pub struct Sentry {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Sentry {
+    /// Ends the watch and says what it moved aside, a line each (at most [`REPORTED`],
+    /// then one line counting the rest), for the call's answer.
+    pub fn finish(self) -> Vec<String> {
+        self.end()
+    }
+
+    fn end(&self) -> Vec<String> {
+        let mut state = self.shared.lock();
+        let Some(w) = state.boxes.remove(&self.id) else {
+            return Vec::new();
+        };
+        let wds: Vec<i32> = w.names.keys().copied().collect();
+        state.unwatch(&self.shared.fd, &wds);
+        let mut said = w.said;
+        if w.unreported > 0 {
+            said.push(format!(
+                "boxmaker: {} more kept names made in this box were moved aside the same way",
+                w.unreported
+            ));
+        }
+        said
+    }
+}
+
+impl Drop for Sentry {
+    fn drop(&mut self) {
+        let _ = self.end();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use proto::run::RunnerAnswer;
     use std::path::Path;
-    use std::sync::Mutex;
     use std::time::{Duration, Instant};
 
     struct Lab {
         dir: tempfile::TempDir,
+        sentries: Sentries,
         events: Arc<egress::Egress>,
         seen: Arc<Mutex<Vec<RunnerAnswer>>>,
     }
@@ -294,7 +350,12 @@ mod tests {
         let seen: Arc<Mutex<Vec<RunnerAnswer>>> = Arc::default();
         let sink = seen.clone();
         events.set_sink(Arc::new(move |e| sink.lock().unwrap().push(e)));
-        Lab { dir, events, seen }
+        Lab {
+            dir,
+            sentries: Sentries::default(),
+            events,
+            seen,
+        }
     }
 
     impl Lab {
@@ -307,7 +368,7 @@ mod tests {
 
         fn watch(&self, names: &[&str]) -> Option<Sentry> {
             let session = SessionId::new("s1").unwrap();
-            Sentry::watch(
+            self.sentries.watch(
                 self.events.clone(),
                 &self.absent(names),
                 &session,
@@ -407,6 +468,28 @@ mod tests {
         );
         assert_eq!(lab.aside(".mcp.json").len(), n);
         assert_eq!(lab.seen.lock().unwrap().len(), REPORTED);
+    }
+
+    /// Two boxes watch the same directory through the one instance: the first one's end
+    /// leaves the second watching, and once both have ended nothing is moved.
+    #[test]
+    fn boxes_watching_one_directory_end_apart() {
+        let lab = lab();
+        let first = lab.watch(&[".mcp.json"]).unwrap();
+        let second = lab.watch(&[".mcp.json", ".envrc"]).unwrap();
+        assert!(first.finish().is_empty());
+        std::fs::write(lab.dir.path().join(".envrc"), "x").unwrap();
+        assert!(
+            lab.gone(".envrc"),
+            "the second box's watch ended with the first's"
+        );
+        assert_eq!(second.finish().len(), 1);
+        std::fs::write(lab.dir.path().join(".mcp.json"), "{}").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            lab.dir.path().join(".mcp.json").exists(),
+            "a name was moved after every watch had ended"
+        );
     }
 
     #[test]

@@ -895,7 +895,7 @@ impl Runner {
         let absent_kept = self.absent_kept(&spec.mounts);
         // Watched for as long as the box lives, between its calls too: what it makes of
         // them is moved aside at once.
-        let sentry = crate::sentry::Sentry::watch(
+        let sentry = self.sentries().watch(
             self.egress().clone(),
             &absent_kept,
             session,
