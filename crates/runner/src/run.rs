@@ -927,7 +927,7 @@ impl Runner {
             let more = unkept.len() - shown.len();
             reach.push_str(&format!(
                 "not kept (not there, or a symlink: a box could make it, and what it makes \
-                 is moved aside after its call): {}{}\n",
+                 is moved aside the moment it is made): {}{}\n",
                 shown.join(", "),
                 if more > 0 {
                     format!(", and {more} more")
@@ -1458,7 +1458,8 @@ pub(crate) fn state_sub(
 }
 
 /// Each of `absent` that is there now was made while a box of `session` ran (by the box,
-/// unless a person made it in that very moment): it is moved aside ([`move_aside`]).
+/// unless a person made it in that very moment): it is moved aside
+/// ([`crate::sentry::move_aside`]).
 pub(crate) fn sweep_kept(
     events: &egress::Egress,
     absent: &[(PathBuf, PathBuf)],
@@ -1468,68 +1469,10 @@ pub(crate) fn sweep_kept(
 ) -> Vec<String> {
     absent
         .iter()
-        .filter_map(|(host, at)| move_aside(events, host, at, session, tool, call, false))
+        .filter_map(|(host, at)| {
+            crate::sentry::move_aside(events, host, at, session, tool, call, false)
+        })
         .collect()
-}
-
-/// `host` (`at` in the box), a kept name that was absent when a box of `session` started,
-/// is moved aside if it is there now, beside itself, to `NAME.made-in-a-box-NANOS` — never
-/// removed — so no program on the host runs from it, and a `moved` event tells the gate,
-/// which audits it (docs/spec.md §4, "What a writable mount keeps"). The rename renames a
-/// link, never what it points to. The line for the call's answer, when it was moved;
-/// `quiet` moves it without an event or a line on stderr (a box that makes a name over and
-/// over, past [`crate::sentry::REPORTED`]).
-pub(crate) fn move_aside(
-    events: &egress::Egress,
-    host: &Path,
-    at: &Path,
-    session: &SessionId,
-    tool: &str,
-    call: Option<proto::CallId>,
-    quiet: bool,
-) -> Option<String> {
-    std::fs::symlink_metadata(host).ok()?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let name = host.file_name().and_then(|n| n.to_str())?;
-    let aside = host.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
-    let moved_to = at.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
-    match std::fs::rename(host, &aside) {
-        Ok(()) => {
-            if !quiet {
-                eprintln!(
-                    "boxmaker: a box of session {session} ({tool}) made {}, which a program \
-                     on the host runs from; it was moved aside to {}",
-                    host.display(),
-                    aside.display()
-                );
-                events.event(proto::run::RunnerAnswer::Moved {
-                    session: session.clone(),
-                    tool: tool.to_string(),
-                    call,
-                    path: at.display().to_string(),
-                    to: moved_to.display().to_string(),
-                });
-            }
-            Some(format!(
-                "boxmaker: {} was made in this box where a writable mount keeps it (a program \
-                 on the host runs from it); it was moved aside to {}",
-                at.display(),
-                moved_to.display()
-            ))
-        }
-        Err(e) => {
-            if !quiet {
-                eprintln!(
-                    "boxmaker: a box of session {session} ({tool}) made {}, which a program \
-                     on the host runs from, and it could not be moved aside: {e}",
-                    host.display()
-                );
-            }
-            None
-        }
-    }
 }
 
 impl Runner {

@@ -10,7 +10,7 @@
 //! **Owns:** one inotify instance per runner ([`Sentries`], made at the first box that needs
 //! it, and its one thread that reads it), and a watch on each directory a box's absent kept
 //! names would be made in, for as long as that box lives ([`Sentry`]): a name made there, or
-//! renamed into place, is moved aside ([`crate::run::move_aside`]) as soon as the kernel
+//! renamed into place, is moved aside ([`move_aside`]) as soon as the kernel
 //! reports it, not when the call ends.
 //!
 //! **Must never:** follow a link (a watch is `IN_DONT_FOLLOW | IN_ONLYDIR`, the rename
@@ -28,10 +28,12 @@ use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use proto::{CallId, SessionId};
+use rustix::event::{EventfdFlags, PollFd, PollFlags};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
@@ -51,11 +53,18 @@ const WATCH: WatchFlags = WatchFlags::CREATE
 #[derive(Debug, Default)]
 pub struct Sentries {
     shared: OnceLock<Option<Arc<Shared>>>,
+    /// Its thread, joined when it is dropped (so a runner's instance is gone with it).
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 #[derive(Debug)]
 struct Shared {
     fd: OwnedFd,
+    /// Written when the runner's [`Sentries`] is dropped: its thread ends, and the instance
+    /// is closed with the last box's watch.
+    wake: OwnedFd,
+    /// False once its thread has stopped on an error: no box is watched through it after.
+    alive: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -104,9 +113,13 @@ impl Sentries {
                  its call ends"
             );
         };
-        let shared = match self.shared.get_or_init(start) {
-            Some(s) => s.clone(),
-            None => {
+        let shared = match self.shared.get_or_init(|| {
+            let (shared, thread) = start()?;
+            *self.thread.lock().unwrap_or_else(PoisonError::into_inner) = Some(thread);
+            Some(shared)
+        }) {
+            Some(s) if s.alive.load(Ordering::SeqCst) => s.clone(),
+            _ => {
                 said_no("no inotify instance", &"see the runner's first warning");
                 return None;
             }
@@ -162,19 +175,28 @@ impl Sentries {
 
 /// The runner's instance and the thread that reads it, or `None` (said on stderr) where
 /// the kernel gives none.
-fn start() -> Option<Arc<Shared>> {
-    let fd = match inotify::init(CreateFlags::CLOEXEC) {
-        Ok(fd) => fd,
-        Err(e) => {
+fn start() -> Option<(Arc<Shared>, std::thread::JoinHandle<()>)> {
+    let made = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)
+        .map_err(|e| ("inotify_init1", e))
+        .and_then(|fd| {
+            rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+                .map(|wake| (fd, wake))
+                .map_err(|e| ("eventfd", e))
+        });
+    let (fd, wake) = match made {
+        Ok(m) => m,
+        Err((what, e)) => {
             eprintln!(
                 "boxmaker: kept names a box could make are not watched while it runs \
-                 (inotify_init1: {e}); what a box makes is moved aside when its call ends"
+                 ({what}: {e}); what a box makes is moved aside when its call ends"
             );
             return None;
         }
     };
     let shared = Arc::new(Shared {
         fd,
+        wake,
+        alive: AtomicBool::new(true),
         state: Mutex::default(),
     });
     let reader = shared.clone();
@@ -182,7 +204,7 @@ fn start() -> Option<Arc<Shared>> {
         .name("sentry".into())
         .spawn(move || reader.read())
     {
-        Ok(_) => Some(shared),
+        Ok(thread) => Some((shared, thread)),
         Err(e) => {
             eprintln!(
                 "boxmaker: kept names a box could make are not watched while it runs (no \
@@ -198,40 +220,71 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Reads the instance for as long as the runner lives: each batch of events, the names
-    /// made in a watched directory (or, on an overflowed queue, every name) are looked at.
+    /// Reads the instance until the runner's [`Sentries`] is dropped: each batch of
+    /// events, the names made in a watched directory (or, on an overflowed queue, every
+    /// name) are looked at.
     fn read(&self) {
         let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
-        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
         let mut made: Vec<(i32, Vec<u8>)> = Vec::new();
-        let mut all = false;
         loop {
-            match reader.next() {
-                Ok(ev) => {
-                    if ev.events().contains(ReadFlags::QUEUE_OVERFLOW) {
-                        all = true;
-                    } else if let Some(name) = ev.file_name() {
-                        made.push((ev.wd(), name.to_bytes().to_vec()));
-                    }
-                }
+            let mut fds = [
+                PollFd::new(&self.fd, PollFlags::IN),
+                PollFd::new(&self.wake, PollFlags::IN),
+            ];
+            match rustix::event::poll(&mut fds, None) {
+                Ok(_) => {}
                 Err(Errno::INTR) => continue,
-                Err(e) => {
-                    eprintln!(
-                        "boxmaker: the watch on kept names a box could make stopped ({e}); \
-                         what a box makes is moved aside when its call ends"
-                    );
-                    return;
+                Err(e) => return self.stopped(e),
+            }
+            if !fds[1].revents().is_empty() {
+                return;
+            }
+            let mut all = false;
+            let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+            loop {
+                match reader.next() {
+                    Ok(ev) => {
+                        if ev.events().contains(ReadFlags::QUEUE_OVERFLOW) {
+                            all = true;
+                        } else if let Some(name) = ev.file_name() {
+                            made.push((ev.wd(), name.to_bytes().to_vec()));
+                        }
+                    }
+                    Err(Errno::INTR) => continue,
+                    Err(Errno::AGAIN) => break,
+                    Err(e) => return self.stopped(e),
                 }
             }
-            if reader.is_buffer_empty() {
-                let mut state = self.lock();
-                for w in state.boxes.values_mut() {
-                    w.pass(if all { None } else { Some(&made) });
-                }
-                drop(state);
-                made.clear();
-                all = false;
+            let mut state = self.lock();
+            for w in state.boxes.values_mut() {
+                w.pass(if all { None } else { Some(&made) });
             }
+            drop(state);
+            made.clear();
+        }
+    }
+
+    fn stopped(&self, e: Errno) {
+        self.alive.store(false, Ordering::SeqCst);
+        eprintln!(
+            "boxmaker: the watch on kept names a box could make stopped ({e}); what a box \
+             makes is moved aside when its call ends"
+        );
+    }
+}
+
+impl Drop for Sentries {
+    fn drop(&mut self) {
+        if let Some(Some(shared)) = self.shared.get() {
+            let _ = rustix::io::write(&shared.wake, &1u64.to_ne_bytes());
+        }
+        let thread = self
+            .thread
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(t) = thread {
+            let _ = t.join();
         }
     }
 }
@@ -269,7 +322,7 @@ impl Watched {
                     }
                 }
                 let quiet = self.said.len() >= REPORTED;
-                if let Some(line) = crate::run::move_aside(
+                if let Some(line) = move_aside(
                     &self.events,
                     host,
                     at,
@@ -325,6 +378,66 @@ impl Sentry {
 impl Drop for Sentry {
     fn drop(&mut self) {
         let _ = self.end();
+    }
+}
+
+/// `host` (`at` in the box), a kept name that was absent when a box of `session` started,
+/// is moved aside if it is there now, beside itself, to `NAME.made-in-a-box-NANOS` — never
+/// removed — so no program on the host runs from it, and a `moved` event tells the gate,
+/// which audits it (docs/spec.md §4, "What a writable mount keeps"). The rename renames a
+/// link, never what it points to. The line for the call's answer, when it was moved;
+/// `quiet` moves it without an event or a line on stderr (a box that makes a name over and
+/// over, past [`REPORTED`]).
+pub(crate) fn move_aside(
+    events: &egress::Egress,
+    host: &Path,
+    at: &Path,
+    session: &SessionId,
+    tool: &str,
+    call: Option<proto::CallId>,
+    quiet: bool,
+) -> Option<String> {
+    std::fs::symlink_metadata(host).ok()?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = host.file_name().and_then(|n| n.to_str())?;
+    let aside = host.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
+    let moved_to = at.with_file_name(format!("{name}.made-in-a-box-{nanos}"));
+    match std::fs::rename(host, &aside) {
+        Ok(()) => {
+            if !quiet {
+                eprintln!(
+                    "boxmaker: a box of session {session} ({tool}) made {}, which a program \
+                     on the host runs from; it was moved aside to {}",
+                    host.display(),
+                    aside.display()
+                );
+                events.event(proto::run::RunnerAnswer::Moved {
+                    session: session.clone(),
+                    tool: tool.to_string(),
+                    call,
+                    path: at.display().to_string(),
+                    to: moved_to.display().to_string(),
+                });
+            }
+            Some(format!(
+                "boxmaker: {} was made in this box where a writable mount keeps it (a program \
+                 on the host runs from it); it was moved aside to {}",
+                at.display(),
+                moved_to.display()
+            ))
+        }
+        Err(e) => {
+            if !quiet {
+                eprintln!(
+                    "boxmaker: a box of session {session} ({tool}) made {}, which a program \
+                     on the host runs from, and it could not be moved aside: {e}",
+                    host.display()
+                );
+            }
+            None
+        }
     }
 }
 
@@ -490,6 +603,27 @@ mod tests {
             lab.dir.path().join(".mcp.json").exists(),
             "a name was moved after every watch had ended"
         );
+    }
+
+    /// A runner's instance and thread end with it: two hundred runners one after another
+    /// (more than the user's 128 instances) each watch their box.
+    #[test]
+    fn a_runners_instance_ends_with_it() {
+        let lab = lab();
+        let session = SessionId::new("s1").unwrap();
+        for i in 0..200 {
+            let sentries = Sentries::default();
+            let s = sentries.watch(
+                lab.events.clone(),
+                &lab.absent(&[".mcp.json"]),
+                &session,
+                "run",
+                None,
+            );
+            assert!(s.is_some(), "runner {i} could not watch its box");
+            drop(s);
+            drop(sentries);
+        }
     }
 
     #[test]
