@@ -1661,68 +1661,31 @@ for line in sys.stdin:
 
 #[test]
 fn what_a_server_makes_after_its_call_is_moved_aside_when_it_is_stopped() {
-    assert!(
-        Path::new("/usr/bin/python3").exists(),
-        "the test server runs under /usr/bin/python3, which is missing"
-    );
-    let mut f = Faults::default();
-    for who in As::all() {
-        let lab = Lab::new("late-server", who, &[]);
-        let srv = lab.w.dir.join("srv");
-        std::fs::create_dir_all(&srv).unwrap();
-        std::fs::write(srv.join("server.py"), LATE_SERVER).unwrap();
-        let config = lab.config(
-            "c",
-            None,
-            &format!(
-                "[[mount]]\nname = \"srv\"\nhost = {:?}\nat = \"/opt/srv\"\nclass = \"public\"\n\n\
-                 [[tool]]\nname = \"late\"\nmcp = [\"/usr/bin/python3\", \"/opt/srv/server.py\"]\n\
-                 class = \"internal\"\nidle_timeout = 1\n\n\
-                 [[grant]]\ntool = \"late_*\"\neffect = \"allow\"\n",
-                srv.display().to_string()
-            ),
-        );
-        let r = lab.bm(
-            &lab.me,
-            &config,
-            &["call", "--session", "s1", "--json", "late_later", "{}"],
-        );
-        f.check(r.stdout.contains("answered"), || {
-            format!("{who:?}: late_later gave no answer\n{}", r.show())
-        });
-        // Reaped after a second idle (the on-demand gate lingers past that).
-        let aside = || {
-            std::fs::read_dir(&lab.proj).unwrap().flatten().any(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with(".claude.made-in-a-box-")
-            })
-        };
-        let until = std::time::Instant::now() + Duration::from_secs(15);
-        while !aside() && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        f.check(aside() && !lab.p(".claude").exists(), || {
-            format!(
-                "{who:?}: the .claude a server made after its call was not moved aside when it \
-                 was stopped"
-            )
-        });
-    }
-    f.finish();
+    // Reaped after a second idle (the on-demand gate lingers past that).
+    late_server("late-server", 1, Duration::from_secs(15));
 }
 
 /// A server's box lives between its calls, for as long as its idle timeout: what it makes of
 /// an absent kept name then is moved aside at once, not when the reaper stops it.
 #[test]
 fn what_a_server_makes_between_its_calls_is_moved_aside_while_it_lives() {
+    // The server makes it 0.2 s after answering, and idles for two minutes; the on-demand
+    // gate, and its runner with every server, stops once it has had no client for 3 s
+    // (`host::LINGER`), and that stop would sweep it too. So it must be moved aside well
+    // before then.
+    late_server("late-server-alive", 120, Duration::from_millis(2000));
+}
+
+/// `LATE_SERVER` (idling `idle` seconds) is called once; the `.claude` it makes 0.2 s later
+/// must be moved aside `within` that, and audited.
+fn late_server(name: &str, idle: u64, within: Duration) {
     assert!(
         Path::new("/usr/bin/python3").exists(),
         "the test server runs under /usr/bin/python3, which is missing"
     );
     let mut f = Faults::default();
     for who in As::all() {
-        let lab = Lab::new("late-server-alive", who, &[]);
+        let lab = Lab::new(name, who, &[]);
         let srv = lab.w.dir.join("srv");
         std::fs::create_dir_all(&srv).unwrap();
         std::fs::write(srv.join("server.py"), LATE_SERVER).unwrap();
@@ -1732,7 +1695,7 @@ fn what_a_server_makes_between_its_calls_is_moved_aside_while_it_lives() {
             &format!(
                 "[[mount]]\nname = \"srv\"\nhost = {:?}\nat = \"/opt/srv\"\nclass = \"public\"\n\n\
                  [[tool]]\nname = \"late\"\nmcp = [\"/usr/bin/python3\", \"/opt/srv/server.py\"]\n\
-                 class = \"internal\"\nidle_timeout = 120\n\n\
+                 class = \"internal\"\nidle_timeout = {idle}\n\n\
                  [[grant]]\ntool = \"late_*\"\neffect = \"allow\"\n",
                 srv.display().to_string()
             ),
@@ -1752,18 +1715,14 @@ fn what_a_server_makes_between_its_calls_is_moved_aside_while_it_lives() {
                     .starts_with(".claude.made-in-a-box-")
             })
         };
-        // The server makes it 0.2 s after answering, and idles for two minutes; the
-        // on-demand gate, and its runner with every server, stops once it has had no
-        // client for 3 s (`host::LINGER`), and that stop would sweep it too. So it must be
-        // moved aside well before then.
-        let until = std::time::Instant::now() + Duration::from_millis(2000);
+        let until = std::time::Instant::now() + within;
         while !aside() && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(20));
         }
         f.check(aside() && !lab.p(".claude").exists(), || {
             format!(
-                "{who:?}: the .claude a living server made after its call is still there \
-                 (.claude {}, moved aside {})",
+                "{who:?}: the .claude a server (idle_timeout {idle}) made after its call is \
+                 still there {within:?} after it (.claude {}, moved aside {})",
                 lab.p(".claude").exists(),
                 aside()
             )
