@@ -661,28 +661,18 @@ impl Egress {
             Ok(a) => a,
             Err(e) => return self.refuse(&mut client, rec, e).await,
         };
-        let mut upstream = None;
-        let mut last_err = String::new();
-        for a in &addrs {
-            match tokio::time::timeout(Duration::from_secs(CONNECT_SECONDS), TcpStream::connect(a))
-                .await
-            {
-                Ok(Ok(s)) => {
-                    upstream = Some((s, *a));
-                    break;
+        let (upstream, addr) =
+            match connect_first(&addrs, Duration::from_secs(CONNECT_SECONDS)).await {
+                Ok(c) => c,
+                Err(detail) => {
+                    let e = EgressError::Connect {
+                        dest: shown(&head.host),
+                        port: head.port,
+                        detail,
+                    };
+                    return self.refuse(&mut client, rec, e).await;
                 }
-                Ok(Err(e)) => last_err = format!("{a}: {e}"),
-                Err(_) => last_err = format!("{a}: no answer in {CONNECT_SECONDS} s"),
-            }
-        }
-        let Some((upstream, addr)) = upstream else {
-            let e = EgressError::Connect {
-                dest: shown(&head.host),
-                port: head.port,
-                detail: last_err,
             };
-            return self.refuse(&mut client, rec, e).await;
-        };
         let _ = upstream.set_nodelay(true);
         let _ = client.set_nodelay(true);
         {
@@ -1468,9 +1458,87 @@ fn local_addresses() -> Vec<IpAddr> {
     out
 }
 
+/// A connection to the first of `addrs` that answers, all within `within`: each address is
+/// given the time left shared among those not yet tried, so a name whose first addresses do
+/// not answer still reaches one that does, and the whole is bounded (each address had
+/// `CONNECT_SECONDS` of its own: a name of six silent addresses held a box's request a
+/// minute). The error names the last address tried and why.
+async fn connect_first(
+    addrs: &[SocketAddr],
+    within: Duration,
+) -> Result<(TcpStream, SocketAddr), String> {
+    let by = tokio::time::Instant::now() + within;
+    let mut last_err = String::from("no address");
+    for (i, a) in addrs.iter().enumerate() {
+        let left = by.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let share = left / u32::try_from(addrs.len() - i).unwrap_or(u32::MAX);
+        match tokio::time::timeout(share, TcpStream::connect(a)).await {
+            Ok(Ok(s)) => return Ok((s, *a)),
+            Ok(Err(e)) => last_err = format!("{a}: {e}"),
+            Err(_) => last_err = format!("{a}: no answer in {:.1} s", share.as_secs_f64()),
+        }
+    }
+    Err(last_err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three addresses that do not answer, then one that does: the fourth is reached within
+    /// the bound, each silent one given a share of it (not the whole bound each).
+    #[test]
+    fn a_name_whose_first_addresses_do_not_answer_reaches_the_next_within_the_bound() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let backlog0 = || {
+                let s = tokio::net::TcpSocket::new_v4().unwrap();
+                s.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+                let l = s.listen(0).unwrap();
+                let a = l.local_addr().unwrap();
+                (l, a)
+            };
+            let mut held = Vec::new();
+            let mut addrs = Vec::new();
+            for _ in 0..3 {
+                let (l, a) = backlog0();
+                // One connection fills a queue of none; the next is never answered.
+                let filler = TcpStream::connect(a).await.unwrap();
+                held.push((l, filler));
+                addrs.push(a);
+            }
+            let good = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addrs.push(good.local_addr().unwrap());
+            let t = std::time::Instant::now();
+            let (_, reached) = connect_first(&addrs, Duration::from_secs(2)).await.unwrap();
+            assert_eq!(reached, addrs[3]);
+            assert!(
+                t.elapsed() < Duration::from_millis(2500),
+                "{:?}",
+                t.elapsed()
+            );
+            // None answering: the error names the last one, and the bound holds.
+            let t = std::time::Instant::now();
+            let e = connect_first(&addrs[..3], Duration::from_secs(1))
+                .await
+                .unwrap_err();
+            assert!(
+                e.contains(&addrs[2].to_string()) && e.contains("no answer"),
+                "{e}"
+            );
+            assert!(
+                t.elapsed() < Duration::from_millis(1500),
+                "{:?}",
+                t.elapsed()
+            );
+        });
+    }
 
     #[test]
     fn each_refusal_has_its_status_and_one_sentence() {
