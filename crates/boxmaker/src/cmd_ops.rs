@@ -174,6 +174,11 @@ enum AuditCommand {
         /// follow the one before, and this replica's log must extend its head in every one.
         #[arg(long, value_name = "FILE")]
         fleet: Option<PathBuf>,
+        /// Check this log file instead of the state directory's: a copy of another gate's
+        /// (an auditor's copy of a replica's state directory), read without a config or
+        /// the mark, with the key given by --key and the checkpoints given by --checkpoint.
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
     },
     /// On a replica of a fleet (`[gate] store`): gather every replica's latest signed
     /// checkpoint from the store, check each against its key and against the last fleet
@@ -579,6 +584,37 @@ pub fn grants(args: &GrantsArgs) -> Result<u8, CliError> {
 /// `audit tail` and `audit verify` read `audit.log` directly rather than through the gate: a
 /// log damaged enough that the gate refuses to open it must still be checkable.
 pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
+    if let AuditCommand::Verify {
+        checkpoint,
+        key,
+        fleet,
+        log: Some(log),
+    } = &args.command
+    {
+        // A copied log: a file, checked against what the auditor was given. Checking it
+        // trusts nothing in it, so neither a config nor the person's mark is needed.
+        let key = key
+            .as_deref()
+            .map(gate::anchor::PublicKey::from_hex)
+            .transpose()
+            .map_err(|e| CliError::Local(e.to_string()))?;
+        let why_no_key = key
+            .is_none()
+            .then(|| "a log given with --log is checked with the key given with --key".into());
+        let dir = log
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let checked = Checked {
+            path: log,
+            dir,
+            key,
+            why_no_key,
+            configured: None,
+        };
+        let answer = audit_verify(&checked, checkpoint, fleet.as_deref())?;
+        return show_audit(args.common.json, answer);
+    }
     let cfg = config::load(&args.common.config)?;
     // Only the person's own state directory is read (docs/spec.md §6, "Whose state"): a
     // shipped log is someone else's story, not this gate's.
@@ -596,7 +632,31 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
             checkpoint,
             key,
             fleet,
-        } => audit_verify(&cfg, &path, checkpoint, key, fleet.as_deref())?,
+            log: None,
+        } => {
+            let (key, why_no_key) = match key {
+                Some(hex) => (
+                    Some(
+                        gate::anchor::PublicKey::from_hex(hex)
+                            .map_err(|e| CliError::Local(e.to_string()))?,
+                    ),
+                    None,
+                ),
+                None => match gate::anchor::read_public(&cfg.audit.key) {
+                    Ok(k) => (Some(k), None),
+                    Err(e) => (None, Some(e.to_string())),
+                },
+            };
+            let checked = Checked {
+                path: &path,
+                dir: &cfg.gate.state,
+                key,
+                why_no_key,
+                configured: Some(&cfg),
+            };
+            audit_verify(&checked, checkpoint, fleet.as_deref())?
+        }
+        AuditCommand::Verify { log: Some(_), .. } => unreachable!("verified above"),
         &AuditCommand::Tail { n } => {
             let n = usize::try_from(n).unwrap_or(usize::MAX);
             let records =
@@ -616,6 +676,11 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
             ControlAnswer::AuditRecords { lines }
         }
     };
+    show_audit(args.common.json, answer)
+}
+
+/// Prints what `audit tail` or `audit verify` found; exit 1 for a broken log.
+fn show_audit(json: bool, answer: ControlAnswer) -> Result<u8, CliError> {
     let broken = matches!(
         answer,
         ControlAnswer::AuditVerified {
@@ -623,7 +688,7 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
             ..
         }
     );
-    if args.common.json {
+    if json {
         print_json(&answer)?;
         return Ok(u8::from(broken));
     }
@@ -651,27 +716,30 @@ pub fn audit(args: &AuditArgs) -> Result<u8, CliError> {
 /// `audit verify`: the chain, and every checkpoint against the log (docs/spec.md §6). The
 /// answer is the control socket's `audit_verified`; a checkpoint that is forged, or one that
 /// cannot be checked, is an error.
+/// What `audit verify` checks: a log, the directory its earlier chains are kept in, the
+/// public key (or why there is none), and the config whose witnesses and state directory
+/// hold the checkpoints to check it against when none are given (`None` for a copied log).
+struct Checked<'a> {
+    path: &'a std::path::Path,
+    dir: &'a std::path::Path,
+    key: Option<gate::anchor::PublicKey>,
+    why_no_key: Option<String>,
+    configured: Option<&'a config::Config>,
+}
+
 fn audit_verify(
-    cfg: &config::Config,
-    path: &std::path::Path,
+    checked: &Checked<'_>,
     files: &[PathBuf],
-    key: &Option<String>,
     fleet: Option<&std::path::Path>,
 ) -> Result<ControlAnswer, CliError> {
     use gate::anchor::{self, AnchorError};
     let local = |e: String| CliError::Local(e);
-    let (key, why_no_key) = match key {
-        Some(hex) => (
-            Some(anchor::PublicKey::from_hex(hex).map_err(|e| local(e.to_string()))?),
-            None,
-        ),
-        None => match anchor::read_public(&cfg.audit.key) {
-            Ok(k) => (Some(k), None),
-            Err(e) => (None, Some(e.to_string())),
-        },
-    };
+    let (path, key, why_no_key) = (checked.path, &checked.key, &checked.why_no_key);
     let given = if files.is_empty() {
-        anchor::configured(&cfg.audit, &cfg.gate.state).map_err(local)?
+        match checked.configured {
+            Some(cfg) => anchor::configured(&cfg.audit, &cfg.gate.state).map_err(local)?,
+            None => Vec::new(),
+        }
     } else {
         let mut given = Vec::new();
         for f in files {
@@ -711,7 +779,7 @@ fn audit_verify(
                     "; a new chain, started {} by `audit new-chain` (the log before it is kept \
                      as {}), so {} given checkpoints of the chains before it were left out",
                     crate::when::at(chain.checkpoint.time),
-                    cfg.gate.state.join(&chain.previous).display(),
+                    checked.dir.join(&chain.previous).display(),
                     ok.earlier
                 ));
             }

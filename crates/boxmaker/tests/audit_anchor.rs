@@ -404,6 +404,84 @@ fn test_audit_checkpoint_prints_the_latest_and_its_key_and_verify_reads_what_it_
     );
 }
 
+/// An auditor checks a copy of another gate's state directory: through a config it is not
+/// theirs (it bears the other gate's mark, and is refused), so `audit verify --log` reads
+/// the copied log as a file, with no config, against the public key and checkpoint the gate
+/// printed; a record changed in the copy is named.
+#[test]
+fn test_an_auditor_verifies_a_copied_log_with_the_key_and_checkpoint_they_were_given() {
+    let env = Env::new("");
+    env.traffic(2);
+    env.wait_anchored();
+    let o = env.run(&["audit", "checkpoint"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let printed = env.path("printed");
+    std::fs::write(&printed, &o.stdout).unwrap();
+    let key = std::fs::read_to_string(env.path("state.audit-key")).unwrap();
+    let public = key.lines().find_map(|l| l.strip_prefix("public ")).unwrap();
+    // The auditor's copy, elsewhere, and an empty directory to run in (no config there).
+    let copy = env.path("auditor/copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(env.log(), copy.join("audit.log")).unwrap();
+    let log = copy.join("audit.log");
+    let verify = |extra: &[&str]| {
+        let o = env
+            .command()
+            .current_dir(env.path("auditor"))
+            .args(["audit", "verify", "--json", "--log"])
+            .arg(&log)
+            .args(extra)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        (o.status.code().unwrap(), v["body"].clone(), text(&o))
+    };
+    // Through a config of the auditor's naming the copy as its state: refused, the copy
+    // bears no mark of the auditor's (what `--log` is for).
+    let cfg = env.path("auditor/boxmaker.toml");
+    std::fs::write(&cfg, "[gate]\nstate = \"copy\"\n").unwrap();
+    let trusted = env
+        .command()
+        .arg("trust")
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(trusted.status.success(), "{}", text(&trusted));
+    let o = env
+        .command()
+        .args(["audit", "verify", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no mark"), "{}", text(&o));
+    let (code, v, out) = verify(&["--key", public, "--checkpoint", printed.to_str().unwrap()]);
+    assert_eq!((code, v["first_bad"].clone()), (0, Value::Null), "{out}");
+    let detail = v["detail"].as_str().unwrap();
+    assert!(detail.contains("it extends 1 given"), "{out}");
+    assert!(!detail.contains("were not checked"), "{out}");
+    // Without the key the chain is checked, and the log's own checkpoints are said to be
+    // unchecked.
+    let (code, v, out) = verify(&[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("checked with the key given with --key"),
+        "{out}"
+    );
+    // A record changed in the copy is named.
+    let text_log = std::fs::read_to_string(&log).unwrap();
+    let changed = text_log.replacen(r#""session":"s1""#, r#""session":"s2""#, 1);
+    assert_ne!(changed, text_log);
+    std::fs::write(&log, changed).unwrap();
+    let (code, v, out) = verify(&["--key", public, "--checkpoint", printed.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(v["first_bad"], 1, "{out}");
+}
+
 #[test]
 fn test_serve_signs_a_last_checkpoint_when_stopped_and_a_failing_witness_is_said() {
     let env = Env::new(
