@@ -178,7 +178,11 @@ impl Runner {
             hosts,
             floors,
             egress,
-            sentries: Arc::default(),
+            sentries: Arc::new(if config.mounts.iter().any(|m| m.write) {
+                crate::sentry::Sentries::started()
+            } else {
+                crate::sentry::Sentries::default()
+            }),
             running: Arc::default(),
             secrets: Arc::new(secrets::Secrets::new(config.secrets.clone(), true)),
             config,

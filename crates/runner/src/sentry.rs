@@ -7,8 +7,8 @@
 //! and a program on the host (the person's agent client reading `.mcp.json` or
 //! `.claude/settings.json`, git reading a hooks directory) can read the name meanwhile.
 //!
-//! **Owns:** one inotify instance per runner ([`Sentries`], made at the first box that needs
-//! it, and its one thread that reads it), and a watch on each directory a box's absent kept
+//! **Owns:** one inotify instance per runner ([`Sentries`], made when the runner is, where
+//! its config has a writable mount, and its one thread that reads it), and a watch on each directory a box's absent kept
 //! names would be made in, for as long as that box lives ([`Sentry`]): a name made there, or
 //! renamed into place, is moved aside ([`move_aside`]) as soon as the kernel
 //! reports it, not when the call ends.
@@ -48,8 +48,8 @@ const WATCH: WatchFlags = WatchFlags::CREATE
     .union(WatchFlags::ONLYDIR)
     .union(WatchFlags::DONT_FOLLOW);
 
-/// A runner's inotify instance and the boxes watched through it; made at the first box
-/// that needs it.
+/// A runner's inotify instance and the boxes watched through it; made at once
+/// ([`Sentries::started`]) or at the first box that needs it.
 #[derive(Debug, Default)]
 pub struct Sentries {
     shared: OnceLock<Option<Arc<Shared>>>,
@@ -90,6 +90,23 @@ struct Watched {
 }
 
 impl Sentries {
+    /// Sentries whose instance is made now, before any box runs (a runner whose config has
+    /// a writable mount): a box that lives long (a server's) could otherwise hold the
+    /// user's every instance before the first box that needs a watch.
+    pub fn started() -> Sentries {
+        let s = Sentries::default();
+        let _ = s.shared();
+        s
+    }
+
+    fn shared(&self) -> &Option<Arc<Shared>> {
+        self.shared.get_or_init(|| {
+            let (shared, thread) = start()?;
+            *self.thread.lock().unwrap_or_else(PoisonError::into_inner) = Some(thread);
+            Some(shared)
+        })
+    }
+
     /// Watches the directories `absent` (host path, path in the box) would be made in, for
     /// a box of `session` running `tool` (for `call`, or `None` for a server's box, which
     /// outlives its calls), until the [`Sentry`] is finished or dropped. `None` when there
@@ -113,11 +130,7 @@ impl Sentries {
                  its call ends"
             );
         };
-        let shared = match self.shared.get_or_init(|| {
-            let (shared, thread) = start()?;
-            *self.thread.lock().unwrap_or_else(PoisonError::into_inner) = Some(thread);
-            Some(shared)
-        }) {
+        let shared = match self.shared() {
             Some(s) if s.alive.load(Ordering::SeqCst) => s.clone(),
             _ => {
                 said_no("no inotify instance", &"see the runner's first warning");
@@ -624,6 +637,14 @@ mod tests {
             drop(s);
             drop(sentries);
         }
+    }
+
+    /// A runner whose config has a writable mount has its instance before any box runs.
+    #[test]
+    fn started_sentries_have_their_instance_before_any_box() {
+        let s = Sentries::started();
+        assert!(matches!(s.shared.get(), Some(Some(_))));
+        assert!(Sentries::default().shared.get().is_none());
     }
 
     #[test]
