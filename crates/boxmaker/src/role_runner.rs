@@ -26,7 +26,11 @@ pub fn run(args: &RunnerArgs) -> Result<(), CliError> {
     let _ = runner::raise_open_files_limit();
     // Box start times for the gate's telemetry (docs/spec.md §8), when its gate exports any.
     let timed = std::env::var_os(proto::telemetry::RUNNER_ENV).is_some();
-    let runner = Arc::new(Runner::new(Arc::new(cfg), &state)?.with_timed_boxes(timed));
+    let runner = Arc::new(
+        Runner::new(Arc::new(cfg), &state)?
+            .with_timed_boxes(timed)
+            .watching_kept_names(),
+    );
     // Ended connection sessions' workspaces (see `Runner::sweep_workspaces`).
     runner.sweep_workspaces();
     // Program copies of approved calls a runner that died left behind.

@@ -178,11 +178,7 @@ impl Runner {
             hosts,
             floors,
             egress,
-            sentries: Arc::new(if config.mounts.iter().any(|m| m.write) {
-                crate::sentry::Sentries::started()
-            } else {
-                crate::sentry::Sentries::default()
-            }),
+            sentries: Arc::default(),
             running: Arc::default(),
             secrets: Arc::new(secrets::Secrets::new(config.secrets.clone(), true)),
             config,
@@ -334,6 +330,18 @@ impl Runner {
     /// §8): only times and kinds, never what the box was given.
     pub fn with_timed_boxes(mut self, on: bool) -> Self {
         self.timed = on;
+        self
+    }
+
+    /// This runner's watch on the kept names a box could make, made now rather than at the
+    /// first box that needs it, where the config has a writable mount: the runner role
+    /// does this when it starts, so a box that lives long (a server's) cannot hold the
+    /// user's every inotify instance before then. A command that makes a runner only to
+    /// look (`box show`, `tools`) makes none.
+    pub fn watching_kept_names(self) -> Self {
+        if self.config.mounts.iter().any(|m| m.write) {
+            self.sentries.start();
+        }
         self
     }
 

@@ -7,8 +7,8 @@
 //! and a program on the host (the person's agent client reading `.mcp.json` or
 //! `.claude/settings.json`, git reading a hooks directory) can read the name meanwhile.
 //!
-//! **Owns:** one inotify instance per runner ([`Sentries`], made when the runner is, where
-//! its config has a writable mount, and its one thread that reads it), and a watch on each directory a box's absent kept
+//! **Owns:** one inotify instance per runner ([`Sentries`], made when the runner role
+//! starts, where its config has a writable mount, and its one thread that reads it), and a watch on each directory a box's absent kept
 //! names would be made in, for as long as that box lives ([`Sentry`]): a name made there, or
 //! renamed into place, is moved aside ([`move_aside`]) as soon as the kernel
 //! reports it, not when the call ends.
@@ -49,7 +49,7 @@ const WATCH: WatchFlags = WatchFlags::CREATE
     .union(WatchFlags::DONT_FOLLOW);
 
 /// A runner's inotify instance and the boxes watched through it; made at once
-/// ([`Sentries::started`]) or at the first box that needs it.
+/// ([`Sentries::start`]) or at the first box that needs it.
 #[derive(Debug, Default)]
 pub struct Sentries {
     shared: OnceLock<Option<Arc<Shared>>>,
@@ -90,13 +90,11 @@ struct Watched {
 }
 
 impl Sentries {
-    /// Sentries whose instance is made now, before any box runs (a runner whose config has
-    /// a writable mount): a box that lives long (a server's) could otherwise hold the
-    /// user's every instance before the first box that needs a watch.
-    pub fn started() -> Sentries {
-        let s = Sentries::default();
-        let _ = s.shared();
-        s
+    /// Makes the instance now, before any box runs ([`crate::Runner::watching_kept_names`]):
+    /// a box that lives long (a server's) could otherwise hold the user's every instance
+    /// before the first box that needs a watch.
+    pub fn start(&self) {
+        let _ = self.shared();
     }
 
     fn shared(&self) -> &Option<Arc<Shared>> {
@@ -642,7 +640,8 @@ mod tests {
     /// A runner whose config has a writable mount has its instance before any box runs.
     #[test]
     fn started_sentries_have_their_instance_before_any_box() {
-        let s = Sentries::started();
+        let s = Sentries::default();
+        s.start();
         assert!(matches!(s.shared.get(), Some(Some(_))));
         assert!(Sentries::default().shared.get().is_none());
     }
