@@ -29,6 +29,12 @@
 //! be tested **applies**: what a call cannot show is safe is labelled as if it were not.
 //! `closed` is refused: it narrows what a grant lets through, and a label rule lets nothing
 //! through.
+//!
+//! A rule may also say which argument names the place its calls read (`source =
+//! "/file_path"`): a page's host or a file's name there is a source the person can name, so
+//! their words vouch for what the answer shows (docs/spec.md §3.10). Such a rule needs no
+//! `class`. Only a call the rule matches reads a source, and only by that argument: a
+//! search whose query mentions a page reads no page.
 
 use policy::{Arguments, Condition, Label, Pattern};
 use proto::DataClass;
@@ -47,6 +53,8 @@ pub struct LabelRule {
     pub untrusted: bool,
     /// Why, in the person's words.
     pub reason: Option<String>,
+    /// The argument (a JSON pointer) that names the place its calls read, if it says.
+    pub source: Option<String>,
     /// The line of its `tool` in the file (1-based).
     pub line: usize,
 }
@@ -79,11 +87,18 @@ impl LabelRule {
 
     /// `label rule N (line L, tool "P", confidential, untrusted)`, for rule `index`.
     pub fn describe(&self, index: usize) -> String {
-        let raises = match (self.class, self.untrusted) {
+        let mut raises = match (self.class, self.untrusted) {
             (Some(c), true) => format!("{c}, untrusted"),
             (Some(c), false) => c.to_string(),
-            (None, _) => "untrusted".to_owned(),
+            (None, true) => "untrusted".to_owned(),
+            (None, false) => String::new(),
         };
+        if let Some(p) = &self.source {
+            if !raises.is_empty() {
+                raises.push_str(", ");
+            }
+            raises.push_str(&format!("reads the place {p} names"));
+        }
         format!(
             "label rule {} (line {}, tool {:?}, {raises})",
             index + 1,

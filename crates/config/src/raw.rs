@@ -247,6 +247,8 @@ pub(crate) struct Label {
     pub class: Option<DataClass>,
     pub untrusted: Option<Spanned<bool>>,
     pub reason: Option<Spanned<String>>,
+    /// The argument (a JSON pointer) that names the place the call reads.
+    pub source: Option<Spanned<String>>,
     /// Not a key of a label rule: read only to refuse it with a sentence of its own.
     pub closed: Option<Spanned<toml::Value>>,
 }

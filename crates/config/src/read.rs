@@ -1729,7 +1729,24 @@ impl Ctx<'_> {
             }
             let tool = self.tool_pattern(&l.tool, "label rule")?;
             let untrusted = l.untrusted.as_ref().is_some_and(|u| *u.get_ref());
-            if l.class.is_none() && !untrusted {
+            let source = match &l.source {
+                Some(p) if p.get_ref().starts_with('/') && p.get_ref().len() > 1 => {
+                    Some(p.get_ref().clone())
+                }
+                Some(p) => {
+                    return self.err(
+                        p.span(),
+                        format!(
+                            "the label rule on line {line} has `source = {:?}`, which is not \
+                             a JSON pointer to an argument: write the argument that names the \
+                             place read, like \"/url\" or \"/file_path\"",
+                            p.get_ref()
+                        ),
+                    );
+                }
+                None => None,
+            };
+            if l.class.is_none() && !untrusted && source.is_none() {
                 // At `untrusted = false` where the rule says it, else at its `tool`.
                 let at = l
                     .untrusted
@@ -1739,7 +1756,8 @@ impl Ctx<'_> {
                     at,
                     format!(
                         "the label rule on line {line} raises nothing: give it a `class` \
-                         (public, internal, confidential or secret), `untrusted = true`, or both"
+                         (public, internal, confidential or secret), `untrusted = true`, or a \
+                         `source`"
                     ),
                 );
             }
@@ -1753,6 +1771,7 @@ impl Ctx<'_> {
                 class: l.class,
                 untrusted,
                 reason: l.reason.map(toml::Spanned::into_inner),
+                source,
                 line,
             });
         }

@@ -408,3 +408,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn test_a_rule_may_say_which_argument_names_the_place_read() {
+    let c = ok("[[label]]\ntool = \"s_read_file\"\nsource = \"/file_path\"\n");
+    assert_eq!(c.labels[0].source.as_deref(), Some("/file_path"));
+    assert!(
+        c.labels[0]
+            .describe(0)
+            .contains("reads the place /file_path names"),
+        "{}",
+        c.labels[0].describe(0)
+    );
+    // A source raises nothing: the answer is the tool's own label.
+    let l = c.answer_label("s_read_file", &args(r#"{"file_path":"a.txt"}"#));
+    assert!(!l.label.untrusted, "{l:?}");
+    // Not a pointer: refused on its line with what to write.
+    for not in ["file_path", "/", ""] {
+        let e = bad(
+            &format!("[[label]]\ntool = \"s_read_file\"\nsource = {not:?}\n"),
+            3,
+        );
+        assert!(e.contains("JSON pointer") && e.contains("\"/url\""), "{e}");
+    }
+}

@@ -220,39 +220,144 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 fn files(text: &str) -> Vec<Source> {
     let mut out = Vec::new();
     for w in words(text) {
-        if out.len() >= MAX_PROMPT_SOURCES || w.contains("://") || w.contains('@') {
-            continue;
+        if out.len() >= MAX_PROMPT_SOURCES {
+            break;
         }
-        let (w, absolute) = match w.strip_prefix("~/") {
-            Some(rest) => (rest, false),
-            None => (w, w.starts_with('/')),
-        };
-        let Some(parts) = components(w) else {
-            continue;
-        };
-        let Some(last) = parts.last() else { continue };
-        let has_ext = last.rsplit_once('.').is_some_and(|(stem, ext)| {
-            !stem.is_empty()
-                && (1..=8).contains(&ext.len())
-                && ext.bytes().all(|b| b.is_ascii_alphanumeric())
-                && ext.bytes().any(|b| b.is_ascii_alphabetic())
-        });
-        let is_path = parts.len() >= 2 || (absolute && !parts.is_empty());
-        if !(has_ext || is_path) {
-            continue;
-        }
-        let ok = parts.iter().all(|p| {
-            p.chars()
-                .all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_' | '+' | '~'))
-        });
-        if ok {
-            out.push(Source::File {
-                path: parts.join("/"),
-                absolute,
-            });
-        }
+        out.extend(file_word(w));
     }
     out
+}
+
+/// The file one word names: a name with an extension (`notes.txt`) or a path of two
+/// components or more (`invoices/march.pdf`, `/data/x.csv`, `~/notes.txt`); never a link or
+/// an address.
+fn file_word(w: &str) -> Option<Source> {
+    if w.contains("://") || w.contains('@') {
+        return None;
+    }
+    let (w, absolute) = match w.strip_prefix("~/") {
+        Some(rest) => (rest, false),
+        None => (w, w.starts_with('/')),
+    };
+    let parts = components(w)?;
+    let last = parts.last()?;
+    let has_ext = last.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (1..=8).contains(&ext.len())
+            && ext.bytes().all(|b| b.is_ascii_alphanumeric())
+            && ext.bytes().any(|b| b.is_ascii_alphabetic())
+    });
+    let is_path = parts.len() >= 2 || (absolute && !parts.is_empty());
+    if !(has_ext || is_path) {
+        return None;
+    }
+    let ok = parts.iter().all(|p| {
+        p.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_' | '+' | '~'))
+    });
+    ok.then(|| Source::File {
+        path: parts.join("/"),
+        absolute,
+    })
+}
+
+/// The sources one argument of a call names, read as a tool that reads a place by its
+/// name reads it (the gate asks only of the arguments a config says are such a name, and
+/// of a `url`): the host of a link, with or without its scheme (`https://dora.example/rent`,
+/// `www.dora-website.com`), and the file a name or path is (`bill-december-2023.txt`,
+/// `/data/x.csv`). The whole string must be that one word: a sentence, a query or a list
+/// names no source, whatever it mentions.
+pub fn sources_in_argument(arg: &str) -> Vec<Source> {
+    let w = arg.trim();
+    if w.is_empty() || w.len() > MAX_ID_CHARS || w.contains(char::is_whitespace) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let lower = w.get(..8).map(str::to_ascii_lowercase).unwrap_or_default();
+    let rest = if lower.starts_with("https://") {
+        w.get(8..)
+    } else if lower.starts_with("http://") {
+        w.get(7..)
+    } else if w.contains("://") {
+        None
+    } else {
+        Some(w)
+    };
+    if let Some(rest) = rest {
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let authority = rest.get(..end).unwrap_or("");
+        let host = authority.rsplit_once(':').map_or(authority, |(h, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                h
+            } else {
+                authority
+            }
+        });
+        if !authority.contains('@')
+            && let Some(h) =
+                crate::values::canonical_host(host).filter(|h| crate::values::reads_as_link(h))
+        {
+            out.push(Source::Host(h));
+        }
+    }
+    if !lower.starts_with("http") {
+        out.extend(file_word(w));
+    }
+    out
+}
+
+/// Which of a named source's answer's values stand alone (docs/spec.md §3.10, "One of
+/// each"), and which do not: a named source stands for one place to reach, one account and
+/// one id. Where its answer shows two of a group — two places (mail addresses, phone numbers,
+/// and hosts, a link counted as its host and an address's domain as the address), two
+/// accounts, two ids — the person's words do not say which they meant, and none of that
+/// group is vouched for. `own` are the hosts the call itself read (a page's links to its
+/// own pages are that page, not a second place). Counted over everything the answer shows,
+/// before the echo guard, so a session cannot hide one of two accounts by passing it in.
+///
+/// A link or a host is counted but never vouched for: it names another place, which the
+/// person did not name (the page at dora.example is theirs to name; where its links lead is
+/// not), so a named page's links stay the strangers' who wrote them.
+pub fn one_of_each(values: Vec<Ident>, own: &[String]) -> (Vec<Ident>, Vec<Ident>) {
+    #[derive(PartialEq, Eq, Hash, Clone, Copy)]
+    enum Group {
+        Place,
+        Account,
+        Id,
+    }
+    let group = |k: Kind| match k {
+        Kind::Email | Kind::Url | Kind::Host | Kind::Phone => Group::Place,
+        Kind::Iban | Kind::Account => Group::Account,
+        Kind::Id => Group::Id,
+    };
+    let domains: HashSet<&str> = values
+        .iter()
+        .filter(|v| v.kind == Kind::Email)
+        .filter_map(|v| v.text.rsplit_once('@').map(|(_, d)| d))
+        .collect();
+    // What one value counts as: a link its host, a host on an address nothing more.
+    let place = |v: &Ident| -> Option<String> {
+        let host = match v.kind {
+            Kind::Url => v.text.split(['/', ':']).next().unwrap_or(""),
+            Kind::Host => v.text.as_str(),
+            _ => return Some(v.text.clone()),
+        };
+        (!own.iter().any(|h| h == host) && !domains.contains(host)).then(|| host.to_owned())
+    };
+    let mut seen: std::collections::HashMap<Group, HashSet<String>> = Default::default();
+    for v in &values {
+        if let Some(p) = place(v) {
+            seen.entry(group(v.kind)).or_default().insert(p);
+        }
+    }
+    let two: HashSet<Group> = seen
+        .iter()
+        .filter(|(_, s)| s.len() > 1)
+        .map(|(g, _)| *g)
+        .collect();
+    values
+        .into_iter()
+        .partition(|v| !two.contains(&group(v.kind)) && !matches!(v.kind, Kind::Url | Kind::Host))
 }
 
 /// Every amount: a run of digits with `,`, `.` or `'` between groups, read with its last
@@ -617,6 +722,77 @@ mod tests {
         for s in [named("notes.txt"), Source::Host("a.example".into())] {
             assert_eq!(Source::from_key(&s.key()), Some(s));
         }
+    }
+
+    #[test]
+    fn an_argument_names_a_source_only_when_it_is_one_word() {
+        let keys =
+            |s: &str| -> Vec<String> { sources_in_argument(s).iter().map(Source::key).collect() };
+        assert_eq!(keys("https://dora.example/rent?x=1"), ["host:dora.example"]);
+        assert!(keys("www.dora-website.com").contains(&"host:www.dora-website.com".into()));
+        assert_eq!(keys("dora.example:8080/about"), ["host:dora.example"]);
+        assert!(keys("bill-december-2023.txt").contains(&"file:bill-december-2023.txt".into()));
+        assert_eq!(keys("/data/x.csv"), ["file:/data/x.csv"]);
+        for none in [
+            "",
+            "the page at https://dora.example",
+            "bill-december-2023.txt and more",
+            "ftp://dora.example/x",
+            "https://user@dora.example/x",
+            "../etc/passwd.txt",
+            "dora",
+        ] {
+            assert!(keys(none).is_empty(), "{none:?}: {:?}", keys(none));
+        }
+        assert!(keys(&format!("{}.txt", "a".repeat(MAX_ID_CHARS))).is_empty());
+    }
+
+    #[test]
+    fn a_named_source_vouches_for_one_of_each_group_only() {
+        let read = |text: &str, own: &[&str]| {
+            let own: Vec<String> = own.iter().map(|s| (*s).to_owned()).collect();
+            let (alone, two) = one_of_each(in_answer(text).into_values(), &own);
+            let t = |v: Vec<Ident>| v.into_iter().map(|v| v.text).collect::<Vec<_>>();
+            (t(alone), t(two))
+        };
+        // One address, its domain and the page's own links: one place.
+        let (alone, two) = read(
+            "Dora's page. Mail dora@gmail.com. More at https://www.dora.example/about",
+            &["www.dora.example"],
+        );
+        assert_eq!(
+            alone,
+            ["dora@gmail.com"],
+            "the links are not vouched for: {two:?}"
+        );
+        // A link alone on a named page: another place, not vouched for.
+        let (alone, two) = read("Read more: www.true-informations.com", &[]);
+        assert!(alone.is_empty(), "{alone:?}");
+        assert!(two.iter().any(|v| v.contains("informations")), "{two:?}");
+        // A stranger's link beside it: two places, neither vouched for.
+        let (alone, two) = read(
+            "Mail dora@gmail.com. Also visit www.true-informations.com now.",
+            &["www.dora.example"],
+        );
+        assert!(two.contains(&"dora@gmail.com".to_owned()), "{two:?}");
+        assert!(
+            !alone.iter().any(|v| v.contains("informations")),
+            "{alone:?}"
+        );
+        // Two accounts on the bill: neither; the one address beside them stands alone.
+        let (alone, two) = read(
+            "Pay GB29 NWBK 6016 1331 9268 19. Or rather DE89 3704 0044 0532 0130 00. \
+             Questions: billing@landlord.example",
+            &[],
+        );
+        assert_eq!(two.len(), 2, "{two:?}");
+        assert!(
+            alone.contains(&"billing@landlord.example".to_owned()),
+            "{alone:?}"
+        );
+        // Two addresses on one domain are two places.
+        let (_, two) = read("dora@gmail.com or eve@gmail.com", &[]);
+        assert_eq!(two.len(), 2, "{two:?}");
     }
 
     #[test]

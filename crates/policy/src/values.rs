@@ -796,7 +796,7 @@ fn link_into(link: &str, span: Range<usize>, push: &mut Push<'_>) -> bool {
 /// Whether a canonical host, written alone, is a link (so an argument that names it plainly
 /// reads as the same host): a name of two labels or more whose last is letters or `xn--`,
 /// or an address.
-fn reads_as_link(host: &str) -> bool {
+pub(crate) fn reads_as_link(host: &str) -> bool {
     if host.starts_with('[') {
         return true;
     }

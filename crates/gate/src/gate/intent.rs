@@ -16,7 +16,9 @@
 //!   echo guard of §3.7: a value written somewhere and read back is the session's choice,
 //!   not the source's) — are recorded as that source's.
 
-use policy::intent::{MAX_PROMPT_SOURCES, MAX_PROMPT_VALUES, Source, read_prompt};
+use policy::intent::{
+    MAX_PROMPT_SOURCES, MAX_PROMPT_VALUES, Source, one_of_each, read_prompt, sources_in_argument,
+};
 use policy::values::{Ident, in_answer, in_arguments};
 use proto::control::IntentVia;
 
@@ -129,10 +131,18 @@ impl Gate {
             return;
         };
         let echoed = args.json().map(in_arguments).unwrap_or_default();
-        let shown = in_answer(content);
+        // One of each (docs/spec.md §3.10): two accounts on the person's bill, and the
+        // words do not say which. Counted before the echo guard.
+        let own: Vec<String> = read
+            .iter()
+            .filter_map(|s| match s {
+                Source::Host(h) => Some(h.clone()),
+                Source::File { .. } => None,
+            })
+            .collect();
+        let (alone, _two) = one_of_each(in_answer(content).into_values(), &own);
         let mut store = lock(&self.store);
-        let values: Vec<Ident> = shown
-            .into_values()
+        let values: Vec<Ident> = alone
             .into_iter()
             .filter(|v| !echoed.contains(&v.text))
             .filter(|v| {
@@ -162,9 +172,12 @@ impl Gate {
 /// - `read_file`: its file, only when the path lies under a read-only mount of the tool's
 ///   box that no writable mount shares (a file the session can write — `/work`, a writable
 ///   mount — may hold what the session wrote there, so it endorses nothing);
-/// - any other tool but `run`, `write_file` and `list_dir`: the host of each string of its
-///   arguments that is a whole `http://` or `https://` URL (a fetch's `url`). What a box
-///   reaches through the egress proxy (`run`'s `curl`) is not a source yet.
+/// - any other builtin: nothing;
+/// - a downstream tool: the host its top-level `url` or `uri` argument names (a fetch's),
+///   and the page or file named by the argument a matching `[[label]]` rule's `source`
+///   points at. Nothing else: a search whose query holds a link reads no page, so what it
+///   answers is nobody's words but the strangers'. What a box reaches through the egress
+///   proxy (`run`'s `curl`) is not a source yet.
 pub fn sources_of(config: &Config, req: &ToolRequest, args: &Arguments) -> Vec<Source> {
     let Some(v) = args.json() else {
         return Vec::new();
@@ -206,48 +219,35 @@ pub fn sources_of(config: &Config, req: &ToolRequest, args: &Arguments) -> Vec<S
         Some(config::ToolKind::Builtin(_)) => Vec::new(),
         _ => {
             let mut out = Vec::new();
-            urls_in(v, &mut out, 0);
+            // A fetch's own argument: a top-level `url` or `uri`.
+            if let Some(o) = v.as_object() {
+                for (k, x) in o {
+                    if (k.eq_ignore_ascii_case("url") || k.eq_ignore_ascii_case("uri"))
+                        && let Some(s) = x.as_str()
+                    {
+                        out.extend(
+                            sources_in_argument(s)
+                                .into_iter()
+                                .filter(|s| matches!(s, Source::Host(_))),
+                        );
+                    }
+                }
+            }
+            // What the config says names the place a call reads.
+            for rule in &config.labels {
+                let Some(p) = &rule.source else { continue };
+                if !rule.matches(&req.tool, args) {
+                    continue;
+                }
+                if let Some(s) = v.pointer(p).and_then(|x| x.as_str()) {
+                    out.extend(sources_in_argument(s));
+                }
+            }
+            out.truncate(MAX_READ_SOURCES);
             out
         }
     }
 }
 
-fn urls_in(v: &serde_json::Value, out: &mut Vec<Source>, depth: usize) {
-    if depth > 8 || out.len() >= 16 {
-        return;
-    }
-    match v {
-        serde_json::Value::String(s) => {
-            let s = s.trim();
-            let lower = s.get(..8).map(str::to_ascii_lowercase).unwrap_or_default();
-            let rest = if lower.starts_with("https://") {
-                s.get(8..)
-            } else if lower.starts_with("http://") {
-                s.get(7..)
-            } else {
-                None
-            };
-            let Some(rest) = rest.filter(|r| !r.contains(char::is_whitespace)) else {
-                return;
-            };
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            let authority = rest.get(..end).unwrap_or("");
-            if authority.contains('@') {
-                return;
-            }
-            let host = authority.rsplit_once(':').map_or(authority, |(h, port)| {
-                if port.bytes().all(|b| b.is_ascii_digit()) {
-                    h
-                } else {
-                    authority
-                }
-            });
-            if let Some(h) = policy::values::canonical_host(host) {
-                out.push(Source::Host(h));
-            }
-        }
-        serde_json::Value::Array(a) => a.iter().for_each(|x| urls_in(x, out, depth + 1)),
-        serde_json::Value::Object(o) => o.values().for_each(|x| urls_in(x, out, depth + 1)),
-        _ => {}
-    }
-}
+/// The most sources one call is taken to read.
+const MAX_READ_SOURCES: usize = 16;
