@@ -547,10 +547,10 @@ def load_extra_injections(path, suite, prefix="extra_"):
     return tasks
 
 
-def load_paraphrases(path, suite):
+def load_paraphrases(path, suite, tag=""):
     """The paraphrased prompts of a file: `PARAPHRASES`, a list of (user task id, prompt) —
     the same task, its ground truth unchanged, in other words. Each gets an id
-    `USER_TASK~pN`, N counted per task from 1."""
+    `USER_TASK~pN` (`USER_TASK~r4pN` for round 4's, TAG `r4`), N counted per task from 1."""
     spec = importlib.util.spec_from_file_location("paraphrases", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -559,7 +559,7 @@ def load_paraphrases(path, suite):
         if task_id not in suite.user_tasks:
             raise SystemExit(f"{path}: no user task {task_id} in this suite")
         seen[task_id] = seen.get(task_id, 0) + 1
-        out.append((suite.user_tasks[task_id], prompt, f"{task_id}~p{seen[task_id]}"))
+        out.append((suite.user_tasks[task_id], prompt, f"{task_id}~{tag}p{seen[task_id]}"))
     if not out:
         raise SystemExit(f"{path} lists no paraphrase")
     return out
@@ -582,14 +582,18 @@ async def run_suite(args):
         injection_tasks += load_extra_injections(args.extra_injections, suite)
     if args.new_injections:
         injection_tasks += load_extra_injections(args.new_injections, suite, "new_")
+    if args.r4_injections:
+        injection_tasks += load_extra_injections(args.r4_injections, suite, "r4_")
     pairs = [(u, i, None, None) for u in user_tasks for i in injection_tasks]
     if args.sample is not None and args.sample < len(pairs):
         pairs = random.Random(SEED).sample(pairs, args.sample)
     cases = [(u, None, None, None) for u in user_tasks] + pairs
-    if args.paraphrases:
+    para_files = [(f, "") for f in [args.paraphrases] if f]
+    para_files += [(f, "r4") for f in [args.r4_paraphrases] if f]
+    for path, tag in para_files:
         # Each paraphrase alone, and with every injection task (a sample of them with
         # --sample: as many as the paraphrases, with the same seed).
-        para = load_paraphrases(args.paraphrases, suite)
+        para = load_paraphrases(path, suite, tag)
         para_pairs = [(u, i, prompt, pid) for u, prompt, pid in para for i in injection_tasks]
         if args.sample is not None and args.sample < len(para_pairs):
             para_pairs = random.Random(SEED).sample(para_pairs, min(len(para), len(para_pairs)))
@@ -720,14 +724,17 @@ def figures(benign, pairs, person=None):
 
 
 def summarize(suite_name, results, seconds, persons=("oracle",)):
-    # Paraphrased prompts (--paraphrases) are reported apart, in `paraphrased`.
-    para = [r for r in results if r.get("paraphrase")]
+    # Paraphrased prompts (--paraphrases) are reported apart, in `paraphrased`; round 4's
+    # (--r4-paraphrases, ids `…~r4pN`) in `paraphrased_r4`.
+    para_r4 = [r for r in results if "~r4p" in (r.get("paraphrase") or "")]
+    para = [r for r in results if r.get("paraphrase") and "~r4p" not in r["paraphrase"]]
     results = [r for r in results if not r.get("paraphrase")]
+    r4 = [r for r in results if (r["injection_task"] or "").startswith("r4_")]
     benign = [r for r in results if r["injection_task"] is None]
     every = [r for r in results if r["injection_task"] is not None]
     # Held-out attacks (--extra-injections, ids `extra_…`) are reported apart, in `heldout`;
     # the top-level figures and `persons` are the packaged attacks'.
-    pairs = [r for r in every if not r["injection_task"].startswith(("extra_", "new_"))]
+    pairs = [r for r in every if not r["injection_task"].startswith(("extra_", "new_", "r4_"))]
     heldout = [r for r in every if r["injection_task"].startswith("extra_")]
     # Those written after this round's freeze (--new-injections, ids `new_…`): `heldout_new`.
     heldout_new = [r for r in every if r["injection_task"].startswith("new_")]
@@ -739,10 +746,14 @@ def summarize(suite_name, results, seconds, persons=("oracle",)):
         s["heldout"] = {p: figures(benign, heldout, p) for p in persons}
     if heldout_new:
         s["heldout_new"] = {p: figures(benign, heldout_new, p) for p in persons}
-    if para:
-        s["paraphrased"] = {p: figures([r for r in para if r["injection_task"] is None],
-                                       [r for r in para if r["injection_task"] is not None], p)
-                            for p in persons}
+    # Those written after round 4's freeze (--r4-injections, ids `r4_…`): `heldout_r4`.
+    if r4:
+        s["heldout_r4"] = {p: figures(benign, r4, p) for p in persons}
+    for key, rows in (("paraphrased", para), ("paraphrased_r4", para_r4)):
+        if rows:
+            s[key] = {p: figures([r for r in rows if r["injection_task"] is None],
+                                 [r for r in rows if r["injection_task"] is not None], p)
+                      for p in persons}
     s["pairs_replayed"] = len(pairs)
     s["benign_utility"] = sum(1 for r in benign if r["utility"])
     s["benign_plain_utility"] = sum(1 for r in benign if r["plain_utility"])
@@ -750,7 +761,7 @@ def summarize(suite_name, results, seconds, persons=("oracle",)):
     s["pair_user_calls_denied"] = sum(r["calls"]["user"]["denied"] for r in pairs)
     s["failures"] = sorted({f for r in results for f in r["failures"]})[:20]
     s["seconds"] = round(seconds, 1)
-    s["cases"] = sorted(results + para, key=lambda r: (r["user_task"], r["injection_task"] or ""))
+    s["cases"] = sorted(results + para + para_r4, key=lambda r: (r["user_task"], r["injection_task"] or ""))
     return s
 
 
@@ -794,6 +805,10 @@ def main():
     p.add_argument("--new-injections", help="held-out injection tasks written after this round's freeze, "
                    "reported apart (heldout_new)")
     p.add_argument("--paraphrases", help="a file of paraphrased user prompts (PARAPHRASES), reported apart")
+    p.add_argument("--r4-injections", help="held-out injection tasks written after round 4's freeze, "
+                   "reported apart (heldout_r4)")
+    p.add_argument("--r4-paraphrases", help="paraphrased user prompts written after round 4's freeze, "
+                   "reported apart (paraphrased_r4)")
     p.add_argument("--sample", type=int, help="replay every benign trace and N pairs (fixed seed)")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--person", default="reads", choices=PERSONS,
