@@ -402,6 +402,29 @@ fn a_search_whose_query_names_the_page_vouches_for_nothing() {
         listed.contains("untrusted value at /recipient: the IBAN DE89370400440532013000"),
         "{listed}"
     );
+    // The same search handed a `url` it does not take, or one in another case beside a
+    // fetch's own: the agent's word for what the call reads counts for nothing.
+    for (session, tool, args) in [
+        (
+            "extra",
+            "web_search",
+            json!({"query": "rent", "url": "https://www.landlord.example"}),
+        ),
+        (
+            "cased",
+            "web_search",
+            json!({"query": "rent", "URL": "www.landlord.example"}),
+        ),
+    ] {
+        let (_, attacker) = read_then_pay(
+            &env,
+            session,
+            "Pay this month's rent as shown on https://www.landlord.example please.",
+            tool,
+            args,
+        );
+        attacker.expect_err("an argument the tool does not take names no source");
+    }
 }
 
 /// What a program in a box does to speak for the person: connect to the gate's control

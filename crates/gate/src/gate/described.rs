@@ -36,6 +36,11 @@ pub struct Described {
     first: HashMap<String, String>,
     /// The exposed name of every tool a definition here shows.
     names: std::collections::HashSet<String>,
+    /// Per exposed tool, the top-level `url`/`uri` its input schema declares (exact keys),
+    /// as the last read of the file has them: the arguments a fetch reads its page by
+    /// (docs/spec.md §3.10). Never kept from an older read: a tool that stops declaring a
+    /// key stops reading by it.
+    fetch: HashMap<String, Vec<String>>,
 }
 
 impl Described {
@@ -79,6 +84,25 @@ impl Described {
                 .entry(v.text)
                 .or_insert_with(|| exposed.to_owned());
         }
+        let keys: Vec<String> = def
+            .input_schema
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map(|p| {
+                p.keys()
+                    .filter(|k| matches!(k.as_str(), "url" | "uri"))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            self.fetch.insert(exposed.to_owned(), keys);
+        }
+    }
+
+    /// The top-level `url`/`uri` keys the tool exposed as `name` declares, if any.
+    pub fn fetch_keys(&self, name: &str) -> &[String] {
+        self.fetch.get(name).map_or(&[], Vec::as_slice)
     }
 
     /// Whether a definition here shows a tool exposed as `name`.
@@ -107,6 +131,8 @@ impl Described {
         for (value, tool) in newer.first {
             out.first.entry(value).or_insert(tool);
         }
+        out.names.extend(newer.names);
+        out.fetch = newer.fetch;
         out
     }
 }

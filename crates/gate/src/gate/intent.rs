@@ -116,7 +116,8 @@ impl Gate {
     /// named, the values the answer showed are that source's (see the module's
     /// documentation). Trust only: a failure here keeps nothing, and trusts less.
     pub(super) fn endorse(&self, req: &ToolRequest, args: &Arguments, content: &str) {
-        let read = sources_of(&self.config, req, args);
+        let described = lock(&self.described).current(&self.config);
+        let read = sources_of(&self.config, described.fetch_keys(&req.tool), req, args);
         if read.is_empty() {
             return;
         }
@@ -173,12 +174,18 @@ impl Gate {
 ///   box that no writable mount shares (a file the session can write — `/work`, a writable
 ///   mount — may hold what the session wrote there, so it endorses nothing);
 /// - any other builtin: nothing;
-/// - a downstream tool: the host its top-level `url` or `uri` argument names (a fetch's),
+/// - a downstream tool: the host its top-level `url` or `uri` argument names, where its
+///   discovered input schema declares that key (a fetch's),
 ///   and the page or file named by the argument a matching `[[label]]` rule's `source`
 ///   points at. Nothing else: a search whose query holds a link reads no page, so what it
 ///   answers is nobody's words but the strangers'. What a box reaches through the egress
 ///   proxy (`run`'s `curl`) is not a source yet.
-pub fn sources_of(config: &Config, req: &ToolRequest, args: &Arguments) -> Vec<Source> {
+pub fn sources_of(
+    config: &Config,
+    fetch_keys: &[String],
+    req: &ToolRequest,
+    args: &Arguments,
+) -> Vec<Source> {
     let Some(v) = args.json() else {
         return Vec::new();
     };
@@ -219,10 +226,12 @@ pub fn sources_of(config: &Config, req: &ToolRequest, args: &Arguments) -> Vec<S
         Some(config::ToolKind::Builtin(_)) => Vec::new(),
         _ => {
             let mut out = Vec::new();
-            // A fetch's own argument: a top-level `url` or `uri`.
+            // A fetch's own argument: a top-level `url` or `uri` its discovered schema
+            // declares, by that exact key — an argument the tool does not take (a search
+            // given `url` too, or `URL` beside `url`) says nothing of what it reads.
             if let Some(o) = v.as_object() {
                 for (k, x) in o {
-                    if (k.eq_ignore_ascii_case("url") || k.eq_ignore_ascii_case("uri"))
+                    if fetch_keys.iter().any(|f| f == k)
                         && let Some(s) = x.as_str()
                     {
                         out.extend(
