@@ -338,7 +338,10 @@ pub fn one_of_each(values: Vec<Ident>, own: &[String]) -> (Vec<Ident>, Vec<Ident
     // What one value counts as: a link its host, a host on an address nothing more.
     let place = |v: &Ident| -> Option<String> {
         let host = match v.kind {
-            Kind::Url => v.text.split(['/', ':']).next().unwrap_or(""),
+            Kind::Url => {
+                let h = crate::values::url_host(&v.text);
+                h.split(':').next().unwrap_or(h)
+            }
             Kind::Host => v.text.as_str(),
             _ => return Some(v.text.clone()),
         };

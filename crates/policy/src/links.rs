@@ -36,10 +36,11 @@
 //! so `links = { host = [...] }` checks every host; a link whose host cannot be read
 //! (another scheme, user info, a look-alike letter) is to no allowed host.
 //!
-//! Not found: a name spelled in words (`evil dot com`), split by spaces (`evil . com`), or
-//! broken across a line right after a dot with the next line in upper case; a bare address
-//! in a single number (`2130706433`) without a scheme; a single-label name without a scheme
-//! (`localhost`). None of these is a link a client renders.
+//! Not found here: a name spelled in words (`evil dot com`) or split by spaces (`evil .
+//! com`) — no client renders it, but a person types it, so the `links` test counts it
+//! apart ([`crate::values::spelled_names`]); a name broken across a line right after a dot
+//! with the next line in upper case; a bare address in a single number (`2130706433`)
+//! without a scheme; a single-label name without a scheme (`localhost`).
 
 use std::borrow::Cow;
 

@@ -208,6 +208,11 @@ impl fmt::Display for UrlTest {
 }
 
 /// Whether one link is allowed by a host set.
+/// Whether a host spelled in words ([`crate::values::spelled_names`]) is one of `set`.
+fn name_allowed(set: &HostSet, host: &str) -> bool {
+    crate::host::parse_host(host).is_ok_and(|h| set.contains(&h))
+}
+
 fn link_allowed(set: &HostSet, l: &Link<'_>) -> bool {
     l.url.is_some_and(|u| set.contains(&u.host))
 }
@@ -217,9 +222,13 @@ impl LinksTest {
         let Some(text) = v.as_str() else {
             return false;
         };
+        let spelled = crate::values::spelled_names(text);
         match self {
-            LinksTest::None => for_each_link(text, |_| false),
-            LinksTest::Hosts(set) => for_each_link(text, |l| link_allowed(set, &l)),
+            LinksTest::None => spelled.is_empty() && for_each_link(text, |_| false),
+            LinksTest::Hosts(set) => {
+                spelled.iter().all(|(h, _)| name_allowed(set, h))
+                    && for_each_link(text, |l| link_allowed(set, &l))
+            }
         }
     }
 
@@ -241,6 +250,17 @@ impl LinksTest {
             all.push(host.unwrap_or_else(|| cut(l.text)));
             true
         });
+        // A name spelled in words is a link a person follows by typing it.
+        for (host, written) in crate::values::spelled_names(text) {
+            let allowed = match self {
+                LinksTest::None => false,
+                LinksTest::Hosts(set) => name_allowed(set, &host),
+            };
+            all.push(format!("{host} (spelled in words: {})", cut(&written)));
+            if !allowed && bad.is_none() {
+                bad = Some((format!("{}, spelled in words", cut(&written)), Some(host)));
+            }
+        }
         let n = all.len();
         match (self, bad) {
             (LinksTest::None, None) => (true, "is text that carries no link".to_owned()),

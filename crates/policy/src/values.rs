@@ -19,7 +19,9 @@
 //! - a run of base64 or hex that decodes to text is read as that text too, two levels deep
 //!   ([`encoded`]);
 //! - an answer is read for addresses spelled in words (`attacker at evil dot com`,
-//!   [`defang`]); an argument is not (no tool sends to that);
+//!   [`defang`]); an argument for those whose domain is spelled too (`payroll at
+//!   bluesparrow-hr dot com`: a person types it; `lunch at acme.com` carries the link
+//!   `acme.com` and no address); both for a host spelled so alone (`evil dot com`);
 //! - a JSON document is read in document order, its keys too (for the values they hold,
 //!   never as ids), and neighbouring strings are joined where the join is a value no two
 //!   ordinary neighbours make ([`seams`]).
@@ -37,8 +39,10 @@
 //!   host of its own: a mailbox is the value;
 //! - a **URL**: a link with a path: `host[:port]/path`, the port only when it is not 80 or
 //!   443, the path percent-decoded, without a trailing `/`; scheme, query and fragment are
-//!   not part of it (the host is the destination, the path what is asked of it; a query
-//!   carries data, not a destination). A URL is also its host;
+//!   not part of it (the host is the destination, the path what is asked of it). A URL is
+//!   also its host, and, when it has a query or a fragment, also `host/path?query#fragment`
+//!   (percent-decoded): what it carries to its host is a value too, so a link to a known
+//!   host that carries a secret in its query is not placed by its host alone;
 //! - an **IBAN**: two letters, two digits and up to 30 letters or digits (a gap may fall
 //!   among the first four only when the letters are a country's), in groups split by
 //!   white space (two line breaks at most between two groups: a value split across lines or
@@ -472,6 +476,34 @@ pub fn prepare(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// The host names `text` spells in words, which no link reader finds (docs/spec.md §3.3,
+/// the `links` test): each a host (canonical) and the words that spell it — a host written
+/// `bluesparrow-hr dot com` or `evil . com`, and the domain of an address whose domain is
+/// spelled so (`payroll at bluesparrow-hr dot com`). A person reads them and types them
+/// into a mail client or a browser, so a text that carries one carries a link.
+pub fn spelled_names(text: &str) -> Vec<(String, String)> {
+    if !may_hold_value(text) {
+        return Vec::new();
+    }
+    let t = prepare(text);
+    let mut out = Vec::new();
+    let written = |span: Range<usize>| t.get(span).unwrap_or("").to_owned();
+    defang::word_addresses(&t, &mut |address, span, spelled| {
+        if spelled
+            && let Some((_, domain)) = address.rsplit_once('@')
+            && let Some(h) = canonical_host(domain)
+        {
+            out.push((h, written(span)));
+        }
+    });
+    defang::word_hosts(&t, &mut |host, span| {
+        if let Some(h) = canonical_host(&host).filter(|h| reads_as_link(h)) {
+            out.push((h, written(span)));
+        }
+    });
+    out
+}
+
 /// White space outside ASCII that NFKC leaves (the ogham space mark, the line and
 /// paragraph separators, NEL) as a space or a line break.
 fn plain_space(c: char) -> char {
@@ -619,7 +651,8 @@ fn whole(kind: Kind, text: &str) -> bool {
     }
 }
 
-/// One reading of prepared text; `words`: addresses spelled in words too.
+/// One reading of prepared text; `words`: every address spelled in words too (an answer's
+/// reading), not only those whose domain is spelled.
 fn read_into(t: &str, words: bool, push: &mut Push<'_>) {
     // Bytes inside an address or a link are not read again as numbers.
     let mut taken: Vec<Range<usize>> = Vec::new();
@@ -633,9 +666,20 @@ fn read_into(t: &str, words: bool, push: &mut Push<'_>) {
         }
         true
     });
-    if words {
-        defang::word_addresses(t, &mut |address, span| push(Kind::Email, address, span));
-    }
+    // Names spelled in words: the hosts, on both sides; the addresses, in an answer all
+    // (a model turns `bob at acme.com` back into the address), in an argument those whose
+    // domain is spelled too (`bob at acme dot com`: a person reads it and types it, and no
+    // link reader sees it; `bob at acme.com` carries the link `acme.com` already).
+    defang::word_addresses(t, &mut |address, span, spelled| {
+        if words || spelled {
+            push(Kind::Email, address, span);
+        }
+    });
+    defang::word_hosts(t, &mut |host, span| {
+        if let Some(h) = canonical_host(&host).filter(|h| reads_as_link(h)) {
+            push(Kind::Host, h, span);
+        }
+    });
     taken.sort_by_key(|r| r.start);
     numbers_into(t, &taken, push);
     id_lines_into(t, push);
@@ -782,15 +826,37 @@ fn link_into(link: &str, span: Range<usize>, push: &mut Push<'_>) -> bool {
     let path_end = tail.find(['?', '#']).unwrap_or(tail.len());
     let path = percent_decoded(&tail.get(..path_end).unwrap_or("").replace('\\', "/"));
     let path = path.trim_end_matches('/');
+    let port = match port {
+        Some(p) if p != "80" && p != "443" => format!(":{p}"),
+        _ => String::new(),
+    };
     if !path.is_empty() {
-        let port = match port {
-            Some(p) if p != "80" && p != "443" => format!(":{p}"),
-            _ => String::new(),
-        };
         push(Kind::Url, format!("{host}{port}{path}"), span.clone());
+    }
+    // What the link carries to its host beyond the page it asks for: the query and the
+    // fragment, as one more value (`www.x.com?member=1a7b3d`), so that a link the agent
+    // builds to a known host is placed by all it sends, not by its host alone.
+    if let Some(carried) = carried(tail.get(path_end..).unwrap_or("")) {
+        push(
+            Kind::Url,
+            format!("{host}{port}{path}{carried}"),
+            span.clone(),
+        );
     }
     push(Kind::Host, host, span);
     true
+}
+
+/// A link's query and fragment (`?…`, `#…`, from the first of them), percent-decoded as a
+/// path is; `None` when there is neither, or only an empty `?` or `#`.
+fn carried(rest: &str) -> Option<String> {
+    let rest = rest.trim_end_matches(['?', '#', '&']);
+    (!rest.is_empty()).then(|| percent_decoded(rest))
+}
+
+/// The host (with its port) a URL value names: its text up to the first `/`, `?` or `#`.
+pub(crate) fn url_host(url: &str) -> &str {
+    url.split(['/', '?', '#']).next().unwrap_or(url)
 }
 
 /// Whether a canonical host, written alone, is a link (so an argument that names it plainly
@@ -1424,9 +1490,20 @@ mod tests {
             texts("see HTTPS://Evil.COM./Pay%6Dent?x=1 now"),
             vec![
                 (Kind::Url, "evil.com/Payment".to_owned()),
+                (Kind::Url, "evil.com/Payment?x=1".to_owned()),
                 (Kind::Host, "evil.com".to_owned()),
             ]
         );
+        // What a link carries beyond its page is a value of its own; a bare `?` carries none.
+        assert_eq!(
+            texts("https://www.informations.com/?member=1a7b3d"),
+            vec![
+                (Kind::Url, "www.informations.com?member=1a7b3d".to_owned()),
+                (Kind::Host, "www.informations.com".to_owned()),
+            ]
+        );
+        assert!(has("x.com/a#k%3D1", Kind::Url, "x.com/a#k=1"));
+        assert_eq!(texts("see https://x.com/?").len(), 1);
         assert!(has("at https://x.com:8080/a/", Kind::Url, "x.com:8080/a"));
         assert!(has("https://acme.com@evil.com/x", Kind::Host, "evil.com"));
         assert!(has("http://2130706433/", Kind::Host, "127.0.0.1"));

@@ -8,14 +8,16 @@
 //!   when a letter or digit stands on both sides (`attacker (at) evil (dot) com`); `[:]`,
 //!   `[://]` and `[/]` are `:`, `://` and `/` (`hxxps[:]//evil[.]com`). Nobody writes a
 //!   bracketed `at` or `dot` between two words but to hide an address.
-//! - **Words**, read in answers only: `LOCAL at DOMAIN` and `LOCAL @ DOMAIN`, the domain's
-//!   labels split by `.` or the word `dot` (any case, with spaces around): `attacker at evil
-//!   dot com`, `attacker at evil.com`, `attacker @ evil . com`. Prose says "at" and "dot"
-//!   too, so the domain must have two labels or more and end in a top-level domain in use
-//!   ([`super::tld`]): `look at this dot com bubble` does read as `look@this.com`, a value
-//!   no call will carry (a surplus entry costs only room in the index); `meet me at noon`
-//!   reads as nothing. An argument is not read so: a tool sends to what it is given, and
-//!   `bob at acme dot com` is no address to it.
+//! - **Words**: `LOCAL at DOMAIN` and `LOCAL @ DOMAIN`, the domain's labels split by `.` or
+//!   the word `dot` (any case, with spaces around): `attacker at evil dot com`, `attacker
+//!   at evil.com`, `attacker @ evil . com`; and a host spelled so alone, not an address's
+//!   domain (`evil dot com`, [`word_hosts`]). Prose says "at" and "dot" too, so the domain
+//!   must have two labels or more and end in a top-level domain in use ([`super::tld`]):
+//!   `look at this dot com bubble` does read as `look@this.com`, a value no call will carry
+//!   (a surplus entry costs only room in the index); `meet me at noon` reads as nothing.
+//!   An answer reads every such address; an argument only those whose domain is
+//!   **spelled** (a `dot` or a spaced `.`): a colleague reads `payroll at bluesparrow-hr
+//!   dot com` and types it, while `lunch at acme.com` carries the link `acme.com` already.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -116,8 +118,10 @@ pub(super) fn undo_markers(t: &str) -> Cow<'_, str> {
 /// The most labels a domain spelled in words has.
 const MAX_LABELS: usize = 16;
 
-/// Calls `push` with each address `t` spells in words (see the module), and where it is.
-pub(super) fn word_addresses(t: &str, push: &mut dyn FnMut(String, Range<usize>)) {
+/// Calls `push` with each address `t` spells in words (see the module), where it is, and
+/// whether its domain is spelled too (a label split from the next by the word `dot` or a
+/// `.` with spaces around it: no client makes that a link).
+pub(super) fn word_addresses(t: &str, push: &mut dyn FnMut(String, Range<usize>, bool)) {
     let b = t.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -142,8 +146,8 @@ pub(super) fn word_addresses(t: &str, push: &mut dyn FnMut(String, Range<usize>)
             i += 1;
             continue;
         };
-        if let Some((address, span)) = address_at(t, i, end) {
-            push(address, span);
+        if let Some((address, span, spelled)) = address_at(t, i, end) {
+            push(address, span, spelled);
         }
         i = end;
     }
@@ -153,8 +157,9 @@ fn is_space(c: u8) -> bool {
     c == b' ' || c == b'\t'
 }
 
-/// The address around the marker at `m..end`, if the words there spell one.
-fn address_at(t: &str, m: usize, end: usize) -> Option<(String, Range<usize>)> {
+/// The address around the marker at `m..end`, if the words there spell one, and whether its
+/// domain is spelled ([`domain_at`]).
+fn address_at(t: &str, m: usize, end: usize) -> Option<(String, Range<usize>, bool)> {
     let b = t.as_bytes();
     // The local part: the word before the marker, spaces between.
     let mut k = m;
@@ -179,18 +184,34 @@ fn address_at(t: &str, m: usize, end: usize) -> Option<(String, Range<usize>)> {
         - t.get(k..local_end)?
             .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
             .len();
-    // The domain: labels split by `.` or the word `dot`.
-    let mut j = end;
-    let skip_spaces = |mut j: usize| {
-        let from = j;
-        while j < b.len() && j - from < MAX_SPACES && is_space(b[j]) {
-            j += 1;
-        }
-        j
-    };
-    j = skip_spaces(j);
+    let (domain, domain_end, spelled) = domain_at(t, skip_spaces(b, end))?;
+    let candidate = format!("{local}@{domain}");
+    let address = Address::parse(&candidate).ok()?;
+    Some((
+        address.to_string().to_ascii_lowercase(),
+        start..domain_end,
+        spelled,
+    ))
+}
+
+/// `j` past at most [`MAX_SPACES`] spaces.
+fn skip_spaces(b: &[u8], mut j: usize) -> usize {
+    let from = j;
+    while j < b.len() && j - from < MAX_SPACES && is_space(b[j]) {
+        j += 1;
+    }
+    j
+}
+
+/// The domain whose first label starts at `j`: its labels split by `.`, by ` . ` or by the
+/// word `dot`, two labels or more, ending in a top-level domain in use. Returns it (labels
+/// joined by `.`), where it ends, and whether a separator was **spelled** (`dot`, or a `.`
+/// with spaces around it).
+fn domain_at(t: &str, mut j: usize) -> Option<(String, usize, bool)> {
+    let b = t.as_bytes();
     let mut labels: Vec<&str> = Vec::new();
     let mut domain_end = j;
+    let mut spelled = false;
     while labels.len() < MAX_LABELS {
         let len = b
             .get(j..)
@@ -206,27 +227,28 @@ fn address_at(t: &str, m: usize, end: usize) -> Option<(String, Range<usize>)> {
         j += len;
         domain_end = j;
         // A separator, then a label, or the domain ends here.
-        let s = skip_spaces(j);
-        let after_sep = if b.get(s) == Some(&b'.') {
+        let s = skip_spaces(b, j);
+        let (after_sep, in_words) = if b.get(s) == Some(&b'.') {
             // `evil.com` or `evil . com`, not the end of a sentence (`home. It`).
             let spaced_after = b.get(s + 1).copied().is_some_and(is_space);
-            (spaced_after == (s > j)).then_some(s + 1)
+            if spaced_after != (s > j) {
+                break;
+            }
+            (s + 1, s > j)
         } else if s > j
             && b.get(s..s + 3)
                 .is_some_and(|w| w.eq_ignore_ascii_case(b"dot"))
             && b.get(s + 3).copied().is_some_and(is_space)
         {
-            Some(s + 3)
+            (s + 3, true)
         } else {
-            None
-        };
-        let Some(after_sep) = after_sep else {
             break;
         };
-        let next = skip_spaces(after_sep);
+        let next = skip_spaces(b, after_sep);
         if !b.get(next).is_some_and(u8::is_ascii_alphanumeric) {
             break;
         }
+        spelled |= in_words;
         j = next;
     }
     if labels.len() < 2 {
@@ -236,9 +258,52 @@ fn address_at(t: &str, m: usize, end: usize) -> Option<(String, Range<usize>)> {
     if !tld::known(&domain) {
         return None;
     }
-    let candidate = format!("{local}@{domain}");
-    let address = Address::parse(&candidate).ok()?;
-    Some((address.to_string().to_ascii_lowercase(), start..domain_end))
+    Some((domain, domain_end, spelled))
+}
+
+/// Calls `push` with each host name `t` spells in words that is not an address's domain: a
+/// domain ([`domain_at`]) with a spelled separator (`bluesparrow-hr dot com`, `evil . com`),
+/// starting a word, not after ` at ` or `@` — the names a person reads and types, though no
+/// client makes them a link. In lower case, and where it is.
+pub(super) fn word_hosts(t: &str, push: &mut dyn FnMut(String, Range<usize>)) {
+    let b = t.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let starts_word = b[i].is_ascii_alphanumeric()
+            && (i == 0
+                || !(b[i - 1].is_ascii_alphanumeric()
+                    || matches!(b[i - 1], b'-' | b'_' | b'.' | b'@')));
+        if !starts_word {
+            i += 1;
+            continue;
+        }
+        match domain_at(t, i) {
+            Some((domain, end, true)) if !after_at(b, i) => {
+                push(domain.to_ascii_lowercase(), i..end);
+                i = end;
+            }
+            _ => {
+                // Past this word.
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'-' | b'_')) {
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Whether the word at `i` follows the marker of an address spelled in words (` at `, `@`).
+fn after_at(b: &[u8], i: usize) -> bool {
+    let mut k = i;
+    while k > 0 && i - k < MAX_SPACES && is_space(b[k - 1]) {
+        k -= 1;
+    }
+    let before = b.get(..k).unwrap_or(&[]);
+    before.ends_with(b"@")
+        || (k < i
+            && before.len() >= 3
+            && before[before.len() - 2..].eq_ignore_ascii_case(b"at")
+            && is_space(before[before.len() - 3]))
 }
 
 #[cfg(test)]
@@ -247,8 +312,49 @@ mod tests {
 
     fn words(t: &str) -> Vec<String> {
         let mut out = Vec::new();
-        word_addresses(t, &mut |a, _| out.push(a));
+        word_addresses(t, &mut |a, _, _| out.push(a));
         out
+    }
+
+    fn hosts(t: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        word_hosts(t, &mut |h, _| out.push(h));
+        out
+    }
+
+    fn spelled(t: &str) -> Vec<bool> {
+        let mut out = Vec::new();
+        word_addresses(t, &mut |_, _, s| out.push(s));
+        out
+    }
+
+    #[test]
+    fn test_spelled_domains() {
+        assert_eq!(spelled("payroll at bluesparrow-hr dot com"), [true]);
+        assert_eq!(spelled("payroll at bluesparrow-hr . com"), [true]);
+        assert_eq!(spelled("payroll at bluesparrow-hr.com"), [false]);
+        assert_eq!(spelled("payroll @ bluesparrow-hr.com"), [false]);
+        assert_eq!(
+            hosts("reply to bluesparrow-hr dot com today"),
+            ["bluesparrow-hr.com"]
+        );
+        assert_eq!(hosts("see Evil DOT co dot UK"), ["evil.co.uk"]);
+        assert_eq!(hosts("see evil . com"), ["evil.com"]);
+        for none in [
+            // An address's domain is the address's, not a host of its own.
+            "payroll at bluesparrow-hr dot com",
+            "payroll @ bluesparrow-hr dot com",
+            // Written as a link: the links reader's.
+            "see evil.com",
+            // Prose.
+            "meet at noon",
+            "connect the dots",
+            "a dot b",
+            "dot com",
+            "I was at home. It rained.",
+        ] {
+            assert!(hosts(none).is_empty(), "{none}: {:?}", hosts(none));
+        }
     }
 
     #[test]

@@ -350,7 +350,7 @@ pub(super) fn named(kind: Kind, text: &str) -> bool {
     let host = match kind {
         Kind::Email => text.rsplit_once('@').map_or("", |(_, d)| d),
         Kind::Url => {
-            let h = text.split('/').next().unwrap_or(text);
+            let h = super::url_host(text);
             h.rsplit_once(':').map_or(h, |(h, _)| h)
         }
         _ => text,
