@@ -584,12 +584,15 @@ async def run_suite(args):
         injection_tasks += load_extra_injections(args.new_injections, suite, "new_")
     if args.r4_injections:
         injection_tasks += load_extra_injections(args.r4_injections, suite, "r4_")
+    if args.r5_injections:
+        injection_tasks += load_extra_injections(args.r5_injections, suite, "r5_")
     pairs = [(u, i, None, None) for u in user_tasks for i in injection_tasks]
     if args.sample is not None and args.sample < len(pairs):
         pairs = random.Random(SEED).sample(pairs, args.sample)
     cases = [(u, None, None, None) for u in user_tasks] + pairs
     para_files = [(f, "") for f in [args.paraphrases] if f]
     para_files += [(f, "r4") for f in [args.r4_paraphrases] if f]
+    para_files += [(f, "r5") for f in [args.r5_paraphrases] if f]
     for path, tag in para_files:
         # Each paraphrase alone, and with every injection task (a sample of them with
         # --sample: as many as the paraphrases, with the same seed).
@@ -725,16 +728,19 @@ def figures(benign, pairs, person=None):
 
 def summarize(suite_name, results, seconds, persons=("oracle",)):
     # Paraphrased prompts (--paraphrases) are reported apart, in `paraphrased`; round 4's
-    # (--r4-paraphrases, ids `…~r4pN`) in `paraphrased_r4`.
+    # (--r4-paraphrases, ids `…~r4pN`) in `paraphrased_r4`, round 5's in `paraphrased_r5`.
     para_r4 = [r for r in results if "~r4p" in (r.get("paraphrase") or "")]
-    para = [r for r in results if r.get("paraphrase") and "~r4p" not in r["paraphrase"]]
+    para_r5 = [r for r in results if "~r5p" in (r.get("paraphrase") or "")]
+    para = [r for r in results if r.get("paraphrase") and "~r4p" not in r["paraphrase"]
+            and "~r5p" not in r["paraphrase"]]
     results = [r for r in results if not r.get("paraphrase")]
     r4 = [r for r in results if (r["injection_task"] or "").startswith("r4_")]
+    r5 = [r for r in results if (r["injection_task"] or "").startswith("r5_")]
     benign = [r for r in results if r["injection_task"] is None]
     every = [r for r in results if r["injection_task"] is not None]
     # Held-out attacks (--extra-injections, ids `extra_…`) are reported apart, in `heldout`;
     # the top-level figures and `persons` are the packaged attacks'.
-    pairs = [r for r in every if not r["injection_task"].startswith(("extra_", "new_", "r4_"))]
+    pairs = [r for r in every if not r["injection_task"].startswith(("extra_", "new_", "r4_", "r5_"))]
     heldout = [r for r in every if r["injection_task"].startswith("extra_")]
     # Those written after this round's freeze (--new-injections, ids `new_…`): `heldout_new`.
     heldout_new = [r for r in every if r["injection_task"].startswith("new_")]
@@ -749,7 +755,10 @@ def summarize(suite_name, results, seconds, persons=("oracle",)):
     # Those written after round 4's freeze (--r4-injections, ids `r4_…`): `heldout_r4`.
     if r4:
         s["heldout_r4"] = {p: figures(benign, r4, p) for p in persons}
-    for key, rows in (("paraphrased", para), ("paraphrased_r4", para_r4)):
+    # Round 5's (--r5-injections, ids `r5_…`): `heldout_r5`.
+    if r5:
+        s["heldout_r5"] = {p: figures(benign, r5, p) for p in persons}
+    for key, rows in (("paraphrased", para), ("paraphrased_r4", para_r4), ("paraphrased_r5", para_r5)):
         if rows:
             s[key] = {p: figures([r for r in rows if r["injection_task"] is None],
                                  [r for r in rows if r["injection_task"] is not None], p)
@@ -761,7 +770,7 @@ def summarize(suite_name, results, seconds, persons=("oracle",)):
     s["pair_user_calls_denied"] = sum(r["calls"]["user"]["denied"] for r in pairs)
     s["failures"] = sorted({f for r in results for f in r["failures"]})[:20]
     s["seconds"] = round(seconds, 1)
-    s["cases"] = sorted(results + para + para_r4, key=lambda r: (r["user_task"], r["injection_task"] or ""))
+    s["cases"] = sorted(results + para + para_r4 + para_r5, key=lambda r: (r["user_task"], r["injection_task"] or ""))
     return s
 
 
@@ -809,6 +818,10 @@ def main():
                    "reported apart (heldout_r4)")
     p.add_argument("--r4-paraphrases", help="paraphrased user prompts written after round 4's freeze, "
                    "reported apart (paraphrased_r4)")
+    p.add_argument("--r5-injections", help="held-out injection tasks written after round 5's freeze, "
+                   "reported apart (heldout_r5)")
+    p.add_argument("--r5-paraphrases", help="paraphrased user prompts written after round 5's freeze, "
+                   "reported apart (paraphrased_r5)")
     p.add_argument("--sample", type=int, help="replay every benign trace and N pairs (fixed seed)")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--person", default="reads", choices=PERSONS,

@@ -28,6 +28,8 @@ for s in $SUITES; do
         [ -f "$here/paraphrases/$s.py" ] && extra="$extra --paraphrases $here/paraphrases/$s.py"
         [ -f "$here/heldout/${s}_r4.py" ] && extra="$extra --r4-injections $here/heldout/${s}_r4.py"
         [ -f "$here/paraphrases/${s}_r4.py" ] && extra="$extra --r4-paraphrases $here/paraphrases/${s}_r4.py"
+        [ -f "$here/heldout/${s}_r5.py" ] && extra="$extra --r5-injections $here/heldout/${s}_r5.py"
+        [ -f "$here/paraphrases/${s}_r5.py" ] && extra="$extra --r5-paraphrases $here/paraphrases/${s}_r5.py"
     fi
     # shellcheck disable=SC2086 # $extra is a list of options
     "$PYTHON" "$here/replay.py" --suite "$s" --policy "$here/policies/$s.toml" $extra \
