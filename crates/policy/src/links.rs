@@ -7,7 +7,10 @@
 //! - invisible characters are dropped (zero-width spaces and joiners, bidirectional marks,
 //!   the soft hyphen, variation selectors, tags): `ev\u{200b}il.com` is `evil.com`;
 //! - look-alike dots are dots (`。` U+3002, `．` U+FF0E, `｡` U+FF61 — which IDNA maps to a
-//!   dot — and `․` U+2024, `﹒` U+FE52), and full-width ASCII is ASCII (`ｅｖｉｌ．ｃｏｍ`);
+//!   dot — and `․` U+2024, `﹒` U+FE52; the letters and stops of other scripts drawn as a
+//!   full stop on the line, Lisu `ꓸ` U+A4F8 and `꓿` U+A4FF, Vai U+A60E, Syriac U+0701 and
+//!   U+0702, Arabic U+06D4, runic U+16EB, stenographic U+2E3C, and the operators `∙` U+2219
+//!   and `⋅` U+22C5), and full-width ASCII is ASCII (`ｅｖｉｌ．ｃｏｍ`);
 //! - `%XX` that spells a printable ASCII character is that character (`evil%2Ecom`,
 //!   `https%3A%2F%2F…`), and so are HTML references `&#46;`, `&#x2e;`, `&period;`,
 //!   `&sol;`, `&colon;`;
@@ -18,7 +21,9 @@
 //!   dot and the next starts with a lower-case letter or digit (`evil.⏎com`). (A line that
 //!   ends in a dot and a next one that starts in upper case is two sentences: `Thanks.⏎Bob`.)
 //!
-//! **Finding.** The text is cut into words at white space and at ``<>"'`()[]{}|^,;*!``
+//! **Finding.** The text is cut into words at white space and at ``<>"'`()[]{}|^,*!``, and
+//! at `;` before white space or the end (inside a word it is a link's own: a path
+//! parameter, `/;jsessionid=…`, or user info, `user:pw;@host`)
 //! (so a link inside Markdown `[x](…)` or an HTML attribute is a word of its own). In a
 //! word, a link is:
 //! - anything with `://`, whatever the scheme (`HTTPS://`, `ftp://`, `hxxp://`, none): from
@@ -73,7 +78,12 @@ pub fn scan(text: &str, mut f: impl FnMut(Link<'_>) -> bool) -> bool {
     let bytes = text.as_bytes();
     let (mut start, mut at) = (0, 0);
     while let Some(&b) = bytes.get(at) {
-        let (sep, len) = if b.is_ascii() {
+        let (sep, len) = if b == b';' {
+            // Inside a word `;` is a link's own (a path parameter, `/;jsessionid=…`, or user
+            // info, `user:pw;@host`): it ends a word only before white space or the end.
+            let next = text.get(at + 1..).and_then(|t| t.chars().next());
+            (next.is_none_or(is_separator), 1)
+        } else if b.is_ascii() {
             (ASCII_SEPARATOR[usize::from(b)], 1)
         } else {
             let c = text.get(at..).and_then(|t| t.chars().next()).unwrap_or(' ');
@@ -193,6 +203,10 @@ fn normalize_once(text: &str) -> String {
         match c {
             _ if is_invisible(c) => {}
             '\u{3002}' | '\u{FF0E}' | '\u{FF61}' | '\u{2024}' | '\u{FE52}' => out.push('.'),
+            // Letters and stops of other scripts drawn as a full stop on the line (Lisu,
+            // Vai, Syriac, Arabic, runic, stenographic) and the dot operators: read as one.
+            '\u{A4F8}' | '\u{A4FF}' | '\u{A60E}' | '\u{0701}' | '\u{0702}' | '\u{06D4}'
+            | '\u{16EB}' | '\u{2E3C}' | '\u{2219}' | '\u{22C5}' => out.push('.'),
             '\u{FF01}'..='\u{FF5E}' => {
                 out.push(char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c));
             }
@@ -350,8 +364,9 @@ fn bare_links(part: &str, f: &mut impl FnMut(Link<'_>) -> bool) -> bool {
             continue;
         }
         let name = run.trim_start_matches('.');
-        // What follows a host up to the end of the word is its port, path and query.
-        let text = if after.starts_with(['/', '?', '#', ':', '\\']) {
+        // What follows a host up to the end of the word is its port, path, parameters and
+        // query.
+        let text = if after.starts_with(['/', '?', '#', ':', '\\', ';']) {
             rest = "";
             let at = part.len() - after.len() - name.len();
             part.get(at..).unwrap_or(name)

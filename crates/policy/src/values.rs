@@ -86,6 +86,7 @@ mod defang;
 mod encoded;
 mod seams;
 mod tld;
+mod tld_registry;
 mod walk;
 
 use seams::{Chain, Piece};
@@ -816,9 +817,17 @@ fn link_into(link: &str, span: Range<usize>, push: &mut Push<'_>) -> bool {
         Some(i) => link.get(i + 3..).unwrap_or(""),
         None => link,
     };
-    let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    // User info ends at the last `@` before the path (`user:pw;@host`); the host's
+    // authority at the first `/ ? # \` or `;` after it (`host;param`).
+    let at_end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
+    let (user, after_user) = match rest.get(..at_end).and_then(|a| a.rfind('@')) {
+        Some(i) => (rest.get(..i), rest.get(i + 1..).unwrap_or("")),
+        None => (None, rest),
+    };
+    let end = after_user
+        .find(['/', '?', '#', '\\', ';'])
+        .unwrap_or(after_user.len());
+    let (authority, tail) = after_user.split_at(end);
     let (host, port) = split_port(authority);
     let Some(host) = canonical_host(host).filter(|h| reads_as_link(h)) else {
         return false;
@@ -840,6 +849,14 @@ fn link_into(link: &str, span: Range<usize>, push: &mut Push<'_>) -> bool {
         push(
             Kind::Url,
             format!("{host}{port}{path}{carried}"),
+            span.clone(),
+        );
+    }
+    // User info is sent to the host too (a client's login): a value of its own.
+    if let Some(user) = user.filter(|u| !u.is_empty()) {
+        push(
+            Kind::Url,
+            format!("{}@{host}{port}{path}", percent_decoded(user)),
             span.clone(),
         );
     }

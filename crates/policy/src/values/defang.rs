@@ -15,6 +15,10 @@
 //!   must have two labels or more and end in a top-level domain in use ([`super::tld`]):
 //!   `look at this dot com bubble` does read as `look@this.com`, a value no call will carry
 //!   (a surplus entry costs only room in the index); `meet me at noon` reads as nothing.
+//!   A domain whose separator is spelled may end in any top-level domain of the registry
+//!   ([`super::tld_registry`]: `bluesparrow dot careers`), and a line break with its
+//!   indentation stands where a space may (a YAML dump folds `hr-docs at⏎      acme dot
+//!   com`); two line breaks do not (two paragraphs are not one name).
 //!   An answer reads every such address; an argument only those whose domain is
 //!   **spelled** (a `dot` or a spaced `.`): a colleague reads `payroll at bluesparrow-hr
 //!   dot com` and types it, while `lunch at acme.com` carries the link `acme.com` already.
@@ -135,8 +139,8 @@ pub(super) fn word_addresses(t: &str, push: &mut dyn FnMut(String, Range<usize>,
             b'a' | b'A'
                 if b.get(i + 1).is_some_and(|c| c.eq_ignore_ascii_case(&b't'))
                     && i > 0
-                    && is_space(b[i - 1])
-                    && b.get(i + 2).copied().is_some_and(is_space) =>
+                    && is_gap(b[i - 1])
+                    && b.get(i + 2).copied().is_some_and(is_gap) =>
             {
                 Some(i + 2)
             }
@@ -153,6 +157,58 @@ pub(super) fn word_addresses(t: &str, push: &mut dyn FnMut(String, Range<usize>,
     }
 }
 
+/// A space, a tab, or a line break: where a writer folds a long line (a YAML dump folds at
+/// a space, so `hr-docs at⏎      acme dot com` is the words `hr-docs at acme dot com`).
+fn is_gap(c: u8) -> bool {
+    is_space(c) || c == b'\n' || c == b'\r'
+}
+
+/// The most spaces of indentation after a line break inside a name spelled in words.
+const MAX_INDENT: usize = 16;
+
+/// `j` past the gap between two words: at most [`MAX_SPACES`] spaces, or those, one line
+/// break and at most [`MAX_INDENT`] spaces after it.
+fn skip_gap(b: &[u8], j: usize) -> usize {
+    let mut k = skip_spaces(b, j);
+    if b.get(k) == Some(&b'\r') && b.get(k + 1) == Some(&b'\n') {
+        k += 1;
+    }
+    if b.get(k) != Some(&b'\n') {
+        return skip_spaces(b, j);
+    }
+    k += 1;
+    let from = k;
+    while k < b.len() && k - from < MAX_INDENT && is_space(b[k]) {
+        k += 1;
+    }
+    k
+}
+
+/// [`skip_gap`] backwards from `j`: where the gap before `j` starts.
+fn gap_back(b: &[u8], j: usize) -> usize {
+    let mut k = j;
+    while k > 0 && j - k < MAX_INDENT && is_space(b[k - 1]) {
+        k -= 1;
+    }
+    if k > 0 && b[k - 1] == b'\n' {
+        k -= 1;
+        if k > 0 && b[k - 1] == b'\r' {
+            k -= 1;
+        }
+        let line_end = k;
+        while k > 0 && line_end - k < MAX_SPACES && is_space(b[k - 1]) {
+            k -= 1;
+        }
+        return k;
+    }
+    // No line break: at most MAX_SPACES spaces.
+    let mut k = j;
+    while k > 0 && j - k < MAX_SPACES && is_space(b[k - 1]) {
+        k -= 1;
+    }
+    k
+}
+
 fn is_space(c: u8) -> bool {
     c == b' ' || c == b'\t'
 }
@@ -163,9 +219,7 @@ fn address_at(t: &str, m: usize, end: usize) -> Option<(String, Range<usize>, bo
     let b = t.as_bytes();
     // The local part: the word before the marker, spaces between.
     let mut k = m;
-    while k > 0 && k + MAX_SPACES > m && is_space(b[k - 1]) {
-        k -= 1;
-    }
+    k = gap_back(b, k);
     let local_end = k;
     while k > 0 && local_end - k < 64 && {
         let c = char::from(b[k - 1]);
@@ -184,7 +238,7 @@ fn address_at(t: &str, m: usize, end: usize) -> Option<(String, Range<usize>, bo
         - t.get(k..local_end)?
             .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
             .len();
-    let (domain, domain_end, spelled) = domain_at(t, skip_spaces(b, end))?;
+    let (domain, domain_end, spelled) = domain_at(t, skip_gap(b, end))?;
     let candidate = format!("{local}@{domain}");
     let address = Address::parse(&candidate).ok()?;
     Some((
@@ -235,16 +289,21 @@ fn domain_at(t: &str, mut j: usize) -> Option<(String, usize, bool)> {
                 break;
             }
             (s + 1, s > j)
-        } else if s > j
-            && b.get(s..s + 3)
-                .is_some_and(|w| w.eq_ignore_ascii_case(b"dot"))
-            && b.get(s + 3).copied().is_some_and(is_space)
-        {
-            (s + 3, true)
+        } else if let Some(w) = Some(skip_gap(b, j)).filter(|&w| {
+            w > j
+                && b.get(w..w + 3)
+                    .is_some_and(|d| d.eq_ignore_ascii_case(b"dot"))
+                && b.get(w + 3).copied().is_some_and(is_gap)
+        }) {
+            (w + 3, true)
         } else {
             break;
         };
-        let next = skip_spaces(b, after_sep);
+        let next = if in_words {
+            skip_gap(b, after_sep)
+        } else {
+            skip_spaces(b, after_sep)
+        };
         if !b.get(next).is_some_and(u8::is_ascii_alphanumeric) {
             break;
         }
@@ -255,7 +314,12 @@ fn domain_at(t: &str, mut j: usize) -> Option<(String, usize, bool)> {
         return None;
     }
     let domain = labels.join(".");
-    if !tld::known(&domain) {
+    // A spelled name ends in any top-level domain of the registry (`bluesparrow dot
+    // careers`: a reader types it whatever its ending); one written with dots only in a
+    // top-level domain in common use, as sentences end where a word begins.
+    let last = labels.last().copied().unwrap_or("").to_ascii_lowercase();
+    let registered = spelled && super::tld_registry::registered(&last);
+    if !(registered || tld::known(&domain)) {
         return None;
     }
     Some((domain, domain_end, spelled))
