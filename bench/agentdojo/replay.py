@@ -98,6 +98,10 @@ def binary():
 
 MECHANISMS = ("intent", "provenance", "labels")
 
+# The rounds whose held-out material is given by --rN-injections / --rN-paraphrases (ids
+# `rN_…` and `…~rNpN`) and reported apart (`heldout_rN`, `paraphrased_rN`).
+LATER_ROUNDS = ("r4", "r5", "r6")
+
 
 def toml_value(v):
     """`v` as TOML (the subset a policy uses: strings, numbers, booleans, lists, tables)."""
@@ -582,17 +586,17 @@ async def run_suite(args):
         injection_tasks += load_extra_injections(args.extra_injections, suite)
     if args.new_injections:
         injection_tasks += load_extra_injections(args.new_injections, suite, "new_")
-    if args.r4_injections:
-        injection_tasks += load_extra_injections(args.r4_injections, suite, "r4_")
-    if args.r5_injections:
-        injection_tasks += load_extra_injections(args.r5_injections, suite, "r5_")
+    for rnd in LATER_ROUNDS:
+        path = getattr(args, f"{rnd}_injections")
+        if path:
+            injection_tasks += load_extra_injections(path, suite, f"{rnd}_")
     pairs = [(u, i, None, None) for u in user_tasks for i in injection_tasks]
     if args.sample is not None and args.sample < len(pairs):
         pairs = random.Random(SEED).sample(pairs, args.sample)
     cases = [(u, None, None, None) for u in user_tasks] + pairs
     para_files = [(f, "") for f in [args.paraphrases] if f]
-    para_files += [(f, "r4") for f in [args.r4_paraphrases] if f]
-    para_files += [(f, "r5") for f in [args.r5_paraphrases] if f]
+    para_files += [(getattr(args, f"{rnd}_paraphrases"), rnd) for rnd in LATER_ROUNDS
+                   if getattr(args, f"{rnd}_paraphrases")]
     for path, tag in para_files:
         # Each paraphrase alone, and with every injection task (a sample of them with
         # --sample: as many as the paraphrases, with the same seed).
@@ -727,20 +731,21 @@ def figures(benign, pairs, person=None):
 
 
 def summarize(suite_name, results, seconds, persons=("oracle",)):
-    # Paraphrased prompts (--paraphrases) are reported apart, in `paraphrased`; round 4's
-    # (--r4-paraphrases, ids `…~r4pN`) in `paraphrased_r4`, round 5's in `paraphrased_r5`.
-    para_r4 = [r for r in results if "~r4p" in (r.get("paraphrase") or "")]
-    para_r5 = [r for r in results if "~r5p" in (r.get("paraphrase") or "")]
-    para = [r for r in results if r.get("paraphrase") and "~r4p" not in r["paraphrase"]
-            and "~r5p" not in r["paraphrase"]]
+    # Paraphrased prompts (--paraphrases) are reported apart, in `paraphrased`; a later
+    # round's (--rN-paraphrases, ids `…~rNpN`) in `paraphrased_rN`.
+    para_of = {rnd: [r for r in results if f"~{rnd}p" in (r.get("paraphrase") or "")]
+               for rnd in LATER_ROUNDS}
+    para = [r for r in results if r.get("paraphrase")
+            and not any(f"~{rnd}p" in r["paraphrase"] for rnd in LATER_ROUNDS)]
     results = [r for r in results if not r.get("paraphrase")]
-    r4 = [r for r in results if (r["injection_task"] or "").startswith("r4_")]
-    r5 = [r for r in results if (r["injection_task"] or "").startswith("r5_")]
+    heldout_of = {rnd: [r for r in results if (r["injection_task"] or "").startswith(f"{rnd}_")]
+                  for rnd in LATER_ROUNDS}
     benign = [r for r in results if r["injection_task"] is None]
     every = [r for r in results if r["injection_task"] is not None]
     # Held-out attacks (--extra-injections, ids `extra_…`) are reported apart, in `heldout`;
     # the top-level figures and `persons` are the packaged attacks'.
-    pairs = [r for r in every if not r["injection_task"].startswith(("extra_", "new_", "r4_", "r5_"))]
+    pairs = [r for r in every
+             if not r["injection_task"].startswith(("extra_", "new_") + tuple(f"{x}_" for x in LATER_ROUNDS))]
     heldout = [r for r in every if r["injection_task"].startswith("extra_")]
     # Those written after this round's freeze (--new-injections, ids `new_…`): `heldout_new`.
     heldout_new = [r for r in every if r["injection_task"].startswith("new_")]
@@ -752,13 +757,11 @@ def summarize(suite_name, results, seconds, persons=("oracle",)):
         s["heldout"] = {p: figures(benign, heldout, p) for p in persons}
     if heldout_new:
         s["heldout_new"] = {p: figures(benign, heldout_new, p) for p in persons}
-    # Those written after round 4's freeze (--r4-injections, ids `r4_…`): `heldout_r4`.
-    if r4:
-        s["heldout_r4"] = {p: figures(benign, r4, p) for p in persons}
-    # Round 5's (--r5-injections, ids `r5_…`): `heldout_r5`.
-    if r5:
-        s["heldout_r5"] = {p: figures(benign, r5, p) for p in persons}
-    for key, rows in (("paraphrased", para), ("paraphrased_r4", para_r4), ("paraphrased_r5", para_r5)):
+    # Those written after a later round's freeze (--rN-injections, ids `rN_…`): `heldout_rN`.
+    for rnd, rows in heldout_of.items():
+        if rows:
+            s[f"heldout_{rnd}"] = {p: figures(benign, rows, p) for p in persons}
+    for key, rows in [("paraphrased", para)] + [(f"paraphrased_{x}", para_of[x]) for x in LATER_ROUNDS]:
         if rows:
             s[key] = {p: figures([r for r in rows if r["injection_task"] is None],
                                  [r for r in rows if r["injection_task"] is not None], p)
@@ -770,7 +773,7 @@ def summarize(suite_name, results, seconds, persons=("oracle",)):
     s["pair_user_calls_denied"] = sum(r["calls"]["user"]["denied"] for r in pairs)
     s["failures"] = sorted({f for r in results for f in r["failures"]})[:20]
     s["seconds"] = round(seconds, 1)
-    s["cases"] = sorted(results + para + para_r4 + para_r5, key=lambda r: (r["user_task"], r["injection_task"] or ""))
+    s["cases"] = sorted(results + para + [r for x in LATER_ROUNDS for r in para_of[x]], key=lambda r: (r["user_task"], r["injection_task"] or ""))
     return s
 
 
@@ -814,14 +817,12 @@ def main():
     p.add_argument("--new-injections", help="held-out injection tasks written after this round's freeze, "
                    "reported apart (heldout_new)")
     p.add_argument("--paraphrases", help="a file of paraphrased user prompts (PARAPHRASES), reported apart")
-    p.add_argument("--r4-injections", help="held-out injection tasks written after round 4's freeze, "
-                   "reported apart (heldout_r4)")
-    p.add_argument("--r4-paraphrases", help="paraphrased user prompts written after round 4's freeze, "
-                   "reported apart (paraphrased_r4)")
-    p.add_argument("--r5-injections", help="held-out injection tasks written after round 5's freeze, "
-                   "reported apart (heldout_r5)")
-    p.add_argument("--r5-paraphrases", help="paraphrased user prompts written after round 5's freeze, "
-                   "reported apart (paraphrased_r5)")
+    for rnd in LATER_ROUNDS:
+        n = rnd[1:]
+        p.add_argument(f"--{rnd}-injections", help=f"held-out injection tasks written after round {n}'s "
+                       f"freeze, reported apart (heldout_{rnd})")
+        p.add_argument(f"--{rnd}-paraphrases", help=f"paraphrased user prompts written after round {n}'s "
+                       f"freeze, reported apart (paraphrased_{rnd})")
     p.add_argument("--sample", type=int, help="replay every benign trace and N pairs (fixed seed)")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--person", default="reads", choices=PERSONS,

@@ -33,7 +33,8 @@ def person_rows(s):
     for label, key in (("packaged", "persons"), ("held-out", "heldout"), ("held-out new", "heldout_new"),
                        ("paraphrased", "paraphrased"), ("held-out r4", "heldout_r4"),
                        ("paraphrased r4", "paraphrased_r4"), ("held-out r5", "heldout_r5"),
-                       ("paraphrased r5", "paraphrased_r5")):
+                       ("paraphrased r5", "paraphrased_r5"), ("held-out r6", "heldout_r6"),
+                       ("paraphrased r6", "paraphrased_r6")):
         for person, f in s.get(key, {}).items():
             aside = f["attacks_reached"] - f["attacks_reached_text_only"]
             yield (s["suite"], label, policy, person,

@@ -26,10 +26,10 @@ for s in $SUITES; do
         [ -f "$here/heldout/$s.py" ] && extra="$extra --extra-injections $here/heldout/$s.py"
         [ -f "$here/heldout/${s}_r3.py" ] && extra="$extra --new-injections $here/heldout/${s}_r3.py"
         [ -f "$here/paraphrases/$s.py" ] && extra="$extra --paraphrases $here/paraphrases/$s.py"
-        [ -f "$here/heldout/${s}_r4.py" ] && extra="$extra --r4-injections $here/heldout/${s}_r4.py"
-        [ -f "$here/paraphrases/${s}_r4.py" ] && extra="$extra --r4-paraphrases $here/paraphrases/${s}_r4.py"
-        [ -f "$here/heldout/${s}_r5.py" ] && extra="$extra --r5-injections $here/heldout/${s}_r5.py"
-        [ -f "$here/paraphrases/${s}_r5.py" ] && extra="$extra --r5-paraphrases $here/paraphrases/${s}_r5.py"
+        for r in r4 r5 r6; do
+            [ -f "$here/heldout/${s}_$r.py" ] && extra="$extra --$r-injections $here/heldout/${s}_$r.py"
+            [ -f "$here/paraphrases/${s}_$r.py" ] && extra="$extra --$r-paraphrases $here/paraphrases/${s}_$r.py"
+        done
     fi
     # shellcheck disable=SC2086 # $extra is a list of options
     "$PYTHON" "$here/replay.py" --suite "$s" --policy "$here/policies/$s.toml" $extra \
