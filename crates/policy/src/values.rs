@@ -852,11 +852,12 @@ fn link_into(link: &str, span: Range<usize>, push: &mut Push<'_>) -> bool {
             span.clone(),
         );
     }
-    // User info is sent to the host too (a client's login): a value of its own.
+    // User info is sent to the host too (a client's login): a value of its own, written
+    // with a scheme so that it reads back as itself (`bob@acme.com` alone is an address).
     if let Some(user) = user.filter(|u| !u.is_empty()) {
         push(
             Kind::Url,
-            format!("{}@{host}{port}{path}", percent_decoded(user)),
+            format!("https://{}@{host}{port}{path}", percent_decoded(user)),
             span.clone(),
         );
     }
