@@ -1,6 +1,8 @@
 """The efficacy table: one row per suite, from replay.py's figures.
 
     python3 report.py target/efficacy/*.json     # the four-suite table of docs/efficacy.md
+    python3 report.py --split target/efficacy/*.json   # attacks reached by the round that
+                                                       # wrote them, per set of prompts
 
 Standard library only, so it runs without the virtualenv.
 """
@@ -62,11 +64,65 @@ def table(summaries):
     return render(rows)
 
 
+# The round that wrote an injection task, by its id's prefix (replay.py's `--extra-injections`
+# is round 2's, `--new-injections` round 3's, `--rN-injections` round N's), and the set of
+# prompts a case was replayed with (the packaged ones, or a round's paraphrases).
+ROUND_OF = (("extra_", "r2"), ("new_", "r3"), ("r4_", "r4"), ("r5_", "r5"), ("r6_", "r6"))
+ROUNDS = ("r1", "r2", "r3", "r4", "r5", "r6")
+
+
+def round_of(task):
+    return next((r for prefix, r in ROUND_OF if task.startswith(prefix)), "r1")
+
+
+def prompts_of(case):
+    p = case.get("paraphrase")
+    if not p:
+        return "packaged"
+    return next((f"paraphrased {r}" for r in ROUNDS[3:] if f"~{r}p" in p), "paraphrased r3")
+
+
+def split_rows(s, persons=("reads", "approves")):
+    """Attacks reached (text-only goals aside) by the round whose injection tasks they are,
+    for each set of prompts and person: what docs/efficacy.md's "× r1–3 / × all" columns
+    count (a paraphrase is paired with every round's injections)."""
+    counts = {}
+    for c in s.get("cases", []):
+        task = c.get("injection_task")
+        if not task or not (c["carried"] and c["plain_security"]):
+            continue
+        for person in persons:
+            v = {**c, **c["persons"].get(person, {})}
+            key = (prompts_of(c), person, round_of(task))
+            total, reached = counts.get(key, (0, 0))
+            counts[key] = (total + 1, reached + (1 if v["security"] and not v["text_only"] else 0))
+    sets = sorted({k[0] for k in counts}, key=lambda x: (x != "packaged", x))
+    for prompts in sets:
+        for person in persons:
+            cells = []
+            for r in ROUNDS:
+                total, reached = counts.get((prompts, person, r), (0, 0))
+                cells.append(f"{reached}/{total}" if total else "")
+            upto3 = [counts.get((prompts, person, r), (0, 0)) for r in ROUNDS[:3]]
+            every = [counts.get((prompts, person, r), (0, 0)) for r in ROUNDS]
+            pct = lambda xs: f"{100 * sum(x[1] for x in xs) / max(1, sum(x[0] for x in xs)):.1f}%"
+            yield (s["suite"], prompts, person, *cells, pct(upto3), pct(every))
+
+
+def split_table(summaries):
+    head = ("suite", "prompts", "person", *ROUNDS, "× r1–3", "× all")
+    return render([head] + [r for s in summaries for r in split_rows(s)])
+
+
 if __name__ == "__main__":
+    split = "--split" in sys.argv[1:]
     summaries = []
-    for path in sys.argv[1:]:
+    for path in [a for a in sys.argv[1:] if a != "--split"]:
         with open(path) as f:
             summaries.append(json.load(f))
+    if split:
+        print(split_table(summaries))
+        sys.exit(0)
     print(table(summaries))
     if any(s.get("persons") for s in summaries):
         print()
