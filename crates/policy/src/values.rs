@@ -873,8 +873,12 @@ fn carried(rest: &str) -> Option<String> {
 }
 
 /// The host (with its port) a URL value names: its text up to the first `/`, `?` or `#`.
+/// The user-info form (`https://user@host/path`) names its host after the user info.
 pub(crate) fn url_host(url: &str) -> &str {
-    url.split(['/', '?', '#']).next().unwrap_or(url)
+    let rest = url.strip_prefix("https://").unwrap_or(url);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    host.split(';').next().unwrap_or(host)
 }
 
 /// Whether a canonical host, written alone, is a link (so an argument that names it plainly
@@ -1521,6 +1525,14 @@ mod tests {
             ]
         );
         assert!(has("x.com/a#k%3D1", Kind::Url, "x.com/a#k=1"));
+        // Every URL form names its host for one of each and the seams.
+        for (form, host) in [
+            ("x.com:8080/a?k=1", "x.com:8080"),
+            ("https://team:k;@x.com/a", "x.com"),
+            ("x.com;k", "x.com"),
+        ] {
+            assert_eq!(url_host(form), host);
+        }
         assert_eq!(texts("see https://x.com/?").len(), 1);
         assert!(has("at https://x.com:8080/a/", Kind::Url, "x.com:8080/a"));
         assert!(has("https://acme.com@evil.com/x", Kind::Host, "evil.com"));

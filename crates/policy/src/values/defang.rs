@@ -358,16 +358,14 @@ pub(super) fn word_hosts(t: &str, push: &mut dyn FnMut(String, Range<usize>)) {
 
 /// Whether the word at `i` follows the marker of an address spelled in words (` at `, `@`).
 fn after_at(b: &[u8], i: usize) -> bool {
-    let mut k = i;
-    while k > 0 && i - k < MAX_SPACES && is_space(b[k - 1]) {
-        k -= 1;
-    }
+    // The same gap `word_addresses` takes after its marker, a folded line included.
+    let k = gap_back(b, i);
     let before = b.get(..k).unwrap_or(&[]);
     before.ends_with(b"@")
         || (k < i
             && before.len() >= 3
             && before[before.len() - 2..].eq_ignore_ascii_case(b"at")
-            && is_space(before[before.len() - 3]))
+            && is_gap(before[before.len() - 3]))
 }
 
 #[cfg(test)]
@@ -408,6 +406,7 @@ mod tests {
             // An address's domain is the address's, not a host of its own.
             "payroll at bluesparrow-hr dot com",
             "payroll @ bluesparrow-hr dot com",
+            "payroll at\n      bluesparrow-hr dot com",
             // Written as a link: the links reader's.
             "see evil.com",
             // Prose.
