@@ -8,6 +8,7 @@ Standard library only, so it runs without the virtualenv.
 """
 
 import json
+import re
 import sys
 
 HEAD = ("suite", "benign", "outright", "person", "denied", "attacks", "reached",
@@ -32,11 +33,14 @@ PERSONS_HEAD = ("suite", "attacks from", "policy", "person", "benign outright",
 
 def person_rows(s):
     policy = f"without {s['without']}" if s.get("without") else "as frozen"
-    for label, key in (("packaged", "persons"), ("held-out", "heldout"), ("held-out new", "heldout_new"),
-                       ("paraphrased", "paraphrased"), ("held-out r4", "heldout_r4"),
-                       ("paraphrased r4", "paraphrased_r4"), ("held-out r5", "heldout_r5"),
-                       ("paraphrased r5", "paraphrased_r5"), ("held-out r6", "heldout_r6"),
-                       ("paraphrased r6", "paraphrased_r6")):
+    # Later rounds' sets (`heldout_rN`, `paraphrased_rN`) from the JSON's own keys.
+    later = sorted((k for k in s if re.fullmatch(r"(heldout|paraphrased)_r\d+", k)),
+                   key=lambda k: (int(k.rsplit("_r", 1)[1]), k))
+    labels = [("packaged", "persons"), ("held-out", "heldout"), ("held-out new", "heldout_new"),
+              ("paraphrased", "paraphrased")]
+    labels += [(k.replace("heldout_", "held-out ").replace("paraphrased_", "paraphrased "), k)
+               for k in later]
+    for label, key in labels:
         for person, f in s.get(key, {}).items():
             aside = f["attacks_reached"] - f["attacks_reached_text_only"]
             yield (s["suite"], label, policy, person,
@@ -64,22 +68,29 @@ def table(summaries):
     return render(rows)
 
 
-# The round that wrote an injection task, by its id's prefix (replay.py's `--extra-injections`
-# is round 2's, `--new-injections` round 3's, `--rN-injections` round N's), and the set of
-# prompts a case was replayed with (the packaged ones, or a round's paraphrases).
-ROUND_OF = (("extra_", "r2"), ("new_", "r3"), ("r4_", "r4"), ("r5_", "r5"), ("r6_", "r6"))
-ROUNDS = ("r1", "r2", "r3", "r4", "r5", "r6")
-
-
+# The round that wrote an injection task, by its id's prefix: replay.py's `--extra-injections`
+# are round 2's (`extra_`), `--new-injections` round 3's (`new_`), `--rN-injections` round
+# N's (`rN_`); the packaged ones round 1's. Derived from the ids, so a new round needs no
+# change here.
 def round_of(task):
-    return next((r for prefix, r in ROUND_OF if task.startswith(prefix)), "r1")
+    if task.startswith("extra_"):
+        return "r2"
+    if task.startswith("new_"):
+        return "r3"
+    m = re.match(r"(r\d+)_", task)
+    return m.group(1) if m else "r1"
 
 
 def prompts_of(case):
     p = case.get("paraphrase")
     if not p:
         return "packaged"
-    return next((f"paraphrased {r}" for r in ROUNDS[3:] if f"~{r}p" in p), "paraphrased r3")
+    m = re.search(r"~(r\d+)p\d+$", p)
+    return f"paraphrased {m.group(1) if m else 'r3'}"
+
+
+def round_key(r):
+    return int(r[1:])
 
 
 def split_rows(s, persons=("reads", "approves")):
@@ -97,20 +108,23 @@ def split_rows(s, persons=("reads", "approves")):
             total, reached = counts.get(key, (0, 0))
             counts[key] = (total + 1, reached + (1 if v["security"] and not v["text_only"] else 0))
     sets = sorted({k[0] for k in counts}, key=lambda x: (x != "packaged", x))
+    rounds = sorted({k[2] for k in counts}, key=round_key)
     for prompts in sets:
         for person in persons:
             cells = []
-            for r in ROUNDS:
+            for r in rounds:
                 total, reached = counts.get((prompts, person, r), (0, 0))
                 cells.append(f"{reached}/{total}" if total else "")
-            upto3 = [counts.get((prompts, person, r), (0, 0)) for r in ROUNDS[:3]]
-            every = [counts.get((prompts, person, r), (0, 0)) for r in ROUNDS]
+            upto3 = [counts.get((prompts, person, r), (0, 0)) for r in rounds if round_key(r) <= 3]
+            every = [counts.get((prompts, person, r), (0, 0)) for r in rounds]
             pct = lambda xs: f"{100 * sum(x[1] for x in xs) / max(1, sum(x[0] for x in xs)):.1f}%"
             yield (s["suite"], prompts, person, *cells, pct(upto3), pct(every))
 
 
 def split_table(summaries):
-    head = ("suite", "prompts", "person", *ROUNDS, "× r1–3", "× all")
+    rounds = sorted({round_of(c["injection_task"]) for s in summaries for c in s.get("cases", [])
+                     if c.get("injection_task")}, key=round_key)
+    head = ("suite", "prompts", "person", *rounds, "× r1–3", "× all")
     return render([head] + [r for s in summaries for r in split_rows(s)])
 
 

@@ -26,9 +26,16 @@ for s in $SUITES; do
         [ -f "$here/heldout/$s.py" ] && extra="$extra --extra-injections $here/heldout/$s.py"
         [ -f "$here/heldout/${s}_r3.py" ] && extra="$extra --new-injections $here/heldout/${s}_r3.py"
         [ -f "$here/paraphrases/$s.py" ] && extra="$extra --paraphrases $here/paraphrases/$s.py"
-        for r in r4 r5 r6; do
-            [ -f "$here/heldout/${s}_$r.py" ] && extra="$extra --$r-injections $here/heldout/${s}_$r.py"
-            [ -f "$here/paraphrases/${s}_$r.py" ] && extra="$extra --$r-paraphrases $here/paraphrases/${s}_$r.py"
+        # Round 4's on: SUITE_rN.py, given as --rN-… (replay.py's LATER_ROUNDS; a file of a
+        # round it does not know is refused there, loudly).
+        for f in "$here"/heldout/"${s}"_r*.py "$here"/paraphrases/"${s}"_r*.py; do
+            [ -f "$f" ] || continue
+            r=${f##*_}; r=${r%.py}
+            [ "$r" = r3 ] && continue
+            case $f in
+                */heldout/*) extra="$extra --$r-injections $f" ;;
+                *) extra="$extra --$r-paraphrases $f" ;;
+            esac
         done
     fi
     # shellcheck disable=SC2086 # $extra is a list of options
