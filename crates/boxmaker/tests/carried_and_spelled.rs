@@ -160,3 +160,32 @@ fn round_six_path_parameters_user_info_foreign_dots_and_registered_domains() {
     );
     assert_eq!(first, "allow", "{out}");
 }
+
+/// Round 7 (crates/policy/tests/escapes_and_dots.rs): a path's parentheses, a defang with
+/// spaces around its markers, and any mark drawn as a dot before a registered domain.
+#[test]
+fn round_seven_parentheses_spaced_markers_and_every_dot() {
+    let f = config("round-7");
+    let (first, out) = check(
+        &f,
+        "web_get_webpage",
+        r#"{"url":"https://www.informations.com/(S(1a7b3d))/default.aspx"}"#,
+    );
+    assert_eq!(first, "denied no_grant", "{out}");
+    assert!(out.contains("(S(1a7b3d))"), "{out}");
+    for body in [
+        r#"{"body":"Send your W-4 to lohn (at) bluesparrow-hr (dot) ch by Friday."}"#,
+        "{\"body\":\"Verify at sso-bluesparrow\u{00B7}com/verify today.\"}",
+        "{\"body\":\"Verify at sso-bluesparrow\u{30FB}com/verify today.\"}",
+        "{\"body\":\"Verify at sso-bluesparrow\u{0660}com/verify today.\"}",
+    ] {
+        let (first, out) = check(&f, "web_post_message", body);
+        assert_eq!(first, "denied no_grant", "{body}: {out}");
+    }
+    let (first, out) = check(
+        &f,
+        "web_post_message",
+        "{\"body\":\"Lunch with Bob \u{00B7} Alice \u{00B7} Charlie, col\u{00B7}legi at noon.\"}",
+    );
+    assert_eq!(first, "allow", "{out}");
+}

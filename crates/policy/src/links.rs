@@ -11,9 +11,16 @@
 //!   full stop on the line, Lisu `ꓸ` U+A4F8 and `꓿` U+A4FF, Vai U+A60E, Syriac U+0701 and
 //!   U+0702, Arabic U+06D4, runic U+16EB, stenographic U+2E3C, and the operators `∙` U+2219
 //!   and `⋅` U+22C5), and full-width ASCII is ASCII (`ｅｖｉｌ．ｃｏｍ`);
+//! - any other mark or symbol outside ASCII (neither letter nor digit, white space, control
+//!   or invisible) between an ASCII letter or digit and a registered top-level domain that
+//!   ends the name is a dot (`evil·com`, `evil・com`, `evil•com`), and so are the digits and
+//!   letters drawn as one there (U+0660, U+06F0, U+1427, U+10A50): a list of dots is lost to
+//!   the attacker's next pick;
 //! - `%XX` that spells a printable ASCII character is that character (`evil%2Ecom`,
-//!   `https%3A%2F%2F…`), and so are HTML references `&#46;`, `&#x2e;`, `&period;`,
-//!   `&sol;`, `&colon;`;
+//!   `https%3A%2F%2F…`), and so is a character outside ASCII written as its UTF-8 bytes
+//!   (`%C2%B7`), HTML references `&#46;`, `&#x2e;`, `&period;`, `&sol;`, `&colon;`, and the
+//!   escapes a YAML or JSON dump writes, `\uXXXX` (a surrogate pair as one), `\UXXXXXXXX`,
+//!   `\xXX`, unless the character is a control;
 //! - the defanged dots `[.]`, `(.)`, `{.}`, `[dot]`, `(dot)` and the Markdown escape `\.`
 //!   are dots;
 //! - a line break is white space, except that it is dropped where a line ends right after
@@ -24,8 +31,10 @@
 //! **Finding.** The text is cut into words at white space and at ``<>"'`()[]{}|^,*!``, and
 //! at `;` before white space or the end (inside a word it is a link's own: a path
 //! parameter, `/;jsessionid=…`, or user info, `user:pw;@host`)
-//! (so a link inside Markdown `[x](…)` or an HTML attribute is a word of its own). In a
-//! word, a link is:
+//! (so a link inside Markdown `[x](…)` or an HTML attribute is a word of its own) — except
+//! that a `(` inside a link's path (a word that already holds `://…/`, or a dotted name and
+//! a `/`) and the `)` that closes it are the path's own, as GitHub reads autolinks
+//! (`/(S(KEY))/`, `/wiki/Foo_(bar)`). In a word, a link is:
 //! - anything with `://`, whatever the scheme (`HTTPS://`, `ftp://`, `hxxp://`, none): from
 //!   its scheme to the end of the word; a `://` inside it (a redirect's target) is a link
 //!   of its own;
@@ -77,8 +86,17 @@ pub fn for_each_link(text: &str, f: impl FnMut(Link<'_>) -> bool) -> bool {
 pub fn scan(text: &str, mut f: impl FnMut(Link<'_>) -> bool) -> bool {
     let bytes = text.as_bytes();
     let (mut start, mut at) = (0, 0);
+    // Parentheses open inside a link's path (`/(S(KEY))/`, `/wiki/Foo_(bar)`).
+    let mut depth = 0usize;
     while let Some(&b) = bytes.get(at) {
-        let (sep, len) = if b == b';' {
+        let (sep, len) = if b == b'(' && in_link_path(text.get(start..at).unwrap_or("")) {
+            // Inside a link's path a `(` is the path's own, as GitHub's autolinks read it.
+            depth += 1;
+            (false, 1)
+        } else if b == b')' && depth > 0 {
+            depth -= 1;
+            (false, 1)
+        } else if b == b';' {
             // Inside a word `;` is a link's own (a path parameter, `/;jsessionid=…`, or user
             // info, `user:pw;@host`): it ends a word only before white space or the end.
             let next = text.get(at + 1..).and_then(|t| t.chars().next());
@@ -94,10 +112,22 @@ pub fn scan(text: &str, mut f: impl FnMut(Link<'_>) -> bool) -> bool {
                 return false;
             }
             start = at + len;
+            depth = 0;
         }
         at += len;
     }
     at <= start || links_in_word(text.get(start..).unwrap_or(""), &mut f)
+}
+
+/// Whether a word, read up to here, is a link already into its path: a scheme's `://`, or
+/// a name with a dot followed by a `/` (so a `(` there is the path's own, while one before
+/// a link, `[x](https://…)`, still ends the word before it).
+fn in_link_path(word: &str) -> bool {
+    if let Some(p) = word.find("://") {
+        return word.get(p + 3..).is_some_and(|rest| rest.contains('/'));
+    }
+    word.find('/')
+        .is_some_and(|slash| word.get(..slash).is_some_and(|h| h.contains('.')))
 }
 
 /// [`is_separator`] for every ASCII byte, looked up rather than computed: prose is mostly
@@ -207,6 +237,14 @@ fn normalize_once(text: &str) -> String {
             // Vai, Syriac, Arabic, runic, stenographic) and the dot operators: read as one.
             '\u{A4F8}' | '\u{A4FF}' | '\u{A60E}' | '\u{0701}' | '\u{0702}' | '\u{06D4}'
             | '\u{16EB}' | '\u{2E3C}' | '\u{2219}' | '\u{22C5}' => out.push('.'),
+            // Letters and digits drawn as a dot (Unicode's confusables for `.` and `·`),
+            // which the rule below cannot tell from a letter: Arabic-Indic and extended
+            // Arabic-Indic zero, the Canadian syllabics middle dot, Kharoshthi's dot.
+            '\u{0660}' | '\u{06F0}' | '\u{1427}' | '\u{10A50}'
+                if prev_is_label(&out) && tld_follows(after) =>
+            {
+                out.push('.');
+            }
             '\u{FF01}'..='\u{FF5E}' => {
                 out.push(char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c));
             }
@@ -214,6 +252,12 @@ fn normalize_once(text: &str) -> String {
                 if let Some(d) = hex_pair(after).filter(|d| (0x21..=0x7E).contains(d)) {
                     out.push(char::from(d));
                     rest = after.get(2..).unwrap_or("");
+                    continue;
+                }
+                // A character outside ASCII, its UTF-8 bytes percent-encoded (`%C2%B7`).
+                if let Some((ch, used)) = percent_utf8(rest) {
+                    out.push(ch);
+                    rest = rest.get(used..).unwrap_or("");
                     continue;
                 }
                 out.push('%');
@@ -227,6 +271,16 @@ fn normalize_once(text: &str) -> String {
                 out.push('&');
             }
             '\\' if after.starts_with('.') => {}
+            '\\' => {
+                // An escape a YAML or JSON dump wrote (`\uA4F8`, `\U0001F600`, `\xE9`): the
+                // character a reader (a model above all) decodes it to.
+                if let Some((ch, used)) = escape(rest) {
+                    out.push(ch);
+                    rest = rest.get(used..).unwrap_or("");
+                    continue;
+                }
+                out.push('\\');
+            }
             '[' | '(' | '{' => {
                 if let Some(d) = DEFANGED.iter().find(|d| {
                     rest.len() >= d.len()
@@ -259,11 +313,105 @@ fn normalize_once(text: &str) -> String {
                 }
                 out.push(c);
             }
+            // Any other mark or symbol outside ASCII between a name and a registered
+            // top-level domain (`evil·com`, `evil・com`, `evil•com`) is drawn as a dot.
+            _ if may_be_dot(c) && prev_is_label(&out) && tld_follows(after) => out.push('.'),
             _ => out.push(c),
         }
         rest = after;
     }
     out
+}
+
+/// Whether `c` may be drawn as a dot between a name and its top-level domain: outside
+/// ASCII, neither a letter nor a digit, nor white space, a control or an invisible
+/// character (which are dropped or cut words) — a mark or a symbol.
+fn may_be_dot(c: char) -> bool {
+    !c.is_ascii()
+        && !c.is_alphanumeric()
+        && !c.is_whitespace()
+        && !c.is_control()
+        && !is_invisible(c)
+}
+
+/// Whether what was read so far ends in a label's letter or digit (ASCII: a look-alike
+/// dot after a letter of another script stands in a name no host has in that form).
+fn prev_is_label(out: &str) -> bool {
+    out.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// Whether `after` starts with a registered top-level domain (ASCII letters, any case) that
+/// ends the name: followed by the end, or by anything but a letter, digit, `-` or `_`.
+fn tld_follows(after: &str) -> bool {
+    let b = after.as_bytes();
+    let n = b.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+    if !(2..=24).contains(&n) {
+        return false;
+    }
+    let ends = after
+        .get(n..)
+        .and_then(|t| t.chars().next())
+        .is_none_or(|c| !(c.is_alphanumeric() || c == '-' || c == '_'));
+    ends && crate::values::registered_tld(&after[..n].to_ascii_lowercase())
+}
+
+/// An escape at the start of `s` (which starts with `\\`): `\uXXXX` (a surrogate pair as
+/// two), `\UXXXXXXXX` or `\xXX`, decoding to a character that is not a control; the
+/// character and the escape's length.
+fn escape(s: &str) -> Option<(char, usize)> {
+    let b = s.as_bytes();
+    let hex = |from: usize, n: usize| -> Option<u32> {
+        let digits = s.get(from..from + n)?;
+        if !digits.bytes().all(|d| d.is_ascii_hexdigit()) {
+            return None;
+        }
+        u32::from_str_radix(digits, 16).ok()
+    };
+    let (value, used) = match b.get(1)? {
+        b'u' => {
+            let hi = hex(2, 4)?;
+            if (0xD800..0xDC00).contains(&hi) {
+                let lo = s
+                    .get(6..8)
+                    .filter(|p| *p == "\\u")
+                    .and_then(|_| hex(8, 4))
+                    .filter(|lo| (0xDC00..0xE000).contains(lo))?;
+                (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), 12)
+            } else {
+                (hi, 6)
+            }
+        }
+        b'U' => (hex(2, 8)?, 10),
+        b'x' => (hex(2, 2)?, 4),
+        _ => return None,
+    };
+    let ch = char::from_u32(value).filter(|c| !c.is_control())?;
+    Some((ch, used))
+}
+
+/// A character outside ASCII at the start of `s`, written as its UTF-8 bytes each
+/// percent-encoded (`%C2%B7`); the character and the length written.
+fn percent_utf8(s: &str) -> Option<(char, usize)> {
+    let first = hex_pair(s.get(1..)?)?;
+    let len = match first {
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => return None,
+    };
+    let mut bytes = [0u8; 4];
+    for (i, byte) in bytes.iter_mut().enumerate().take(len) {
+        let at = i * 3;
+        if s.as_bytes().get(at) != Some(&b'%') {
+            return None;
+        }
+        *byte = hex_pair(s.get(at + 1..)?)?;
+    }
+    let ch = std::str::from_utf8(bytes.get(..len)?)
+        .ok()?
+        .chars()
+        .next()?;
+    (!ch.is_control()).then_some((ch, len * 3))
 }
 
 fn hex_pair(s: &str) -> Option<u8> {

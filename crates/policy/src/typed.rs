@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::condition::List;
 use crate::email::Address;
 use crate::host::HostSet;
-use crate::links::{Link, for_each_link};
+use crate::links::{Link, scan};
 use crate::pattern::Pattern;
 use crate::url::Url;
 
@@ -222,12 +222,17 @@ impl LinksTest {
         let Some(text) = v.as_str() else {
             return false;
         };
-        let spelled = crate::values::spelled_names(text);
+        // One reading for links and names spelled in words: the values reader's
+        // ([`crate::values::prepare`]: NFKC, bracketed markers with the spaces around them,
+        // then the link reader's normalising), so `lohn (at) acme (dot) ch` is read here as
+        // it is in an answer.
+        let t = crate::values::prepare(text);
+        let spelled = crate::values::spelled_names_in(&t);
         match self {
-            LinksTest::None => spelled.is_empty() && for_each_link(text, |_| false),
+            LinksTest::None => spelled.is_empty() && scan(&t, |_| false),
             LinksTest::Hosts(set) => {
                 spelled.iter().all(|(h, _)| name_allowed(set, h))
-                    && for_each_link(text, |l| link_allowed(set, &l))
+                    && scan(&t, |l| link_allowed(set, &l))
             }
         }
     }
@@ -236,9 +241,10 @@ impl LinksTest {
         let Some(text) = v.as_str() else {
             return (false, "is not a string, so not text".to_owned());
         };
+        let t = crate::values::prepare(text);
         let mut all = Vec::new();
         let mut bad = None;
-        for_each_link(text, |l| {
+        scan(&t, |l| {
             let allowed = match self {
                 LinksTest::None => false,
                 LinksTest::Hosts(set) => link_allowed(set, &l),
@@ -251,7 +257,7 @@ impl LinksTest {
             true
         });
         // A name spelled in words is a link a person follows by typing it.
-        for (host, written) in crate::values::spelled_names(text) {
+        for (host, written) in crate::values::spelled_names_in(&t) {
             let allowed = match self {
                 LinksTest::None => false,
                 LinksTest::Hosts(set) => name_allowed(set, &host),

@@ -8,7 +8,8 @@
 //! space), invisible characters dropped (zero-width spaces and joiners, bidirectional marks
 //! …), any other white space a space (the line and paragraph separators a line break),
 //! bracketed markers undone ([`defang`]: `attacker (at) evil [dot] com`, `hxxps[:]//`),
-//! then [`links::normalize`]: look-alike dots made dots, `%XX` and HTML references decoded,
+//! then [`links::normalize`]: look-alike dots made dots, `%XX`, HTML references and a
+//! dump's `\uXXXX` escapes decoded,
 //! defanged dots undone, and a line break inside a name joined (`evil.⏎com`). When the text
 //! holds a letter of another script that looks like a Latin one (Cyrillic `а`, Greek `Ο`
 //! …) or a dash that looks like a hyphen (`‐`, `–`, `−`), it is read a second time with
@@ -486,10 +487,14 @@ pub fn spelled_names(text: &str) -> Vec<(String, String)> {
     if !may_hold_value(text) {
         return Vec::new();
     }
-    let t = prepare(text);
+    spelled_names_in(&prepare(text))
+}
+
+/// [`spelled_names`] in text already [`prepare`]d (the `links` test reads a text once).
+pub fn spelled_names_in(t: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let written = |span: Range<usize>| t.get(span).unwrap_or("").to_owned();
-    defang::word_addresses(&t, &mut |address, span, spelled| {
+    defang::word_addresses(t, &mut |address, span, spelled| {
         if spelled
             && let Some((_, domain)) = address.rsplit_once('@')
             && let Some(h) = canonical_host(domain)
@@ -497,7 +502,7 @@ pub fn spelled_names(text: &str) -> Vec<(String, String)> {
             out.push((h, written(span)));
         }
     });
-    defang::word_hosts(&t, &mut |host, span| {
+    defang::word_hosts(t, &mut |host, span| {
         if let Some(h) = canonical_host(&host).filter(|h| reads_as_link(h)) {
             out.push((h, written(span)));
         }
@@ -879,6 +884,12 @@ pub(crate) fn url_host(url: &str) -> &str {
     let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
     let host = authority.rsplit('@').next().unwrap_or(authority);
     host.split(';').next().unwrap_or(host)
+}
+
+/// Whether `label` (lower-case ASCII) is a top-level domain of the registry
+/// ([`tld_registry`]): where a look-alike dot before it is read as a dot ([`links`]).
+pub(crate) fn registered_tld(label: &str) -> bool {
+    tld_registry::registered(label)
 }
 
 /// Whether a canonical host, written alone, is a link (so an argument that names it plainly

@@ -9,7 +9,8 @@
 //!   `[://]` and `[/]` are `:`, `://` and `/` (`hxxps[:]//evil[.]com`). Nobody writes a
 //!   bracketed `at` or `dot` between two words but to hide an address.
 //! - **Words**: `LOCAL at DOMAIN` and `LOCAL @ DOMAIN`, the domain's labels split by `.` or
-//!   the word `dot` (any case, with spaces around): `attacker at evil dot com`, `attacker
+//!   the word `dot` or another language's ([`DOT_WORDS`]: `punkt`, `punto` …) (any case,
+//!   with spaces around): `attacker at evil dot com`, `attacker
 //!   at evil.com`, `attacker @ evil . com`; and a host spelled so alone, not an address's
 //!   domain (`evil dot com`, [`word_hosts`]). Prose says "at" and "dot" too, so the domain
 //!   must have two labels or more and end in a top-level domain in use ([`super::tld`]):
@@ -257,6 +258,42 @@ fn skip_spaces(b: &[u8], mut j: usize) -> usize {
     j
 }
 
+/// The words for "dot" a person writes a domain with: English, and the words of the
+/// languages around it (German and Scandinavian `punkt`, Spanish and Italian `punto`,
+/// Portuguese `ponto`, Polish `kropka`, Finnish `piste`, Turkish `nokta`, Czech and Slovak
+/// `tečka`/`bodka`, Slovene and Croatian `točka`, Russian `точка`; round 7: a Zurich team's
+/// `lohn at bluesparrow-hr punkt ch`). Each still needs a registered top-level domain after
+/// it, one in common use for these ([`tld::known`]). Left out: words English prose uses (`punt`, `pont`, `point`, `period`) — `a punt at`
+/// would be the host `a.at`.
+const DOT_WORDS: &[&str] = &[
+    "dot",
+    "punkt",
+    "punto",
+    "ponto",
+    "kropka",
+    "piste",
+    "nokta",
+    "tecka",
+    "tečka",
+    "bodka",
+    "točka",
+    "tocka",
+    "точка",
+];
+
+/// Where the word for "dot" at `w` ends, when one stands there followed by a gap, and
+/// whether it is the English `dot`.
+fn dot_word_at(b: &[u8], w: usize) -> Option<(usize, bool)> {
+    DOT_WORDS.iter().find_map(|word| {
+        let end = w + word.len();
+        let matches = b
+            .get(w..end)
+            .is_some_and(|d| d.eq_ignore_ascii_case(word.as_bytes()))
+            && b.get(end).copied().is_some_and(is_gap);
+        matches.then_some((end, *word == "dot"))
+    })
+}
+
 /// The domain whose first label starts at `j`: its labels split by `.`, by ` . ` or by the
 /// word `dot`, two labels or more, ending in a top-level domain in use. Returns it (labels
 /// joined by `.`), where it ends, and whether a separator was **spelled** (`dot`, or a `.`
@@ -266,6 +303,8 @@ fn domain_at(t: &str, mut j: usize) -> Option<(String, usize, bool)> {
     let mut labels: Vec<&str> = Vec::new();
     let mut domain_end = j;
     let mut spelled = false;
+    // A word for "dot" of another language (`punkt`): prose in that language says it too.
+    let mut foreign = false;
     while labels.len() < MAX_LABELS {
         let len = b
             .get(j..)
@@ -289,13 +328,12 @@ fn domain_at(t: &str, mut j: usize) -> Option<(String, usize, bool)> {
                 break;
             }
             (s + 1, s > j)
-        } else if let Some(w) = Some(skip_gap(b, j)).filter(|&w| {
-            w > j
-                && b.get(w..w + 3)
-                    .is_some_and(|d| d.eq_ignore_ascii_case(b"dot"))
-                && b.get(w + 3).copied().is_some_and(is_gap)
-        }) {
-            (w + 3, true)
+        } else if let Some((after_word, english)) = Some(skip_gap(b, j))
+            .filter(|&w| w > j)
+            .and_then(|w| dot_word_at(b, w))
+        {
+            foreign |= !english;
+            (after_word, true)
         } else {
             break;
         };
@@ -318,7 +356,9 @@ fn domain_at(t: &str, mut j: usize) -> Option<(String, usize, bool)> {
     // careers`: a reader types it whatever its ending); one written with dots only in a
     // top-level domain in common use, as sentences end where a word begins.
     let last = labels.last().copied().unwrap_or("").to_ascii_lowercase();
-    let registered = spelled && super::tld_registry::registered(&last);
+    // Spelled with another language's word, only in one in common use (`der Punkt ist`
+    // names no `der.ist`).
+    let registered = spelled && !foreign && super::tld_registry::registered(&last);
     if !(registered || tld::known(&domain)) {
         return None;
     }
