@@ -86,33 +86,39 @@ pub fn for_each_link(text: &str, f: impl FnMut(Link<'_>) -> bool) -> bool {
 pub fn scan(text: &str, mut f: impl FnMut(Link<'_>) -> bool) -> bool {
     let bytes = text.as_bytes();
     let (mut start, mut at) = (0, 0);
-    // Parentheses open inside a link's path (`/(S(KEY))/`, `/wiki/Foo_(bar)`).
+    // Parentheses open inside a link's path (`/(S(KEY))/`, `/wiki/Foo_(bar)`), and whether
+    // the word is known to be in a link's path: once it is, it stays so to the word's end,
+    // so a word of many `(` is looked over once, not once for each.
     let mut depth = 0usize;
+    let mut in_path = false;
     while let Some(&b) = bytes.get(at) {
-        let (sep, len) = if b == b'(' && in_link_path(text.get(start..at).unwrap_or("")) {
-            // Inside a link's path a `(` is the path's own, as GitHub's autolinks read it.
-            depth += 1;
-            (false, 1)
-        } else if b == b')' && depth > 0 {
-            depth -= 1;
-            (false, 1)
-        } else if b == b';' {
-            // Inside a word `;` is a link's own (a path parameter, `/;jsessionid=…`, or user
-            // info, `user:pw;@host`): it ends a word only before white space or the end.
-            let next = text.get(at + 1..).and_then(|t| t.chars().next());
-            (next.is_none_or(is_separator), 1)
-        } else if b.is_ascii() {
-            (ASCII_SEPARATOR[usize::from(b)], 1)
-        } else {
-            let c = text.get(at..).and_then(|t| t.chars().next()).unwrap_or(' ');
-            (is_separator(c), c.len_utf8())
-        };
+        let (sep, len) =
+            if b == b'(' && (in_path || in_link_path(text.get(start..at).unwrap_or(""))) {
+                // Inside a link's path a `(` is the path's own, as GitHub's autolinks read it.
+                in_path = true;
+                depth += 1;
+                (false, 1)
+            } else if b == b')' && depth > 0 {
+                depth -= 1;
+                (false, 1)
+            } else if b == b';' {
+                // Inside a word `;` is a link's own (a path parameter, `/;jsessionid=…`, or user
+                // info, `user:pw;@host`): it ends a word only before white space or the end.
+                let next = text.get(at + 1..).and_then(|t| t.chars().next());
+                (next.is_none_or(is_separator), 1)
+            } else if b.is_ascii() {
+                (ASCII_SEPARATOR[usize::from(b)], 1)
+            } else {
+                let c = text.get(at..).and_then(|t| t.chars().next()).unwrap_or(' ');
+                (is_separator(c), c.len_utf8())
+            };
         if sep {
             if at > start && !links_in_word(text.get(start..at).unwrap_or(""), &mut f) {
                 return false;
             }
             start = at + len;
             depth = 0;
+            in_path = false;
         }
         at += len;
     }
@@ -385,8 +391,15 @@ fn escape(s: &str) -> Option<(char, usize)> {
         b'x' => (hex(2, 2)?, 4),
         _ => return None,
     };
-    let ch = char::from_u32(value).filter(|c| !c.is_control())?;
+    let ch = char::from_u32(value).filter(|&c| decodes_to(c))?;
     Some((ch, used))
+}
+
+/// Whether a decoder ([`escape`], [`percent_utf8`]) may write `c`: never white space or a
+/// control, which would cut the word a link is read from where the text as sent has none
+/// (`www.x.com/%C2%A0KEY` is one word to the client that sends it).
+fn decodes_to(c: char) -> bool {
+    !c.is_whitespace() && !c.is_control()
 }
 
 /// A character outside ASCII at the start of `s`, written as its UTF-8 bytes each
@@ -411,7 +424,7 @@ fn percent_utf8(s: &str) -> Option<(char, usize)> {
         .ok()?
         .chars()
         .next()?;
-    (!ch.is_control()).then_some((ch, len * 3))
+    decodes_to(ch).then_some((ch, len * 3))
 }
 
 fn hex_pair(s: &str) -> Option<u8> {

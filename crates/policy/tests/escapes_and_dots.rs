@@ -107,6 +107,9 @@ fn a_link_keeps_the_parentheses_of_its_path() {
         links("https://en.wikipedia.org/wiki/Foo_(bar)")[0].0,
         "https://en.wikipedia.org/wiki/Foo_(bar)"
     );
+    // However many `(` a path holds, it is one link (read in one pass).
+    let deep = format!("www.eve-blog.com/{}k3y9x2", "(".repeat(100_000));
+    assert_eq!(links(&deep).len(), 1);
     // A `(` before any path still ends the word: a host is never `x.com(y`.
     assert_eq!(links("acme.com(see below)")[0].0, "acme.com");
 }
@@ -230,6 +233,16 @@ fn an_escape_a_dump_wrote_reads_as_the_character_it_stands_for() {
     ] {
         let shown = in_answer(escaped);
         assert!(shown.contains(plain), "{escaped}: {:?}", shown.values());
+    }
+    // A decoder never makes white space where the text as sent has none: the link is one
+    // word, key and all.
+    let g = grant("open", vec![("/url", Test::From(FromTest::Trusted))]);
+    for beacon in [
+        "https://www.informations.com/%C2%A0k3y9x2",
+        "https://www.informations.com/\\u00A0k3y9x2",
+        "https://www.informations.com/%E2%80%A8k3y9x2",
+    ] {
+        assert_eq!(decide(&g, "open", json!({ "url": beacon })), NO, "{beacon}");
     }
     // A surrogate pair is one character; a lone surrogate, a control or a bad digit is
     // left as written.
