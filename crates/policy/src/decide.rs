@@ -450,6 +450,9 @@ pub fn explain_call_in(
     let mut seen = std::collections::HashSet::new();
     intent.retain(|c: &Concern| seen.insert((c.kind, c.pointer.clone(), c.value.clone())));
     if decision == Decision::Ask {
+        if let Some(v) = args.json() {
+            left_clearance(&lines, v, taint, &mut concerns);
+        }
         concerns.extend(intent.iter().cloned());
     }
     let mut seen = std::collections::HashSet::new();
@@ -479,18 +482,7 @@ fn destination(grant: &Grant, v: &Value) -> Vec<(String, String)> {
     let mut path = String::new();
     c.leaves(v, 0, &mut path, &mut |p, found| {
         if out.len() < 3 {
-            let shown = match found {
-                Value::String(s) => {
-                    let cut: String = s.chars().take(60).collect();
-                    if cut.len() < s.len() {
-                        format!("{cut:?}…")
-                    } else {
-                        format!("{cut:?}")
-                    }
-                }
-                other => other.to_string().chars().take(60).collect(),
-            };
-            out.push((crate::condition::shown_path(p).to_owned(), shown));
+            out.push((crate::condition::shown_path(p).to_owned(), shown(found)));
         }
     });
     out
@@ -511,6 +503,85 @@ fn clearance(grant: &Grant, verdict: Verdict, args: &Arguments, taint: Taint) ->
         first.0,
         first.1
     ))
+}
+
+/// For a call a person is asked about: each grant of the tool that clears it for less than
+/// the session holds and whose conditions this call left (docs/spec.md §3.3 "Sinks", "A
+/// clearance left"). A call just above a payment's range, or a post with a link the
+/// outright grant refuses, falls to a wider `ask` that names no clearance; the person is
+/// told what the call left, at the condition it failed. An admitting grant that names its
+/// own clearance (`max_class` below `secret`, at or above the taint) settles it: that
+/// destination was cleared with a look.
+fn left_clearance(lines: &[VerdictLine], v: &Value, taint: Taint, out: &mut Vec<Concern>) {
+    let admits = |l: &VerdictLine| {
+        matches!(
+            l.verdict,
+            Verdict::Allows | Verdict::AsksByGrant | Verdict::AsksUntrusted
+        )
+    };
+    if lines
+        .iter()
+        .any(|l| admits(l) && l.grant.max_class < DataClass::Secret)
+    {
+        return;
+    }
+    for l in lines {
+        let g = &l.grant;
+        if g.effect == Effect::Deny || !g.is_conditional() || g.max_class >= taint.class() {
+            continue;
+        }
+        let mut left = Vec::new();
+        match l.verdict {
+            Verdict::ConditionFails(i) => {
+                if let Some(c) = g.when.get(i) {
+                    let mut path = String::new();
+                    c.leaves(v, 0, &mut path, &mut |p, found| {
+                        if left.len() < 3 {
+                            left.push((crate::condition::shown_path(p).to_owned(), shown(found)));
+                        }
+                    });
+                    if left.is_empty() {
+                        left.push((c.pointer.to_string(), "(absent)".to_owned()));
+                    }
+                }
+            }
+            Verdict::KeyNotNamed => {
+                if let Some(key) = unnamed_key(&g.when, v) {
+                    left.push((key.to_string(), "(not named)".to_owned()));
+                }
+            }
+            _ => continue,
+        }
+        for (pointer, value) in left {
+            out.push(Concern {
+                kind: ConcernKind::AboveClearance,
+                detail: format!(
+                    "this session holds {} data and grant {} clears this tool only for {} \
+                     where its conditions hold; at {pointer} this call leaves it",
+                    taint.class(),
+                    l.index + 1,
+                    g.max_class
+                ),
+                pointer,
+                value: value.trim_matches('"').to_owned(),
+            });
+        }
+    }
+}
+
+/// A value as a sentence shows it: a string quoted and cut at 60 characters.
+fn shown(found: &Value) -> String {
+    match found {
+        Value::String(s) => {
+            let cut: String = s.chars().take(60).collect();
+            if cut.len() < s.len() {
+                format!("{cut:?}…")
+            } else {
+                format!("{cut:?}")
+            }
+        }
+        other => other.to_string().chars().take(60).collect(),
+    }
 }
 
 /// Each value a `from` test of `grant` looks up that the person's words vouch for

@@ -387,14 +387,105 @@ fn amounts(text: &str, out: &mut Vec<String>) {
             .get(i..j)
             .unwrap_or("")
             .trim_end_matches([',', '.', '\'']);
+        let start = i;
         i = j.max(i + 1);
-        if run.len() > 40 {
+        if run.len() > 40 || part_of_other(text, start, start + run.len()) {
             continue;
         }
         for (int, frac) in readings(run) {
             number_forms(&int, &frac, out);
         }
     }
+}
+
+/// Whether the number at `text[start..end]` is part of something else the person wrote,
+/// and so no amount or id of its own: a date (`2024-05-19`, `05/19/2024`, `05.03.2026`,
+/// `May 15`, `15 May`, `May 15, 2024`), a time (`12:00`, `3pm`, `3 p.m.`), an ordinal
+/// (`15th`, `2nd`), or a list's marker (`1.`, `2)` opening a line). "May 15th" names a day,
+/// not the file whose id is 15 (docs/spec.md §3.10).
+fn part_of_other(text: &str, start: usize, end: usize) -> bool {
+    let b = text.as_bytes();
+    let before = |k: usize| start.checked_sub(k).and_then(|at| b.get(at)).copied();
+    let after = |k: usize| b.get(end + k).copied();
+    let digit = |x: Option<u8>| x.is_some_and(|c| c.is_ascii_digit());
+    // A time or a date written with `:`, `-` or `/` between its numbers.
+    if matches!(after(0), Some(b':' | b'-' | b'/')) && digit(after(1))
+        || matches!(before(1), Some(b':' | b'-' | b'/')) && digit(before(2))
+    {
+        return true;
+    }
+    // A date written with dots: three numbers, a year first or last.
+    let run = text.get(start..end).unwrap_or("");
+    let parts: Vec<&str> = run.split('.').collect();
+    if parts.len() == 3 && (parts[0].len() == 4 || parts[2].len() == 4) {
+        return true;
+    }
+    // An ordinal or a time of day: `15th`, `3pm`, `3 pm`, `3 p.m.`
+    let rest = text.get(end..).unwrap_or("");
+    let suffix = |w: &str| {
+        let w: String = w
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic() || *c == '.')
+            .filter(char::is_ascii_alphabetic)
+            .collect::<String>()
+            .to_ascii_lowercase();
+        w
+    };
+    if matches!(
+        suffix(rest).as_str(),
+        "st" | "nd" | "rd" | "th" | "am" | "pm" | "h"
+    ) || matches!(suffix(rest.trim_start_matches(' ')).as_str(), "am" | "pm")
+    {
+        return true;
+    }
+    // A day or a year beside a month's name.
+    let prev = words_before(text.get(..start).unwrap_or(""));
+    let next = rest
+        .trim_start_matches([' ', ','])
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("");
+    if is_month(next)
+        || prev.first().is_some_and(|w| is_month(w))
+        || prev
+            .first()
+            .is_some_and(|w| w.len() <= 2 && w.bytes().all(|c| c.is_ascii_digit()))
+            && prev.get(1).is_some_and(|w| is_month(w))
+    {
+        return true;
+    }
+    // A list's marker: `1.` or `2)` alone at the start of a line.
+    let line_start = text
+        .get(..start)
+        .unwrap_or("")
+        .rsplit('\n')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .is_empty();
+    line_start
+        && run.len() <= 2
+        && matches!(after(0), Some(b'.' | b')'))
+        && after(1).is_none_or(|c| c.is_ascii_whitespace())
+}
+
+/// The two words before the end of `text`, nearest first, without the commas and dots
+/// around them.
+fn words_before(text: &str) -> Vec<&str> {
+    text.rsplit(|c: char| c.is_whitespace())
+        .map(|w| w.trim_matches([',', '.']))
+        .filter(|w| !w.is_empty())
+        .take(2)
+        .collect()
+}
+
+/// Whether `w` names a month: in full or by its first three letters (`Sept` too).
+fn is_month(w: &str) -> bool {
+    let w = w.trim_end_matches('.').to_ascii_lowercase();
+    w == "sept"
+        || MONTHS
+            .iter()
+            .any(|m| *m == w || (w.len() == 3 && m.starts_with(w.as_str())))
 }
 
 fn is_word_byte(b: u8) -> bool {

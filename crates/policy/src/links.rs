@@ -14,19 +14,24 @@
 //! - any other mark or symbol outside ASCII (neither letter nor digit, white space, control
 //!   or invisible) between an ASCII letter or digit and a registered top-level domain that
 //!   ends the name is a dot (`evil·com`, `evil・com`, `evil•com`), and so are the digits and
-//!   letters drawn as one there (U+0660, U+06F0, U+1427, U+10A50): a list of dots is lost to
-//!   the attacker's next pick;
+//!   letters drawn as one there (U+0660, U+06F0, U+1427, U+10A50, U+A78F, U+02D1): a list
+//!   of dots is lost to the attacker's next pick;
 //! - `%XX` that spells a printable ASCII character is that character (`evil%2Ecom`,
 //!   `https%3A%2F%2F…`), and so is a character outside ASCII written as its UTF-8 bytes
 //!   (`%C2%B7`), HTML references `&#46;`, `&#x2e;`, `&period;`, `&sol;`, `&colon;`, and the
 //!   escapes a YAML or JSON dump writes, `\uXXXX` (a surrogate pair as one), `\UXXXXXXXX`,
-//!   `\xXX`, unless the character is a control;
+//!   `\xXX` — unless the character would end a word (white space, a control, or the
+//!   punctuation below that cuts words): a decoder never cuts a link the text as sent holds
+//!   whole (`www.x.com/%3CKEY` is one link, with its key);
 //! - the defanged dots `[.]`, `(.)`, `{.}`, `[dot]`, `(dot)` and the Markdown escape `\.`
 //!   are dots;
 //! - a line break is white space, except that it is dropped where a line ends right after
 //!   a letter or digit and the next starts with a dot (`evil⏎.com`), or a line ends in a
-//!   dot and the next starts with a lower-case letter or digit (`evil.⏎com`). (A line that
-//!   ends in a dot and a next one that starts in upper case is two sentences: `Thanks.⏎Bob`.)
+//!   dot and the next starts with a lower-case letter or digit (`evil.⏎com`), or a line ends
+//!   in a name in capitals and a dot and the next is a registered top-level domain in
+//!   capitals, alone or before a path (`CARHIRE-DEPOSIT.⏎COM/HOLD`). (A line that ends in a
+//!   dot and a next one that starts in upper case is otherwise two sentences: `Thanks.⏎Bob`,
+//!   `PLEASE READ.⏎IT IS`.)
 //!
 //! **Finding.** The text is cut into words at white space and at ``<>"'`()[]{}|^,*!``, and
 //! at `;` before white space or the end (inside a word it is a link's own: a path
@@ -245,8 +250,9 @@ fn normalize_once(text: &str) -> String {
             | '\u{16EB}' | '\u{2E3C}' | '\u{2219}' | '\u{22C5}' => out.push('.'),
             // Letters and digits drawn as a dot (Unicode's confusables for `.` and `·`),
             // which the rule below cannot tell from a letter: Arabic-Indic and extended
-            // Arabic-Indic zero, the Canadian syllabics middle dot, Kharoshthi's dot.
-            '\u{0660}' | '\u{06F0}' | '\u{1427}' | '\u{10A50}'
+            // Arabic-Indic zero, the Canadian syllabics middle dot, Kharoshthi's dot, the
+            // Latin letter sinological dot, the modifier half triangular colon.
+            '\u{0660}' | '\u{06F0}' | '\u{1427}' | '\u{10A50}' | '\u{A78F}' | '\u{02D1}'
                 if prev_is_label(&out) && tld_follows(after) =>
             {
                 out.push('.');
@@ -255,7 +261,9 @@ fn normalize_once(text: &str) -> String {
                 out.push(char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c));
             }
             '%' => {
-                if let Some(d) = hex_pair(after).filter(|d| (0x21..=0x7E).contains(d)) {
+                if let Some(d) = hex_pair(after)
+                    .filter(|d| (0x21..=0x7E).contains(d) && decodes_to(char::from(*d)))
+                {
                     out.push(char::from(d));
                     rest = after.get(2..).unwrap_or("");
                     continue;
@@ -310,7 +318,9 @@ fn normalize_once(text: &str) -> String {
                 let next = next_line.chars().next();
                 let joins = match (prev, next) {
                     (Some(p), Some('.')) => p.is_alphanumeric(),
-                    (Some('.'), Some(n)) => n.is_lowercase() || n.is_ascii_digit(),
+                    (Some('.'), Some(n)) => {
+                        n.is_lowercase() || n.is_ascii_digit() || shouted_tld(&out, next_line)
+                    }
                     _ => false,
                 };
                 if joins {
@@ -344,6 +354,28 @@ fn may_be_dot(c: char) -> bool {
 /// dot after a letter of another script stands in a name no host has in that form).
 fn prev_is_label(out: &str) -> bool {
     out.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// Whether a line that ends in a dot after a name in capitals (`CARHIRE-DEPOSIT.`) and the
+/// next, which starts with a registered top-level domain in capitals that ends there or
+/// runs into a path (`COM/HOLD`, `COM`), are one link wrapped at its dot. A sentence's
+/// next line goes on in words (`PLEASE READ.⏎IT IS`), and is left alone.
+fn shouted_tld(out: &str, next_line: &str) -> bool {
+    let label = out
+        .strip_suffix('.')
+        .unwrap_or("")
+        .bytes()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == b'-')
+        .collect::<Vec<u8>>();
+    let b = next_line.as_bytes();
+    let n = b.iter().take_while(|c| c.is_ascii_uppercase()).count();
+    label.iter().any(u8::is_ascii_uppercase)
+        && !label.iter().any(u8::is_ascii_lowercase)
+        && (2..=24).contains(&n)
+        && b.get(n)
+            .is_none_or(|c| matches!(c, b'/' | b':' | b'?' | b'#' | b'\r' | b'\n'))
+        && crate::values::registered_tld(&next_line[..n].to_ascii_lowercase())
 }
 
 /// Whether `after` starts with a registered top-level domain (ASCII letters, any case) that
@@ -395,11 +427,13 @@ fn escape(s: &str) -> Option<(char, usize)> {
     Some((ch, used))
 }
 
-/// Whether a decoder ([`escape`], [`percent_utf8`]) may write `c`: never white space or a
-/// control, which would cut the word a link is read from where the text as sent has none
-/// (`www.x.com/%C2%A0KEY` is one word to the client that sends it).
+/// Whether a decoder (`%XX`, [`escape`], [`percent_utf8`], [`reference`]) may write `c`:
+/// never a character that ends a word — white space, a control, or the punctuation that
+/// cuts words (`<`, `"`, `(`, `;`, …) — which would cut the word a link is read from where
+/// the text as sent has none (`www.x.com/%C2%A0KEY`, `www.x.com/%3CKEY`, `x.com/&#32;KEY`
+/// are each one word to the client that sends them).
 fn decodes_to(c: char) -> bool {
-    !c.is_whitespace() && !c.is_control()
+    !is_separator(c)
 }
 
 /// A character outside ASCII at the start of `s`, written as its UTF-8 bytes each
@@ -456,7 +490,7 @@ fn reference(s: &str) -> Option<(char, usize)> {
         return None;
     }
     let value = u32::from_str_radix(digits.get(..n)?, radix).ok()?;
-    let ch = char::from_u32(value)?;
+    let ch = char::from_u32(value).filter(|&c| decodes_to(c))?;
     let used = skip + n + usize::from(digits.as_bytes().get(n) == Some(&b';'));
     Some((ch, used))
 }

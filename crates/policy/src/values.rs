@@ -494,7 +494,8 @@ pub fn spelled_names(text: &str) -> Vec<(String, String)> {
 pub fn spelled_names_in(t: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let written = |span: Range<usize>| t.get(span).unwrap_or("").to_owned();
-    defang::word_addresses(t, &mut |address, span, spelled| {
+    let g = defang::gap_view(t);
+    defang::word_addresses(&g, &mut |address, span, spelled| {
         if spelled
             && let Some((_, domain)) = address.rsplit_once('@')
             && let Some(h) = canonical_host(domain)
@@ -502,7 +503,7 @@ pub fn spelled_names_in(t: &str) -> Vec<(String, String)> {
             out.push((h, written(span)));
         }
     });
-    defang::word_hosts(t, &mut |host, span| {
+    defang::word_hosts(&g, &mut |host, span| {
         if let Some(h) = canonical_host(&host).filter(|h| reads_as_link(h)) {
             out.push((h, written(span)));
         }
@@ -675,13 +676,15 @@ fn read_into(t: &str, words: bool, push: &mut Push<'_>) {
     // Names spelled in words: the hosts, on both sides; the addresses, in an answer all
     // (a model turns `bob at acme.com` back into the address), in an argument those whose
     // domain is spelled too (`bob at acme dot com`: a person reads it and types it, and no
-    // link reader sees it; `bob at acme.com` carries the link `acme.com` already).
-    defang::word_addresses(t, &mut |address, span, spelled| {
+    // link reader sees it; `bob at acme.com` carries the link `acme.com` already). An
+    // encoded space is a gap between those words (`defang::gap_view`), never in a link.
+    let g = defang::gap_view(t);
+    defang::word_addresses(&g, &mut |address, span, spelled| {
         if words || spelled {
             push(Kind::Email, address, span);
         }
     });
-    defang::word_hosts(t, &mut |host, span| {
+    defang::word_hosts(&g, &mut |host, span| {
         if let Some(h) = canonical_host(&host).filter(|h| reads_as_link(h)) {
             push(Kind::Host, h, span);
         }

@@ -212,3 +212,100 @@ fn a_destination_is_cleared_for_its_grants_max_class() {
     assert!(e.concerns.is_empty());
     let _ = DenyReason::NoGrant;
 }
+
+/// Round 8: a call that falls outside the grant that clears its tool, to an `ask` grant
+/// that names no clearance of its own, is shown what it left (docs/spec.md §3.3 "Sinks"):
+/// a payment just above the range, a post with one link too many, a channel no grant clears.
+#[test]
+fn a_call_that_leaves_a_clearance_for_a_wider_ask_is_told_so() {
+    let g: Grants = [
+        Grant::new(Pattern::new("bank_send_money").unwrap(), Effect::Allow)
+            .when(cond("/recipient", Test::From(FromTest::Trusted)))
+            .when(cond("/amount", Test::Range { min: 0, max: 2500 }))
+            .max_class(DataClass::Internal),
+        Grant::new(Pattern::new("bank_send_money").unwrap(), Effect::Ask)
+            .when(cond("/recipient", Test::From(FromTest::Trusted))),
+    ]
+    .into_iter()
+    .collect();
+    let hot = Taint::new(DataClass::Confidential, false);
+    let e = explain_call_in(
+        &g,
+        &s(),
+        "bank_send_money",
+        &args(LANDLORD, 2501),
+        hot,
+        Timestamp(1),
+        &Index,
+    );
+    assert_eq!(e.decision, Decision::Ask);
+    assert_eq!(e.concerns.len(), 1, "{:?}", e.concerns);
+    let c = &e.concerns[0];
+    assert_eq!(c.kind, ConcernKind::AboveClearance);
+    assert_eq!((c.pointer.as_str(), c.value.as_str()), ("/amount", "2501"));
+    assert!(
+        c.detail.contains("this session holds confidential data")
+            && c.detail.contains("grant 1")
+            && c.detail.contains("internal"),
+        "{}",
+        c.detail
+    );
+    // Within the range it runs, as before; at internal the wider ask shows nothing.
+    let e = explain_call_in(
+        &g,
+        &s(),
+        "bank_send_money",
+        &args(LANDLORD, 2500),
+        Taint::new(DataClass::Internal, false),
+        Timestamp(1),
+        &Index,
+    );
+    assert_eq!(e.decision, Decision::Allow);
+    let e = explain_call_in(
+        &g,
+        &s(),
+        "bank_send_money",
+        &args(LANDLORD, 2501),
+        Taint::new(DataClass::Internal, false),
+        Timestamp(1),
+        &Index,
+    );
+    assert_eq!(e.decision, Decision::Ask);
+    assert!(e.concerns.is_empty(), "{:?}", e.concerns);
+}
+
+#[test]
+fn a_channel_no_grant_clears_is_told_and_one_an_ask_clears_is_not() {
+    let list = |c: &str| Arc::new(List::new(None, [Scalar::Str(c.into())]));
+    let g: Grants = [
+        Grant::new(Pattern::new("slack_send").unwrap(), Effect::Allow)
+            .when(cond("/channel", Test::OneOf(list("#general"))))
+            .max_class(DataClass::Internal),
+        // The team's channel is cleared for confidential, with a look.
+        Grant::new(Pattern::new("slack_send").unwrap(), Effect::Ask)
+            .when(cond("/channel", Test::OneOf(list("#team"))))
+            .max_class(DataClass::Confidential),
+        Grant::new(Pattern::new("slack_send").unwrap(), Effect::Ask),
+    ]
+    .into_iter()
+    .collect();
+    let hot = Taint::new(DataClass::Confidential, false);
+    let call = |channel: &str| {
+        let a = Arguments::parse(&format!(r#"{{"channel": "{channel}", "text": "hi"}}"#));
+        explain_call_in(&g, &s(), "slack_send", &a, hot, Timestamp(1), &Index)
+    };
+    let e = call("#random");
+    assert_eq!(e.decision, Decision::Ask);
+    let kinds: Vec<_> = e
+        .concerns
+        .iter()
+        .map(|c| (c.kind, c.value.clone()))
+        .collect();
+    assert!(
+        kinds.contains(&(ConcernKind::AboveClearance, "#random".to_owned())),
+        "{kinds:?}"
+    );
+    let e = call("#team");
+    assert_eq!(e.decision, Decision::Ask);
+    assert!(e.concerns.is_empty(), "{:?}", e.concerns);
+}

@@ -41,8 +41,9 @@ const MARKERS: &[(&str, &str)] = &[
     ("/", "/"),
 ];
 
-/// The most spaces dropped on either side of a marker.
-const MAX_SPACES: usize = 3;
+// Spaces: a run of spaces and tabs of any length is one gap (round 8: a bound of three was
+// the attacker's next pick, `procurement    (at)    …` with four). Each run is walked by the
+// markers on either side of it, so a text is still read in linear time.
 
 fn close_of(open: u8) -> Option<u8> {
     match open {
@@ -85,7 +86,6 @@ pub(super) fn undo_markers(t: &str) -> Cow<'_, str> {
         let mut next = after;
         if value == "@" || value == "." {
             let kept = o.trim_end_matches([' ', '\t']);
-            let dropped = o.len() - kept.len();
             let before_ok = kept.chars().next_back().is_some_and(char::is_alphanumeric);
             let spaces = b
                 .get(after..)
@@ -97,7 +97,7 @@ pub(super) fn undo_markers(t: &str) -> Cow<'_, str> {
                 .get(after + spaces..)
                 .and_then(|s| s.chars().next())
                 .is_some_and(char::is_alphanumeric);
-            if !(before_ok && after_ok) || dropped > MAX_SPACES || spaces > MAX_SPACES {
+            if !(before_ok && after_ok) {
                 // Not between two words: left as written.
                 o.push_str(t.get(i..after).unwrap_or(""));
                 copied = after;
@@ -158,17 +158,55 @@ pub(super) fn word_addresses(t: &str, push: &mut dyn FnMut(String, Range<usize>,
     }
 }
 
+/// The spaces a web page or a link writes encoded (HTML references, percent-encoding),
+/// which a browser or a model shows as a space: `hiking&nbsp;at&nbsp;club&nbsp;dot&nbsp;ch`
+/// reads `hiking at club dot ch`.
+const ENCODED_SPACES: &[&str] = &[
+    "&nbsp;", "&ensp;", "&emsp;", "&thinsp;", "&#160;", "&#xa0;", "&#32;", "&#x20;", "%20",
+    "%c2%a0",
+];
+
+/// `t` as the readers of names spelled in words see it: each encoded space
+/// ([`ENCODED_SPACES`], any case) as as many spaces as it has bytes, so every place in it is
+/// where it is in `t` (a span of a name read here names the words of `t` that spell it).
+/// Only these readers see it: a link scanner must not be cut where the text as sent holds
+/// one word (`www.x.com/%20KEY`).
+pub(super) fn gap_view(t: &str) -> Cow<'_, str> {
+    if !t.bytes().any(|b| b == b'&' || b == b'%') {
+        return Cow::Borrowed(t);
+    }
+    let b = t.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut i = 0;
+    while i < b.len() {
+        if matches!(b[i], b'&' | b'%')
+            && let Some(e) = ENCODED_SPACES.iter().find(|e| {
+                b.get(i..i + e.len())
+                    .is_some_and(|s| s.eq_ignore_ascii_case(e.as_bytes()))
+            })
+        {
+            let o = out.get_or_insert_with(|| b.to_vec());
+            o[i..i + e.len()].fill(b' ');
+            i += e.len();
+        } else {
+            i += 1;
+        }
+    }
+    // Only ASCII was replaced by ASCII: still UTF-8, every boundary where it was.
+    match out.map(String::from_utf8) {
+        Some(Ok(s)) => Cow::Owned(s),
+        _ => Cow::Borrowed(t),
+    }
+}
+
 /// A space, a tab, or a line break: where a writer folds a long line (a YAML dump folds at
 /// a space, so `hr-docs at⏎      acme dot com` is the words `hr-docs at acme dot com`).
 fn is_gap(c: u8) -> bool {
     is_space(c) || c == b'\n' || c == b'\r'
 }
 
-/// The most spaces of indentation after a line break inside a name spelled in words.
-const MAX_INDENT: usize = 16;
-
-/// `j` past the gap between two words: at most [`MAX_SPACES`] spaces, or those, one line
-/// break and at most [`MAX_INDENT`] spaces after it.
+/// `j` past the gap between two words: spaces, or spaces, one line break and the
+/// indentation after it.
 fn skip_gap(b: &[u8], j: usize) -> usize {
     let mut k = skip_spaces(b, j);
     if b.get(k) == Some(&b'\r') && b.get(k + 1) == Some(&b'\n') {
@@ -178,8 +216,7 @@ fn skip_gap(b: &[u8], j: usize) -> usize {
         return skip_spaces(b, j);
     }
     k += 1;
-    let from = k;
-    while k < b.len() && k - from < MAX_INDENT && is_space(b[k]) {
+    while k < b.len() && is_space(b[k]) {
         k += 1;
     }
     k
@@ -188,7 +225,7 @@ fn skip_gap(b: &[u8], j: usize) -> usize {
 /// [`skip_gap`] backwards from `j`: where the gap before `j` starts.
 fn gap_back(b: &[u8], j: usize) -> usize {
     let mut k = j;
-    while k > 0 && j - k < MAX_INDENT && is_space(b[k - 1]) {
+    while k > 0 && is_space(b[k - 1]) {
         k -= 1;
     }
     if k > 0 && b[k - 1] == b'\n' {
@@ -196,16 +233,9 @@ fn gap_back(b: &[u8], j: usize) -> usize {
         if k > 0 && b[k - 1] == b'\r' {
             k -= 1;
         }
-        let line_end = k;
-        while k > 0 && line_end - k < MAX_SPACES && is_space(b[k - 1]) {
+        while k > 0 && is_space(b[k - 1]) {
             k -= 1;
         }
-        return k;
-    }
-    // No line break: at most MAX_SPACES spaces.
-    let mut k = j;
-    while k > 0 && j - k < MAX_SPACES && is_space(b[k - 1]) {
-        k -= 1;
     }
     k
 }
@@ -249,10 +279,9 @@ fn address_at(t: &str, m: usize, end: usize) -> Option<(String, Range<usize>, bo
     ))
 }
 
-/// `j` past at most [`MAX_SPACES`] spaces.
+/// `j` past the spaces there.
 fn skip_spaces(b: &[u8], mut j: usize) -> usize {
-    let from = j;
-    while j < b.len() && j - from < MAX_SPACES && is_space(b[j]) {
+    while j < b.len() && is_space(b[j]) {
         j += 1;
     }
     j
@@ -292,6 +321,25 @@ fn dot_word_at(b: &[u8], w: usize) -> Option<(usize, bool)> {
             && b.get(end).copied().is_some_and(is_gap);
         matches.then_some((end, *word == "dot"))
     })
+}
+
+/// Where the top-level domain starts when the English `dot` and a registered top-level
+/// domain stand at `w` as one word (`dotcom`, `dotnet`, `DotCom`), ended by anything but a
+/// letter, digit, `-` or `_`.
+fn fused_dot_word_at(b: &[u8], w: usize) -> Option<usize> {
+    let word = b.get(w..w + 3)?;
+    if !word.eq_ignore_ascii_case(b"dot") {
+        return None;
+    }
+    let rest = b.get(w + 3..).unwrap_or(&[]);
+    let n = rest.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+    let ends = rest
+        .get(n)
+        .is_none_or(|&c| !(c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+    let tld = std::str::from_utf8(rest.get(..n)?)
+        .ok()?
+        .to_ascii_lowercase();
+    ((2..=24).contains(&n) && ends && super::tld_registry::registered(&tld)).then_some(w + 3)
 }
 
 /// The domain whose first label starts at `j`: its labels split by `.`, by ` . ` or by the
@@ -334,6 +382,12 @@ fn domain_at(t: &str, mut j: usize) -> Option<(String, usize, bool)> {
         {
             foreign |= !english;
             (after_word, true)
+        } else if let Some(tld_at) = Some(skip_gap(b, j))
+            .filter(|&w| w > j)
+            .and_then(|w| fused_dot_word_at(b, w))
+        {
+            // `boarding-desk dotcom/pass`: the word and the top-level domain run together.
+            (tld_at, true)
         } else {
             break;
         };
@@ -381,6 +435,11 @@ pub(super) fn word_hosts(t: &str, push: &mut dyn FnMut(String, Range<usize>)) {
             i += 1;
             continue;
         }
+        if let Some((domain, end)) = letter_spaced_at(b, i) {
+            push(domain, i..end);
+            i = end;
+            continue;
+        }
         match domain_at(t, i) {
             Some((domain, end, true)) if !after_at(b, i) => {
                 push(domain.to_ascii_lowercase(), i..end);
@@ -394,6 +453,46 @@ pub(super) fn word_hosts(t: &str, push: &mut dyn FnMut(String, Range<usize>)) {
             }
         }
     }
+}
+
+/// The fewest characters a name spelled one at a time has (`e v i l . e u`).
+const MIN_SPACED: usize = 5;
+
+/// A host name spelled one character at a time, each standing alone between spaces, as
+/// spam writes it (`e t i a s - f a s t . e u / apply`): the characters run together,
+/// a domain with a dot, ending in a top-level domain in common use. The host (lower case)
+/// and where the spelling ends. Prose has single letters too (`a`, `I`), never five in a row
+/// with a dot among them before a top-level domain.
+fn letter_spaced_at(b: &[u8], i: usize) -> Option<(String, usize)> {
+    let single = |k: usize| {
+        b.get(k)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.'))
+            && b.get(k + 1)
+                .is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b'-' && *c != b'.')
+    };
+    if !single(i) {
+        return None;
+    }
+    let mut chars = String::new();
+    let mut k = i;
+    while single(k) && chars.len() < 253 {
+        chars.push(char::from(b[k]));
+        let next = skip_spaces(b, k + 1);
+        if next == k + 1 {
+            break;
+        }
+        k = next;
+    }
+    if chars.len() < MIN_SPACED || !chars.contains('.') {
+        return None;
+    }
+    let (domain, used, _) = domain_at(&chars, 0)?;
+    // The whole run is the name, up to where the domain ends.
+    let mut at = i;
+    for _ in 0..used {
+        at = skip_spaces(b, at) + 1;
+    }
+    Some((domain.to_ascii_lowercase(), at))
 }
 
 /// Whether the word at `i` follows the marker of an address spelled in words (` at `, `@`).
