@@ -100,7 +100,7 @@ MECHANISMS = ("intent", "provenance", "labels")
 
 # The rounds whose held-out material is given by --rN-injections / --rN-paraphrases (ids
 # `rN_…` and `…~rNpN`) and reported apart (`heldout_rN`, `paraphrased_rN`).
-LATER_ROUNDS = ("r4", "r5", "r6", "r7")
+LATER_ROUNDS = ("r4", "r5", "r6", "r7", "r8")
 
 
 def toml_value(v):
