@@ -5,7 +5,8 @@
 //! look-alikes (read twice), and a 10 KB JSON answer of records with ids. Then the largest
 //! answer the gate takes (1 MiB) in the shapes that cost the most: prose, JSON records, an
 //! array of many short strings (every pair of neighbours is a seam to join), a base64 blob
-//! of binary (one run to decode) and a wall of words each a candidate base64 run.
+//! of binary (one run to decode), a wall of words each a candidate base64 run, and round
+//! 8's readers at their worst (single letters, encoded spaces, spaced defang markers).
 //!
 //! Run: `cargo bench -p policy --bench values -- --warm-up-time 1 --measurement-time 3`
 
@@ -107,12 +108,30 @@ fn bench(c: &mut Criterion) {
     g.bench_function("json_records", |b| b.iter(|| in_answer(black_box(&json))));
     g.finish();
 
-    let big: [(&str, String); 5] = [
+    let big: [(&str, String); 8] = [
         ("prose_ascii", sized(PARAGRAPH, MIB)),
         ("json_records", json_records(MIB)),
         ("json_short_strings", short_strings(MIB)),
         ("base64_blob", base64_blob(MIB)),
         ("long_words", long_words(MIB)),
+        // Round 8's readers, at their worst: a wall of single letters (each may start a
+        // name spelled one at a time), of encoded spaces (each a gap between words), and
+        // of defang markers with long runs of spaces around them.
+        (
+            "single_letters",
+            sized("a b c d e f g h i j k l m n o p", MIB),
+        ),
+        (
+            "encoded_spaces",
+            sized("x&nbsp;y&nbsp;at&nbsp;z&nbsp;", MIB),
+        ),
+        (
+            "spaced_markers",
+            sized(
+                &format!("mail{0}(at){0}host{0}(dot){0}x", " ".repeat(40)),
+                MIB,
+            ),
+        ),
     ];
     let mut g = c.benchmark_group("values_1mib");
     g.sample_size(10);

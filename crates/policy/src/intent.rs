@@ -401,8 +401,9 @@ fn amounts(text: &str, out: &mut Vec<String>) {
 /// Whether the number at `text[start..end]` is part of something else the person wrote,
 /// and so no amount or id of its own: a date (`2024-05-19`, `05/19/2024`, `05.03.2026`,
 /// `May 15`, `15 May`, `May 15, 2024`), a time (`12:00`, `3pm`, `3 p.m.`), an ordinal
-/// (`15th`, `2nd`), or a list's marker (`1.`, `2)` opening a line). "May 15th" names a day,
-/// not the file whose id is 15 (docs/spec.md §3.10).
+/// (`15th`, `2nd`), a duration (`4 hours`, `1-hour`), or a list's marker (`1.`, `2)` opening
+/// a line, or inline after a colon or a sentence's end). "May 15th" names a day, not the
+/// file whose id is 15 (docs/spec.md §3.10).
 fn part_of_other(text: &str, start: usize, end: usize) -> bool {
     let b = text.as_bytes();
     let before = |k: usize| start.checked_sub(k).and_then(|at| b.get(at)).copied();
@@ -454,20 +455,34 @@ fn part_of_other(text: &str, start: usize, end: usize) -> bool {
     {
         return true;
     }
-    // A list's marker: `1.` or `2)` alone at the start of a line.
-    let line_start = text
-        .get(..start)
+    // A duration: `4 hours`, `1-hour`, `30 min`.
+    let unit = rest
+        .strip_prefix([' ', '-'])
         .unwrap_or("")
-        .rsplit('\n')
+        .split(|c: char| !c.is_ascii_alphabetic())
         .next()
         .unwrap_or("")
-        .trim()
-        .is_empty();
-    line_start
+        .to_ascii_lowercase();
+    if DURATION_UNITS.contains(&unit.as_str()) {
+        return true;
+    }
+    // A list's marker: `1.` or `2)` at the start of a line, or after a colon or a sentence's
+    // end in a list written inline (`do this: 1. read … 2. answer …`).
+    let head = text.get(..start).unwrap_or("");
+    let opens = head.rsplit('\n').next().unwrap_or("").trim().is_empty()
+        || head.trim_end().ends_with([':', '.', ';', '!', '?'])
+            && head.ends_with(char::is_whitespace);
+    opens
         && run.len() <= 2
         && matches!(after(0), Some(b'.' | b')'))
         && after(1).is_none_or(|c| c.is_ascii_whitespace())
 }
+
+/// The words after a number that make it a duration.
+const DURATION_UNITS: &[&str] = &[
+    "second", "seconds", "sec", "secs", "minute", "minutes", "min", "mins", "hour", "hours", "hr",
+    "hrs", "day", "days", "week", "weeks", "month", "months", "year", "years",
+];
 
 /// The two words before the end of `text`, nearest first, without the commas and dots
 /// around them.

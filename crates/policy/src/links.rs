@@ -12,8 +12,8 @@
 //!   U+0702, Arabic U+06D4, runic U+16EB, stenographic U+2E3C, and the operators `∙` U+2219
 //!   and `⋅` U+22C5), and full-width ASCII is ASCII (`ｅｖｉｌ．ｃｏｍ`);
 //! - any other mark or symbol outside ASCII (neither letter nor digit, white space, control
-//!   or invisible) between an ASCII letter or digit and a registered top-level domain that
-//!   ends the name is a dot (`evil·com`, `evil・com`, `evil•com`), and so are the digits and
+//!   or invisible) between a letter or digit (any script) and a registered top-level domain
+//!   that ends the name is a dot (`evil·com`, `evil・com`, `evil•com`), and so are the digits and
 //!   letters drawn as one there (U+0660, U+06F0, U+1427, U+10A50, U+A78F, U+02D1): a list
 //!   of dots is lost to the attacker's next pick;
 //! - `%XX` that spells a printable ASCII character is that character (`evil%2Ecom`,
@@ -339,6 +339,28 @@ fn normalize_once(text: &str) -> String {
     out
 }
 
+/// `text` with each combining mark that stands between a label's letter or digit and a
+/// registered top-level domain made a dot, before NFKC composes it into the letter before
+/// it (`perks` + U+0323 + `com` would compose to `perkṣcom`, one word with no dot). What
+/// [`normalize`] does with any other mark, for text about to be composed; borrowed when
+/// there is none.
+pub fn dots_before_composing(text: &str) -> Cow<'_, str> {
+    use unicode_normalization::char::is_combining_mark;
+    if text.is_ascii() || !text.chars().any(is_combining_mark) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for (at, c) in text.char_indices() {
+        let after = text.get(at + c.len_utf8()..).unwrap_or("");
+        if is_combining_mark(c) && prev_is_label(&out) && tld_follows(after) {
+            out.push('.');
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Whether `c` may be drawn as a dot between a name and its top-level domain: outside
 /// ASCII, neither a letter nor a digit, nor white space, a control or an invisible
 /// character (which are dropped or cut words) — a mark or a symbol.
@@ -350,31 +372,44 @@ fn may_be_dot(c: char) -> bool {
         && !is_invisible(c)
 }
 
-/// Whether what was read so far ends in a label's letter or digit (ASCII: a look-alike
-/// dot after a letter of another script stands in a name no host has in that form).
+/// Whether what was read so far ends in a label's letter or digit, of any script (a name
+/// may be internationalised: `bluesparrow-café·com` is `bluesparrow-café.com`).
 fn prev_is_label(out: &str) -> bool {
-    out.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric)
+    out.chars().next_back().is_some_and(char::is_alphanumeric)
 }
 
 /// Whether a line that ends in a dot after a name in capitals (`CARHIRE-DEPOSIT.`) and the
 /// next, which starts with a registered top-level domain in capitals that ends there or
-/// runs into a path (`COM/HOLD`, `COM`), are one link wrapped at its dot. A sentence's
-/// next line goes on in words (`PLEASE READ.⏎IT IS`), and is left alone.
+/// runs into a path (`COM/HOLD`, `COM`), are one link wrapped at its dot — or, after an
+/// address's domain (`PAYROLL@BLUESPARROW-LOHN.`), whatever follows that top-level domain.
+/// A sentence's next line goes on in words (`PLEASE READ.⏎IT IS`), and is left alone.
 fn shouted_tld(out: &str, next_line: &str) -> bool {
-    let label = out
-        .strip_suffix('.')
-        .unwrap_or("")
+    let before = out.strip_suffix('.').unwrap_or("");
+    let label = before
         .bytes()
         .rev()
         .take_while(|c| c.is_ascii_alphanumeric() || *c == b'-')
         .collect::<Vec<u8>>();
+    // The word the dot ends, back to white space: an address's domain when it holds `@`.
+    let word = before
+        .rsplit(|c: char| c.is_whitespace())
+        .next()
+        .unwrap_or("");
     let b = next_line.as_bytes();
     let n = b.iter().take_while(|c| c.is_ascii_uppercase()).count();
+    let ends = if word.contains('@') {
+        // `PAYROLL@BLUESPARROW-LOHN.⏎CH BEFORE FRIDAY`: an address's domain needs its
+        // top-level domain, whatever follows it.
+        b.get(n)
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_')))
+    } else {
+        b.get(n)
+            .is_none_or(|c| matches!(c, b'/' | b':' | b'?' | b'#' | b'\r' | b'\n'))
+    };
     label.iter().any(u8::is_ascii_uppercase)
         && !label.iter().any(u8::is_ascii_lowercase)
         && (2..=24).contains(&n)
-        && b.get(n)
-            .is_none_or(|c| matches!(c, b'/' | b':' | b'?' | b'#' | b'\r' | b'\n'))
+        && ends
         && crate::values::registered_tld(&next_line[..n].to_ascii_lowercase())
 }
 

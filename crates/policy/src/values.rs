@@ -460,8 +460,10 @@ pub fn prepare(text: &str) -> Cow<'_, str> {
     let nfkc: Cow<'_, str> = if text.is_ascii() {
         Cow::Borrowed(text)
     } else {
+        // A combining mark drawn as a dot is read before NFKC composes it into a letter.
         Cow::Owned(
-            text.nfkc()
+            links::dots_before_composing(text)
+                .nfkc()
                 .filter(|c| !is_invisible(*c))
                 .map(plain_space)
                 .collect(),

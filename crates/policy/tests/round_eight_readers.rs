@@ -169,6 +169,8 @@ fn names_spelled_past_round_sevens_edges_are_links() {
         // One character at a time.
         "apply at e t i a s - f a s t . e u / apply today",
         "apply at E T I A S . E U",
+        // A one-letter label spelled in words is still read as itself.
+        "visit x dot com now",
     ] {
         assert_eq!(decide(&g, "post", json!({ "body": body })), NO, "{body:?}");
     }

@@ -163,7 +163,8 @@ pub(super) fn word_addresses(t: &str, push: &mut dyn FnMut(String, Range<usize>,
 /// reads `hiking at club dot ch`.
 const ENCODED_SPACES: &[&str] = &[
     "&nbsp;", "&ensp;", "&emsp;", "&thinsp;", "&#160;", "&#xa0;", "&#32;", "&#x20;", "%20",
-    "%c2%a0",
+    "%c2%a0", // Without its `;`, as a browser still reads it.
+    "&nbsp",
 ];
 
 /// `t` as the readers of names spelled in words see it: each encoded space
@@ -324,13 +325,16 @@ fn dot_word_at(b: &[u8], w: usize) -> Option<(usize, bool)> {
 }
 
 /// Where the top-level domain starts when the English `dot` and a registered top-level
-/// domain stand at `w` as one word (`dotcom`, `dotnet`, `DotCom`), ended by anything but a
-/// letter, digit, `-` or `_`.
+/// domain stand at `w` as one word (`dotcom`, `dotnet`, `DotCom`, and with one `-` or `_`
+/// between, `dot-com`), ended by anything but a letter, digit, `-` or `_`.
 fn fused_dot_word_at(b: &[u8], w: usize) -> Option<usize> {
     let word = b.get(w..w + 3)?;
     if !word.eq_ignore_ascii_case(b"dot") {
         return None;
     }
+    // `dot-com`, `dot_com`: one joiner between them is still the word and the domain.
+    let joiner = usize::from(matches!(b.get(w + 3), Some(b'-' | b'_')));
+    let w = w + joiner;
     let rest = b.get(w + 3..).unwrap_or(&[]);
     let n = rest.iter().take_while(|c| c.is_ascii_alphabetic()).count();
     let ends = rest
@@ -426,6 +430,8 @@ fn domain_at(t: &str, mut j: usize) -> Option<(String, usize, bool)> {
 pub(super) fn word_hosts(t: &str, push: &mut dyn FnMut(String, Range<usize>)) {
     let b = t.as_bytes();
     let mut i = 0;
+    // Where a run of single characters with no dot, already read, ends.
+    let mut spaced_until = 0;
     while i < b.len() {
         let starts_word = b[i].is_ascii_alphanumeric()
             && (i == 0
@@ -435,10 +441,18 @@ pub(super) fn word_hosts(t: &str, push: &mut dyn FnMut(String, Range<usize>)) {
             i += 1;
             continue;
         }
-        if let Some((domain, end)) = letter_spaced_at(b, i) {
-            push(domain, i..end);
-            i = end;
-            continue;
+        if i >= spaced_until {
+            match letter_spaced_at(b, i) {
+                Spaced::Name(domain, end) => {
+                    push(domain, i..end);
+                    i = end;
+                    continue;
+                }
+                // No single character up to `end` starts a name spelled so; each word
+                // there is still read as itself below.
+                Spaced::Skip(end) => spaced_until = end,
+                Spaced::Not => {}
+            }
         }
         match domain_at(t, i) {
             Some((domain, end, true)) if !after_at(b, i) => {
@@ -458,12 +472,28 @@ pub(super) fn word_hosts(t: &str, push: &mut dyn FnMut(String, Range<usize>)) {
 /// The fewest characters a name spelled one at a time has (`e v i l . e u`).
 const MIN_SPACED: usize = 5;
 
+/// The most characters of a name spelled one at a time read from one start (a longer one
+/// is read from a later start, its tail: still a link). Bounds the work at each single
+/// character to a constant, so a wall of them is read in linear time.
+const MAX_SPACED: usize = 64;
+
+/// What stands at a single character (see [`letter_spaced_at`]).
+enum Spaced {
+    /// A host name, and where its spelling ends.
+    Name(String, usize),
+    /// A run of single characters with no dot among them: none of it starts a name spelled
+    /// so, up to where the run (as far as it was read) ends.
+    Skip(usize),
+    /// Nothing here.
+    Not,
+}
+
 /// A host name spelled one character at a time, each standing alone between spaces, as
 /// spam writes it (`e t i a s - f a s t . e u / apply`): the characters run together,
-/// a domain with a dot, ending in a top-level domain in common use. The host (lower case)
-/// and where the spelling ends. Prose has single letters too (`a`, `I`), never five in a row
-/// with a dot among them before a top-level domain.
-fn letter_spaced_at(b: &[u8], i: usize) -> Option<(String, usize)> {
+/// a domain with a dot, ending in a top-level domain in common use. Prose has single
+/// letters too (`a`, `I`), never five in a row with a dot among them before a top-level
+/// domain.
+fn letter_spaced_at(b: &[u8], i: usize) -> Spaced {
     let single = |k: usize| {
         b.get(k)
             .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.'))
@@ -471,28 +501,46 @@ fn letter_spaced_at(b: &[u8], i: usize) -> Option<(String, usize)> {
                 .is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b'-' && *c != b'.')
     };
     if !single(i) {
-        return None;
+        return Spaced::Not;
     }
     let mut chars = String::new();
     let mut k = i;
-    while single(k) && chars.len() < 253 {
-        chars.push(char::from(b[k]));
-        let next = skip_spaces(b, k + 1);
-        if next == k + 1 {
+    let mut end = i;
+    while chars.len() < MAX_SPACED {
+        // The English `dot` standing alone among them is their dot (`h o l d dot c o m`).
+        let (c, after) = if single(k) {
+            (char::from(b[k]), k + 1)
+        } else if let Some((after, true)) = dot_word_at(b, k).filter(|_| !chars.is_empty()) {
+            ('.', after)
+        } else {
+            break;
+        };
+        chars.push(c);
+        end = after;
+        let next = skip_spaces(b, after);
+        if next == after {
             break;
         }
         k = next;
     }
-    if chars.len() < MIN_SPACED || !chars.contains('.') {
-        return None;
+    if !chars.contains('.') {
+        return Spaced::Skip(end);
     }
-    let (domain, used, _) = domain_at(&chars, 0)?;
+    let found = (chars.len() >= MIN_SPACED)
+        .then(|| domain_at(&chars, 0))
+        .flatten();
+    let Some((domain, used, _)) = found else {
+        return Spaced::Not;
+    };
     // The whole run is the name, up to where the domain ends.
     let mut at = i;
     for _ in 0..used {
-        at = skip_spaces(b, at) + 1;
+        at = skip_spaces(b, at);
+        at += dot_word_at(b, at)
+            .filter(|_| !single(at))
+            .map_or(1, |(after, _)| after - at);
     }
-    Some((domain.to_ascii_lowercase(), at))
+    Spaced::Name(domain.to_ascii_lowercase(), at)
 }
 
 /// Whether the word at `i` follows the marker of an address spelled in words (` at `, `@`).
