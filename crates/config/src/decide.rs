@@ -35,6 +35,32 @@ impl Config {
         AnswerLabel { label, rules }
     }
 
+    /// What an answer's values raise its label to (docs/spec.md §3.4, `shows`): every
+    /// `shows` rule that looks at this call and one of whose values `shown` (the answer's
+    /// values, as `policy::values::in_answer` read them) holds, joined from public and
+    /// trusted; and which rules. Asked of every answer, after the call; nothing when no rule
+    /// says `shows`.
+    pub fn shown_label(
+        &self,
+        tool: &str,
+        args: &Arguments,
+        shown: &policy::values::Found,
+    ) -> AnswerLabel {
+        let mut label = Label::new(DataClass::Public, false);
+        let mut rules = Vec::new();
+        for (i, r) in self.labels.iter().enumerate() {
+            if let Some(s) = &r.shows
+                && r.matches_call(tool, args)
+                && s.in_answer(shown)
+            {
+                label.class = label.class.max(r.raises().class);
+                label.untrusted |= r.untrusted;
+                rules.push(i);
+            }
+        }
+        AnswerLabel { label, rules }
+    }
+
     /// [`Config::answer_label`] of a call whose arguments are the JSON text `arguments`, read
     /// as the gate reads them (strict JSON: [`Arguments::parse`]).
     pub fn answer_label_for(&self, tool: &str, arguments: &str) -> AnswerLabel {
@@ -62,6 +88,13 @@ impl Config {
             .map(|(i, r)| {
                 let mut line = r.describe(i);
                 let (verdict, conditions) = match args.json() {
+                    None if r.shows.is_some() => (
+                        "looks at this call's answer: the arguments are not strict JSON, so \
+                         its conditions cannot be tested and it applies to what the answer \
+                         shows"
+                            .to_owned(),
+                        Vec::new(),
+                    ),
                     None => (
                         "matches: the arguments are not strict JSON, so its conditions cannot \
                          be tested and it applies"
@@ -82,8 +115,14 @@ impl Config {
                                 }
                             })
                             .collect();
-                        let holds = r.matches(tool, args);
-                        let verdict = if holds { "matches" } else { "does not match" };
+                        let verdict = match (&r.shows, r.matches_call(tool, args)) {
+                            (Some(_), true) => {
+                                "looks at this call's answer: it raises the \
+                                                answer if the answer shows one of its values"
+                            }
+                            (None, true) => "matches",
+                            (_, false) => "does not match",
+                        };
                         (verdict.to_owned(), lines)
                     }
                 };

@@ -35,6 +35,15 @@
 //! their words vouch for what the answer shows (docs/spec.md §3.10). Such a rule needs no
 //! `class`. Only a call the rule matches reads a source, and only by that argument: a
 //! search whose query mentions a page reads no page.
+//!
+//! A rule with `shows = "LIST"` labels **what an answer shows**, not the call: an answer of
+//! a call the rule matches that shows one of the list's values (read as the values reader
+//! reads an answer: an IBAN, an address, a phone number, a link, an account number) is
+//! raised to the rule's label, whichever tool showed it. A label that follows a value, where
+//! a label on a tool misses every other tool that shows it (a person's IBAN is in their
+//! standing orders as well as in `get_iban`). [`Config::shown_label`] is its one place; the
+//! gate asks it of every answer, after the call. Every entry of the list must hold such a
+//! value (a name alone is no value the reader finds, and would label nothing).
 
 use policy::{Arguments, Condition, Label, Pattern};
 use proto::DataClass;
@@ -55,8 +64,28 @@ pub struct LabelRule {
     pub reason: Option<String>,
     /// The argument (a JSON pointer) that names the place its calls read, if it says.
     pub source: Option<String>,
+    /// The values whose showing labels an answer (`shows = "LIST"`), if it says: then it
+    /// labels an answer by what it shows, after the call, not the call before it runs.
+    pub shows: Option<Shows>,
     /// The line of its `tool` in the file (1-based).
     pub line: usize,
+}
+
+/// The values a `shows` rule looks for in an answer: a `[lists]` list's entries, each read
+/// as the values reader reads an answer (`policy::values::in_answer`), in canonical form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shows {
+    /// The list's name.
+    pub list: String,
+    /// Every canonical value its entries hold.
+    pub values: Vec<String>,
+}
+
+impl Shows {
+    /// Whether an answer whose values are `shown` shows one of these.
+    pub fn in_answer(&self, shown: &policy::values::Found) -> bool {
+        self.values.iter().any(|v| shown.contains(v))
+    }
 }
 
 /// The label of a call's answers, and which rules raised it.
@@ -78,6 +107,11 @@ impl LabelRule {
     /// every condition holds — or the arguments are not strict JSON, so no condition can be
     /// tested and the rule applies.
     pub fn matches(&self, tool: &str, args: &Arguments) -> bool {
+        self.shows.is_none() && self.matches_call(tool, args)
+    }
+
+    /// [`LabelRule::matches`] without regard to `shows`: the call is one it looks at.
+    pub fn matches_call(&self, tool: &str, args: &Arguments) -> bool {
         self.tool.matches(tool)
             && match args.json() {
                 Some(v) => self.when.iter().all(|c| c.holds(v)),
@@ -98,6 +132,9 @@ impl LabelRule {
                 raises.push_str(", ");
             }
             raises.push_str(&format!("reads the place {p} names"));
+        }
+        if let Some(s) = &self.shows {
+            raises.push_str(&format!(", where an answer shows a value of {:?}", s.list));
         }
         format!(
             "label rule {} (line {}, tool {:?}, {raises})",

@@ -55,7 +55,7 @@ use std::path::Path;
 
 pub use egress::{CallLabel, Destination, EgressRule, Host, HostPattern, Refusal, Way};
 pub use error::ConfigError;
-pub use labels::{AnswerLabel, LabelRule};
+pub use labels::{AnswerLabel, LabelRule, Shows};
 pub use model::{
     Audit, BoxLimits, Builtin, Config, Gate, HOST_RUN, Mount, Tool, ToolKind, is_valid_tool_name,
 };

@@ -249,6 +249,8 @@ pub(crate) struct Label {
     pub reason: Option<Spanned<String>>,
     /// The argument (a JSON pointer) that names the place the call reads.
     pub source: Option<Spanned<String>>,
+    /// A `[lists]` name: the rule labels an answer that shows one of its values.
+    pub shows: Option<Spanned<String>>,
     /// Not a key of a label rule: read only to refuse it with a sentence of its own.
     pub closed: Option<Spanned<toml::Value>>,
 }

@@ -45,7 +45,7 @@ use toml::Spanned;
 
 use crate::egress::{DEFAULT_PORTS, DEFAULT_TUNNEL_PORT, EgressRule, HostPattern};
 use crate::error::{ConfigError, Source};
-use crate::labels::LabelRule;
+use crate::labels::{LabelRule, Shows};
 use crate::model::{
     Audit, BoxLimits, Builtin, Config, DEFAULT_CALLS_PER_SESSION, DEFAULT_CHECKPOINT_EVERY,
     DEFAULT_CHECKPOINT_SECS, DEFAULT_PENDING_PER_SESSION, DEFAULT_PROVENANCE_VALUES, Gate, Mount,
@@ -1746,6 +1746,30 @@ impl Ctx<'_> {
                 }
                 None => None,
             };
+            let shows = match &l.shows {
+                Some(name) => Some(self.shows(name, lists, line)?),
+                None => None,
+            };
+            if shows.is_some() && source.is_some() {
+                return self.err(
+                    l.tool.span(),
+                    format!(
+                        "the label rule on line {line} has both `shows` and `source`: a \
+                         `shows` rule labels an answer after the call, a `source` says what a \
+                         call reads before it; write them as two rules"
+                    ),
+                );
+            }
+            if shows.is_some() && l.class.is_none() && !untrusted {
+                return self.err(
+                    l.tool.span(),
+                    format!(
+                        "the label rule on line {line} has `shows` and raises nothing: give \
+                         it a `class` (public, internal, confidential or secret) or \
+                         `untrusted = true`"
+                    ),
+                );
+            }
             if l.class.is_none() && !untrusted && source.is_none() {
                 // At `untrusted = false` where the rule says it, else at its `tool`.
                 let at = l
@@ -1772,10 +1796,60 @@ impl Ctx<'_> {
                 untrusted,
                 reason: l.reason.map(toml::Spanned::into_inner),
                 source,
+                shows,
                 line,
             });
         }
         Ok(out)
+    }
+
+    /// A label rule's `shows`: the `[lists]` list it names, each entry read as the values
+    /// reader reads an answer; an entry that holds no such value is refused.
+    fn shows(
+        &self,
+        name: &toml::Spanned<String>,
+        lists: &Lists,
+        line: usize,
+    ) -> Result<Shows, ConfigError> {
+        let what = format!("the label rule on line {line}'s `shows`");
+        let at = crate::typed::At {
+            src: &self.src,
+            what: &what,
+        };
+        let (_, entries) = at.list(lists, name.get_ref(), name.span())?;
+        let mut values = Vec::new();
+        for e in entries {
+            let Some(text) = e.get_ref().as_str() else {
+                return self.err(
+                    e.span(),
+                    format!(
+                        "{what}: list {:?} holds {}, which is no text an answer could show \
+                         (write it as a string)",
+                        name.get_ref(),
+                        e.get_ref()
+                    ),
+                );
+            };
+            let found = policy::values::in_answer(text).into_values();
+            if found.is_empty() {
+                return self.err(
+                    e.span(),
+                    format!(
+                        "{what}: {text:?} in list {:?} holds no value the values reader \
+                         finds in an answer (an IBAN, a mail address, a phone number, a link \
+                         or host, an account number): it would label nothing",
+                        name.get_ref()
+                    ),
+                );
+            }
+            values.extend(found.into_iter().map(|v| v.text));
+        }
+        values.sort_unstable();
+        values.dedup();
+        Ok(Shows {
+            list: name.get_ref().clone(),
+            values,
+        })
     }
 }
 

@@ -432,3 +432,63 @@ fn test_a_rule_may_say_which_argument_names_the_place_read() {
         assert!(e.contains("JSON pointer") && e.contains("\"/url\""), "{e}");
     }
 }
+
+/// `shows = "LIST"` (docs/spec.md §3.4): a rule that labels an answer by a value it shows.
+const SHOWS: &str = r#"
+[lists]
+mine = ["DE89 3704 0044 0532 0130 00", "emma.johnson@bluesparrow.com"]
+names = ["Emma Johnson"]
+
+[[tool]]
+name = "bank"
+mcp = ["bank-server"]
+
+[[label]]
+tool = "bank_*"
+shows = "mine"
+class = "confidential"
+"#;
+
+#[test]
+fn a_shows_rule_labels_an_answer_by_what_it_shows_never_the_call_before() {
+    let c = ok(SHOWS);
+    // Before the call: nothing (the rule looks at answers).
+    let before = c.answer_label("bank_get_iban", &args("{}"));
+    assert_eq!(before.label.class, DataClass::Public);
+    assert!(before.rules.is_empty());
+    let shown = policy::values::in_answer("sender: de89370400440532013000, amount 50");
+    let after = c.shown_label("bank_get_scheduled_transactions", &args("{}"), &shown);
+    assert_eq!(after.label, Label::new(DataClass::Confidential, false));
+    assert_eq!(after.rules, vec![0]);
+    let other = policy::values::in_answer("write to Emma.Johnson@BlueSparrow.com");
+    assert_eq!(
+        c.shown_label("bank_x", &args("{}"), &other).label.class,
+        DataClass::Confidential
+    );
+    let none = policy::values::in_answer("sender: GB29NWBK60161331926819");
+    assert_eq!(
+        c.shown_label("bank_x", &args("{}"), &none).label.class,
+        DataClass::Public
+    );
+    // A tool the rule does not name: not its answer to label.
+    assert_eq!(
+        c.shown_label("mail_read", &args("{}"), &shown).label.class,
+        DataClass::Public
+    );
+}
+
+#[test]
+fn a_shows_rule_that_could_label_nothing_is_refused() {
+    let names = SHOWS.replace("shows = \"mine\"", "shows = \"names\"");
+    let msg = bad(&names, 4);
+    assert!(
+        msg.contains("holds no value the values reader finds"),
+        "{msg}"
+    );
+    let missing = SHOWS.replace("shows = \"mine\"", "shows = \"theirs\"");
+    let msg = bad(&missing, 12);
+    assert!(msg.contains("no list named \"theirs\""), "{msg}");
+    let nothing = SHOWS.replace("class = \"confidential\"\n", "");
+    let msg = bad(&nothing, 11);
+    assert!(msg.contains("raises nothing"), "{msg}");
+}

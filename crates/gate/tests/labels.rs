@@ -104,3 +104,71 @@ fn test_a_result_record_names_no_rule_where_none_matched() {
         h.audit_text()
     );
 }
+
+/// A label that follows a value (docs/spec.md §3.4 `shows`): the person's own IBAN is
+/// confidential in whichever tool's answer it appears, not only in the tool labelled for it.
+/// (The fake runner's answer repeats its call's arguments: an answer that shows the IBAN is
+/// a call that carried it, written as a standing order's `sender` is.)
+const BANK: &str = r#"
+[gate]
+state = "state"
+
+[lists]
+mine = ["DE89 3704 0044 0532 0130 00"]
+
+[[tool]]
+name = "bank"
+mcp = ["bank-server"]
+
+[[label]]
+tool = "bank_*"
+shows = "mine"
+class = "confidential"
+reason = "my own account number"
+
+[[grant]]
+tool = "bank_*"
+effect = "allow"
+"#;
+
+#[test]
+fn test_an_answer_that_shows_a_listed_value_is_labelled_by_it_whichever_tool_showed_it() {
+    let h = H::with_fake_runner(BANK);
+    // Another tool's answer that shows the IBAN, in another form (no spaces, lower case).
+    let r = h.call(
+        "s1",
+        1,
+        "bank_get_scheduled_transactions",
+        r#"{"note":"sender de89370400440532013000"}"#,
+    );
+    match &r {
+        ToolResponse::Result { class, .. } => assert_eq!(*class, DataClass::Confidential),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(h.taint("s1"), (DataClass::Confidential, false));
+    let rec = result_records(&h);
+    assert_eq!(rec[0]["class"], "confidential");
+    assert_eq!(
+        rec[0]["labels"],
+        serde_json::json!([{"rule": 1, "line": 13, "reason": "my own account number"}])
+    );
+    // An answer that shows no listed value is what its call is: public.
+    let r = h.call(
+        "s2",
+        1,
+        "bank_get_balance",
+        r#"{"note":"GB29NWBK60161331926819"}"#,
+    );
+    assert!(matches!(r, ToolResponse::Result { .. }), "{r:?}");
+    assert_eq!(h.taint("s2"), (DataClass::Public, false));
+    assert!(result_records(&h)[1].get("labels").is_none());
+    // A failure that quotes it is labelled by it too.
+    let r = h.call(
+        "s3",
+        1,
+        "bank_send_money",
+        r#"{"fail":"no funds for DE89370400440532013000"}"#,
+    );
+    assert!(matches!(r, ToolResponse::Failed { .. }), "{r:?}");
+    assert_eq!(h.taint("s3").0, DataClass::Confidential);
+}

@@ -1217,8 +1217,14 @@ impl Gate {
             ),
         };
         let now = self.now();
-        // docs/spec.md §3.7: what the answer showed, with the taint it raises.
-        let sightings = provenance::answered(req, args, content, label);
+        // docs/spec.md §3.4 `shows`: a value the answer shows raises its label, whichever
+        // tool showed it; §3.7: what the answer showed, with the taint it raises.
+        let shown = policy::values::in_answer(content);
+        let by_shown = self.config.shown_label(&req.tool, args, &shown);
+        let label = label.join(by_shown.label);
+        let sightings = provenance::answered(req, args, &shown, label);
+        let mut matched = own.clone();
+        matched.rules.extend(by_shown.rules);
         let result = Event::result(
             req.session.clone(),
             req.call,
@@ -1229,7 +1235,7 @@ impl Gate {
             label.untrusted,
             truncated,
         )
-        .with_label_rules(audit::LabelRuleRef::of(&self.config, &own));
+        .with_label_rules(audit::LabelRuleRef::of(&self.config, &matched));
         self.make_durable(Durable {
             raise: Some(TaintRaise {
                 session: req.session.clone(),
@@ -1248,7 +1254,18 @@ impl Gate {
         if outcome == Outcome::Result {
             self.endorse(req, args, content);
         }
-        Ok(resp)
+        // The answer goes back with the label it raised the session to.
+        Ok(match resp {
+            ToolResponse::Result {
+                content, truncated, ..
+            } => ToolResponse::Result {
+                content,
+                class: label.class,
+                untrusted: label.untrusted,
+                truncated,
+            },
+            other => other,
+        })
     }
 }
 

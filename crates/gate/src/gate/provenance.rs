@@ -23,7 +23,7 @@
 use std::sync::{Arc, Mutex};
 
 use config::Config;
-use policy::values::{Found, Ident, in_answer, in_arguments};
+use policy::values::{Found, Ident, in_arguments};
 use policy::{Arguments, Context, Explanation, Known, Label, Seen, Shown};
 use proto::control::Concern;
 use proto::{SessionId, ToolRequest};
@@ -146,16 +146,16 @@ pub fn argued(req: &ToolRequest, args: &Arguments) -> Option<Sightings> {
     sightings(req, Sighting::Argued, found)
 }
 
-/// What an answer showed the session's index: its values less those its own call's
-/// arguments carried (the echo guard), trusted or untrusted by its label.
+/// What an answer showed the session's index: its values (`shown`, as
+/// [`policy::values::in_answer`] read its content) less those its own call's arguments carried (the echo
+/// guard), trusted or untrusted by its label.
 pub fn answered(
     req: &ToolRequest,
     args: &Arguments,
-    content: &str,
+    shown: &Found,
     label: Label,
 ) -> Option<Sightings> {
     let echoed = args.json().map(in_arguments).unwrap_or_default();
-    let shown = in_answer(content);
     let overflow = shown.overflowed();
     // A value the reader only made — joined from neighbouring strings, decoded from a run —
     // never vouches: its pieces may be values the session passed in apart (two halves saved
