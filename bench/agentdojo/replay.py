@@ -662,6 +662,16 @@ async def run_suite(args):
             raise SystemExit(f"boxmaker cannot list the suite's tools: {check.stderr.strip()}")
         serve = subprocess.Popen([bin_, "serve", "--config", config], stdout=subprocess.DEVNULL,
                                  stderr=open(os.path.join(run_dir, "serve.log"), "w"))
+        # The gate is ready once both its sockets are bound: a conversation started before
+        # then may find no control socket to hand its prompt to (a loaded machine's race).
+        sockets = [os.path.join(state, n) for n in ("agent.sock", "control.sock")]
+        deadline = time.monotonic() + 60
+        while not all(os.path.exists(p) for p in sockets):
+            if serve.poll() is not None:
+                raise SystemExit(f"boxmaker serve exited with {serve.returncode} before it was ready")
+            if time.monotonic() > deadline:
+                raise SystemExit("boxmaker serve bound no control socket in 60 s")
+            await asyncio.sleep(0.05)
         control = Control(state)
         await asyncio.gather(*(worker() for _ in range(args.jobs)))
         failed = False
